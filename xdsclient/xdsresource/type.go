@@ -1,0 +1,61 @@
+// Package xdsresource decodes and validates xDS resources into typed Go
+// values.
+//
+// Each kind of resource is described by a [Type]: its type URL, whether the
+// State-of-the-World protocol sends it as a full set, and a Decode function
+// that turns the wire bytes into a validated value. The four resource types
+// that a gRPC client uses are provided as [ListenerType], [RouteConfigType],
+// [ClusterType] and [EndpointsType]; users may implement [Type] for their
+// own resources and hand it to the client.
+//
+// Validation follows gRPC's client rules: a resource that gRPC could not use
+// is rejected with an error that names the rule it broke, and the client
+// NACKs it.
+package xdsresource
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// TypeURLPrefix is the prefix that every xDS type URL starts with.
+const TypeURLPrefix = "type.googleapis.com/"
+
+// Type describes one kind of xDS resource. Implementations must be safe for
+// concurrent use and are usually stateless values.
+type Type interface {
+	// TypeURL is the full type URL, for example
+	// "type.googleapis.com/envoy.config.cluster.v3.Cluster".
+	TypeURL() string
+	// ShortName is a short, human name such as "cds", or "" when the type
+	// has none.
+	ShortName() string
+	// FullState reports whether a State-of-the-World response carries every
+	// subscribed resource of this type (true for Listener and Cluster), so
+	// that a resource missing from a response has been deleted.
+	FullState() bool
+	// Decode unmarshals and validates one resource. It returns the
+	// resource's name whenever it can be determined, even when the resource
+	// is invalid, so that the error can be attributed to it. A nil error
+	// means value is valid and ready for use.
+	Decode(opts DecodeOptions, resource *anypb.Any) (name string, value any, err error)
+}
+
+// DecodeOptions carries what a Type may need to know about where a resource
+// came from.
+type DecodeOptions struct {
+	// ServerURI is the server_uri of the xDS server that sent the resource.
+	ServerURI string
+	// TrustedServer reports whether that server has the
+	// "trusted_xds_server" feature (gRFC A81), which allows settings that
+	// are honoured only from trusted servers.
+	TrustedServer bool
+}
+
+// TypeName returns the type URL of t without its "type.googleapis.com/"
+// prefix, as used in metrics labels and xdstp:// resource names, for example
+// "envoy.config.cluster.v3.Cluster".
+func TypeName(t Type) string {
+	return strings.TrimPrefix(t.TypeURL(), TypeURLPrefix)
+}
