@@ -1,0 +1,462 @@
+package xdsclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+)
+
+// channel is the connection to one xDS server and its ADS stream, shared by
+// every resource subscribed on that server. Fields after mu-guarded are
+// guarded by Client.mu.
+type channel struct {
+	c      *Client
+	server *bootstrap.ServerConfig
+	uri    string
+	cc     *grpc.ClientConn
+	wake   chan struct{} // tells the sender that a request is due
+	kick   chan struct{} // tells the stream loop that something is subscribed
+
+	// mu-guarded
+	types      map[string]*typeState
+	nEntries   int
+	timed      map[*entry]struct{}
+	ready      bool   // the channel reports READY
+	failed     bool   // unhealthy since the last failure (gRFC A57)
+	connected  bool   // gRFC A78's connected gauge
+	streamID   uint64 // current stream, 0 when none
+	attempts   int
+	respGen    uint64
+	lastStream error // how the last stream failed, for connectivity errors
+}
+
+// typeState is the per-type state of the SotW sub-stream on one server.
+type typeState struct {
+	entries  map[string]*entry
+	byHash   map[uint64]*entry // held resources by hash of their bytes
+	version  string            // last accepted version_info; kept across streams
+	nonce    string            // last nonce on the current stream
+	dirty    bool              // a request is due
+	nack     error             // error_detail of the request that is due
+	sentOnce bool              // a request of this type went out on this stream
+	unsent   []*entry          // subscribed since the last request
+}
+
+func (c *Client) channelLocked(s *bootstrap.ServerConfig) (*channel, error) {
+	key := s.Key()
+	if ch := c.channels[key]; ch != nil {
+		return ch, nil
+	}
+	creds, err := s.TransportCredentials()
+	if err != nil {
+		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+	}
+	cc, err := grpc.NewClient(s.URI, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+	}
+	ch := &channel{
+		c: c, server: s, uri: s.URI, cc: cc,
+		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
+		types: map[string]*typeState{}, timed: map[*entry]struct{}{},
+	}
+	c.channels[key] = ch
+	c.wg.Add(2)
+	go ch.watchConnectivity()
+	go ch.runStreams()
+	return ch, nil
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (ch *channel) subscribeLocked(e *entry) {
+	ts := ch.types[e.typ.TypeURL()]
+	if ts == nil {
+		ts = &typeState{entries: map[string]*entry{}, byHash: map[uint64]*entry{}}
+		ch.types[e.typ.TypeURL()] = ts
+	}
+	ts.entries[e.name] = e
+	ts.unsent = append(ts.unsent, e)
+	ts.dirty = true
+	ch.nEntries++
+	signal(ch.kick)
+	signal(ch.wake)
+}
+
+func (ch *channel) unsubscribeLocked(e *entry) {
+	ch.stopTimerLocked(e)
+	ts := ch.types[e.typ.TypeURL()]
+	delete(ts.entries, e.name)
+	if e.res != nil && ts.byHash[e.hash] == e {
+		delete(ts.byHash, e.hash)
+	}
+	ts.dirty = true
+	ch.nEntries--
+	signal(ch.wake)
+}
+
+// maybeStartTimerLocked starts e's does-not-exist timer if gRFC A57 allows:
+// the subscription went out on the current stream, the channel is READY,
+// and nothing has been received for e.
+func (ch *channel) maybeStartTimerLocked(e *entry) {
+	if e.timer != nil || e.removed || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream != ch.streamID {
+		return
+	}
+	c := ch.c
+	d, _ := c.resourceTimeout(ch)
+	e.timerGen++
+	gen := e.timerGen
+	e.timer = time.AfterFunc(d, func() { c.onTimer(e, gen) })
+	ch.timed[e] = struct{}{}
+	for _, h := range c.o.hooks {
+		if f := h.ResourceTimerStarted; f != nil {
+			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
+			c.hook(func() { f(info) })
+		}
+	}
+}
+
+func (ch *channel) stopTimerLocked(e *entry) {
+	if e.timer == nil {
+		return
+	}
+	e.timer.Stop()
+	e.timer = nil
+	e.timerGen++
+	delete(ch.timed, e)
+	c := ch.c
+	for _, h := range c.o.hooks {
+		if f := h.ResourceTimerStopped; f != nil {
+			d, _ := c.resourceTimeout(ch)
+			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
+			c.hook(func() { f(info) })
+		}
+	}
+}
+
+// watchConnectivity follows the channel's connectivity state: READY starts
+// the timers that wait for it, leaving READY stops them, TRANSIENT_FAILURE
+// is a server failure (gRFC A57).
+func (ch *channel) watchConnectivity() {
+	defer ch.c.wg.Done()
+	state := ch.cc.GetState()
+	for {
+		if !ch.cc.WaitForStateChange(ch.c.ctx, state) {
+			return
+		}
+		state = ch.cc.GetState()
+		ch.onConnectivity(state)
+	}
+}
+
+func (ch *channel) onConnectivity(state connectivity.State) {
+	c := ch.c
+	c.mu.Lock()
+	defer c.unlock()
+	if c.closed {
+		return
+	}
+	for _, h := range c.o.hooks {
+		if f := h.ConnectivityChanged; f != nil {
+			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: state}
+			c.hook(func() { f(info) })
+		}
+	}
+	wasReady := ch.ready
+	ch.ready = state == connectivity.Ready
+	switch {
+	case ch.ready && !wasReady:
+		for _, ts := range ch.types {
+			for _, e := range ts.entries {
+				ch.maybeStartTimerLocked(e)
+			}
+		}
+	case !ch.ready && wasReady:
+		for e := range ch.timed {
+			ch.stopTimerLocked(e)
+		}
+	}
+	if state == connectivity.TransientFailure {
+		reason := "xDS channel reports TRANSIENT_FAILURE"
+		if ch.lastStream != nil {
+			reason += " (last ADS stream error: " + ch.lastStream.Error() + ")"
+		}
+		ch.failLocked(errors.New(reason))
+	}
+}
+
+// failLocked records a server failure (gRFC A57) and reports it to every
+// watcher of a resource on this server: ambient if the resource is held,
+// through ResourceChanged if not.
+func (ch *channel) failLocked(reason error) {
+	c := ch.c
+	if !ch.failed {
+		ch.failed = true
+		for _, h := range c.o.hooks {
+			if f := h.ServerFailure; f != nil {
+				info := ServerFailureInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
+				c.hook(func() { f(info) })
+			}
+		}
+	}
+	ch.setConnectedLocked(false, reason)
+	for _, ts := range ch.types {
+		for _, e := range ts.entries {
+			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable: %v", reason))
+		}
+	}
+}
+
+func (ch *channel) setConnectedLocked(connected bool, reason error) {
+	if ch.connected == connected {
+		return
+	}
+	ch.connected = connected
+	c := ch.c
+	for _, h := range c.o.hooks {
+		if f := h.ConnectedChanged; f != nil {
+			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: connected, Reason: reason}
+			c.hook(func() { f(info) })
+		}
+	}
+}
+
+// runStreams keeps one ADS stream open while anything is subscribed,
+// backing off between attempts that failed before any response (gRFC A57).
+func (ch *channel) runStreams() {
+	c := ch.c
+	defer c.wg.Done()
+	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(ch.cc)
+	retries := 0
+	for {
+		c.mu.Lock()
+		n := ch.nEntries
+		c.mu.Unlock()
+		if n == 0 {
+			select {
+			case <-ch.kick:
+				continue
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		gotResponse, err := ch.runStream(ads)
+		if c.ctx.Err() != nil {
+			return
+		}
+		var delay time.Duration
+		if gotResponse {
+			retries = 0
+		} else {
+			delay = c.o.backoff(retries)
+			retries++
+		}
+		ch.streamEnded(gotResponse, err, delay)
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+// runStream runs one ADS stream until it ends.
+func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (gotResponse bool, err error) {
+	c := ch.c
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	stream, err := ads.StreamAggregatedResources(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	ch.attempts++
+	ch.streamID++
+	id := ch.streamID
+	for _, ts := range ch.types {
+		ts.nonce = ""
+		ts.sentOnce = false
+		ts.nack = nil
+		ts.unsent = ts.unsent[:0]
+		for _, e := range ts.entries {
+			ts.unsent = append(ts.unsent, e)
+		}
+		ts.dirty = len(ts.entries) > 0
+	}
+	if !ch.failed {
+		ch.setConnectedLocked(true, nil)
+	}
+	for _, h := range c.o.hooks {
+		if f := h.StreamStarted; f != nil {
+			info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.attempts}
+			c.hook(func() { f(info) })
+		}
+	}
+	c.unlock()
+	signal(ch.wake)
+
+	sendDone := make(chan struct{})
+	go func() {
+		defer close(sendDone)
+		ch.sendLoop(ctx, stream, id)
+	}()
+	defer func() {
+		cancel()
+		<-sendDone
+	}()
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			return gotResponse, err
+		}
+		if !gotResponse {
+			gotResponse = true
+			c.mu.Lock()
+			ch.failed = false
+			ch.lastStream = nil
+			ch.setConnectedLocked(true, nil)
+			c.unlock()
+		}
+		ch.handleResponse(id, resp)
+		// Flow control: read on only once watchers have taken this update.
+		select {
+		case <-c.callbacks.barrier():
+		case <-ctx.Done():
+			return gotResponse, ctx.Err()
+		}
+	}
+}
+
+func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration) {
+	c := ch.c
+	c.mu.Lock()
+	defer c.unlock()
+	if c.closed {
+		return
+	}
+	ch.streamID = 0
+	for e := range ch.timed {
+		ch.stopTimerLocked(e)
+	}
+	for _, h := range c.o.hooks {
+		if f := h.StreamEnded; f != nil {
+			info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: gotResponse, Err: err, Backoff: delay}
+			c.hook(func() { f(info) })
+		}
+	}
+	if gotResponse {
+		c.logger.Debug("ADS stream ended after a response; reconnecting", "server", ch.uri, "err", err)
+		return
+	}
+	ch.lastStream = err
+	c.logger.Warn("ADS stream failed before any response", "server", ch.uri, "err", err, "backoff", delay)
+	ch.failLocked(fmt.Errorf("ADS stream failed before any response: %w", err))
+}
+
+// pendingRequest is a request ready to send and the entries it subscribes
+// for the first time on the stream.
+type pendingRequest struct {
+	req    *discoveryv3.DiscoveryRequest
+	unsent []*entry
+	nack   error
+}
+
+// sendLoop writes the requests that are due, one per type, each carrying
+// the whole current subscription: subscription changes made while a send
+// is in flight are coalesced into the next request.
+func (ch *channel) sendLoop(ctx context.Context, stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, id uint64) {
+	first := true
+	for {
+		select {
+		case <-ch.wake:
+		case <-ctx.Done():
+			return
+		}
+		for _, p := range ch.takeRequests(id, &first) {
+			if err := stream.Send(p.req); err != nil {
+				return
+			}
+			ch.afterSend(id, p)
+		}
+	}
+}
+
+func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
+	c := ch.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch.streamID != id || c.closed {
+		return nil
+	}
+	var out []pendingRequest
+	for _, url := range c.typeOrder {
+		ts := ch.types[url]
+		if ts == nil || !ts.dirty || (len(ts.entries) == 0 && !ts.sentOnce) {
+			continue
+		}
+		names := make([]string, 0, len(ts.entries))
+		for name := range ts.entries {
+			names = append(names, name)
+		}
+		req := &discoveryv3.DiscoveryRequest{
+			TypeUrl:       url,
+			VersionInfo:   ts.version,
+			ResponseNonce: ts.nonce,
+			ResourceNames: names,
+		}
+		if ts.nack != nil {
+			req.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: ts.nack.Error()}
+		}
+		if *first {
+			req.Node = c.node
+			*first = false
+		}
+		out = append(out, pendingRequest{req: req, unsent: ts.unsent, nack: ts.nack})
+		ts.unsent = nil
+		ts.dirty = false
+		ts.nack = nil
+		ts.sentOnce = true
+	}
+	return out
+}
+
+func (ch *channel) afterSend(id uint64, p pendingRequest) {
+	c := ch.c
+	c.mu.Lock()
+	defer c.unlock()
+	if ch.streamID != id || c.closed {
+		return
+	}
+	for _, e := range p.unsent {
+		if e.removed || e.sentStream == id {
+			continue
+		}
+		e.sentStream = id
+		ch.maybeStartTimerLocked(e)
+	}
+	for _, h := range c.o.hooks {
+		if f := h.RequestSent; f != nil {
+			info := RequestInfo{Target: c.o.target, Server: ch.uri, TypeURL: p.req.TypeUrl, Names: len(p.req.ResourceNames),
+				Version: p.req.VersionInfo, Nonce: p.req.ResponseNonce, NACK: p.nack}
+			c.hook(func() { f(info) })
+		}
+	}
+}

@@ -1,0 +1,359 @@
+package xdsclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Version is the library version sent to xDS servers as the node's
+// user_agent_version.
+const Version = "0.1.0"
+
+// UserAgentName is sent to xDS servers as the node's user_agent_name.
+const UserAgentName = "xdslens"
+
+// Client is an xDS client: it holds one ADS stream per xDS server, a cache
+// of the resources that watchers asked for, and the state machine of gRFCs
+// A57 and A88. A Client is safe for concurrent use. Close it when done.
+type Client struct {
+	cfg       *bootstrap.Config
+	o         options
+	node      *corev3.Node
+	nodeID    string
+	logger    *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
+	callbacks *callbackSerializer
+	wg        sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	types     map[string]xdsresource.Type // by type URL
+	typeOrder []string                    // type URLs in the order requests are sent
+	entries   map[string]map[string]*entry
+	channels  map[string]*channel // by bootstrap.ServerConfig.Key()
+	notes     []notification      // watcher callbacks to queue on unlock
+	hookq     []func()            // hook calls to run after unlock
+	draining  bool
+}
+
+// New makes a client for the xDS servers of cfg. It starts no connection:
+// the first watch on a server connects to it.
+func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("xdsclient: nil bootstrap config")
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("xdsclient: bootstrap config has no xds_servers")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.resourceTimeout <= 0 {
+		return nil, fmt.Errorf("xdsclient: resource timeout %v: must be positive", o.resourceTimeout)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	node := &corev3.Node{}
+	if cfg.Node != nil {
+		node = proto.Clone(cfg.Node).(*corev3.Node)
+	}
+	node.UserAgentName = UserAgentName
+	node.UserAgentVersionType = &corev3.Node_UserAgentVersion{UserAgentVersion: Version}
+	node.ClientFeatures = []string{"envoy.lb.does_not_support_overprovisioning", "xds.config.resource-in-sotw"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		cfg:      cfg,
+		o:        o,
+		node:     node,
+		nodeID:   node.GetId(),
+		logger:   o.logger.With("target", o.target),
+		ctx:      ctx,
+		cancel:   cancel,
+		types:    map[string]xdsresource.Type{},
+		entries:  map[string]map[string]*entry{},
+		channels: map[string]*channel{},
+	}
+	for _, t := range append(xdsresource.Builtin(), o.types...) {
+		c.registerTypeLocked(t)
+	}
+	c.callbacks = newCallbackSerializer(ctx, c.beforeCallback)
+	return c, nil
+}
+
+// Target returns the name the client was made for (WithTarget).
+func (c *Client) Target() string { return c.o.target }
+
+// Node returns the node the client sends to xDS servers: the bootstrap's
+// node plus the user agent and client features. It must not be modified.
+func (c *Client) Node() *corev3.Node { return c.node }
+
+// Bootstrap returns the configuration the client was made from.
+func (c *Client) Bootstrap() *bootstrap.Config { return c.cfg }
+
+func (c *Client) registerTypeLocked(t xdsresource.Type) {
+	if _, ok := c.types[t.TypeURL()]; ok {
+		return
+	}
+	c.types[t.TypeURL()] = t
+	c.typeOrder = append(c.typeOrder, t.TypeURL())
+}
+
+// Watch starts watching the resource of type typ named name. The watcher
+// gets the cached resource at once if there is one (then the pending
+// ambient error, if any), and every change after that. Watching the same
+// resource twice makes two watchers; the subscription is sent once. Call
+// cancel to stop; the server is told when the last watcher of a resource
+// leaves. cancel may be called more than once.
+func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
+	ref := &watcherRef{w: w, typeURL: typ.TypeURL(), name: name}
+	c.mu.Lock()
+	defer c.unlock()
+	if c.closed {
+		c.notes = append(c.notes, notification{w: ref, err: status.Error(codes.Unavailable, ErrClosed.Error())})
+		return func() {}
+	}
+	c.registerTypeLocked(typ)
+	byName := c.entries[typ.TypeURL()]
+	if byName == nil {
+		byName = map[string]*entry{}
+		c.entries[typ.TypeURL()] = byName
+	}
+	e := byName[name]
+	if e == nil {
+		var err error
+		e, err = c.newEntryLocked(typ, name)
+		if err != nil {
+			c.notes = append(c.notes, notification{w: ref, err: err})
+			return func() {}
+		}
+		byName[name] = e
+	}
+	e.watchers = append(e.watchers, ref)
+	switch {
+	case e.res != nil:
+		c.notes = append(c.notes, notification{w: ref, res: e.res})
+		if e.ambient != nil {
+			c.notes = append(c.notes, notification{w: ref, err: e.ambient, ambient: true})
+		}
+	case e.notifyErr != nil:
+		c.notes = append(c.notes, notification{w: ref, err: e.notifyErr})
+	}
+	var once sync.Once
+	return func() { once.Do(func() { c.cancelWatch(e, ref) }) }
+}
+
+func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, error) {
+	servers, err := c.cfg.ServersFor(name)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
+	}
+	ch, err := c.channelLocked(servers[0])
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
+	}
+	e := &entry{typ: typ, name: name, authority: authorityOf(name), ch: ch}
+	ch.subscribeLocked(e)
+	c.setStateLocked(e, StateRequested, nil, 0)
+	return e, nil
+}
+
+func (c *Client) cancelWatch(e *entry, ref *watcherRef) {
+	ref.cancelled.Store(true)
+	c.mu.Lock()
+	defer c.unlock()
+	for i, r := range e.watchers {
+		if r == ref {
+			e.watchers = append(e.watchers[:i:i], e.watchers[i+1:]...)
+			break
+		}
+	}
+	if len(e.watchers) > 0 || e.removed || c.closed {
+		return
+	}
+	e.removed = true
+	if e.deletionIgnored {
+		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.typ), "name", e.name, "server", e.ch.uri)
+	}
+	e.ch.unsubscribeLocked(e)
+	delete(c.entries[e.typ.TypeURL()], e.name)
+	c.setStateLocked(e, StateNone, nil, 0)
+}
+
+// Close stops every stream and timer, drops the cache and waits for the
+// client's goroutines to end. Watchers get no callback after Close returns.
+// Close must not be called from a watcher callback or a hook.
+func (c *Client) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	chans := make([]*channel, 0, len(c.channels))
+	for _, ch := range c.channels {
+		chans = append(chans, ch)
+		for e := range ch.timed {
+			ch.stopTimerLocked(e)
+		}
+	}
+	c.mu.Unlock()
+	c.flushHooks()
+	c.cancel()
+	for _, ch := range chans {
+		ch.cc.Close()
+	}
+	c.wg.Wait()
+	<-c.callbacks.stopped
+}
+
+// unlock queues the watcher callbacks gathered under c.mu, releases it and
+// runs the pending hooks.
+func (c *Client) unlock() {
+	if len(c.notes) > 0 {
+		c.callbacks.add(c.notes...)
+		clear(c.notes)
+		c.notes = c.notes[:0]
+	}
+	c.mu.Unlock()
+	c.flushHooks()
+}
+
+// flushHooks runs queued hook calls in order, outside c.mu. One goroutine
+// drains at a time; hooks queued meanwhile (even by a hook) run in the same
+// drain.
+func (c *Client) flushHooks() {
+	c.mu.Lock()
+	if c.draining || len(c.hookq) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.draining = true
+	for len(c.hookq) > 0 {
+		q := c.hookq
+		c.hookq = nil
+		c.mu.Unlock()
+		for _, f := range q {
+			f()
+		}
+		c.mu.Lock()
+	}
+	c.draining = false
+	c.mu.Unlock()
+}
+
+// hook queues f to run after c.mu is released. Callers check first that some
+// hook of the kind is set, so that no closure is made for nothing.
+func (c *Client) hook(f func()) { c.hookq = append(c.hookq, f) }
+
+func (c *Client) beforeCallback(n notification) {
+	kind := NotifyResource
+	switch {
+	case n.ambient:
+		kind = NotifyAmbientError
+	case n.err != nil:
+		kind = NotifyResourceError
+	}
+	for _, h := range c.o.hooks {
+		if h.WatcherNotified != nil {
+			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: n.w.typeURL, Name: n.w.name, Kind: kind, Err: n.err})
+		}
+	}
+}
+
+// authorityOf returns the xDS authority of a resource name: the authority
+// of an xdstp:// name, or "#old" for an old-style name.
+func authorityOf(name string) string {
+	rest, ok := strings.CutPrefix(name, "xdstp://")
+	if !ok {
+		return "#old"
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[:i]
+	}
+	return rest
+}
+
+// EntrySnapshot is one cache entry as Dump saw it.
+type EntrySnapshot struct {
+	// TypeURL is the entry's resource type URL.
+	TypeURL string
+	// Name is the resource name as subscribed.
+	Name string
+	// Authority is the xDS authority of the name ("#old" for old-style
+	// names).
+	Authority string
+	// Server is the URI of the xDS server the entry is subscribed on.
+	Server string
+	// State is the A88 cache state.
+	State CacheState
+	// Resource is the resource held, nil when none is.
+	Resource *Resource
+	// Version is the version_info of the response that last carried the
+	// held resource; UpdatedAt is when it arrived.
+	Version   string
+	UpdatedAt time.Time
+	// Err is the data error the entry carries (NACK, TP3 error, deletion,
+	// timeout), nil in REQUESTED and ACKED.
+	Err error
+	// FailedVersion and FailedAt are the version and time of the update
+	// that failed, when the error came from one; FailedRaw is the rejected
+	// resource when its bytes are known.
+	FailedVersion string
+	FailedAt      time.Time
+	FailedRaw     []byte
+	// Watchers is how many watchers the entry has.
+	Watchers int
+}
+
+// Dump returns every cache entry, sorted by type URL and name. It holds the
+// client's lock only to copy the entries' fields.
+func (c *Client) Dump() []EntrySnapshot {
+	c.mu.Lock()
+	n := 0
+	for _, m := range c.entries {
+		n += len(m)
+	}
+	out := make([]EntrySnapshot, 0, n)
+	for _, m := range c.entries {
+		for _, e := range m {
+			s := EntrySnapshot{
+				TypeURL: e.typ.TypeURL(), Name: e.name, Authority: e.authority, Server: e.ch.uri,
+				State: e.state, Resource: e.res, Err: e.err, FailedVersion: e.failedVersion, FailedAt: e.failedAt,
+				Watchers: len(e.watchers),
+			}
+			if e.res != nil {
+				s.Version, s.UpdatedAt = e.version, e.updatedAt
+			}
+			if e.failedRaw != nil {
+				s.FailedRaw = e.failedRaw.GetValue()
+			}
+			out = append(out, s)
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].TypeURL != out[j].TypeURL {
+			return out[i].TypeURL < out[j].TypeURL
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

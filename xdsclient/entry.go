@@ -1,0 +1,237 @@
+package xdsclient
+
+import (
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// entry is one cache entry: a subscribed resource, what is held for it and
+// who watches it. All fields are guarded by Client.mu.
+type entry struct {
+	typ       xdsresource.Type
+	name      string
+	authority string
+	ch        *channel
+	watchers  []*watcherRef
+	removed   bool
+
+	state     CacheState
+	res       *Resource // the resource in use, nil when none
+	hash      uint64    // hash of res.Raw.Value
+	version   string    // version_info of the response that last carried res
+	updatedAt time.Time
+
+	err           error // the data error the entry carries, in the cache
+	failedVersion string
+	failedAt      time.Time
+	failedRaw     *anypb.Any
+
+	ambient   error // pending ambient error, given to new watchers after res
+	notifyErr error // error last given through ResourceChanged while nothing is held
+
+	deletionIgnored bool // gRFC A53: a deletion was ignored (legacy mode)
+
+	sentStream uint64 // the stream on which the subscription was last sent
+	seenGen    uint64 // the response that last named this entry
+	timer      *time.Timer
+	timerGen   uint64
+}
+
+// setStateLocked is the one place where a cache entry changes state or
+// starts or stops holding a resource; CacheStateChanged hooks see every
+// change here. hash is the hash of res's bytes when res is new.
+func (c *Client) setStateLocked(e *entry, state CacheState, res *Resource, hash uint64) {
+	old, oldCached := e.state, e.res != nil
+	if res != e.res {
+		ts := e.ch.types[e.typ.TypeURL()]
+		if e.res != nil && ts != nil && ts.byHash[e.hash] == e {
+			delete(ts.byHash, e.hash)
+		}
+		e.res = res
+		if res != nil {
+			e.hash = hash
+			if ts != nil && !e.removed {
+				ts.byHash[hash] = e
+			}
+		}
+	}
+	e.state = state
+	if old == state && oldCached == (res != nil) {
+		return
+	}
+	info := CacheStateInfo{
+		Target: c.o.target, Authority: e.authority, TypeURL: e.typ.TypeURL(), Name: e.name,
+		Old: old, New: state, OldCached: oldCached, NewCached: res != nil, Server: e.ch.uri, Err: e.err,
+	}
+	for _, h := range c.o.hooks {
+		if f := h.CacheStateChanged; f != nil {
+			c.hook(func() { f(info) })
+		}
+	}
+}
+
+// notifyLocked queues a callback for every watcher of e.
+func (c *Client) notifyLocked(e *entry, res *Resource, err error, ambient bool) {
+	for _, w := range e.watchers {
+		c.notes = append(c.notes, notification{w: w, res: res, err: err, ambient: ambient})
+	}
+}
+
+// resourceChangedLocked records and delivers ResourceChanged(res, err).
+func (c *Client) resourceChangedLocked(e *entry, res *Resource, err error) {
+	e.ambient = nil
+	e.notifyErr = err
+	c.notifyLocked(e, res, err, false)
+}
+
+// ambientLocked records and delivers AmbientError(err).
+func (c *Client) ambientLocked(e *entry, err error) {
+	e.ambient = err
+	c.notifyLocked(e, nil, err, true)
+}
+
+// reportLocked delivers an error according to whether a resource is held:
+// AmbientError if one is, ResourceChanged otherwise (gRFC A88).
+func (c *Client) reportLocked(e *entry, err error) {
+	if e.res != nil {
+		c.ambientLocked(e, err)
+	} else {
+		c.resourceChangedLocked(e, nil, err)
+	}
+}
+
+func (c *Client) recordFailureLocked(e *entry, err error, version string, raw *anypb.Any, now time.Time) {
+	e.err = err
+	e.failedVersion = version
+	e.failedAt = now
+	e.failedRaw = raw
+}
+
+func (c *Client) clearFailureLocked(e *entry) {
+	e.err = nil
+	e.failedVersion = ""
+	e.failedAt = time.Time{}
+	e.failedRaw = nil
+}
+
+// applyValidLocked accepts a valid resource. unchanged is set when its bytes
+// equal those already held, in which case nothing is decoded or delivered
+// unless the entry was not ACKED.
+func (c *Client) applyValidLocked(e *entry, res *Resource, hash uint64, unchanged bool, version string, now time.Time) {
+	e.ch.stopTimerLocked(e)
+	e.version, e.updatedAt = version, now
+	if e.deletionIgnored {
+		e.deletionIgnored = false
+		c.logger.Info("xDS resource deletion no longer ignored: the server sends the resource again",
+			"type", shortName(e.typ), "name", e.name, "server", e.ch.uri)
+	}
+	if unchanged && e.state == StateACKed {
+		return
+	}
+	if unchanged {
+		res = e.res
+	}
+	c.clearFailureLocked(e)
+	c.setStateLocked(e, StateACKed, res, hash)
+	c.resourceChangedLocked(e, res, nil)
+}
+
+// dataErrorLocked applies a data error (NACK, deletion, TP3 NOT_FOUND or
+// PERMISSION_DENIED) as gRFC A88 says: with fail_on_data_errors the held
+// resource is dropped and ResourceChanged delivers the error; otherwise it
+// is kept and the error is ambient. In legacy mode the feature is not used.
+func (c *Client) dataErrorLocked(e *entry, state CacheState, err error) {
+	keep := e.res
+	if keep != nil && !c.o.legacy && e.ch.server.FailOnDataErrors {
+		keep = nil
+	}
+	c.setStateLocked(e, state, keep, e.hash)
+	c.reportLocked(e, err)
+}
+
+// applyInvalidLocked records a resource that failed validation (NACK).
+func (c *Client) applyInvalidLocked(e *entry, raw *anypb.Any, cause error, version string, now time.Time) {
+	e.ch.stopTimerLocked(e)
+	if e.state == StateNACKed && e.failedRaw != nil && string(e.failedRaw.GetValue()) == string(raw.GetValue()) {
+		// The same invalid bytes again: nothing new to tell watchers.
+		e.failedVersion, e.failedAt = version, now
+		return
+	}
+	err := c.resourceErrorf(codes.InvalidArgument, e, e.ch.uri, "rejected (NACK) version %q: %v", version, cause)
+	c.recordFailureLocked(e, err, version, raw, now)
+	c.dataErrorLocked(e, StateNACKed, err)
+}
+
+// applyReceivedErrorLocked applies a TP3 error sent by the server.
+func (c *Client) applyReceivedErrorLocked(e *entry, code codes.Code, msg, version string, now time.Time) {
+	e.ch.stopTimerLocked(e)
+	err := c.resourceErrorf(code, e, e.ch.uri, "control plane reported %s: %s", code, msg)
+	c.recordFailureLocked(e, err, version, nil, now)
+	if code == codes.NotFound || code == codes.PermissionDenied {
+		c.dataErrorLocked(e, StateReceivedError, err)
+		return
+	}
+	c.setStateLocked(e, StateReceivedError, e.res, e.hash)
+	c.reportLocked(e, err)
+}
+
+// applyDeletionLocked handles an LDS or CDS resource missing from a full
+// state response.
+func (c *Client) applyDeletionLocked(e *entry, version string, now time.Time) {
+	if c.o.legacy {
+		if e.ch.server.IgnoreResourceDeletion {
+			if !e.deletionIgnored {
+				e.deletionIgnored = true
+				c.logger.Warn("xDS resource deletion ignored (ignore_resource_deletion): keeping the cached resource",
+					"type", shortName(e.typ), "name", e.name, "server", e.ch.uri, "version", version)
+			}
+			return
+		}
+		err := c.resourceErrorf(codes.NotFound, e, e.ch.uri, "deleted by the server (absent from the response at version %q)", version)
+		c.recordFailureLocked(e, err, version, nil, now)
+		c.setStateLocked(e, StateDoesNotExist, nil, 0)
+		c.resourceChangedLocked(e, nil, err)
+		return
+	}
+	err := c.resourceErrorf(codes.NotFound, e, e.ch.uri, "deleted by the server (absent from the response at version %q)", version)
+	c.recordFailureLocked(e, err, version, nil, now)
+	c.dataErrorLocked(e, StateDoesNotExist, err)
+}
+
+// resourceTimeout is the does-not-exist timer for resources on a server.
+func (c *Client) resourceTimeout(ch *channel) (time.Duration, bool) {
+	if !c.o.legacy && ch.server.ResourceTimerIsTransientError {
+		return 2 * c.o.resourceTimeout, true
+	}
+	return c.o.resourceTimeout, false
+}
+
+// onTimer fires the does-not-exist timer of e.
+func (c *Client) onTimer(e *entry, gen uint64) {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.closed || e.removed || e.timer == nil || e.timerGen != gen {
+		return
+	}
+	e.timer = nil
+	delete(e.ch.timed, e)
+	if e.state != StateRequested {
+		return
+	}
+	d, transient := c.resourceTimeout(e.ch)
+	var err error
+	state := StateDoesNotExist
+	if transient {
+		state = StateTimeout
+		err = c.resourceErrorf(codes.Unavailable, e, e.ch.uri, "not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", d)
+	} else {
+		err = c.resourceErrorf(codes.NotFound, e, e.ch.uri, "does not exist: not received within %v of subscribing", d)
+	}
+	c.recordFailureLocked(e, err, "", nil, time.Time{})
+	c.setStateLocked(e, state, nil, 0)
+	c.resourceChangedLocked(e, nil, err)
+}

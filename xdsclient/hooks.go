@@ -1,0 +1,197 @@
+package xdsclient
+
+import (
+	"time"
+
+	"google.golang.org/grpc/connectivity"
+)
+
+// Hooks reports every transition of a Client, in the style of
+// net/http/httptrace: each field is an optional func called when its event
+// happens. A nil field costs nothing. Hooks are called synchronously, in
+// the order the events happened, and never while the client holds a lock:
+// a hook may call the Client's methods. Hooks must be cheap; they run on the
+// client's own goroutines.
+//
+// Several Hooks may be given to one client (WithHooks more than once); all
+// of them are called. Event details travel in Info structs so that fields
+// can be added later.
+type Hooks struct {
+	// ConnectivityChanged is called when the channel to an xDS server
+	// changes connectivity state.
+	ConnectivityChanged func(ConnectivityInfo)
+	// ConnectedChanged is called when the client's view of whether it has a
+	// working ADS stream to a server changes (gRFC A78's
+	// grpc.xds_client.connected): true when the first stream is created or a
+	// response arrives after a failure, false on a server failure.
+	ConnectedChanged func(ConnectedInfo)
+	// StreamStarted is called when an ADS stream to a server is created.
+	StreamStarted func(StreamInfo)
+	// StreamEnded is called when an ADS stream ends, with whether any
+	// response was read on it.
+	StreamEnded func(StreamEndInfo)
+	// ServerFailure is called when a server goes from healthy to unhealthy
+	// as gRFC A57 defines it: its channel reports TRANSIENT_FAILURE, or an
+	// ADS stream ended before any response.
+	ServerFailure func(ServerFailureInfo)
+	// RequestSent is called after a DiscoveryRequest is written to a
+	// stream: a subscription change, an ACK or a NACK.
+	RequestSent func(RequestInfo)
+	// ResponseReceived is called once per DiscoveryResponse, after it has
+	// been applied to the cache, with the number of valid and invalid
+	// resources it carried.
+	ResponseReceived func(ResponseInfo)
+	// CacheStateChanged is called on every change of a cache entry's state
+	// or of whether it holds a resource, including its creation (Old is
+	// StateNone) and removal (New is StateNone).
+	CacheStateChanged func(CacheStateInfo)
+	// WatcherNotified is called just before a watcher callback runs.
+	WatcherNotified func(NotificationInfo)
+	// ResourceTimerStarted is called when a does-not-exist timer starts
+	// for a resource; ResourceTimerStopped when it stops without firing.
+	ResourceTimerStarted func(ResourceTimerInfo)
+	// ResourceTimerStopped is called when a running does-not-exist timer is
+	// stopped without firing (the resource arrived, the stream broke or the
+	// watch was cancelled).
+	ResourceTimerStopped func(ResourceTimerInfo)
+}
+
+// ConnectivityInfo describes a connectivity state change of the channel to
+// one xDS server.
+type ConnectivityInfo struct {
+	Target string
+	Server string
+	State  connectivity.State
+}
+
+// ConnectedInfo describes a change of the connected flag for one server.
+type ConnectedInfo struct {
+	Target    string
+	Server    string
+	Connected bool
+	// Reason is the failure that made the server unconnected, nil when it
+	// becomes connected.
+	Reason error
+}
+
+// StreamInfo describes a new ADS stream.
+type StreamInfo struct {
+	Target string
+	Server string
+	// Attempt counts stream attempts to this server, starting at 1.
+	Attempt int
+}
+
+// StreamEndInfo describes the end of an ADS stream.
+type StreamEndInfo struct {
+	Target string
+	Server string
+	// ResponseReceived reports whether any response was read on the stream;
+	// a stream that ends without one is a server failure (gRFC A57).
+	ResponseReceived bool
+	// Err is how the stream ended.
+	Err error
+	// Backoff is how long the client waits before the next attempt.
+	Backoff time.Duration
+}
+
+// ServerFailureInfo describes a server going from healthy to unhealthy.
+type ServerFailureInfo struct {
+	Target string
+	Server string
+	Reason error
+}
+
+// RequestInfo describes a DiscoveryRequest written to a stream.
+type RequestInfo struct {
+	Target  string
+	Server  string
+	TypeURL string
+	// Names is how many resource names the request subscribes to.
+	Names   int
+	Version string
+	Nonce   string
+	// NACK is the error detail when the request is a NACK, else nil.
+	NACK error
+}
+
+// ResponseInfo describes one DiscoveryResponse after it has been applied.
+type ResponseInfo struct {
+	Target  string
+	Server  string
+	TypeURL string
+	Version string
+	Nonce   string
+	// Valid and Invalid count the resources of the response as gRFC A78
+	// does: subscribed resources that passed or failed validation, plus
+	// entries whose name could not be determined and TP3 errors, counted as
+	// invalid. Resources that were not subscribed are not counted.
+	Valid, Invalid int
+	// Errors is how many subscribed resources carried a TP3 error.
+	Errors int
+	// NACK is the error sent back to the server, nil when the response was
+	// ACKed.
+	NACK error
+}
+
+// CacheStateInfo describes a change of one cache entry.
+type CacheStateInfo struct {
+	Target    string
+	Authority string
+	TypeURL   string
+	Name      string
+	Old       CacheState
+	New       CacheState
+	// OldCached and NewCached report whether the entry held a resource
+	// before and after.
+	OldCached, NewCached bool
+	// Server is the xDS server the entry is subscribed on.
+	Server string
+	// Err is the error the entry carries after the change, if any.
+	Err error
+}
+
+// NotificationKind is the kind of watcher callback.
+type NotificationKind int
+
+// The kinds of watcher notification.
+const (
+	// NotifyResource is ResourceChanged with a valid resource.
+	NotifyResource NotificationKind = iota + 1
+	// NotifyResourceError is ResourceChanged with an error.
+	NotifyResourceError
+	// NotifyAmbientError is AmbientError.
+	NotifyAmbientError
+)
+
+// String returns "resource", "resource_error" or "ambient_error".
+func (k NotificationKind) String() string {
+	switch k {
+	case NotifyResource:
+		return "resource"
+	case NotifyResourceError:
+		return "resource_error"
+	case NotifyAmbientError:
+		return "ambient_error"
+	}
+	return "unknown"
+}
+
+// NotificationInfo describes one watcher callback.
+type NotificationInfo struct {
+	Target  string
+	TypeURL string
+	Name    string
+	Kind    NotificationKind
+	Err     error
+}
+
+// ResourceTimerInfo describes a does-not-exist timer.
+type ResourceTimerInfo struct {
+	Target  string
+	Server  string
+	TypeURL string
+	Name    string
+	// Duration is the timer's length.
+	Duration time.Duration
+}

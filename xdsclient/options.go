@@ -1,0 +1,112 @@
+package xdsclient
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/backoff"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Environment variables that select behaviour, read when a client is made.
+const (
+	// EnvDataErrorHandling set to "false" selects the legacy data error
+	// handling (before gRFC A88): ignore_resource_deletion (gRFC A53) is
+	// honoured, deletions drop cached resources, NACKs of cached resources
+	// are ambient, and TP3 errors and the fail_on_data_errors and
+	// resource_timer_is_transient_error server features are not used.
+	EnvDataErrorHandling = "GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING"
+	// EnvFallback set to "false" turns xDS fallback (gRFC A71) off: only the
+	// first server of each list is used.
+	EnvFallback = "GRPC_EXPERIMENTAL_XDS_FALLBACK"
+)
+
+// DefaultResourceTimeout is the does-not-exist timer of the xDS protocol.
+// Servers with resource_timer_is_transient_error use twice this.
+const DefaultResourceTimeout = 15 * time.Second
+
+// Option configures a Client.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	target          string
+	hooks           []*Hooks
+	resourceTimeout time.Duration
+	backoff         func(retries int) time.Duration
+	logger          *slog.Logger
+	legacy          bool
+	fallback        bool
+	types           []xdsresource.Type
+}
+
+func defaultOptions() options {
+	return options{
+		target:          "",
+		resourceTimeout: DefaultResourceTimeout,
+		backoff:         backoff.Default.Delay,
+		logger:          slog.Default(),
+		legacy:          strings.EqualFold(strings.TrimSpace(os.Getenv(EnvDataErrorHandling)), "false"),
+		fallback:        !strings.EqualFold(strings.TrimSpace(os.Getenv(EnvFallback)), "false"),
+	}
+}
+
+// WithTarget names the client: the data-plane target it serves, or "#server"
+// for xDS-enabled servers. Hooks and metrics report it as grpc.target, and
+// CSDS as client_scope.
+func WithTarget(target string) Option {
+	return optionFunc(func(o *options) { o.target = target })
+}
+
+// WithHooks adds hooks that observe every transition of the client. It may
+// be given several times; all hooks are called.
+func WithHooks(h *Hooks) Option {
+	return optionFunc(func(o *options) {
+		if h != nil {
+			o.hooks = append(o.hooks, h)
+		}
+	})
+}
+
+// WithResourceTimeout sets the base does-not-exist timer (default 15s).
+// Servers with the resource_timer_is_transient_error feature use twice the
+// base.
+func WithResourceTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.resourceTimeout = d })
+}
+
+// WithBackoff sets the delay before retry number retries (counted from 0)
+// of an ADS stream that failed without a response. The default is gRPC's
+// connection backoff: 1s, ×1.6, ±20%, at most 120s.
+func WithBackoff(delay func(retries int) time.Duration) Option {
+	return optionFunc(func(o *options) { o.backoff = delay })
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) { o.logger = l })
+}
+
+// WithLegacyDataErrorHandling selects (true) or refuses (false) the data
+// error handling that preceded gRFC A88, overriding the
+// GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING environment variable.
+func WithLegacyDataErrorHandling(legacy bool) Option {
+	return optionFunc(func(o *options) { o.legacy = legacy })
+}
+
+// WithFallback turns xDS fallback (gRFC A71) on or off, overriding the
+// GRPC_EXPERIMENTAL_XDS_FALLBACK environment variable.
+func WithFallback(on bool) Option {
+	return optionFunc(func(o *options) { o.fallback = on })
+}
+
+// WithResourceTypes registers resource types beyond the four built-in ones,
+// so that responses of those types are decoded.
+func WithResourceTypes(types ...xdsresource.Type) Option {
+	return optionFunc(func(o *options) { o.types = append(o.types, types...) })
+}

@@ -1,0 +1,210 @@
+package xdsclient
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+const resourceWrapperURL = xdsresource.TypeURLPrefix + "envoy.service.discovery.v3.Resource"
+
+var hashSeed = maphash.MakeSeed()
+
+// item is one resource of a response on its way into the cache.
+type item struct {
+	raw       *anypb.Any
+	name      string
+	hash      uint64
+	value     any
+	err       error
+	unchanged bool // same bytes as the resource already held under name
+}
+
+// unwrap takes one entry of a response's resources: it unwraps the
+// envoy.service.discovery.v3.Resource wrapper and checks the type URL.
+func unwrap(a *anypb.Any, typeURL string) item {
+	it := item{raw: a}
+	if a.GetTypeUrl() == resourceWrapperURL {
+		w := &discoveryv3.Resource{}
+		if err := proto.Unmarshal(a.GetValue(), w); err != nil {
+			it.err = fmt.Errorf("cannot unmarshal %s: %v", resourceWrapperURL, err)
+			return it
+		}
+		it.name = w.GetName()
+		if w.GetResource() == nil {
+			it.err = fmt.Errorf("resource wrapper %q carries no resource", w.GetName())
+			return it
+		}
+		it.raw = w.GetResource()
+	}
+	if it.raw.GetTypeUrl() != typeURL {
+		it.err = fmt.Errorf("resource of type %q in a response of type %q", it.raw.GetTypeUrl(), typeURL)
+		return it
+	}
+	it.hash = maphash.Bytes(hashSeed, it.raw.GetValue())
+	return it
+}
+
+// handleResponse applies one DiscoveryResponse: it decodes what changed,
+// updates the cache entries (gRFC A88), and queues the ACK or NACK.
+// Resources whose bytes equal the held ones are recognised by hash and not
+// decoded again.
+func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse) {
+	c := ch.c
+	typeURL := resp.GetTypeUrl()
+	items := make([]item, len(resp.GetResources()))
+	for i, a := range resp.GetResources() {
+		items[i] = unwrap(a, typeURL)
+	}
+
+	c.mu.Lock()
+	typ := c.types[typeURL]
+	ts := ch.types[typeURL]
+	if c.closed || typ == nil || ts == nil {
+		c.mu.Unlock()
+		if !c.closed {
+			c.logger.Warn("xDS response of a type that was never subscribed; ignored", "server", ch.uri, "type", typeURL)
+		}
+		return
+	}
+	for i := range items {
+		it := &items[i]
+		if it.err != nil {
+			continue
+		}
+		if e := ts.byHash[it.hash]; e != nil && e.res != nil && bytes.Equal(e.res.Raw.GetValue(), it.raw.GetValue()) {
+			it.unchanged = true
+			it.name = e.name
+			it.raw = e.res.Raw
+		}
+	}
+	opts := xdsresource.DecodeOptions{ServerURI: ch.uri, TrustedServer: ch.server.TrustedXDSServer}
+	c.mu.Unlock()
+
+	for i := range items {
+		it := &items[i]
+		if it.err != nil || it.unchanged {
+			continue
+		}
+		name, value, err := typ.Decode(opts, it.raw)
+		if name != "" {
+			it.name = name
+		}
+		it.value, it.err = value, err
+	}
+
+	now := time.Now()
+	version := resp.GetVersionInfo()
+	c.mu.Lock()
+	defer c.unlock()
+	if c.closed {
+		return
+	}
+	ch.respGen++
+	gen := ch.respGen
+	var nacks []string
+	valid, invalid, tp3 := 0, 0, 0
+	for i := range items {
+		it := &items[i]
+		if it.name == "" {
+			invalid++
+			nacks = append(nacks, fmt.Sprintf("resources[%d]: %v", i, it.err))
+			continue
+		}
+		e := ts.entries[it.name]
+		if e == nil {
+			continue // not subscribed: ignored, not counted
+		}
+		if e.seenGen == gen {
+			invalid++
+			nacks = append(nacks, fmt.Sprintf("%s %q: appears more than once in the response", shortName(typ), it.name))
+			continue
+		}
+		e.seenGen = gen
+		if it.err != nil {
+			invalid++
+			nacks = append(nacks, it.err.Error())
+			c.applyInvalidLocked(e, it.raw, it.err, version, now)
+			continue
+		}
+		valid++
+		var res *Resource
+		if !it.unchanged {
+			res = &Resource{Type: typ, Name: it.name, Version: version, Value: it.value, Raw: it.raw, Server: ch.uri, ReceivedAt: now}
+		}
+		c.applyValidLocked(e, res, it.hash, it.unchanged, version, now)
+	}
+	if !c.o.legacy {
+		for i, re := range resp.GetResourceErrors() {
+			name := re.GetResourceName().GetName()
+			st := re.GetErrorDetail()
+			switch {
+			case name == "":
+				invalid++
+				nacks = append(nacks, fmt.Sprintf("resource_errors[%d]: empty resource_name", i))
+				continue
+			case st == nil || st.GetCode() == int32(codes.OK):
+				invalid++
+				nacks = append(nacks, fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, name))
+				continue
+			}
+			e := ts.entries[name]
+			if e == nil {
+				continue
+			}
+			if e.seenGen == gen {
+				invalid++
+				nacks = append(nacks, fmt.Sprintf("%s %q: appears in both resources and resource_errors", shortName(typ), name))
+				continue
+			}
+			e.seenGen = gen
+			invalid++
+			tp3++
+			c.applyReceivedErrorLocked(e, codes.Code(st.GetCode()), st.GetMessage(), version, now)
+		}
+	}
+	if typ.FullState() {
+		for _, e := range ts.entries {
+			// A name never received, already deleted, or carrying a TP3
+			// error (which the server sends once and the client keeps) is
+			// not deleted by its absence.
+			if e.seenGen == gen || e.res == nil || e.state == StateDoesNotExist || e.state == StateReceivedError {
+				continue
+			}
+			c.applyDeletionLocked(e, version, now)
+		}
+	}
+
+	var nack error
+	if len(nacks) > 0 {
+		nack = errors.New(strings.Join(nacks, "; "))
+		if valid > 0 {
+			ts.version = version // gRFC A46: the valid resources were accepted
+		}
+	} else {
+		ts.version = version
+	}
+	if ch.streamID == id {
+		ts.nonce = resp.GetNonce()
+		ts.nack = nack
+		ts.dirty = true
+		signal(ch.wake)
+	}
+	for _, h := range c.o.hooks {
+		if f := h.ResponseReceived; f != nil {
+			info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: resp.GetNonce(),
+				Valid: valid, Invalid: invalid, Errors: tp3, NACK: nack}
+			c.hook(func() { f(info) })
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package xdsclient
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// notification is one queued watcher callback, or a barrier (done set).
+type notification struct {
+	w       *watcherRef
+	res     *Resource
+	err     error
+	ambient bool
+	done    chan struct{}
+}
+
+// callbackSerializer runs watcher callbacks one at a time, in order, on its
+// own goroutine.
+type callbackSerializer struct {
+	mu      sync.Mutex
+	queue   []notification
+	wake    chan struct{}
+	stopped chan struct{}
+	hook    func(notification)
+}
+
+func newCallbackSerializer(ctx context.Context, hook func(notification)) *callbackSerializer {
+	s := &callbackSerializer{wake: make(chan struct{}, 1), stopped: make(chan struct{}), hook: hook}
+	go s.run(ctx)
+	return s
+}
+
+func (s *callbackSerializer) add(n ...notification) {
+	s.mu.Lock()
+	s.queue = append(s.queue, n...)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// barrier returns a channel closed once every notification added before the
+// call has run.
+func (s *callbackSerializer) barrier() <-chan struct{} {
+	done := make(chan struct{})
+	s.add(notification{done: done})
+	return done
+}
+
+func (s *callbackSerializer) run(ctx context.Context) {
+	defer close(s.stopped)
+	for {
+		s.mu.Lock()
+		q := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		for i := range q {
+			n := &q[i]
+			if n.done != nil {
+				close(n.done)
+				continue
+			}
+			if ctx.Err() != nil || n.w.cancelled.Load() {
+				continue
+			}
+			s.hook(*n)
+			switch {
+			case n.ambient:
+				n.w.w.AmbientError(n.err)
+			default:
+				n.w.w.ResourceChanged(n.res, n.err)
+			}
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			s.mu.Lock()
+			q := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			for _, n := range q {
+				if n.done != nil {
+					close(n.done)
+				}
+			}
+			return
+		}
+	}
+}
+
+// watcherRef is one registered watcher.
+type watcherRef struct {
+	w         Watcher
+	typeURL   string
+	name      string
+	cancelled atomic.Bool
+}

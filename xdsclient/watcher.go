@@ -1,0 +1,116 @@
+package xdsclient
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Watcher receives what the client learns about one resource (gRFC A88).
+//
+// Callbacks for one client run one at a time, in the order the events
+// happened, and never under a client lock, so a callback may call the
+// client (to add or cancel watches). A callback must not call Close.
+//
+// Flow control: the client does not read the next response from an xDS
+// server until every callback caused by the previous one has returned, so a
+// slow watcher slows the stream rather than letting updates queue without
+// bound.
+type Watcher interface {
+	// ResourceChanged delivers a new valid resource (err nil), or an error
+	// that means the resource cannot be used (r nil): a watcher that had a
+	// resource must stop using it.
+	ResourceChanged(r *Resource, err error)
+	// AmbientError delivers an error that must not change what the watcher
+	// uses: the previously delivered resource stays valid. A later
+	// ResourceChanged clears it.
+	AmbientError(err error)
+}
+
+// Resource is one valid resource as the client holds it. It is shared by
+// all watchers and must not be modified.
+type Resource struct {
+	// Type is the resource's type.
+	Type xdsresource.Type
+	// Name is the resource's name.
+	Name string
+	// Version is the version_info of the response that carried it.
+	Version string
+	// Value is the decoded, validated value, for the built-in types one of
+	// *xdsresource.Listener, *xdsresource.RouteConfiguration,
+	// *xdsresource.Cluster or *xdsresource.ClusterLoadAssignment.
+	Value any
+	// Raw is the resource as received.
+	Raw *anypb.Any
+	// Server is the URI of the xDS server that sent it.
+	Server string
+	// ReceivedAt is when it was accepted.
+	ReceivedAt time.Time
+}
+
+// WatcherFuncs adapts two funcs to a Watcher. A nil func ignores its
+// callback.
+type WatcherFuncs struct {
+	OnResourceChanged func(r *Resource, err error)
+	OnAmbientError    func(err error)
+}
+
+// ResourceChanged calls f.OnResourceChanged.
+func (f WatcherFuncs) ResourceChanged(r *Resource, err error) {
+	if f.OnResourceChanged != nil {
+		f.OnResourceChanged(r, err)
+	}
+}
+
+// AmbientError calls f.OnAmbientError.
+func (f WatcherFuncs) AmbientError(err error) {
+	if f.OnAmbientError != nil {
+		f.OnAmbientError(err)
+	}
+}
+
+// TypedWatcher is a Watcher of one resource type that receives the decoded
+// value directly, for use with WatchListener, WatchRouteConfig,
+// WatchCluster and WatchEndpoints.
+type TypedWatcher[T any] interface {
+	// ResourceChanged delivers a new valid value (err nil), or an error
+	// that means the resource cannot be used (value is the zero T).
+	ResourceChanged(value T, err error)
+	// AmbientError delivers an error that must not change what the watcher
+	// uses.
+	AmbientError(err error)
+}
+
+type typedAdapter[T any] struct{ w TypedWatcher[T] }
+
+func (a typedAdapter[T]) ResourceChanged(r *Resource, err error) {
+	var v T
+	if r != nil {
+		v, _ = r.Value.(T)
+	}
+	a.w.ResourceChanged(v, err)
+}
+
+func (a typedAdapter[T]) AmbientError(err error) { a.w.AmbientError(err) }
+
+// WatchListener watches a Listener resource.
+func WatchListener(c *Client, name string, w TypedWatcher[*xdsresource.Listener]) (cancel func()) {
+	return c.Watch(xdsresource.ListenerType, name, typedAdapter[*xdsresource.Listener]{w})
+}
+
+// WatchRouteConfig watches a RouteConfiguration resource.
+func WatchRouteConfig(c *Client, name string, w TypedWatcher[*xdsresource.RouteConfiguration]) (cancel func()) {
+	return c.Watch(xdsresource.RouteConfigType, name, typedAdapter[*xdsresource.RouteConfiguration]{w})
+}
+
+// WatchCluster watches a Cluster resource.
+func WatchCluster(c *Client, name string, w TypedWatcher[*xdsresource.Cluster]) (cancel func()) {
+	return c.Watch(xdsresource.ClusterType, name, typedAdapter[*xdsresource.Cluster]{w})
+}
+
+// WatchEndpoints watches a ClusterLoadAssignment resource.
+func WatchEndpoints(c *Client, name string, w TypedWatcher[*xdsresource.ClusterLoadAssignment]) (cancel func()) {
+	return c.Watch(xdsresource.EndpointsType, name, typedAdapter[*xdsresource.ClusterLoadAssignment]{w})
+}
