@@ -1,0 +1,40 @@
+// Package bootstrap parses the gRPC xDS bootstrap (gRFCs A27, A47, A71, A65,
+// A81, A88): the JSON document that tells an xDS client which management
+// servers to talk to, how to secure the channels to them, who the client
+// is, and which servers serve which resource names.
+//
+// # Where the bootstrap comes from
+//
+// [FromEnv] reads the file named by GRPC_XDS_BOOTSTRAP, or, when that is
+// unset, the JSON in GRPC_XDS_BOOTSTRAP_CONFIG. [ParseFile] and [Parse] take
+// a file or the JSON directly.
+//
+// # What it holds
+//
+//   - "xds_servers": the management servers, in priority order (A71). Each
+//     has a "server_uri", a list of "channel_creds" of which the first
+//     supported type is used ("insecure", or "tls" from A65), and
+//     "server_features" that change how the client treats that server
+//     ("ignore_resource_deletion", "fail_on_data_errors",
+//     "resource_timer_is_transient_error", "trusted_xds_server"). Servers
+//     are de-duplicated by [ServerConfig.Key].
+//   - "node": the client's identity, as an envoy.config.core.v3.Node.
+//   - "authorities" (A47): for each authority of xdstp:// resource names,
+//     its own servers and the template of its client Listener names.
+//     [Config.ServersFor] picks the servers for a resource name;
+//     [Config.ClientListenerResourceName] and
+//     [Config.ServerListenerResourceName] build Listener names from the
+//     templates.
+//   - "client_default_listener_resource_name_template",
+//     "server_listener_resource_name_template" and "certificate_providers".
+//
+// # Errors
+//
+// Parsing is strict about what it knows and silent about what it does not:
+// unknown keys are ignored, while a known key with a bad value is an error
+// that gives the JSON path and the value, such as
+//
+//	xds bootstrap: xds_servers[0].channel_creds: no supported type among ["google_default" "foo"]
+//
+// A key whose value is null counts as absent.
+package bootstrap
