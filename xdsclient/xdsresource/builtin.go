@@ -1,0 +1,137 @@
+package xdsresource
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// The four resource types a gRPC client uses. Decode returns, on success, a
+// *Listener, *RouteConfiguration, *Cluster or *ClusterLoadAssignment
+// respectively.
+var (
+	// ListenerType decodes envoy.config.listener.v3.Listener ("lds").
+	ListenerType Type = &builtinType{
+		url:       TypeURLPrefix + "envoy.config.listener.v3.Listener",
+		short:     "lds",
+		fullState: true,
+		decode:    decodeListener,
+	}
+	// RouteConfigType decodes envoy.config.route.v3.RouteConfiguration
+	// ("rds").
+	RouteConfigType Type = &builtinType{
+		url:    TypeURLPrefix + "envoy.config.route.v3.RouteConfiguration",
+		short:  "rds",
+		decode: decodeRouteConfig,
+	}
+	// ClusterType decodes envoy.config.cluster.v3.Cluster ("cds").
+	ClusterType Type = &builtinType{
+		url:       TypeURLPrefix + "envoy.config.cluster.v3.Cluster",
+		short:     "cds",
+		fullState: true,
+		decode:    decodeCluster,
+	}
+	// EndpointsType decodes envoy.config.endpoint.v3.ClusterLoadAssignment
+	// ("eds").
+	EndpointsType Type = &builtinType{
+		url:    TypeURLPrefix + "envoy.config.endpoint.v3.ClusterLoadAssignment",
+		short:  "eds",
+		decode: decodeEndpoints,
+	}
+)
+
+// Builtin returns the four resource types a gRPC client uses, in the order
+// LDS, RDS, CDS, EDS.
+func Builtin() []Type {
+	return []Type{ListenerType, RouteConfigType, ClusterType, EndpointsType}
+}
+
+// ByShortName returns the built-in type whose ShortName is s ("lds", "rds",
+// "cds" or "eds"), or nil if there is none.
+func ByShortName(s string) Type {
+	for _, t := range Builtin() {
+		if t.ShortName() == s {
+			return t
+		}
+	}
+	return nil
+}
+
+// builtinType implements Type for the four gRPC resource types. decode gets
+// the serialized message and returns the rule broken, without the
+// "<short> "<name>": " prefix, which Decode adds.
+type builtinType struct {
+	url       string
+	short     string
+	fullState bool
+	decode    func(opts DecodeOptions, b []byte) (name string, value any, err error)
+}
+
+func (t *builtinType) TypeURL() string   { return t.url }
+func (t *builtinType) ShortName() string { return t.short }
+func (t *builtinType) FullState() bool   { return t.fullState }
+
+func (t *builtinType) Decode(opts DecodeOptions, r *anypb.Any) (string, any, error) {
+	if got := r.GetTypeUrl(); got != t.url {
+		return "", nil, fmt.Errorf("%s: resource has type URL %q, want %q", t.short, got, t.url)
+	}
+	name, v, err := t.decode(opts, r.GetValue())
+	if err != nil {
+		if name == "" {
+			return "", nil, fmt.Errorf("%s: %v", t.short, err)
+		}
+		return name, nil, fmt.Errorf("%s %q: %v", t.short, name, err)
+	}
+	return name, v, nil
+}
+
+// unmarshal decodes b into m, naming the message type in the error.
+func unmarshal(b []byte, m proto.Message) error {
+	if err := proto.Unmarshal(b, m); err != nil {
+		return fmt.Errorf("cannot unmarshal %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
+	}
+	return nil
+}
+
+// errNoName is returned for a resource whose name field is empty.
+var errNoName = errors.New("resource has no name")
+
+// perMillion converts a fractional percentage to parts per million, capped
+// at one million.
+func perMillion(f *typev3.FractionalPercent) (uint32, error) {
+	var scale uint64
+	switch f.GetDenominator() {
+	case typev3.FractionalPercent_HUNDRED:
+		scale = 10_000
+	case typev3.FractionalPercent_TEN_THOUSAND:
+		scale = 100
+	case typev3.FractionalPercent_MILLION:
+		scale = 1
+	default:
+		return 0, fmt.Errorf("unsupported denominator %v", f.GetDenominator())
+	}
+	return uint32(min(uint64(f.GetNumerator())*scale, 1_000_000)), nil
+}
+
+// addWeight adds w to *sum and reports whether the total still fits a
+// uint32.
+func addWeight(sum *uint64, w uint32) bool {
+	*sum += uint64(w)
+	return *sum <= math.MaxUint32
+}
+
+// plural returns "n thing" or "n things".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// isXdstp reports whether name is an xdstp:// resource name.
+func isXdstp(name string) bool { return strings.HasPrefix(name, "xdstp:") }

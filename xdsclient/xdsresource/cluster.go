@@ -1,0 +1,463 @@
+package xdsresource
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
+	pickfirstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
+	ringhashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
+	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
+	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// ClusterKind is the kind of a Cluster.
+type ClusterKind int
+
+// Cluster kinds.
+const (
+	// ClusterEDS gets its endpoints from EDS.
+	ClusterEDS ClusterKind = iota + 1
+	// ClusterLogicalDNS resolves one DNS name.
+	ClusterLogicalDNS
+	// ClusterAggregate is a prioritized list of other clusters.
+	ClusterAggregate
+)
+
+// String returns "EDS", "LOGICAL_DNS" or "AGGREGATE".
+func (k ClusterKind) String() string {
+	switch k {
+	case ClusterEDS:
+		return "EDS"
+	case ClusterLogicalDNS:
+		return "LOGICAL_DNS"
+	case ClusterAggregate:
+		return "AGGREGATE"
+	}
+	return fmt.Sprintf("ClusterKind(%d)", int(k))
+}
+
+// Defaults and limits that gRPC applies to Cluster fields.
+const (
+	DefaultMaxRequests             = 1024
+	DefaultRingHashMinSize         = 1024
+	DefaultRingHashMaxSize         = 8 * 1024 * 1024
+	MaxRingHashSize                = 8 * 1024 * 1024
+	DefaultLeastRequestChoiceCount = 2
+)
+
+// Names of the load balancing policies that Cluster.LBPolicy may hold.
+const (
+	LBRoundRobin         = "round_robin"
+	LBRingHash           = "ring_hash"
+	LBLeastRequest       = "least_request"
+	LBWRRLocality        = "wrr_locality"
+	LBWeightedRoundRobin = "weighted_round_robin"
+	LBPickFirst          = "pick_first"
+)
+
+// Cluster is a validated Cluster.
+type Cluster struct {
+	// Name is the Cluster's name.
+	Name string
+	// Kind is EDS, LOGICAL_DNS or AGGREGATE; other kinds are invalid.
+	Kind ClusterKind
+	// EDSServiceName is eds_cluster_config.service_name of an EDS cluster;
+	// when empty, Name is the EDS resource name (see EDSName). It is never
+	// empty for a cluster with an xdstp:// name.
+	EDSServiceName string
+	// DNSHostname is the "host:port" that a LOGICAL_DNS cluster resolves.
+	DNSHostname string
+	// PrioritizedClusters are the clusters of an AGGREGATE cluster, highest
+	// priority first; never empty.
+	PrioritizedClusters []string
+
+	// LBPolicy is the load balancing policy, one of the LB* names. It
+	// comes from load_balancing_policy (the first supported entry) when
+	// that is set, else from lb_policy.
+	LBPolicy string
+	// LBChildPolicy is the endpoint-picking policy when LBPolicy is
+	// wrr_locality.
+	LBChildPolicy string
+	// RingHash is set when ring_hash is the policy or wrr_locality's child.
+	RingHash *RingHashConfig
+	// LeastRequestChoiceCount is set (at least 2) when least_request is the
+	// policy or wrr_locality's child.
+	LeastRequestChoiceCount uint32
+	// LoadBalancingPolicy is load_balancing_policy as received, nil when
+	// unset, for the policy parameters not copied above.
+	LoadBalancingPolicy *clusterv3.LoadBalancingPolicy
+
+	// MaxRequests is max_requests of the DEFAULT priority circuit-breaker
+	// threshold, DefaultMaxRequests when unset.
+	MaxRequests uint32
+	// OutlierDetection is outlier_detection as received, nil when unset.
+	// Its durations are valid and non-negative and its percentages are at
+	// most 100.
+	OutlierDetection *clusterv3.OutlierDetection
+	// LRSServer is true when load reports go to the server that sent the
+	// Cluster (lrs_server is self).
+	LRSServer bool
+	// ConnectTimeout is connect_timeout, zero when unset.
+	ConnectTimeout time.Duration
+	// TransportSocket is transport_socket as received, nil when unset. It
+	// is not validated.
+	TransportSocket *corev3.TransportSocket
+}
+
+// RingHashConfig holds the ring sizes of a ring_hash policy:
+// 1 <= MinRingSize <= MaxRingSize <= MaxRingHashSize.
+type RingHashConfig struct {
+	MinRingSize, MaxRingSize uint64
+}
+
+// EDSName returns the name of the ClusterLoadAssignment that an EDS
+// cluster uses: EDSServiceName, or Name when that is empty.
+func (c *Cluster) EDSName() string {
+	if c.EDSServiceName != "" {
+		return c.EDSServiceName
+	}
+	return c.Name
+}
+
+// Summary returns a one-line description of c, for example
+// `cluster c1: EDS service "c1-eds", round_robin, max_requests 1024`.
+func (c *Cluster) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s: ", c.Name)
+	switch c.Kind {
+	case ClusterEDS:
+		fmt.Fprintf(&b, "EDS service %q", c.EDSName())
+	case ClusterLogicalDNS:
+		fmt.Fprintf(&b, "LOGICAL_DNS %q", c.DNSHostname)
+	case ClusterAggregate:
+		fmt.Fprintf(&b, "AGGREGATE of %q", c.PrioritizedClusters)
+	default:
+		b.WriteString(c.Kind.String())
+	}
+	b.WriteString(", " + c.LBPolicy)
+	if c.LBChildPolicy != "" {
+		fmt.Fprintf(&b, "(%s)", c.LBChildPolicy)
+	}
+	fmt.Fprintf(&b, ", max_requests %d", c.MaxRequests)
+	if c.OutlierDetection != nil {
+		b.WriteString(", outlier_detection")
+	}
+	if c.LRSServer {
+		b.WriteString(", LRS")
+	}
+	return b.String()
+}
+
+func decodeCluster(_ DecodeOptions, b []byte) (string, any, error) {
+	m := new(clusterv3.Cluster)
+	if err := unmarshal(b, m); err != nil {
+		return "", nil, err
+	}
+	if m.GetName() == "" {
+		return "", nil, errNoName
+	}
+	c, err := validateCluster(m)
+	if err != nil {
+		return m.GetName(), nil, err
+	}
+	return m.GetName(), c, nil
+}
+
+func validateCluster(m *clusterv3.Cluster) (*Cluster, error) {
+	c := &Cluster{
+		Name:             m.GetName(),
+		MaxRequests:      DefaultMaxRequests,
+		ConnectTimeout:   m.GetConnectTimeout().AsDuration(),
+		TransportSocket:  m.GetTransportSocket(),
+		OutlierDetection: m.GetOutlierDetection(),
+	}
+	if err := clusterKind(m, c); err != nil {
+		return nil, err
+	}
+	if p := m.GetLoadBalancingPolicy(); p != nil {
+		c.LoadBalancingPolicy = p
+		name, err := lbFromPolicy(p, c, 0)
+		if err != nil {
+			return nil, fmt.Errorf("load_balancing_policy: %v", err)
+		}
+		c.LBPolicy = name
+	} else if err := lbFromEnum(m, c); err != nil {
+		return nil, err
+	}
+	for _, t := range m.GetCircuitBreakers().GetThresholds() {
+		if t.GetPriority() == corev3.RoutingPriority_DEFAULT {
+			if mr := t.GetMaxRequests(); mr != nil {
+				c.MaxRequests = mr.GetValue()
+			}
+			break
+		}
+	}
+	if err := checkOutlierDetection(m.GetOutlierDetection()); err != nil {
+		return nil, fmt.Errorf("outlier_detection.%v", err)
+	}
+	if lrs := m.GetLrsServer(); lrs != nil {
+		if lrs.GetSelf() == nil {
+			return nil, errors.New("lrs_server must be self")
+		}
+		c.LRSServer = true
+	}
+	if len(m.GetTransportSocketMatches()) != 0 {
+		return nil, errors.New("transport_socket_matches is not supported")
+	}
+	return c, nil
+}
+
+const aggregateClusterType = "envoy.clusters.aggregate"
+
+func clusterKind(m *clusterv3.Cluster, c *Cluster) error {
+	if ct := m.GetClusterType(); ct != nil {
+		if ct.GetName() != aggregateClusterType {
+			return fmt.Errorf("unsupported custom cluster_type %q", ct.GetName())
+		}
+		cfg := new(aggregatev3.ClusterConfig)
+		if err := ct.GetTypedConfig().UnmarshalTo(cfg); err != nil {
+			return fmt.Errorf("cluster_type %q: typed_config: %v", ct.GetName(), err)
+		}
+		if len(cfg.GetClusters()) == 0 {
+			return errors.New("aggregate cluster has no clusters")
+		}
+		c.Kind, c.PrioritizedClusters = ClusterAggregate, cfg.GetClusters()
+		return nil
+	}
+	switch m.GetType() {
+	case clusterv3.Cluster_EDS:
+		eds := m.GetEdsClusterConfig()
+		if src := eds.GetEdsConfig(); src.GetAds() == nil && src.GetSelf() == nil {
+			return errors.New("eds_cluster_config.eds_config must be ads or self")
+		}
+		if eds.GetServiceName() == "" && isXdstp(m.GetName()) {
+			return errors.New("EDS cluster with xdstp:// name needs eds_cluster_config.service_name")
+		}
+		c.Kind, c.EDSServiceName = ClusterEDS, eds.GetServiceName()
+		return nil
+	case clusterv3.Cluster_LOGICAL_DNS:
+		host, err := logicalDNSHost(m)
+		if err != nil {
+			return err
+		}
+		c.Kind, c.DNSHostname = ClusterLogicalDNS, host
+		return nil
+	}
+	return fmt.Errorf("unsupported cluster type %v", m.GetType())
+}
+
+// logicalDNSHost returns the "host:port" of a LOGICAL_DNS cluster, which
+// must have one locality holding one endpoint with a socket address.
+func logicalDNSHost(m *clusterv3.Cluster) (string, error) {
+	la := m.GetLoadAssignment()
+	if la == nil {
+		return "", errors.New("LOGICAL_DNS cluster needs load_assignment")
+	}
+	if n := len(la.GetEndpoints()); n != 1 {
+		return "", fmt.Errorf("load_assignment: LOGICAL_DNS cluster needs exactly one locality, has %d", n)
+	}
+	eps := la.GetEndpoints()[0].GetLbEndpoints()
+	if n := len(eps); n != 1 {
+		return "", fmt.Errorf("load_assignment.endpoints[0]: LOGICAL_DNS cluster needs exactly one endpoint, has %d", n)
+	}
+	const at = "load_assignment.endpoints[0].lb_endpoints[0]"
+	sa := eps[0].GetEndpoint().GetAddress().GetSocketAddress()
+	switch {
+	case sa == nil:
+		return "", fmt.Errorf("%s: endpoint has no socket_address", at)
+	case sa.GetResolverName() != "":
+		return "", fmt.Errorf("%s: resolver_name %q is not supported", at, sa.GetResolverName())
+	case sa.GetAddress() == "":
+		return "", fmt.Errorf("%s: address is empty", at)
+	case sa.GetPortValue() == 0:
+		return "", fmt.Errorf("%s: port_value is missing", at)
+	case sa.GetPortValue() > 65535:
+		return "", fmt.Errorf("%s: port_value %d is out of range", at, sa.GetPortValue())
+	}
+	return net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue()))), nil
+}
+
+// lbFromEnum sets the policy from lb_policy and its config fields.
+func lbFromEnum(m *clusterv3.Cluster, c *Cluster) error {
+	switch m.GetLbPolicy() {
+	case clusterv3.Cluster_ROUND_ROBIN:
+		c.LBPolicy = LBRoundRobin
+	case clusterv3.Cluster_RING_HASH:
+		rh := m.GetRingHashLbConfig()
+		if f := rh.GetHashFunction(); f != clusterv3.Cluster_RingHashLbConfig_XX_HASH {
+			return fmt.Errorf("ring_hash_lb_config.hash_function %v is not supported, want XX_HASH", f)
+		}
+		cfg, err := ringSizes(rh.GetMinimumRingSize(), rh.GetMaximumRingSize())
+		if err != nil {
+			return fmt.Errorf("ring_hash_lb_config: %v", err)
+		}
+		c.LBPolicy, c.RingHash = LBRingHash, cfg
+	case clusterv3.Cluster_LEAST_REQUEST:
+		n, err := choiceCount(m.GetLeastRequestLbConfig().GetChoiceCount())
+		if err != nil {
+			return fmt.Errorf("least_request_lb_config: %v", err)
+		}
+		c.LBPolicy, c.LeastRequestChoiceCount = LBLeastRequest, n
+	default:
+		return fmt.Errorf("unsupported lb_policy %v", m.GetLbPolicy())
+	}
+	return nil
+}
+
+// Type URLs of the load_balancing_policy entries that are understood.
+var (
+	roundRobinURL   = typeURLOf(new(roundrobinv3.RoundRobin))
+	ringHashURL     = typeURLOf(new(ringhashv3.RingHash))
+	leastRequestURL = typeURLOf(new(leastrequestv3.LeastRequest))
+	wrrLocalityURL  = typeURLOf(new(wrrlocalityv3.WrrLocality))
+	cswrrURL        = typeURLOf(new(cswrrv3.ClientSideWeightedRoundRobin))
+	pickFirstURL    = typeURLOf(new(pickfirstv3.PickFirst))
+)
+
+func typeURLOf(m proto.Message) string {
+	return TypeURLPrefix + string(m.ProtoReflect().Descriptor().FullName())
+}
+
+// maxLBPolicyDepth is how deeply load_balancing_policy may nest (gRFC A51).
+const maxLBPolicyDepth = 16
+
+var errLBTooDeep = fmt.Errorf("nested more than %d levels deep", maxLBPolicyDepth)
+
+// lbFromPolicy returns the name of the first supported entry of p,
+// checking its config. Entries of unknown types are skipped (gRFC A52).
+func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (string, error) {
+	if depth >= maxLBPolicyDepth {
+		return "", errLBTooDeep
+	}
+	for i, entry := range p.GetPolicies() {
+		cfg := entry.GetTypedExtensionConfig().GetTypedConfig()
+		var err error
+		switch cfg.GetTypeUrl() {
+		case roundRobinURL:
+			return LBRoundRobin, nil
+		case pickFirstURL:
+			return LBPickFirst, nil
+		case cswrrURL:
+			return LBWeightedRoundRobin, nil
+		case ringHashURL:
+			rh := new(ringhashv3.RingHash)
+			if err = unmarshal(cfg.GetValue(), rh); err == nil {
+				switch f := rh.GetHashFunction(); f {
+				case ringhashv3.RingHash_DEFAULT_HASH, ringhashv3.RingHash_XX_HASH:
+					c.RingHash, err = ringSizes(rh.GetMinimumRingSize(), rh.GetMaximumRingSize())
+				default:
+					err = fmt.Errorf("hash_function %v is not supported", f)
+				}
+			}
+			if err == nil {
+				return LBRingHash, nil
+			}
+		case leastRequestURL:
+			lr := new(leastrequestv3.LeastRequest)
+			if err = unmarshal(cfg.GetValue(), lr); err == nil {
+				c.LeastRequestChoiceCount, err = choiceCount(lr.GetChoiceCount())
+			}
+			if err == nil {
+				return LBLeastRequest, nil
+			}
+		case wrrLocalityURL:
+			wl := new(wrrlocalityv3.WrrLocality)
+			if err = unmarshal(cfg.GetValue(), wl); err == nil {
+				var child string
+				if child, err = lbFromPolicy(wl.GetEndpointPickingPolicy(), c, depth+1); err == nil {
+					c.LBChildPolicy = child
+					return LBWRRLocality, nil
+				}
+				if errors.Is(err, errLBTooDeep) {
+					return "", err
+				}
+				err = fmt.Errorf("endpoint_picking_policy: %v", err)
+			}
+		default:
+			continue
+		}
+		return "", fmt.Errorf("policies[%d] %q: %v", i, entry.GetTypedExtensionConfig().GetName(), err)
+	}
+	return "", errors.New("no supported policy")
+}
+
+func ringSizes(minSize, maxSize *wrapperspb.UInt64Value) (*RingHashConfig, error) {
+	cfg := &RingHashConfig{MinRingSize: DefaultRingHashMinSize, MaxRingSize: DefaultRingHashMaxSize}
+	if minSize != nil {
+		cfg.MinRingSize = minSize.GetValue()
+	}
+	if maxSize != nil {
+		cfg.MaxRingSize = maxSize.GetValue()
+	}
+	switch {
+	case cfg.MinRingSize < 1 || cfg.MinRingSize > MaxRingHashSize:
+		return nil, fmt.Errorf("minimum_ring_size %d is not in [1, %d]", cfg.MinRingSize, MaxRingHashSize)
+	case cfg.MaxRingSize < 1 || cfg.MaxRingSize > MaxRingHashSize:
+		return nil, fmt.Errorf("maximum_ring_size %d is not in [1, %d]", cfg.MaxRingSize, MaxRingHashSize)
+	case cfg.MinRingSize > cfg.MaxRingSize:
+		return nil, fmt.Errorf("minimum_ring_size %d is greater than maximum_ring_size %d", cfg.MinRingSize, cfg.MaxRingSize)
+	}
+	return cfg, nil
+}
+
+func choiceCount(v *wrapperspb.UInt32Value) (uint32, error) {
+	if v == nil {
+		return DefaultLeastRequestChoiceCount, nil
+	}
+	if v.GetValue() < 2 {
+		return 0, fmt.Errorf("choice_count is %d, must be at least 2", v.GetValue())
+	}
+	return v.GetValue(), nil
+}
+
+// checkOutlierDetection applies the gRFC A50 rules. Errors name the field
+// without the "outlier_detection." prefix.
+func checkOutlierDetection(od *clusterv3.OutlierDetection) error {
+	if od == nil {
+		return nil
+	}
+	for _, d := range []struct {
+		name string
+		v    *durationpb.Duration
+	}{
+		{"interval", od.GetInterval()},
+		{"base_ejection_time", od.GetBaseEjectionTime()},
+		{"max_ejection_time", od.GetMaxEjectionTime()},
+	} {
+		if d.v == nil {
+			continue
+		}
+		if err := d.v.CheckValid(); err != nil {
+			return fmt.Errorf("%s is not a valid duration: %v", d.name, err)
+		}
+		if d.v.AsDuration() < 0 {
+			return fmt.Errorf("%s is negative", d.name)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    *wrapperspb.UInt32Value
+	}{
+		{"max_ejection_percent", od.GetMaxEjectionPercent()},
+		{"enforcing_success_rate", od.GetEnforcingSuccessRate()},
+		{"failure_percentage_threshold", od.GetFailurePercentageThreshold()},
+		{"enforcing_failure_percentage", od.GetEnforcingFailurePercentage()},
+	} {
+		if p.v != nil && p.v.GetValue() > 100 {
+			return fmt.Errorf("%s is %d, must be at most 100", p.name, p.v.GetValue())
+		}
+	}
+	return nil
+}

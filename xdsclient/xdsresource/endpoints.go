@@ -1,0 +1,230 @@
+package xdsresource
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+)
+
+// ClusterLoadAssignment is a validated ClusterLoadAssignment: the endpoints
+// of an EDS cluster.
+type ClusterLoadAssignment struct {
+	// ClusterName is the resource name: the EDS service name of the
+	// clusters that use it.
+	ClusterName string
+	// Localities are the localities with a non-zero weight, in order.
+	// Their priorities run from 0 without gaps.
+	Localities []Locality
+	// Drops are the drop_overloads, in order.
+	Drops []DropOverload
+}
+
+// Locality is a weighted group of endpoints at one priority.
+type Locality struct {
+	Region, Zone, SubZone string
+	// Weight is load_balancing_weight, always positive. The weights of the
+	// localities at one priority add up to at most 2^32-1.
+	Weight uint32
+	// Priority is 0 for the highest priority.
+	Priority uint32
+	// Endpoints are the locality's endpoints, in order.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one backend.
+type Endpoint struct {
+	// Addresses are "ip:port" strings: the endpoint's address first, then
+	// its additional_addresses. No address appears twice in a
+	// ClusterLoadAssignment.
+	Addresses []string
+	// Health is the health status reported by the control plane.
+	Health HealthStatus
+	// Weight is load_balancing_weight, 1 when unset, always positive.
+	Weight uint32
+	// Hostname is the endpoint's hostname, possibly empty.
+	Hostname string
+}
+
+// HealthStatus is an endpoint's health as the control plane reports it;
+// the values are those of envoy.config.core.v3.HealthStatus.
+type HealthStatus int32
+
+// Health statuses.
+const (
+	HealthUnknown   = HealthStatus(corev3.HealthStatus_UNKNOWN)
+	HealthHealthy   = HealthStatus(corev3.HealthStatus_HEALTHY)
+	HealthUnhealthy = HealthStatus(corev3.HealthStatus_UNHEALTHY)
+	HealthDraining  = HealthStatus(corev3.HealthStatus_DRAINING)
+	HealthTimeout   = HealthStatus(corev3.HealthStatus_TIMEOUT)
+	HealthDegraded  = HealthStatus(corev3.HealthStatus_DEGRADED)
+)
+
+// String returns the proto enum name, such as "HEALTHY".
+func (h HealthStatus) String() string { return corev3.HealthStatus(h).String() }
+
+// Usable reports whether gRPC sends traffic to an endpoint with this
+// status: HEALTHY or UNKNOWN.
+func (h HealthStatus) Usable() bool { return h == HealthHealthy || h == HealthUnknown }
+
+// DropOverload is one category of requests to drop.
+type DropOverload struct {
+	Category string
+	// Numerator is the share to drop out of Denominator, which is always
+	// one million: HUNDRED and TEN_THOUSAND denominators are converted.
+	Numerator, Denominator uint32
+}
+
+// Summary returns a one-line description of c, for example
+// `endpoints c1: 2 localities, 5 endpoints (4 healthy), 1 drop`. Healthy
+// counts the endpoints whose status is Usable.
+func (c *ClusterLoadAssignment) Summary() string {
+	var eps, healthy int
+	for _, l := range c.Localities {
+		eps += len(l.Endpoints)
+		for _, e := range l.Endpoints {
+			if e.Health.Usable() {
+				healthy++
+			}
+		}
+	}
+	return fmt.Sprintf("endpoints %s: %s, %s (%d healthy), %s", c.ClusterName,
+		plural(len(c.Localities), "locality", "localities"),
+		plural(eps, "endpoint", "endpoints"), healthy,
+		plural(len(c.Drops), "drop", "drops"))
+}
+
+func decodeEndpoints(_ DecodeOptions, b []byte) (string, any, error) {
+	m := new(endpointv3.ClusterLoadAssignment)
+	if err := unmarshal(b, m); err != nil {
+		return "", nil, err
+	}
+	if m.GetClusterName() == "" {
+		return "", nil, errNoName
+	}
+	c, err := validateEndpoints(m)
+	if err != nil {
+		return m.GetClusterName(), nil, err
+	}
+	return m.GetClusterName(), c, nil
+}
+
+type localityKey struct {
+	region, zone, subZone string
+	priority              uint32
+}
+
+func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignment, error) {
+	c := &ClusterLoadAssignment{ClusterName: m.GetClusterName()}
+	for i, d := range m.GetPolicy().GetDropOverloads() {
+		n, err := perMillion(d.GetDropPercentage())
+		if err != nil {
+			return nil, fmt.Errorf("policy.drop_overloads[%d]: %v", i, err)
+		}
+		c.Drops = append(c.Drops, DropOverload{Category: d.GetCategory(), Numerator: n, Denominator: 1_000_000})
+	}
+
+	seenLocality := make(map[localityKey]bool)
+	seenAddr := make(map[string]bool)
+	weightSums := make(map[uint32]uint64) // by priority
+	for i, le := range m.GetEndpoints() {
+		at := fmt.Sprintf("endpoints[%d]", i)
+		id := le.GetLocality()
+		if id == nil {
+			return nil, fmt.Errorf("%s: locality is not set", at)
+		}
+		w := le.GetLoadBalancingWeight().GetValue()
+		if w == 0 {
+			continue // gRPC ignores localities without a weight
+		}
+		l := Locality{Region: id.GetRegion(), Zone: id.GetZone(), SubZone: id.GetSubZone(), Weight: w, Priority: le.GetPriority()}
+		key := localityKey{l.Region, l.Zone, l.SubZone, l.Priority}
+		if seenLocality[key] {
+			return nil, fmt.Errorf("%s: duplicate locality {region %q, zone %q, sub_zone %q} at priority %d",
+				at, l.Region, l.Zone, l.SubZone, l.Priority)
+		}
+		seenLocality[key] = true
+		sum := weightSums[l.Priority]
+		if !addWeight(&sum, w) {
+			return nil, fmt.Errorf("%s: locality weights at priority %d add up to more than 4294967295", at, l.Priority)
+		}
+		weightSums[l.Priority] = sum
+
+		var epWeights uint64
+		for j, lbe := range le.GetLbEndpoints() {
+			e, err := validateEndpoint(lbe, seenAddr)
+			if err != nil {
+				return nil, fmt.Errorf("%s.lb_endpoints[%d]: %v", at, j, err)
+			}
+			if !addWeight(&epWeights, e.Weight) {
+				return nil, fmt.Errorf("%s.lb_endpoints[%d]: endpoint weights in the locality add up to more than 4294967295", at, j)
+			}
+			l.Endpoints = append(l.Endpoints, e)
+		}
+		c.Localities = append(c.Localities, l)
+	}
+	for p := range uint32(len(weightSums)) {
+		if _, ok := weightSums[p]; !ok {
+			return nil, fmt.Errorf("priorities are not contiguous: priority %d is missing", p)
+		}
+	}
+	return c, nil
+}
+
+func validateEndpoint(m *endpointv3.LbEndpoint, seenAddr map[string]bool) (Endpoint, error) {
+	e := Endpoint{Health: HealthStatus(m.GetHealthStatus()), Weight: 1}
+	if w := m.GetLoadBalancingWeight(); w != nil {
+		if w.GetValue() == 0 {
+			return e, errors.New("load_balancing_weight is 0, must be at least 1")
+		}
+		e.Weight = w.GetValue()
+	}
+	ep := m.GetEndpoint()
+	if ep == nil {
+		return e, errors.New("endpoint is not set")
+	}
+	e.Hostname = ep.GetHostname()
+	addrs := []*corev3.Address{ep.GetAddress()}
+	for _, a := range ep.GetAdditionalAddresses() {
+		addrs = append(addrs, a.GetAddress())
+	}
+	for k, a := range addrs {
+		s, err := socketAddress(a)
+		if err == nil && seenAddr[s] {
+			err = fmt.Errorf("duplicate address %q", s)
+		}
+		if err != nil {
+			if k == 0 {
+				return e, fmt.Errorf("endpoint.address: %v", err)
+			}
+			return e, fmt.Errorf("endpoint.additional_addresses[%d]: %v", k-1, err)
+		}
+		seenAddr[s] = true
+		e.Addresses = append(e.Addresses, s)
+	}
+	return e, nil
+}
+
+// socketAddress returns a as "ip:port". The address must be an IP literal
+// and the port a port_value.
+func socketAddress(a *corev3.Address) (string, error) {
+	sa := a.GetSocketAddress()
+	if sa == nil {
+		return "", errors.New("no socket_address")
+	}
+	ip, err := netip.ParseAddr(sa.GetAddress())
+	if err != nil {
+		return "", fmt.Errorf("address %q is not an IP address", sa.GetAddress())
+	}
+	if _, ok := sa.GetPortSpecifier().(*corev3.SocketAddress_PortValue); !ok {
+		return "", errors.New("port_value is missing")
+	}
+	if p := sa.GetPortValue(); p > 65535 {
+		return "", fmt.Errorf("port_value %d is out of range", p)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(int(sa.GetPortValue()))), nil
+}

@@ -1,0 +1,183 @@
+package xdsresource
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// HTTPConnectionManagerTypeURL is the type URL that a client-side
+// Listener's api_listener must hold.
+const HTTPConnectionManagerTypeURL = TypeURLPrefix + "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+
+// Listener is a validated client-side Listener: an api_listener holding an
+// HttpConnectionManager. Exactly one of RouteConfigName and
+// InlineRouteConfig is set.
+type Listener struct {
+	// Name is the Listener's name.
+	Name string
+	// RouteConfigName is the RouteConfiguration to fetch with RDS, set when
+	// the HttpConnectionManager uses rds (with config_source ads or self).
+	RouteConfigName string
+	// InlineRouteConfig is set when the HttpConnectionManager carries its
+	// route_config inline.
+	InlineRouteConfig *RouteConfiguration
+	// HTTPFilters is the filter chain in order, without the optional filters
+	// whose type is not understood. The last one is always the router.
+	HTTPFilters []HTTPFilter
+	// MaxStreamDuration is common_http_protocol_options.max_stream_duration,
+	// zero when unset.
+	MaxStreamDuration time.Duration
+}
+
+// HTTPFilter is one entry of a Listener's http_filters.
+type HTTPFilter struct {
+	// Name is the filter's instance name, unique within the Listener.
+	Name string
+	// TypeURL is the type of the filter's config, such as
+	// RouterFilterTypeURL. For a config wrapped in a TypedStruct it is the
+	// type URL inside the TypedStruct.
+	TypeURL string
+	// Config is typed_config as received.
+	Config *anypb.Any
+}
+
+// Summary returns a one-line description of l, for example
+// `listener l1: RDS "r1", 2 HTTP filters`.
+func (l *Listener) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listener %s: ", l.Name)
+	if l.InlineRouteConfig != nil {
+		vhosts, routes := l.InlineRouteConfig.counts()
+		fmt.Fprintf(&b, "inline route config, %s, %s", plural(vhosts, "virtual host", "virtual hosts"), plural(routes, "route", "routes"))
+	} else {
+		fmt.Fprintf(&b, "RDS %q", l.RouteConfigName)
+	}
+	fmt.Fprintf(&b, ", %s", plural(len(l.HTTPFilters), "HTTP filter", "HTTP filters"))
+	if l.MaxStreamDuration > 0 {
+		fmt.Fprintf(&b, ", max_stream_duration %v", l.MaxStreamDuration)
+	}
+	return b.String()
+}
+
+func decodeListener(opts DecodeOptions, b []byte) (string, any, error) {
+	m := new(listenerv3.Listener)
+	if err := unmarshal(b, m); err != nil {
+		return "", nil, err
+	}
+	if m.GetName() == "" {
+		return "", nil, errNoName
+	}
+	l, err := validateListener(opts, m)
+	if err != nil {
+		return m.GetName(), nil, err
+	}
+	return m.GetName(), l, nil
+}
+
+func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, error) {
+	api := m.GetApiListener().GetApiListener()
+	if api == nil {
+		return nil, errors.New("api_listener missing: only client-side API listeners are supported")
+	}
+	if api.GetTypeUrl() != HTTPConnectionManagerTypeURL {
+		return nil, fmt.Errorf("api_listener holds %q, want %q", api.GetTypeUrl(), HTTPConnectionManagerTypeURL)
+	}
+	hcm := new(hcmv3.HttpConnectionManager)
+	if err := unmarshal(api.GetValue(), hcm); err != nil {
+		return nil, fmt.Errorf("api_listener: %v", err)
+	}
+	if n := hcm.GetXffNumTrustedHops(); n != 0 {
+		return nil, fmt.Errorf("xff_num_trusted_hops is %d, must be 0", n)
+	}
+	if len(hcm.GetOriginalIpDetectionExtensions()) != 0 {
+		return nil, errors.New("original_ip_detection_extensions must be empty")
+	}
+
+	l := &Listener{
+		Name:              m.GetName(),
+		MaxStreamDuration: hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration().AsDuration(),
+	}
+	switch spec := hcm.GetRouteSpecifier().(type) {
+	case *hcmv3.HttpConnectionManager_Rds:
+		if src := spec.Rds.GetConfigSource(); src.GetAds() == nil && src.GetSelf() == nil {
+			return nil, errors.New("rds.config_source must be ads or self")
+		}
+		if spec.Rds.GetRouteConfigName() == "" {
+			return nil, errors.New("rds.route_config_name is empty")
+		}
+		l.RouteConfigName = spec.Rds.GetRouteConfigName()
+	case *hcmv3.HttpConnectionManager_RouteConfig:
+		rc, err := validateRouteConfig(opts, spec.RouteConfig)
+		if err != nil {
+			return nil, fmt.Errorf("route_config: %v", err)
+		}
+		l.InlineRouteConfig = rc
+	case nil:
+		return nil, errors.New("neither rds nor route_config is set")
+	default:
+		return nil, errors.New("scoped_routes is not supported, use rds or route_config")
+	}
+
+	filters, err := validateHTTPFilters(hcm.GetHttpFilters())
+	if err != nil {
+		return nil, err
+	}
+	l.HTTPFilters = filters
+	return l, nil
+}
+
+// validateHTTPFilters checks the filter chain and returns the filters that
+// are understood. The router must come last and only last.
+func validateHTTPFilters(filters []*hcmv3.HttpFilter) ([]HTTPFilter, error) {
+	var out []HTTPFilter
+	var index []int // index[i] is the position in filters of out[i]
+	seen := make(map[string]bool, len(filters))
+	for i, f := range filters {
+		name := f.GetName()
+		if name == "" {
+			return nil, fmt.Errorf("http_filters[%d]: name is empty", i)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("http_filters[%d]: duplicate name %q", i, name)
+		}
+		seen[name] = true
+		cfg := f.GetTypedConfig()
+		if cfg == nil {
+			if f.GetIsOptional() {
+				continue
+			}
+			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
+		}
+		url, ok, err := checkFilterConfig(cfg, httpFilters)
+		if err != nil {
+			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
+		}
+		if !ok {
+			if f.GetIsOptional() {
+				continue
+			}
+			return nil, fmt.Errorf("http_filters[%d] %q: unsupported filter type %q", i, name, url)
+		}
+		out = append(out, HTTPFilter{Name: name, TypeURL: url, Config: cfg})
+		index = append(index, i)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("http_filters is empty: the router filter is required")
+	}
+	last := len(out) - 1
+	for i, f := range out[:last] {
+		if f.TypeURL == RouterFilterTypeURL {
+			return nil, fmt.Errorf("http_filters[%d] %q: the router must be the last filter", index[i], f.Name)
+		}
+	}
+	if out[last].TypeURL != RouterFilterTypeURL {
+		return nil, fmt.Errorf("http_filters: last filter %q is not the router", out[last].Name)
+	}
+	return out, nil
+}

@@ -1,0 +1,263 @@
+package xdsresource
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
+	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+func TestListenerRDS(t *testing.T) {
+	hcm := rdsHCM(t)
+	fault := httpFilter(t, "fault", &faultv3.HTTPFault{})
+	hcm.HttpFilters = append([]*hcmv3.HttpFilter{fault}, hcm.HttpFilters...)
+	hcm.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxStreamDuration: durationpb.New(30 * time.Second)}
+
+	name, v, err := decode(t, ListenerType, apiListener(t, hcm))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	want := &Listener{
+		Name:            "l1",
+		RouteConfigName: "r1",
+		HTTPFilters: []HTTPFilter{
+			{Name: "fault", TypeURL: FaultFilterTypeURL, Config: hcm.HttpFilters[0].GetTypedConfig()},
+			{Name: "router", TypeURL: RouterFilterTypeURL, Config: hcm.HttpFilters[1].GetTypedConfig()},
+		},
+		MaxStreamDuration: 30 * time.Second,
+	}
+	got := v.(*Listener)
+	if name != "l1" {
+		t.Errorf("name = %q, want l1", name)
+	}
+	if len(got.HTTPFilters) != 2 || !proto.Equal(got.HTTPFilters[0].Config, want.HTTPFilters[0].Config) ||
+		!proto.Equal(got.HTTPFilters[1].Config, want.HTTPFilters[1].Config) {
+		t.Fatalf("HTTPFilters = %+v", got.HTTPFilters)
+	}
+	for i := range want.HTTPFilters {
+		got.HTTPFilters[i].Config, want.HTTPFilters[i].Config = nil, nil
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Decode =\n%+v\nwant\n%+v", got, want)
+	}
+	if s, want := got.Summary(), `listener l1: RDS "r1", 2 HTTP filters, max_stream_duration 30s`; s != want {
+		t.Errorf("Summary() = %q, want %q", s, want)
+	}
+}
+
+func TestListenerInlineRouteConfig(t *testing.T) {
+	hcm := &hcmv3.HttpConnectionManager{
+		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+			VirtualHosts: []*routev3.VirtualHost{{Name: "vh", Domains: []string{"*"}, Routes: []*routev3.Route{prefixRoute("/", "c1")}}},
+		}},
+		HttpFilters: []*hcmv3.HttpFilter{routerFilter(t)},
+	}
+	_, v, err := decode(t, ListenerType, apiListener(t, hcm))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	l := v.(*Listener)
+	wantRC := &RouteConfiguration{VirtualHosts: []VirtualHost{{
+		Name: "vh", Domains: []string{"*"},
+		Routes: []Route{{PathMatch: PathPrefix, Prefix: "/", Action: RouteAction{Kind: ActionCluster, Cluster: "c1"}}},
+	}}}
+	if l.RouteConfigName != "" || !reflect.DeepEqual(l.InlineRouteConfig, wantRC) {
+		t.Errorf("Decode = %+v, want inline %+v", l, wantRC)
+	}
+	if s, want := l.Summary(), "listener l1: inline route config, 1 virtual host, 1 route, 1 HTTP filter"; s != want {
+		t.Errorf("Summary() = %q, want %q", s, want)
+	}
+}
+
+func TestListenerSelfConfigSource(t *testing.T) {
+	hcm := rdsHCM(t)
+	hcm.GetRds().ConfigSource = selfSource
+	if _, _, err := decode(t, ListenerType, apiListener(t, hcm)); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+}
+
+func TestListenerOptionalFilters(t *testing.T) {
+	hcm := rdsHCM(t)
+	unknown := httpFilter(t, "unknown", &structpb.Struct{})
+	unknown.IsOptional = true
+	noConfig := &hcmv3.HttpFilter{Name: "no-config", IsOptional: true}
+	typed := httpFilter(t, "typed-rbac", &xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL})
+	router := httpFilter(t, "router", &udpatypev1.TypedStruct{TypeUrl: RouterFilterTypeURL})
+	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, noConfig, typed, router}
+	_, v, err := decode(t, ListenerType, apiListener(t, hcm))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	fs := v.(*Listener).HTTPFilters
+	if len(fs) != 2 || fs[0].Name != "typed-rbac" || fs[0].TypeURL != RBACFilterTypeURL || fs[1].Name != "router" || fs[1].TypeURL != RouterFilterTypeURL {
+		t.Errorf("HTTPFilters = %+v, want typed-rbac (RBAC) and router", fs)
+	}
+}
+
+func TestListenerErrors(t *testing.T) {
+	withHCM := func(edit func(*hcmv3.HttpConnectionManager)) func() proto.Message {
+		return func() proto.Message {
+			hcm := rdsHCM(t)
+			edit(hcm)
+			return apiListener(t, hcm)
+		}
+	}
+	runErrorCases(t, ListenerType, "l1", []errorCase{
+		{
+			name:  "no api_listener",
+			build: func() proto.Message { return &listenerv3.Listener{Name: "l1"} },
+			want:  `lds "l1": api_listener missing: only client-side API listeners are supported`,
+		},
+		{
+			name: "api_listener not an HttpConnectionManager",
+			build: func() proto.Message {
+				return &listenerv3.Listener{Name: "l1", ApiListener: &listenerv3.ApiListener{ApiListener: toAny(t, &routev3.Route{})}}
+			},
+			want: `lds "l1": api_listener holds "type.googleapis.com/envoy.config.route.v3.Route", want "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"`,
+		},
+		{
+			name: "api_listener bytes invalid",
+			build: func() proto.Message {
+				a := &anypb.Any{TypeUrl: HTTPConnectionManagerTypeURL, Value: []byte{0xff}}
+				return &listenerv3.Listener{Name: "l1", ApiListener: &listenerv3.ApiListener{ApiListener: a}}
+			},
+			want:   `lds "l1": api_listener: cannot unmarshal envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager: proto:`,
+			prefix: true,
+		},
+		{
+			name:  "xff_num_trusted_hops",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.XffNumTrustedHops = 2 }),
+			want:  `lds "l1": xff_num_trusted_hops is 2, must be 0`,
+		},
+		{
+			name: "original_ip_detection_extensions",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.OriginalIpDetectionExtensions = []*corev3.TypedExtensionConfig{{Name: "x"}}
+			}),
+			want: `lds "l1": original_ip_detection_extensions must be empty`,
+		},
+		{
+			name:  "rds config_source not ads or self",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.GetRds().ConfigSource = pathSource }),
+			want:  `lds "l1": rds.config_source must be ads or self`,
+		},
+		{
+			name:  "rds config_source missing",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.GetRds().ConfigSource = nil }),
+			want:  `lds "l1": rds.config_source must be ads or self`,
+		},
+		{
+			name:  "rds route_config_name empty",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.GetRds().RouteConfigName = "" }),
+			want:  `lds "l1": rds.route_config_name is empty`,
+		},
+		{
+			name:  "no route specifier",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.RouteSpecifier = nil }),
+			want:  `lds "l1": neither rds nor route_config is set`,
+		},
+		{
+			name: "scoped_routes",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.RouteSpecifier = &hcmv3.HttpConnectionManager_ScopedRoutes{ScopedRoutes: &hcmv3.ScopedRoutes{}}
+			}),
+			want: `lds "l1": scoped_routes is not supported, use rds or route_config`,
+		},
+		{
+			name: "invalid inline route_config",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.RouteSpecifier = &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+					VirtualHosts: []*routev3.VirtualHost{{Name: "vh"}},
+				}}
+			}),
+			want: `lds "l1": route_config: virtual_hosts[0]: domains is empty`,
+		},
+		{
+			name:  "no http_filters",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.HttpFilters = nil }),
+			want:  `lds "l1": http_filters is empty: the router filter is required`,
+		},
+		{
+			name: "only optional unknown filters",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				f := httpFilter(t, "x", &structpb.Struct{})
+				f.IsOptional = true
+				h.HttpFilters = []*hcmv3.HttpFilter{f}
+			}),
+			want: `lds "l1": http_filters is empty: the router filter is required`,
+		},
+		{
+			name: "filter without name",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "", &faultv3.HTTPFault{}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0]: name is empty`,
+		},
+		{
+			name: "duplicate filter name",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "router", &faultv3.HTTPFault{}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[1]: duplicate name "router"`,
+		},
+		{
+			name: "filter without typed_config",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{{Name: "bare"}, routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "bare": typed_config missing`,
+		},
+		{
+			name: "unknown required filter",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "s", &structpb.Struct{}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "s": unsupported filter type "type.googleapis.com/google.protobuf.Struct"`,
+		},
+		{
+			name: "unknown type inside TypedStruct",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "ts", &xdstypev3.TypedStruct{TypeUrl: "type.googleapis.com/foo.Bar"}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "ts": unsupported filter type "type.googleapis.com/foo.Bar"`,
+		},
+		{
+			name: "router not last",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{routerFilter(t), httpFilter(t, "fault", &faultv3.HTTPFault{})}
+			}),
+			want: `lds "l1": http_filters[0] "router": the router must be the last filter`,
+		},
+		{
+			name: "last filter is not the router",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{})}
+			}),
+			want: `lds "l1": http_filters: last filter "rbac" is not the router`,
+		},
+		{
+			name: "filter config bytes invalid",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				bad := &hcmv3.HttpFilter{Name: "fault", ConfigType: &hcmv3.HttpFilter_TypedConfig{
+					TypedConfig: &anypb.Any{TypeUrl: FaultFilterTypeURL, Value: []byte{0xff}},
+				}}
+				h.HttpFilters = []*hcmv3.HttpFilter{bad, routerFilter(t)}
+			}),
+			want:   `lds "l1": http_filters[0] "fault": cannot unmarshal envoy.extensions.filters.http.fault.v3.HTTPFault: proto:`,
+			prefix: true,
+		},
+	})
+}

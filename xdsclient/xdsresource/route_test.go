@@ -1,0 +1,437 @@
+package xdsresource
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+func weighted(ws ...any) *routev3.Route_Route {
+	var cs []*routev3.WeightedCluster_ClusterWeight
+	for i := 0; i < len(ws); i += 2 {
+		cs = append(cs, &routev3.WeightedCluster_ClusterWeight{Name: ws[i].(string), Weight: wrapperspb.UInt32(ws[i+1].(uint32))})
+	}
+	return &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_WeightedClusters{
+		WeightedClusters: &routev3.WeightedCluster{Clusters: cs},
+	}}}
+}
+
+func TestRouteConfigRoundTrip(t *testing.T) {
+	headerRoute := &routev3.Route{
+		Match: &routev3.RouteMatch{
+			PathSpecifier: &routev3.RouteMatch_Path{Path: "/svc/Method"},
+			CaseSensitive: wrapperspb.Bool(false),
+			Headers: []*routev3.HeaderMatcher{
+				{Name: "X-Exact", HeaderMatchSpecifier: &routev3.HeaderMatcher_ExactMatch{ExactMatch: "v"}, InvertMatch: true},
+				{Name: "x-regex", HeaderMatchSpecifier: &routev3.HeaderMatcher_SafeRegexMatch{SafeRegexMatch: &matcherv3.RegexMatcher{Regex: "a.*"}}},
+				{Name: "x-present", HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}},
+				{Name: "x-range", HeaderMatchSpecifier: &routev3.HeaderMatcher_RangeMatch{RangeMatch: &typev3.Int64Range{Start: 1, End: 10}}},
+				{Name: "x-sm", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+					MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: "end"}, IgnoreCase: true,
+				}}},
+			},
+			RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 25, Denominator: typev3.FractionalPercent_HUNDRED}},
+		},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+			ClusterSpecifier:  &routev3.RouteAction_Cluster{Cluster: "c1"},
+			MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(time.Second), GrpcTimeoutHeaderMax: durationpb.New(2 * time.Second)},
+			HashPolicy: []*routev3.RouteAction_HashPolicy{
+				{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{
+					HeaderName: "x-user", RegexRewrite: &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "^u-"}, Substitution: ""},
+				}}, Terminal: true},
+				{PolicySpecifier: &routev3.RouteAction_HashPolicy_FilterState_{FilterState: &routev3.RouteAction_HashPolicy_FilterState{Key: "io.grpc.channel_id"}}},
+				{PolicySpecifier: &routev3.RouteAction_HashPolicy_FilterState_{FilterState: &routev3.RouteAction_HashPolicy_FilterState{Key: "other"}}},
+				{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "c"}}},
+			},
+			RetryPolicy:          &routev3.RetryPolicy{RetryOn: "unavailable, Cancelled,5xx", NumRetries: wrapperspb.UInt32(3)},
+			HostRewriteSpecifier: &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)},
+		}},
+	}
+	m := &routev3.RouteConfiguration{
+		Name: "r1",
+		VirtualHosts: []*routev3.VirtualHost{
+			{
+				Name:    "vh1",
+				Domains: []string{"svc.example.com", "*.example.com", "svc.*"},
+				Routes: []*routev3.Route{
+					headerRoute,
+					{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/a/.*"}}}, Action: weighted("a", uint32(1), "zero", uint32(0), "b", uint32(3))},
+					{
+						Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/q"}, QueryParameters: []*routev3.QueryParameterMatcher{{Name: "q"}}},
+						// Ignored: matches on query parameters.
+						Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "ignored"}}},
+					},
+					{
+						Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/h"}},
+						Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_ClusterHeader{ClusterHeader: "x-cluster"}}},
+					},
+					{
+						Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/r"}},
+						Action: &routev3.Route_Redirect{Redirect: &routev3.RedirectAction{}},
+					},
+				},
+			},
+			{
+				Name:        "vh2",
+				Domains:     []string{"*"},
+				RetryPolicy: &routev3.RetryPolicy{RetryOn: "internal", RetryBackOff: &routev3.RetryPolicy_RetryBackOff{BaseInterval: durationpb.New(time.Second)}},
+				Routes: []*routev3.Route{
+					{Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: ""}}, Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}}},
+				},
+			},
+		},
+	}
+
+	fraction := uint32(250_000)
+	msd := 2 * time.Second
+	want := &RouteConfiguration{
+		Name: "r1",
+		VirtualHosts: []VirtualHost{
+			{
+				Name:    "vh1",
+				Domains: []string{"svc.example.com", "*.example.com", "svc.*"},
+				Routes: []Route{
+					{
+						PathMatch:       PathExact,
+						Path:            "/svc/Method",
+						CaseInsensitive: true,
+						Headers: []HeaderMatcher{
+							{Name: "x-exact", Kind: HeaderExact, Value: "v", Invert: true},
+							{Name: "x-regex", Kind: HeaderRegex, Value: "a.*"},
+							{Name: "x-present", Kind: HeaderPresent, Present: true},
+							{Name: "x-range", Kind: HeaderRange, RangeStart: 1, RangeEnd: 10},
+							{Name: "x-sm", Kind: HeaderSuffix, Value: "end", IgnoreCase: true},
+						},
+						FractionPerMillion: &fraction,
+						Action:             RouteAction{Kind: ActionCluster, Cluster: "c1"},
+						MaxStreamDuration:  &msd,
+						HashPolicies: []HashPolicy{
+							{Kind: HashHeader, HeaderName: "x-user", Regex: "^u-", Terminal: true},
+							{Kind: HashChannelID},
+						},
+						RetryPolicy: &RetryPolicy{RetryOn: []string{"unavailable", "cancelled"}, NumRetries: 3, BaseInterval: 25 * time.Millisecond, MaxInterval: 250 * time.Millisecond},
+						// AutoHostRewrite stays false: the server is not trusted.
+					},
+					{
+						PathMatch: PathRegex,
+						SafeRegex: "/a/.*",
+						Action:    RouteAction{Kind: ActionWeightedClusters, WeightedClusters: []WeightedCluster{{"a", 1}, {"b", 3}}},
+					},
+					{PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
+					{PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},
+				},
+			},
+			{
+				Name:        "vh2",
+				Domains:     []string{"*"},
+				RetryPolicy: &RetryPolicy{RetryOn: []string{"internal"}, NumRetries: 1, BaseInterval: time.Second, MaxInterval: 10 * time.Second},
+				Routes:      []Route{{PathMatch: PathPrefix, Action: RouteAction{Kind: ActionNonForwarding}}},
+			},
+		},
+	}
+
+	name, v, err := decode(t, RouteConfigType, m)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if name != "r1" {
+		t.Errorf("name = %q, want r1", name)
+	}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("Decode =\n%+v\nwant\n%+v", v, want)
+	}
+	if s, w := v.(*RouteConfiguration).Summary(), "route config r1: 2 virtual hosts, 5 routes"; s != w {
+		t.Errorf("Summary() = %q, want %q", s, w)
+	}
+
+	// From a trusted server, auto_host_rewrite is honoured.
+	_, v, err = RouteConfigType.Decode(DecodeOptions{TrustedServer: true}, toAny(t, m))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if !v.(*RouteConfiguration).VirtualHosts[0].Routes[0].AutoHostRewrite {
+		t.Error("AutoHostRewrite = false from a trusted server, want true")
+	}
+}
+
+func TestRouteConfigFilterOverrides(t *testing.T) {
+	fc := func(cfg proto.Message, optional bool) *anypb.Any {
+		return toAny(t, &routev3.FilterConfig{Config: toAny(t, cfg), IsOptional: optional})
+	}
+	m := routeConfig(prefixRoute("/", "c1"))
+	m.VirtualHosts[0].TypedPerFilterConfig = map[string]*anypb.Any{
+		"fault":    toAny(t, &faultv3.HTTPFault{}),
+		"rbac":     toAny(t, &rbacv3.RBACPerRoute{}),
+		"optional": fc(&structpb.Struct{}, true),
+		"disabled": toAny(t, &routev3.FilterConfig{Disabled: true}),
+	}
+	if _, _, err := decode(t, RouteConfigType, m); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+}
+
+func TestRouteConfigClusterSpecifierPlugins(t *testing.T) {
+	plugin := func(name string, optional bool) *routev3.ClusterSpecifierPlugin {
+		return &routev3.ClusterSpecifierPlugin{
+			Extension:  &corev3.TypedExtensionConfig{Name: name, TypedConfig: toAny(t, &structpb.Struct{})},
+			IsOptional: optional,
+		}
+	}
+	pluginRoute := &routev3.Route{
+		Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/p"}},
+		Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_ClusterSpecifierPlugin{ClusterSpecifierPlugin: "opt"}}},
+	}
+	m := routeConfig(pluginRoute, prefixRoute("/", "c1"))
+	m.ClusterSpecifierPlugins = []*routev3.ClusterSpecifierPlugin{plugin("opt", true)}
+	_, v, err := decode(t, RouteConfigType, m)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if rs := v.(*RouteConfiguration).VirtualHosts[0].Routes; len(rs) != 1 || rs[0].Action.Cluster != "c1" {
+		t.Errorf("Routes = %+v, want only the route to c1", rs)
+	}
+}
+
+func TestRouteConfigErrors(t *testing.T) {
+	// withRoute builds "r1" whose only virtual host has a valid route
+	// followed by r, so that errors name routes[1].
+	withRoute := func(r *routev3.Route) func() proto.Message {
+		return func() proto.Message { return routeConfig(prefixRoute("/", "c1"), r) }
+	}
+	routeMatching := func(match *routev3.RouteMatch) func() proto.Message {
+		r := prefixRoute("", "c1")
+		r.Match = match
+		return withRoute(r)
+	}
+	withHeader := func(h *routev3.HeaderMatcher) func() proto.Message {
+		return routeMatching(&routev3.RouteMatch{
+			PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+			Headers:       []*routev3.HeaderMatcher{h},
+		})
+	}
+	withAction := func(a *routev3.RouteAction) func() proto.Message {
+		r := prefixRoute("/", "")
+		r.Action = &routev3.Route_Route{Route: a}
+		return withRoute(r)
+	}
+	stringMatch := func(sm *matcherv3.StringMatcher) *routev3.HeaderMatcher {
+		return &routev3.HeaderMatcher{Name: "h", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: sm}}
+	}
+	withVHost := func(edit func(*routev3.VirtualHost)) func() proto.Message {
+		return func() proto.Message {
+			m := routeConfig(prefixRoute("/", "c1"))
+			edit(m.VirtualHosts[0])
+			return m
+		}
+	}
+	const at = `rds "r1": virtual_hosts[0].routes[1]: `
+	runErrorCases(t, RouteConfigType, "r1", []errorCase{
+		{
+			name:  "no domains",
+			build: withVHost(func(vh *routev3.VirtualHost) { vh.Domains = nil }),
+			want:  `rds "r1": virtual_hosts[0]: domains is empty`,
+		},
+		{
+			name:  "star in the middle of a domain",
+			build: withVHost(func(vh *routev3.VirtualHost) { vh.Domains = []string{"a.com", "a.*.com"} }),
+			want:  `rds "r1": virtual_hosts[0].domains[1]: invalid domain pattern "a.*.com"`,
+		},
+		{
+			name:  "two stars in a domain",
+			build: withVHost(func(vh *routev3.VirtualHost) { vh.Domains = []string{"*a*"} }),
+			want:  `rds "r1": virtual_hosts[0].domains[0]: invalid domain pattern "*a*"`,
+		},
+		{
+			name:  "empty domain",
+			build: withVHost(func(vh *routev3.VirtualHost) { vh.Domains = []string{""} }),
+			want:  `rds "r1": virtual_hosts[0].domains[0]: invalid domain pattern ""`,
+		},
+		{
+			name:  "no match",
+			build: routeMatching(nil),
+			want:  at + `match missing`,
+		},
+		{
+			name:  "no path specifier",
+			build: routeMatching(&routev3.RouteMatch{}),
+			want:  at + `match has no path specifier (prefix, path or safe_regex)`,
+		},
+		{
+			name:  "path_separated_prefix",
+			build: routeMatching(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_PathSeparatedPrefix{PathSeparatedPrefix: "/a"}}),
+			want:  at + `match: unsupported path specifier path_separated_prefix`,
+		},
+		{
+			name:  "bad path regex",
+			build: routeMatching(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "a("}}}),
+			want:  at + "match.safe_regex: invalid regex \"a(\": error parsing regexp: missing closing ): `a(`",
+		},
+		{
+			name: "runtime_fraction bad denominator",
+			build: routeMatching(&routev3.RouteMatch{
+				PathSpecifier:   &routev3.RouteMatch_Prefix{Prefix: "/"},
+				RuntimeFraction: &corev3.RuntimeFractionalPercent{DefaultValue: &typev3.FractionalPercent{Numerator: 1, Denominator: 7}},
+			}),
+			want: at + `match.runtime_fraction: unsupported denominator 7`,
+		},
+		{
+			name:  "bad header regex",
+			build: withHeader(&routev3.HeaderMatcher{Name: "h", HeaderMatchSpecifier: &routev3.HeaderMatcher_SafeRegexMatch{SafeRegexMatch: &matcherv3.RegexMatcher{Regex: "*"}}}),
+			want:  at + "match.headers[0]: invalid regex \"*\": error parsing regexp: missing argument to repetition operator: `*`",
+		},
+		{
+			name:  "header range end before start",
+			build: withHeader(&routev3.HeaderMatcher{Name: "h", HeaderMatchSpecifier: &routev3.HeaderMatcher_RangeMatch{RangeMatch: &typev3.Int64Range{Start: 5, End: 1}}}),
+			want:  at + `match.headers[0]: range_match end 1 is less than start 5`,
+		},
+		{
+			name:  "empty header prefix",
+			build: withHeader(&routev3.HeaderMatcher{Name: "h", HeaderMatchSpecifier: &routev3.HeaderMatcher_PrefixMatch{PrefixMatch: ""}}),
+			want:  at + `match.headers[0]: empty prefix match`,
+		},
+		{
+			name:  "empty string_match contains",
+			build: withHeader(stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{}})),
+			want:  at + `match.headers[0]: empty contains match`,
+		},
+		{
+			name:  "string_match without pattern",
+			build: withHeader(stringMatch(&matcherv3.StringMatcher{})),
+			want:  at + `match.headers[0]: string_match: no match pattern`,
+		},
+		{
+			name:  "header matcher without specifier",
+			build: withHeader(&routev3.HeaderMatcher{Name: "h"}),
+			want:  at + `match.headers[0]: no header match specifier`,
+		},
+		{
+			name:  "empty cluster",
+			build: withAction(&routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{}}),
+			want:  at + `route.cluster is empty`,
+		},
+		{
+			name: "weighted_clusters sum to 0",
+			build: func() proto.Message {
+				r := prefixRoute("/", "")
+				r.Action = weighted("a", uint32(0))
+				return routeConfig(prefixRoute("/", "c1"), prefixRoute("/x", "c1"), r)
+			},
+			want: `rds "r1": virtual_hosts[0].routes[2]: weighted_clusters weights sum to 0`,
+		},
+		{
+			name: "weighted_clusters overflow",
+			build: func() proto.Message {
+				r := prefixRoute("/", "")
+				r.Action = weighted("a", uint32(4_000_000_000), "b", uint32(400_000_000))
+				return routeConfig(prefixRoute("/", "c1"), r)
+			},
+			want: at + `weighted_clusters weights sum to more than 4294967295`,
+		},
+		{
+			name: "weighted cluster without name",
+			build: func() proto.Message {
+				r := prefixRoute("/", "")
+				r.Action = weighted("a", uint32(1), "", uint32(1))
+				return routeConfig(prefixRoute("/", "c1"), r)
+			},
+			want: at + `weighted_clusters.clusters[1]: name is empty`,
+		},
+		{
+			name:  "empty cluster_header",
+			build: withAction(&routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_ClusterHeader{}}),
+			want:  at + `route.cluster_header is empty`,
+		},
+		{
+			name:  "unknown cluster_specifier_plugin",
+			build: withAction(&routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_ClusterSpecifierPlugin{ClusterSpecifierPlugin: "rls"}}),
+			want:  at + `route.cluster_specifier_plugin "rls" is not in cluster_specifier_plugins`,
+		},
+		{
+			name: "required cluster_specifier_plugin",
+			build: func() proto.Message {
+				m := routeConfig(prefixRoute("/", "c1"))
+				m.ClusterSpecifierPlugins = []*routev3.ClusterSpecifierPlugin{{
+					Extension: &corev3.TypedExtensionConfig{Name: "rls", TypedConfig: toAny(t, &structpb.Struct{})},
+				}}
+				return m
+			},
+			want: `rds "r1": cluster_specifier_plugins[0] "rls": unsupported plugin type "type.googleapis.com/google.protobuf.Struct"`,
+		},
+		{
+			name: "bad hash policy regex",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+				HashPolicy: []*routev3.RouteAction_HashPolicy{{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{
+					HeaderName: "h", RegexRewrite: &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: "("}},
+				}}}},
+			}),
+			want: at + "route.hash_policy[0]: header.regex_rewrite: invalid regex \"(\": error parsing regexp: missing closing ): `(`",
+		},
+		{
+			name: "route retry num_retries 0",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+				RetryPolicy:      &routev3.RetryPolicy{NumRetries: wrapperspb.UInt32(0)},
+			}),
+			want: at + `route.retry_policy.num_retries is 0, must be at least 1`,
+		},
+		{
+			name: "vhost retry base_interval 0",
+			build: withVHost(func(vh *routev3.VirtualHost) {
+				vh.RetryPolicy = &routev3.RetryPolicy{RetryBackOff: &routev3.RetryPolicy_RetryBackOff{}}
+			}),
+			want: `rds "r1": virtual_hosts[0].retry_policy.retry_back_off.base_interval must be positive`,
+		},
+		{
+			name: "vhost retry max_interval 0",
+			build: withVHost(func(vh *routev3.VirtualHost) {
+				vh.RetryPolicy = &routev3.RetryPolicy{RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
+					BaseInterval: durationpb.New(time.Second), MaxInterval: durationpb.New(0),
+				}}
+			}),
+			want: `rds "r1": virtual_hosts[0].retry_policy.retry_back_off.max_interval must be positive`,
+		},
+		{
+			name: "unsupported filter override on vhost",
+			build: withVHost(func(vh *routev3.VirtualHost) {
+				vh.TypedPerFilterConfig = map[string]*anypb.Any{"x": toAny(t, &structpb.Struct{})}
+			}),
+			want: `rds "r1": virtual_hosts[0].typed_per_filter_config["x"]: unsupported filter override type "type.googleapis.com/google.protobuf.Struct"`,
+		},
+		{
+			name: "router config as a filter override on a route",
+			build: func() proto.Message {
+				r := prefixRoute("/", "c1")
+				r.TypedPerFilterConfig = map[string]*anypb.Any{"router": toAny(t, &routerv3.Router{})}
+				return routeConfig(prefixRoute("/", "c1"), r)
+			},
+			want: at + `typed_per_filter_config["router"]: unsupported filter override type "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"`,
+		},
+		{
+			name: "unsupported filter override on a weighted cluster",
+			build: func() proto.Message {
+				r := prefixRoute("/", "")
+				a := weighted("a", uint32(1))
+				a.Route.GetWeightedClusters().Clusters[0].TypedPerFilterConfig = map[string]*anypb.Any{
+					"x": toAny(t, &routev3.FilterConfig{Config: toAny(t, &structpb.Struct{})}),
+				}
+				r.Action = a
+				return routeConfig(prefixRoute("/", "c1"), r)
+			},
+			want: at + `weighted_clusters.clusters[0]: typed_per_filter_config["x"]: unsupported filter override type "type.googleapis.com/google.protobuf.Struct"`,
+		},
+	})
+}
