@@ -31,9 +31,12 @@ type channel struct {
 	nEntries   int
 	timed      map[*entry]struct{}
 	ready      bool   // the channel reports READY
+	state      connectivity.State
+	stateKnown bool
 	failed     bool   // unhealthy since the last failure (gRFC A57)
 	connected  bool   // gRFC A78's connected gauge
 	streamID   uint64 // current stream, 0 when none
+	streamSeq  uint64 // streams started so far; the next stream's ID is one more
 	attempts   int
 	respGen    uint64
 	lastStream error // how the last stream failed, for connectivity errors
@@ -154,6 +157,7 @@ func (ch *channel) stopTimerLocked(e *entry) {
 func (ch *channel) watchConnectivity() {
 	defer ch.c.wg.Done()
 	state := ch.cc.GetState()
+	ch.onConnectivity(state)
 	for {
 		if !ch.cc.WaitForStateChange(ch.c.ctx, state) {
 			return
@@ -167,9 +171,10 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	c := ch.c
 	c.mu.Lock()
 	defer c.unlock()
-	if c.closed {
+	if c.closed || (ch.stateKnown && ch.state == state) {
 		return
 	}
+	ch.state, ch.stateKnown = state, true
 	for _, h := range c.o.hooks {
 		if f := h.ConnectivityChanged; f != nil {
 			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: state}
@@ -289,7 +294,8 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	}
 	c.mu.Lock()
 	ch.attempts++
-	ch.streamID++
+	ch.streamSeq++
+	ch.streamID = ch.streamSeq
 	id := ch.streamID
 	for _, ts := range ch.types {
 		ts.nonce = ""

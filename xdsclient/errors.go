@@ -38,7 +38,10 @@ func (c *Client) resourceErrorf(code codes.Code, e *entry, server, format string
 	return status.Errorf(code, "%s %q from xDS server %q (node ID %q): %s", shortName(e.typ), e.name, server, c.nodeID, cause)
 }
 
-func shortName(t interface{ ShortName() string; TypeURL() string }) string {
+func shortName(t interface {
+	ShortName() string
+	TypeURL() string
+}) string {
 	if s := t.ShortName(); s != "" {
 		return s
 	}
