@@ -1,0 +1,41 @@
+package xdstest
+
+import (
+	"fmt"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Response returns a State of the World response of typeURL at version
+// holding resources, each packed into an Any. A resource that is already an
+// *anypb.Any is used as it is, which lets a test send resources of the
+// wrong type or with bytes that do not decode. The nonce is left empty for
+// [Stream.Send] to fill in. It panics if a resource cannot be marshalled.
+func Response(typeURL, version string, resources ...proto.Message) *discoveryv3.DiscoveryResponse {
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, VersionInfo: version}
+	for i, r := range resources {
+		if a, ok := r.(*anypb.Any); ok {
+			resp.Resources = append(resp.Resources, a)
+			continue
+		}
+		a, err := anypb.New(r)
+		if err != nil {
+			panic(fmt.Sprintf("xdstest.Response(%q): resources[%d]: %v", typeURL, i, err))
+		}
+		resp.Resources = append(resp.Resources, a)
+	}
+	return resp
+}
+
+// ResourceError returns a resource error entry for the resource_errors
+// field of a response: resource name with a status of code and msg.
+func ResourceError(name string, code codes.Code, msg string) *discoveryv3.ResourceError {
+	return &discoveryv3.ResourceError{
+		ResourceName: &discoveryv3.ResourceName{Name: name},
+		ErrorDetail:  &status.Status{Code: int32(code), Message: msg},
+	}
+}
