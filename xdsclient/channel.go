@@ -30,7 +30,7 @@ type channel struct {
 	types      map[string]*typeState
 	nEntries   int
 	timed      map[*entry]struct{}
-	ready      bool   // the channel reports READY
+	ready      bool // the channel reports READY
 	state      connectivity.State
 	stateKnown bool
 	failed     bool   // unhealthy since the last failure (gRFC A57)

@@ -1,0 +1,250 @@
+package xdsclient_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Every kind of hook fires in a scenario that goes through each transition.
+func TestHooksEveryKindFires(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, st := f.watchCached("c1")
+	f.send(st, cdsURL, "2", invalidCluster("c1"))
+	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	f.recv(st, cdsURL)
+	st.End(nil)
+	st2 := f.stream()
+	f.recv(st2, cdsURL)
+	st2.End(status.Error(codes.Unavailable, "no response"))
+	rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+
+	h := f.hooks
+	h.connectivity.waitFor(t, "READY", func(i xdsclient.ConnectivityInfo) bool { return i.State == connectivity.Ready })
+	h.connected.waitFor(t, "connected", func(i xdsclient.ConnectedInfo) bool { return i.Connected && i.Server == f.srv.Addr() })
+	h.connected.waitFor(t, "disconnected", func(i xdsclient.ConnectedInfo) bool { return !i.Connected && i.Reason != nil })
+	h.started.waitFor(t, "stream start", func(i xdsclient.StreamInfo) bool { return i.Attempt == 2 })
+	h.ended.waitFor(t, "stream end after response", func(i xdsclient.StreamEndInfo) bool { return i.ResponseReceived })
+	h.ended.waitFor(t, "stream end without response", func(i xdsclient.StreamEndInfo) bool { return !i.ResponseReceived })
+	h.failures.waitFor(t, "server failure", func(i xdsclient.ServerFailureInfo) bool { return i.Reason != nil })
+	h.requests.waitFor(t, "ACK", func(i xdsclient.RequestInfo) bool { return i.Version == "1" && i.NACK == nil })
+	h.requests.waitFor(t, "NACK", func(i xdsclient.RequestInfo) bool { return i.NACK != nil })
+	h.responses.waitFor(t, "valid response", func(i xdsclient.ResponseInfo) bool { return i.Valid == 1 && i.TypeURL == cdsURL })
+	h.responses.waitFor(t, "invalid response", func(i xdsclient.ResponseInfo) bool { return i.Invalid == 1 && i.NACK != nil })
+	h.states.waitFor(t, "none→requested", func(i xdsclient.CacheStateInfo) bool {
+		return i.Old == xdsclient.StateNone && i.New == xdsclient.StateRequested && i.Target == "test-target" && i.Authority == "#old" && i.Name == "c1"
+	})
+	h.states.waitFor(t, "requested→acked", func(i xdsclient.CacheStateInfo) bool {
+		return i.Old == xdsclient.StateRequested && i.New == xdsclient.StateACKed && i.NewCached
+	})
+	h.states.waitFor(t, "acked→nacked but cached", func(i xdsclient.CacheStateInfo) bool {
+		return i.Old == xdsclient.StateACKed && i.New == xdsclient.StateNACKed && i.OldCached && i.NewCached && i.Err != nil
+	})
+	h.notified.waitFor(t, "resource notification", func(i xdsclient.NotificationInfo) bool { return i.Kind == xdsclient.NotifyResource && i.Name == "c1" })
+	h.notified.waitFor(t, "ambient notification", func(i xdsclient.NotificationInfo) bool { return i.Kind == xdsclient.NotifyAmbientError })
+	h.timerStarts.waitFor(t, "timer start", func(i xdsclient.ResourceTimerInfo) bool { return i.Name == "c1" })
+	h.timerStops.waitFor(t, "timer stop", func(i xdsclient.ResourceTimerInfo) bool { return i.Name == "c1" })
+
+	// Removal is reported as a change to StateNone.
+	f.c.Close()
+	_ = rec
+}
+
+func TestHooksRemovalReported(t *testing.T) {
+	f := newFixture(t, nil)
+	cancel := f.c.Watch(xdsresource.ClusterType, "c1", newRecorder())
+	cancel()
+	f.hooks.states.waitFor(t, "requested→none", func(i xdsclient.CacheStateInfo) bool {
+		return i.Old == xdsclient.StateRequested && i.New == xdsclient.StateNone
+	})
+}
+
+// A hook may call the client without deadlocking.
+func TestHookMayCallClient(t *testing.T) {
+	srv := newFixture(t, nil).srv
+	var c *xdsclient.Client
+	dumped := make(chan int, 100)
+	c = newClient(t, bootstrapFor(t, srv.Addr()), xdsclient.WithHooks(&xdsclient.Hooks{
+		CacheStateChanged: func(xdsclient.CacheStateInfo) { dumped <- len(c.Dump()) },
+	}))
+	defer c.Watch(xdsresource.ClusterType, "c1", newRecorder())()
+	select {
+	case n := <-dumped:
+		if n != 1 {
+			t.Errorf("Dump from a hook saw %d entries, want 1", n)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("hook did not run")
+	}
+}
+
+// Flow control: while a watcher callback blocks, the client reads no
+// further response from the server.
+func TestFlowControlSlowWatcher(t *testing.T) {
+	f := newFixture(t, nil)
+	release := make(chan struct{})
+	got := make(chan string, 10)
+	defer f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+		OnResourceChanged: func(r *xdsclient.Resource, err error) {
+			got <- r.Version
+			<-release
+		},
+	})()
+	st := f.stream()
+	f.recv(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	if v := <-got; v != "1" {
+		t.Fatalf("first delivery version %q", v)
+	}
+	f.send(st, cdsURL, "2", controlplane.Cluster("c1", "c2"))
+	// The ACK of version 1 goes out, but version 2 is not read while the
+	// watcher holds version 1.
+	f.recv(st, cdsURL)
+	if n := len(f.hooks.responses.snapshot()); n != 1 {
+		t.Fatalf("%d responses processed while the watcher blocked, want 1", n)
+	}
+	close(release)
+	if v := <-got; v != "2" {
+		t.Fatalf("second delivery version %q", v)
+	}
+}
+
+// Callbacks for one watcher are serialized and never concurrent, even under
+// concurrent watches and cancels.
+func TestConcurrentWatchesAndCancels(t *testing.T) {
+	ctx := ctxT(t)
+	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	var res []any
+	for i := 0; i < 20; i++ {
+		res = append(res, controlplane.Cluster(fmt.Sprintf("c%d", i), "e"))
+	}
+	if err := cp.SetResources(ctx, testNodeID, "1", toMessages(res)...); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, bootstrapFor(t, cp.Addr()))
+	var inCallback sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				done := make(chan struct{})
+				var once sync.Once
+				cancel := c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", (g+i)%20), xdsclient.WatcherFuncs{
+					OnResourceChanged: func(r *xdsclient.Resource, err error) {
+						if !inCallback.TryLock() {
+							t.Error("two callbacks ran at once")
+							return
+						}
+						inCallback.Unlock()
+						if err == nil {
+							once.Do(func() { close(done) })
+						}
+					},
+				})
+				select {
+				case <-done:
+				case <-ctx.Done():
+					t.Error("no resource delivered")
+				}
+				cancel()
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+func TestTypedWatcher(t *testing.T) {
+	f := newFixture(t, nil)
+	got := make(chan *xdsresource.Cluster, 1)
+	defer xdsclient.WatchCluster(f.c, "c1", typedFuncs[*xdsresource.Cluster]{changed: func(c *xdsresource.Cluster, err error) { got <- c }})()
+	st := f.stream()
+	f.recv(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "eds-c1"))
+	select {
+	case c := <-got:
+		if c.EDSServiceName != "eds-c1" {
+			t.Errorf("typed cluster EDS name %q, want eds-c1", c.EDSServiceName)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("no typed delivery")
+	}
+}
+
+type typedFuncs[T any] struct{ changed func(T, error) }
+
+func (f typedFuncs[T]) ResourceChanged(v T, err error) { f.changed(v, err) }
+func (f typedFuncs[T]) AmbientError(error)             {}
+
+func TestDataPlaneError(t *testing.T) {
+	for _, tc := range []struct {
+		in   error
+		want codes.Code
+	}{
+		{status.Error(codes.NotFound, "cds \"c1\": does not exist"), codes.Unavailable},
+		{status.Error(codes.InvalidArgument, "nack"), codes.Unavailable},
+		{status.Error(codes.PermissionDenied, "denied"), codes.Unavailable},
+		{status.Error(codes.Unavailable, "down"), codes.Unavailable},
+		{errors.New("plain"), codes.Unavailable},
+	} {
+		got := xdsclient.DataPlaneError(tc.in)
+		if status.Code(got) != tc.want {
+			t.Errorf("DataPlaneError(%v) code %v, want %v", tc.in, status.Code(got), tc.want)
+		}
+		if !contains(got, status.Convert(tc.in).Message()) {
+			t.Errorf("DataPlaneError(%v) = %v lost the message", tc.in, got)
+		}
+	}
+	if xdsclient.DataPlaneError(nil) != nil {
+		t.Error("DataPlaneError(nil) != nil")
+	}
+}
+
+// No goroutine outlives Close, whatever state the client was in.
+func TestNoGoroutineAfterClose(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := ctxT(t)
+	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.SetResources(ctx, testNodeID, "1", controlplane.Cluster("c1", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := xdsclient.New(bootstrapFor(t, cp.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	c.Watch(xdsresource.ClusterType, "c1", rec)
+	c.Watch(xdsresource.ClusterType, "missing", newRecorder())
+	rec.expect(t, xdsclient.NotifyResource, 0)
+	c.Close()
+	c.Close() // twice is fine
+	cp.Stop()
+}
+
+func TestWatchAfterClose(t *testing.T) {
+	f := newFixture(t, nil)
+	f.c.Close()
+	rec := newRecorder()
+	f.c.Watch(xdsresource.ClusterType, "c1", rec)
+	if n := len(rec.ch); n != 0 {
+		t.Fatalf("%d callbacks after Close", n)
+	}
+}
