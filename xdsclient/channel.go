@@ -125,7 +125,7 @@ func (ch *channel) maybeStartTimerLocked(e *entry) {
 	gen := e.timerGen
 	e.timer = time.AfterFunc(d, func() { c.onTimer(e, gen) })
 	ch.timed[e] = struct{}{}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStarted; f != nil {
 			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
 			c.hook(func() { f(info) })
@@ -142,7 +142,7 @@ func (ch *channel) stopTimerLocked(e *entry) {
 	e.timerGen++
 	delete(ch.timed, e)
 	c := ch.c
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStopped; f != nil {
 			d, _ := c.resourceTimeout(ch)
 			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
@@ -175,7 +175,7 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 		return
 	}
 	ch.state, ch.stateKnown = state, true
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.ConnectivityChanged; f != nil {
 			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: state}
 			c.hook(func() { f(info) })
@@ -211,7 +211,7 @@ func (ch *channel) failLocked(reason error) {
 	c := ch.c
 	if !ch.failed {
 		ch.failed = true
-		for _, h := range c.o.hooks {
+		for _, h := range c.hookList() {
 			if f := h.ServerFailure; f != nil {
 				info := ServerFailureInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
 				c.hook(func() { f(info) })
@@ -232,7 +232,7 @@ func (ch *channel) setConnectedLocked(connected bool, reason error) {
 	}
 	ch.connected = connected
 	c := ch.c
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.ConnectedChanged; f != nil {
 			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: connected, Reason: reason}
 			c.hook(func() { f(info) })
@@ -310,7 +310,7 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	if !ch.failed {
 		ch.setConnectedLocked(true, nil)
 	}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.StreamStarted; f != nil {
 			info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.attempts}
 			c.hook(func() { f(info) })
@@ -362,7 +362,7 @@ func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration)
 	for e := range ch.timed {
 		ch.stopTimerLocked(e)
 	}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.StreamEnded; f != nil {
 			info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: gotResponse, Err: err, Backoff: delay}
 			c.hook(func() { f(info) })
@@ -458,7 +458,7 @@ func (ch *channel) afterSend(id uint64, p pendingRequest) {
 		e.sentStream = id
 		ch.maybeStartTimerLocked(e)
 	}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.RequestSent; f != nil {
 			info := RequestInfo{Target: c.o.target, Server: ch.uri, TypeURL: p.req.TypeUrl, Names: len(p.req.ResourceNames),
 				Version: p.req.VersionInfo, Nonce: p.req.ResponseNonce, NACK: p.nack}

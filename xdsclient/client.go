@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -39,6 +40,8 @@ type Client struct {
 	cancel    context.CancelFunc
 	callbacks *callbackSerializer
 	wg        sync.WaitGroup
+
+	hooks atomic.Pointer[[]*Hooks] // copy on write, so reads need no lock
 
 	mu        sync.Mutex
 	closed    bool
@@ -91,11 +94,64 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		entries:  map[string]map[string]*entry{},
 		channels: map[string]*channel{},
 	}
+	hooks := append([]*Hooks(nil), o.hooks...)
+	c.hooks.Store(&hooks)
 	for _, t := range append(xdsresource.Builtin(), o.types...) {
 		c.registerTypeLocked(t)
 	}
 	c.callbacks = newCallbackSerializer(ctx, c.beforeCallback)
 	return c, nil
+}
+
+// hookList returns the hooks in force.
+func (c *Client) hookList() []*Hooks { return *c.hooks.Load() }
+
+// AddHooks adds hooks to a running client and returns a func that removes
+// them. The new hooks first see the client's current state as events — a
+// ConnectivityChanged and a ConnectedChanged for every server the client
+// has a channel to, and a CacheStateChanged from StateNone for every cache
+// entry — and then every later event, so that an observer attached late
+// (metrics, a debugging tool) keeps an exact picture.
+func (c *Client) AddHooks(h *Hooks) (remove func()) {
+	c.mu.Lock()
+	defer c.unlock()
+	list := append(append([]*Hooks(nil), c.hookList()...), h)
+	c.hooks.Store(&list)
+	for _, ch := range c.channels {
+		if f := h.ConnectivityChanged; f != nil && ch.stateKnown {
+			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: ch.state}
+			c.hook(func() { f(info) })
+		}
+		if f := h.ConnectedChanged; f != nil && ch.connected {
+			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: true}
+			c.hook(func() { f(info) })
+		}
+	}
+	if f := h.CacheStateChanged; f != nil {
+		for _, m := range c.entries {
+			for _, e := range m {
+				info := CacheStateInfo{
+					Target: c.o.target, Authority: e.authority, TypeURL: e.typ.TypeURL(), Name: e.name,
+					Old: StateNone, New: e.state, NewCached: e.res != nil, Server: e.ch.uri, Err: e.err,
+				}
+				c.hook(func() { f(info) })
+			}
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			var kept []*Hooks
+			for _, x := range c.hookList() {
+				if x != h {
+					kept = append(kept, x)
+				}
+			}
+			c.hooks.Store(&kept)
+		})
+	}
 }
 
 // Target returns the name the client was made for (WithTarget).
@@ -271,7 +327,7 @@ func (c *Client) beforeCallback(n notification) {
 	case n.err != nil:
 		kind = NotifyResourceError
 	}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if h.WatcherNotified != nil {
 			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: n.w.typeURL, Name: n.w.name, Kind: kind, Err: n.err})
 		}

@@ -248,3 +248,26 @@ func TestWatchAfterClose(t *testing.T) {
 		t.Fatalf("%d callbacks after Close", n)
 	}
 }
+
+// Hooks added to a running client first see its current state.
+func TestAddHooksReplaysState(t *testing.T) {
+	f := newFixture(t, nil)
+	f.watchCached("c1")
+	defer f.c.Watch(xdsresource.ClusterType, "c2", newRecorder())()
+	late := newRecordedHooks()
+	remove := f.c.AddHooks(late.hooks())
+	late.states.waitFor(t, "c1 replayed", func(i xdsclient.CacheStateInfo) bool {
+		return i.Name == "c1" && i.Old == xdsclient.StateNone && i.New == xdsclient.StateACKed && i.NewCached
+	})
+	late.states.waitFor(t, "c2 replayed", func(i xdsclient.CacheStateInfo) bool {
+		return i.Name == "c2" && i.New == xdsclient.StateRequested
+	})
+	late.connected.waitFor(t, "connected replayed", func(i xdsclient.ConnectedInfo) bool { return i.Connected })
+	remove()
+	n := len(late.states.snapshot())
+	f.c.Watch(xdsresource.ClusterType, "c3", newRecorder())()
+	f.hooks.states.waitFor(t, "c3 removed", func(i xdsclient.CacheStateInfo) bool { return i.Name == "c3" && i.New == xdsclient.StateNone })
+	if got := len(late.states.snapshot()); got != n {
+		t.Errorf("removed hooks saw %d more events", got-n)
+	}
+}

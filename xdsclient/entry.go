@@ -67,7 +67,7 @@ func (c *Client) setStateLocked(e *entry, state CacheState, res *Resource, hash 
 		Target: c.o.target, Authority: e.authority, TypeURL: e.typ.TypeURL(), Name: e.name,
 		Old: old, New: state, OldCached: oldCached, NewCached: res != nil, Server: e.ch.uri, Err: e.err,
 	}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.CacheStateChanged; f != nil {
 			c.hook(func() { f(info) })
 		}

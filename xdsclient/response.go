@@ -200,7 +200,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		ts.dirty = true
 		signal(ch.wake)
 	}
-	for _, h := range c.o.hooks {
+	for _, h := range c.hookList() {
 		if f := h.ResponseReceived; f != nil {
 			info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: resp.GetNonce(),
 				Valid: valid, Invalid: invalid, Errors: tp3, NACK: nack}
