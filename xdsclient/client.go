@@ -43,15 +43,16 @@ type Client struct {
 
 	hooks atomic.Pointer[[]*Hooks] // copy on write, so reads need no lock
 
-	mu        sync.Mutex
-	closed    bool
-	types     map[string]xdsresource.Type // by type URL
-	typeOrder []string                    // type URLs in the order requests are sent
-	entries   map[string]map[string]*entry
-	channels  map[string]*channel // by bootstrap.ServerConfig.Key()
-	notes     []notification      // watcher callbacks to queue on unlock
-	hookq     []func()            // hook calls to run after unlock
-	draining  bool
+	mu         sync.Mutex
+	closed     bool
+	types      map[string]xdsresource.Type // by type URL
+	typeOrder  []string                    // type URLs in the order requests are sent
+	entries    map[string]map[string]*entry
+	channels   map[string]*channel // by bootstrap.ServerConfig.Key()
+	authServer map[string]string   // authority → URI of the server in use
+	notes      []notification      // watcher callbacks to queue on unlock
+	hookq      []func()            // hook calls to run after unlock
+	draining   bool
 }
 
 // New makes a client for the xDS servers of cfg. It starts no connection:
@@ -83,16 +84,17 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		cfg:      cfg,
-		o:        o,
-		node:     node,
-		nodeID:   node.GetId(),
-		logger:   o.logger.With("target", o.target),
-		ctx:      ctx,
-		cancel:   cancel,
-		types:    map[string]xdsresource.Type{},
-		entries:  map[string]map[string]*entry{},
-		channels: map[string]*channel{},
+		cfg:        cfg,
+		o:          o,
+		node:       node,
+		nodeID:     node.GetId(),
+		logger:     o.logger.With("target", o.target),
+		ctx:        ctx,
+		cancel:     cancel,
+		types:      map[string]xdsresource.Type{},
+		entries:    map[string]map[string]*entry{},
+		channels:   map[string]*channel{},
+		authServer: map[string]string{},
 	}
 	hooks := append([]*Hooks(nil), o.hooks...)
 	c.hooks.Store(&hooks)
@@ -226,6 +228,15 @@ func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, erro
 		return nil, status.Errorf(codes.Unavailable, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
 	}
 	e := &entry{typ: typ, name: name, authority: authorityOf(name), ch: ch}
+	if prev, ok := c.authServer[e.authority]; !ok || prev != ch.uri {
+		c.authServer[e.authority] = ch.uri
+		for _, h := range c.hookList() {
+			if f := h.AuthorityServerChanged; f != nil {
+				info := AuthorityServerInfo{Target: c.o.target, Authority: e.authority, Server: ch.uri, Previous: prev, Reason: "initial"}
+				c.hook(func() { f(info) })
+			}
+		}
+	}
 	ch.subscribeLocked(e)
 	c.setStateLocked(e, StateRequested, nil, 0)
 	return e, nil

@@ -47,6 +47,11 @@ type Hooks struct {
 	CacheStateChanged func(CacheStateInfo)
 	// WatcherNotified is called just before a watcher callback runs.
 	WatcherNotified func(NotificationInfo)
+	// AuthorityServerChanged is called when an authority starts using a
+	// server: its first server when the authority is first used, a lower
+	// priority server on fallback (gRFC A71), a higher priority one when
+	// the client switches back.
+	AuthorityServerChanged func(AuthorityServerInfo)
 	// ResourceTimerStarted is called when a does-not-exist timer starts
 	// for a resource; ResourceTimerStopped when it stops without firing.
 	ResourceTimerStarted func(ResourceTimerInfo)
@@ -184,6 +189,21 @@ type NotificationInfo struct {
 	Name    string
 	Kind    NotificationKind
 	Err     error
+}
+
+// AuthorityServerInfo describes which server an authority uses.
+type AuthorityServerInfo struct {
+	Target    string
+	Authority string
+	// Server is the URI of the server now in use; Previous the one before
+	// ("" when the authority was first used).
+	Server, Previous string
+	// Priority is the index of Server in the authority's server list (0 is
+	// the primary).
+	Priority int
+	// Reason says why: "initial", "fallback" or "primary recovered"-style
+	// text naming the failure or the response that caused the change.
+	Reason string
 }
 
 // ResourceTimerInfo describes a does-not-exist timer.
