@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -25,33 +27,36 @@ type channel struct {
 	cc     *grpc.ClientConn
 	wake   chan struct{} // tells the sender that a request is due
 	kick   chan struct{} // tells the stream loop that something is subscribed
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// mu-guarded
-	types      map[string]*typeState
-	nEntries   int
-	timed      map[*entry]struct{}
-	ready      bool // the channel reports READY
-	state      connectivity.State
-	stateKnown bool
-	failed     bool   // unhealthy since the last failure (gRFC A57)
-	connected  bool   // gRFC A78's connected gauge
-	streamID   uint64 // current stream, 0 when none
-	streamSeq  uint64 // streams started so far; the next stream's ID is one more
-	attempts   int
-	respGen    uint64
-	lastStream error // how the last stream failed, for connectivity errors
+	types       map[string]*typeState
+	auths       map[*authority]struct{} // the authorities that use this server
+	closed      bool
+	lastFailure error // the last server failure, nil once a response arrives
+	nEntries    int
+	timed       map[*entry]struct{}
+	ready       bool // the channel reports READY
+	state       connectivity.State
+	stateKnown  bool
+	failed      bool   // unhealthy since the last failure (gRFC A57)
+	connected   bool   // gRFC A78's connected gauge
+	streamID    uint64 // current stream, 0 when none
+	attempts    int
+	respGen     uint64
+	lastStream  error // how the last stream failed, for connectivity errors
 }
 
 // typeState is the per-type state of the SotW sub-stream on one server.
 type typeState struct {
 	entries  map[string]*entry
-	byHash   map[uint64]*entry // held resources by hash of their bytes
-	version  string            // last accepted version_info; kept across streams
-	nonce    string            // last nonce on the current stream
-	dirty    bool              // a request is due
-	nack     error             // error_detail of the request that is due
-	sentOnce bool              // a request of this type went out on this stream
-	unsent   []*entry          // subscribed since the last request
+	version  string   // last accepted version_info; kept across streams
+	nonce    string   // last nonce on the current stream
+	dirty    bool     // a request is due
+	nack     error    // error_detail of the request that is due
+	sentOnce bool     // a request of this type went out on this stream
+	unsent   []*entry // subscribed since the last request
 }
 
 func (c *Client) channelLocked(s *bootstrap.ServerConfig) (*channel, error) {
@@ -67,10 +72,12 @@ func (c *Client) channelLocked(s *bootstrap.ServerConfig) (*channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
 	}
+	ctx, cancel := context.WithCancel(c.ctx)
 	ch := &channel{
 		c: c, server: s, uri: s.URI, cc: cc,
 		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
-		types: map[string]*typeState{}, timed: map[*entry]struct{}{},
+		ctx: ctx, cancel: cancel,
+		types: map[string]*typeState{}, timed: map[*entry]struct{}{}, auths: map[*authority]struct{}{},
 	}
 	c.channels[key] = ch
 	c.wg.Add(2)
@@ -89,7 +96,7 @@ func signal(c chan struct{}) {
 func (ch *channel) subscribeLocked(e *entry) {
 	ts := ch.types[e.typ.TypeURL()]
 	if ts == nil {
-		ts = &typeState{entries: map[string]*entry{}, byHash: map[uint64]*entry{}}
+		ts = &typeState{entries: map[string]*entry{}}
 		ch.types[e.typ.TypeURL()] = ts
 	}
 	ts.entries[e.name] = e
@@ -102,11 +109,9 @@ func (ch *channel) subscribeLocked(e *entry) {
 
 func (ch *channel) unsubscribeLocked(e *entry) {
 	ch.stopTimerLocked(e)
+	e.forgetSent(ch)
 	ts := ch.types[e.typ.TypeURL()]
 	delete(ts.entries, e.name)
-	if e.res != nil && ts.byHash[e.hash] == e {
-		delete(ts.byHash, e.hash)
-	}
 	ts.dirty = true
 	ch.nEntries--
 	signal(ch.wake)
@@ -116,7 +121,7 @@ func (ch *channel) unsubscribeLocked(e *entry) {
 // the subscription went out on the current stream, the channel is READY,
 // and nothing has been received for e.
 func (ch *channel) maybeStartTimerLocked(e *entry) {
-	if e.timer != nil || e.removed || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream != ch.streamID {
+	if e.timer != nil || e.removed || e.ch != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
 		return
 	}
 	c := ch.c
@@ -133,8 +138,12 @@ func (ch *channel) maybeStartTimerLocked(e *entry) {
 	}
 }
 
+// stopTimerLocked stops e's timer if it runs for this channel.
 func (ch *channel) stopTimerLocked(e *entry) {
 	if e.timer == nil {
+		return
+	}
+	if _, ok := ch.timed[e]; !ok {
 		return
 	}
 	e.timer.Stop()
@@ -159,7 +168,7 @@ func (ch *channel) watchConnectivity() {
 	state := ch.cc.GetState()
 	ch.onConnectivity(state)
 	for {
-		if !ch.cc.WaitForStateChange(ch.c.ctx, state) {
+		if !ch.cc.WaitForStateChange(ch.ctx, state) {
 			return
 		}
 		state = ch.cc.GetState()
@@ -171,7 +180,7 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	c := ch.c
 	c.mu.Lock()
 	defer c.unlock()
-	if c.closed || (ch.stateKnown && ch.state == state) {
+	if c.closed || ch.closed || (ch.stateKnown && ch.state == state) {
 		return
 	}
 	ch.state, ch.stateKnown = state, true
@@ -204,11 +213,15 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	}
 }
 
-// failLocked records a server failure (gRFC A57) and reports it to every
-// watcher of a resource on this server: ambient if the resource is held,
-// through ResourceChanged if not.
+// failLocked records a server failure (gRFC A57). For each authority whose
+// active server this is, it falls back to the next server when a watched
+// resource is missing (gRFC A71), and reports the failure to the watchers:
+// ambient if the resource is held, through ResourceChanged if not. Watchers
+// of authorities served by another server hear nothing: a failed retry of
+// a recovering primary is no news to them.
 func (ch *channel) failLocked(reason error) {
 	c := ch.c
+	ch.lastFailure = reason
 	if !ch.failed {
 		ch.failed = true
 		for _, h := range c.hookList() {
@@ -219,11 +232,53 @@ func (ch *channel) failLocked(reason error) {
 		}
 	}
 	ch.setConnectedLocked(false, reason)
-	for _, ts := range ch.types {
-		for _, e := range ts.entries {
-			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable: %v", reason))
+	for _, a := range ch.sortedAuths() {
+		if a.activeChan() != ch {
+			continue
+		}
+		tried := serverList(a, a.active)
+		c.maybeFallbackLocked(a, ch, reason)
+		for e := range a.entries {
+			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", tried, reason))
 		}
 	}
+}
+
+// serverList names the servers of a from the primary to index last.
+func serverList(a *authority, last int) string {
+	var b strings.Builder
+	for i := 0; i <= last && i < len(a.servers); i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", a.servers[i].URI)
+	}
+	return b.String()
+}
+
+// sortedAuths returns the authorities using ch in a stable order.
+func (ch *channel) sortedAuths() []*authority {
+	out := make([]*authority, 0, len(ch.auths))
+	for a := range ch.auths {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// closeChannelLocked stops a channel nothing uses any more; its ClientConn
+// is closed once c.mu is released.
+func (c *Client) closeChannelLocked(ch *channel) {
+	if ch.closed {
+		return
+	}
+	ch.closed = true
+	for e := range ch.timed {
+		ch.stopTimerLocked(e)
+	}
+	ch.cancel()
+	delete(c.channels, ch.server.Key())
+	c.toClose = append(c.toClose, ch)
 }
 
 func (ch *channel) setConnectedLocked(connected bool, reason error) {
@@ -255,12 +310,12 @@ func (ch *channel) runStreams() {
 			select {
 			case <-ch.kick:
 				continue
-			case <-c.ctx.Done():
+			case <-ch.ctx.Done():
 				return
 			}
 		}
 		gotResponse, err := ch.runStream(ads)
-		if c.ctx.Err() != nil {
+		if ch.ctx.Err() != nil {
 			return
 		}
 		var delay time.Duration
@@ -275,7 +330,7 @@ func (ch *channel) runStreams() {
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
-			case <-c.ctx.Done():
+			case <-ch.ctx.Done():
 				t.Stop()
 				return
 			}
@@ -286,7 +341,7 @@ func (ch *channel) runStreams() {
 // runStream runs one ADS stream until it ends.
 func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (gotResponse bool, err error) {
 	c := ch.c
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel := context.WithCancel(ch.ctx)
 	defer cancel()
 	stream, err := ads.StreamAggregatedResources(ctx)
 	if err != nil {
@@ -294,8 +349,8 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	}
 	c.mu.Lock()
 	ch.attempts++
-	ch.streamSeq++
-	ch.streamID = ch.streamSeq
+	c.streamSeq++
+	ch.streamID = c.streamSeq
 	id := ch.streamID
 	for _, ts := range ch.types {
 		ts.nonce = ""
@@ -338,6 +393,7 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 			c.mu.Lock()
 			ch.failed = false
 			ch.lastStream = nil
+			ch.lastFailure = nil
 			ch.setConnectedLocked(true, nil)
 			c.unlock()
 		}
@@ -355,7 +411,7 @@ func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration)
 	c := ch.c
 	c.mu.Lock()
 	defer c.unlock()
-	if c.closed {
+	if c.closed || ch.closed {
 		return
 	}
 	ch.streamID = 0
@@ -409,7 +465,7 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 	c := ch.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ch.streamID != id || c.closed {
+	if ch.streamID != id || c.closed || ch.closed {
 		return nil
 	}
 	var out []pendingRequest
@@ -452,10 +508,10 @@ func (ch *channel) afterSend(id uint64, p pendingRequest) {
 		return
 	}
 	for _, e := range p.unsent {
-		if e.removed || e.sentStream == id {
+		if e.removed || e.sentStream(ch) == id {
 			continue
 		}
-		e.sentStream = id
+		e.markSent(ch, id)
 		ch.maybeStartTimerLocked(e)
 	}
 	for _, h := range c.hookList() {

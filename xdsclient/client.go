@@ -43,16 +43,19 @@ type Client struct {
 
 	hooks atomic.Pointer[[]*Hooks] // copy on write, so reads need no lock
 
-	mu         sync.Mutex
-	closed     bool
-	types      map[string]xdsresource.Type // by type URL
-	typeOrder  []string                    // type URLs in the order requests are sent
-	entries    map[string]map[string]*entry
-	channels   map[string]*channel // by bootstrap.ServerConfig.Key()
-	authServer map[string]string   // authority → URI of the server in use
-	notes      []notification      // watcher callbacks to queue on unlock
-	hookq      []func()            // hook calls to run after unlock
-	draining   bool
+	mu          sync.Mutex
+	closed      bool
+	types       map[string]xdsresource.Type // by type URL
+	typeOrder   []string                    // type URLs in the order requests are sent
+	entries     map[string]map[string]*entry
+	channels    map[string]*channel // by bootstrap.ServerConfig.Key()
+	authorities map[string]*authority
+	byHash      map[string]map[uint64]*entry // held resources by type URL and hash of their bytes
+	toClose     []*channel                   // channels to close once c.mu is released
+	streamSeq   uint64                       // ADS streams started, over all servers; a stream's ID
+	notes       []notification               // watcher callbacks to queue on unlock
+	hookq       []func()                     // hook calls to run after unlock
+	draining    bool
 }
 
 // New makes a client for the xDS servers of cfg. It starts no connection:
@@ -84,17 +87,18 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{
-		cfg:        cfg,
-		o:          o,
-		node:       node,
-		nodeID:     node.GetId(),
-		logger:     o.logger.With("target", o.target),
-		ctx:        ctx,
-		cancel:     cancel,
-		types:      map[string]xdsresource.Type{},
-		entries:    map[string]map[string]*entry{},
-		channels:   map[string]*channel{},
-		authServer: map[string]string{},
+		cfg:         cfg,
+		o:           o,
+		node:        node,
+		nodeID:      node.GetId(),
+		logger:      o.logger.With("target", o.target),
+		ctx:         ctx,
+		cancel:      cancel,
+		types:       map[string]xdsresource.Type{},
+		entries:     map[string]map[string]*entry{},
+		channels:    map[string]*channel{},
+		authorities: map[string]*authority{},
+		byHash:      map[string]map[uint64]*entry{},
 	}
 	hooks := append([]*Hooks(nil), o.hooks...)
 	c.hooks.Store(&hooks)
@@ -189,6 +193,11 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 		return func() {}
 	}
 	c.registerTypeLocked(typ)
+	name, err := canonicalName(typ, name)
+	if err != nil {
+		c.notes = append(c.notes, notification{w: ref, err: status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err)})
+		return func() {}
+	}
 	byName := c.entries[typ.TypeURL()]
 	if byName == nil {
 		byName = map[string]*entry{}
@@ -219,26 +228,17 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 }
 
 func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, error) {
-	servers, err := c.cfg.ServersFor(name)
+	a, err := c.authorityLocked(name)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
 	}
-	ch, err := c.channelLocked(servers[0])
-	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
-	}
-	e := &entry{typ: typ, name: name, authority: authorityOf(name), ch: ch}
-	if prev, ok := c.authServer[e.authority]; !ok || prev != ch.uri {
-		c.authServer[e.authority] = ch.uri
-		for _, h := range c.hookList() {
-			if f := h.AuthorityServerChanged; f != nil {
-				info := AuthorityServerInfo{Target: c.o.target, Authority: e.authority, Server: ch.uri, Previous: prev, Reason: "initial"}
-				c.hook(func() { f(info) })
-			}
-		}
-	}
-	ch.subscribeLocked(e)
+	e := &entry{typ: typ, name: name, authority: a.name, auth: a}
+	a.addEntryLocked(e)
 	c.setStateLocked(e, StateRequested, nil, 0)
+	if ch := a.activeChan(); ch.failed {
+		// A new resource is wanted while the server is down (gRFC A71).
+		c.maybeFallbackLocked(a, ch, ch.lastFailure)
+	}
 	return e, nil
 }
 
@@ -259,7 +259,7 @@ func (c *Client) cancelWatch(e *entry, ref *watcherRef) {
 	if e.deletionIgnored {
 		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.typ), "name", e.name, "server", e.ch.uri)
 	}
-	e.ch.unsubscribeLocked(e)
+	e.auth.removeEntryLocked(e)
 	delete(c.entries[e.typ.TypeURL()], e.name)
 	c.setStateLocked(e, StateNone, nil, 0)
 }
@@ -299,7 +299,12 @@ func (c *Client) unlock() {
 		clear(c.notes)
 		c.notes = c.notes[:0]
 	}
+	closing := c.toClose
+	c.toClose = nil
 	c.mu.Unlock()
+	for _, ch := range closing {
+		ch.cc.Close()
+	}
 	c.flushHooks()
 }
 

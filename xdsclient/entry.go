@@ -15,7 +15,8 @@ type entry struct {
 	typ       xdsresource.Type
 	name      string
 	authority string
-	ch        *channel
+	auth      *authority
+	ch        *channel // the server the entry uses now: its authority's active one
 	watchers  []*watcherRef
 	removed   bool
 
@@ -35,10 +36,46 @@ type entry struct {
 
 	deletionIgnored bool // gRFC A53: a deletion was ignored (legacy mode)
 
-	sentStream uint64 // the stream on which the subscription was last sent
-	seenGen    uint64 // the response that last named this entry
-	timer      *time.Timer
-	timerGen   uint64
+	sent     []sentOn // the streams on which the subscription last went out, per server
+	seenGen  uint64   // the response that last named this entry
+	timer    *time.Timer
+	timerGen uint64
+}
+
+// sentOn records that a subscription went out on a stream of a server.
+type sentOn struct {
+	ch     *channel
+	stream uint64
+}
+
+// sentStream returns the stream of ch on which e's subscription last went
+// out, 0 if none.
+func (e *entry) sentStream(ch *channel) uint64 {
+	for _, s := range e.sent {
+		if s.ch == ch {
+			return s.stream
+		}
+	}
+	return 0
+}
+
+func (e *entry) markSent(ch *channel, stream uint64) {
+	for i := range e.sent {
+		if e.sent[i].ch == ch {
+			e.sent[i].stream = stream
+			return
+		}
+	}
+	e.sent = append(e.sent, sentOn{ch, stream})
+}
+
+func (e *entry) forgetSent(ch *channel) {
+	for i := range e.sent {
+		if e.sent[i].ch == ch {
+			e.sent = append(e.sent[:i], e.sent[i+1:]...)
+			return
+		}
+	}
 }
 
 // setStateLocked is the one place where a cache entry changes state or
@@ -47,15 +84,19 @@ type entry struct {
 func (c *Client) setStateLocked(e *entry, state CacheState, res *Resource, hash uint64) {
 	old, oldCached := e.state, e.res != nil
 	if res != e.res {
-		ts := e.ch.types[e.typ.TypeURL()]
-		if e.res != nil && ts != nil && ts.byHash[e.hash] == e {
-			delete(ts.byHash, e.hash)
+		byHash := c.byHash[e.typ.TypeURL()]
+		if byHash == nil {
+			byHash = map[uint64]*entry{}
+			c.byHash[e.typ.TypeURL()] = byHash
+		}
+		if e.res != nil && byHash[e.hash] == e {
+			delete(byHash, e.hash)
 		}
 		e.res = res
 		if res != nil {
 			e.hash = hash
-			if ts != nil && !e.removed {
-				ts.byHash[hash] = e
+			if !e.removed {
+				byHash[hash] = e
 			}
 		}
 	}

@@ -77,12 +77,13 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		return
 	}
+	byHash := c.byHash[typeURL]
 	for i := range items {
 		it := &items[i]
 		if it.err != nil {
 			continue
 		}
-		if e := ts.byHash[it.hash]; e != nil && e.res != nil && bytes.Equal(e.res.Raw.GetValue(), it.raw.GetValue()) {
+		if e := byHash[it.hash]; e != nil && e.res != nil && bytes.Equal(e.res.Raw.GetValue(), it.raw.GetValue()) {
 			it.unchanged = true
 			it.name = e.name
 			it.raw = e.res.Raw
@@ -100,6 +101,11 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		if name != "" {
 			it.name = name
 		}
+		if strings.HasPrefix(it.name, "xdstp://") && strings.ContainsAny(it.name, "?#") {
+			if n, nerr := canonicalName(typ, it.name); nerr == nil {
+				it.name = n
+			}
+		}
 		it.value, it.err = value, err
 	}
 
@@ -109,6 +115,17 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	defer c.unlock()
 	if c.closed {
 		return
+	}
+	if ch.closed {
+		return
+	}
+	if len(items)+len(resp.GetResourceErrors()) > 0 {
+		// A higher priority server that delivers again is used again (A71).
+		for _, a := range ch.sortedAuths() {
+			if i := a.indexOf(ch); i >= 0 && i < a.active {
+				c.switchBackLocked(a, i)
+			}
+		}
 	}
 	ch.respGen++
 	gen := ch.respGen
@@ -122,8 +139,8 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			continue
 		}
 		e := ts.entries[it.name]
-		if e == nil {
-			continue // not subscribed: ignored, not counted
+		if e == nil || e.ch != ch {
+			continue // not subscribed, or not from the server in use: ignored, not counted
 		}
 		if e.seenGen == gen {
 			invalid++
@@ -159,7 +176,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 				continue
 			}
 			e := ts.entries[name]
-			if e == nil {
+			if e == nil || e.ch != ch {
 				continue
 			}
 			if e.seenGen == gen {
@@ -178,7 +195,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			// A name never received, already deleted, or carrying a TP3
 			// error (which the server sends once and the client keeps) is
 			// not deleted by its absence.
-			if e.seenGen == gen || e.res == nil || e.state == StateDoesNotExist || e.state == StateReceivedError {
+			if e.ch != ch || e.seenGen == gen || e.res == nil || e.state == StateDoesNotExist || e.state == StateReceivedError {
 				continue
 			}
 			c.applyDeletionLocked(e, version, now)

@@ -1,0 +1,206 @@
+package xdsclient
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// authority is one xDS authority (gRFC A47) with its ordered server list
+// and the fallback state of gRFC A71: which server it uses now. Entries of
+// the authority are subscribed on every server from the primary down to
+// the active one, so that a higher priority server that recovers is noticed
+// by its first response. Guarded by Client.mu.
+type authority struct {
+	name    string
+	servers []*bootstrap.ServerConfig
+	chans   []*channel // chans[i] serves servers[i]; nil until used
+	active  int
+	entries map[*entry]struct{}
+}
+
+func (a *authority) activeChan() *channel { return a.chans[a.active] }
+
+// indexOf returns ch's priority in a (0 is the primary), or -1.
+func (a *authority) indexOf(ch *channel) int {
+	for i, x := range a.chans {
+		if x == ch {
+			return i
+		}
+	}
+	return -1
+}
+
+// uncachedWatched reports whether some watcher waits on a resource that is
+// not cached: neither received nor known not to exist (gRFC A71).
+func (a *authority) uncachedWatched() bool {
+	for e := range a.entries {
+		if e.res == nil && e.state != StateDoesNotExist {
+			return true
+		}
+	}
+	return false
+}
+
+// authorityLocked returns the authority that serves name, making it on
+// first use.
+func (c *Client) authorityLocked(name string) (*authority, error) {
+	key := authorityOf(name)
+	if a := c.authorities[key]; a != nil {
+		return a, nil
+	}
+	servers, err := c.cfg.ServersFor(name)
+	if err != nil {
+		return nil, err
+	}
+	if !c.o.fallback && len(servers) > 1 {
+		servers = servers[:1]
+	}
+	a := &authority{name: key, servers: servers, chans: make([]*channel, len(servers)), entries: map[*entry]struct{}{}}
+	ch, err := c.channelLocked(servers[0])
+	if err != nil {
+		return nil, err
+	}
+	a.chans[0] = ch
+	ch.auths[a] = struct{}{}
+	c.authorities[key] = a
+	c.authorityServerChangedLocked(a, "", "initial")
+	return a, nil
+}
+
+func (c *Client) authorityServerChangedLocked(a *authority, prev, reason string) {
+	for _, h := range c.hookList() {
+		if f := h.AuthorityServerChanged; f != nil {
+			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Server: a.activeChan().uri, Previous: prev, Priority: a.active, Reason: reason}
+			c.hook(func() { f(info) })
+		}
+	}
+}
+
+// addEntryLocked subscribes a new entry on every server of its authority
+// down to the active one.
+func (a *authority) addEntryLocked(e *entry) {
+	a.entries[e] = struct{}{}
+	e.ch = a.activeChan()
+	for i := 0; i <= a.active; i++ {
+		a.chans[i].subscribeLocked(e)
+	}
+}
+
+func (a *authority) removeEntryLocked(e *entry) {
+	delete(a.entries, e)
+	for i := 0; i <= a.active; i++ {
+		a.chans[i].unsubscribeLocked(e)
+	}
+}
+
+// maybeFallbackLocked moves a to its next server if gRFC A71 says so: the
+// active server ch failed and a watcher waits on a resource that is not
+// cached. It reports whether it moved.
+func (c *Client) maybeFallbackLocked(a *authority, ch *channel, reason error) bool {
+	if a.activeChan() != ch || a.active+1 >= len(a.servers) || !a.uncachedWatched() {
+		return false
+	}
+	next, err := c.channelLocked(a.servers[a.active+1])
+	if err != nil {
+		c.logger.Warn("xDS fallback server unusable", "authority", a.name, "server", a.servers[a.active+1].URI, "err", err)
+		return false
+	}
+	prev := ch.uri
+	a.active++
+	a.chans[a.active] = next
+	next.auths[a] = struct{}{}
+	for e := range a.entries {
+		ch.stopTimerLocked(e)
+		e.ch = next
+		next.subscribeLocked(e)
+	}
+	c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev, "to", next.uri, "reason", reason)
+	c.authorityServerChangedLocked(a, prev, fmt.Sprintf("fallback: %q failed (%v) while resources were missing", prev, reason))
+	// The fallback server may itself be down already.
+	if next.failed {
+		c.maybeFallbackLocked(a, next, reason)
+	}
+	return true
+}
+
+// switchBackLocked makes the higher priority server at index i active again
+// after it delivered a resource: lower priority servers are unsubscribed
+// and, when nothing else uses them, closed (gRFC A71).
+func (c *Client) switchBackLocked(a *authority, i int) {
+	prev := a.activeChan().uri
+	to := a.chans[i]
+	for e := range a.entries {
+		e.ch.stopTimerLocked(e)
+		e.ch = to
+	}
+	for j := i + 1; j <= a.active; j++ {
+		low := a.chans[j]
+		for e := range a.entries {
+			low.unsubscribeLocked(e)
+		}
+		delete(low.auths, a)
+		a.chans[j] = nil
+		if len(low.auths) == 0 {
+			c.closeChannelLocked(low)
+		}
+	}
+	a.active = i
+	for e := range a.entries {
+		to.maybeStartTimerLocked(e)
+	}
+	c.logger.Info("xDS fallback over: back to a higher priority server", "authority", a.name, "from", prev, "to", to.uri)
+	c.authorityServerChangedLocked(a, prev, fmt.Sprintf("%q delivered a resource again", to.uri))
+}
+
+// canonicalName normalises an xdstp:// name (gRFC A47): context parameters
+// sorted by key. It checks that the type segment names typ. Old-style names
+// are returned as they are.
+func canonicalName(typ xdsresource.Type, name string) (string, error) {
+	rest, ok := strings.CutPrefix(name, "xdstp://")
+	if !ok {
+		return name, nil
+	}
+	slash := strings.IndexByte(rest, '/')
+	if slash < 0 {
+		return "", fmt.Errorf("xdstp name %q has no resource type", name)
+	}
+	auth, path := rest[:slash], rest[slash+1:]
+	if i := strings.IndexByte(path, '#'); i >= 0 {
+		path = path[:i] // processing directives are not supported
+	}
+	query := ""
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path, query = path[:i], path[i+1:]
+	}
+	typeName, _, _ := strings.Cut(path, "/")
+	if typeName != xdsresource.TypeName(typ) {
+		return "", fmt.Errorf("xdstp name %q names type %q, watched as %q", name, typeName, xdsresource.TypeName(typ))
+	}
+	if query == "" {
+		return "xdstp://" + auth + "/" + path, nil
+	}
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("xdstp name %q: context parameters: %v", name, err)
+	}
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("xdstp://" + auth + "/" + path + "?")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		v := params[k]
+		b.WriteString(url.QueryEscape(k) + "=" + url.QueryEscape(v[len(v)-1]))
+	}
+	return b.String(), nil
+}
