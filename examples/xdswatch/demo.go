@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Names used by the embedded demo control plane.
+const (
+	// demoListener is the listener the demo configuration is rooted at.
+	demoListener = "demo"
+	// demoNodeID is the node ID in the demo bootstrap. The demo server
+	// serves its configuration to every node, so it only labels requests.
+	demoNodeID = "xdswatch-demo"
+	// demoVersion is the version of the demo configuration.
+	demoVersion = "1"
+)
+
+// demo is a running embedded control plane with a bootstrap pointing at it.
+type demo struct {
+	// addr is the server's address, ip:port.
+	addr string
+	// bootstrap is a bootstrap for one insecure server at addr.
+	bootstrap *bootstrap.Config
+	// specs are the demo's four resources: the listener, its route
+	// configuration, its cluster and the cluster's endpoints.
+	specs []spec
+	// stop stops the server.
+	stop func()
+}
+
+// startDemo starts a control plane on a loopback port serving
+// controlplane.DemoResources(demoListener) to every node.
+func startDemo(ctx context.Context) (*demo, error) {
+	srv, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode())
+	if err != nil {
+		return nil, err
+	}
+	d, err := setUpDemo(ctx, srv)
+	if err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	return d, nil
+}
+
+// setUpDemo loads the demo configuration into srv and describes it.
+func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
+	resources := controlplane.DemoResources(demoListener)
+	if err := srv.SetResources(ctx, "", demoVersion, resources...); err != nil {
+		return nil, err
+	}
+	d := &demo{addr: srv.Addr(), stop: srv.Stop}
+	// The resource names are read back through the client's own decoders,
+	// so the watched names are exactly what the server serves.
+	for _, m := range resources {
+		a, err := anypb.New(m)
+		if err != nil {
+			return nil, fmt.Errorf("pack demo resource: %w", err)
+		}
+		typ, err := resolveType(a.GetTypeUrl())
+		if err != nil {
+			return nil, fmt.Errorf("demo resource: %w", err)
+		}
+		name, _, err := typ.Decode(xdsresource.DecodeOptions{ServerURI: d.addr}, a)
+		if name == "" {
+			return nil, fmt.Errorf("demo %s resource has no name: %v", typeLabel(typ), err)
+		}
+		d.specs = append(d.specs, spec{typ: typ, name: name})
+	}
+	cfg, err := bootstrap.Parse(demoBootstrapJSON(d.addr))
+	if err != nil {
+		return nil, err
+	}
+	d.bootstrap = cfg
+	return d, nil
+}
+
+// demoBootstrapJSON returns a bootstrap for one insecure server at addr.
+func demoBootstrapJSON(addr string) []byte {
+	type creds struct {
+		Type string `json:"type"`
+	}
+	type server struct {
+		ServerURI    string  `json:"server_uri"`
+		ChannelCreds []creds `json:"channel_creds"`
+	}
+	type node struct {
+		ID string `json:"id"`
+	}
+	b, _ := json.Marshal(struct {
+		XDSServers []server `json:"xds_servers"`
+		Node       node     `json:"node"`
+	}{
+		XDSServers: []server{{ServerURI: addr, ChannelCreds: []creds{{Type: "insecure"}}}},
+		Node:       node{ID: demoNodeID},
+	})
+	return b
+}

@@ -1,0 +1,61 @@
+// Command xdswatch watches xDS resources and prints every change and error
+// that an xDS client reports for them, one line per watcher callback.
+//
+// Usage:
+//
+//	xdswatch [flags] TYPE:NAME [TYPE:NAME ...]
+//
+// TYPE is lds, rds, cds or eds, or the full type URL of one of those four
+// types, such as type.googleapis.com/envoy.config.cluster.v3.Cluster. NAME
+// is the resource name, which may itself contain colons (xdstp:// names
+// do). The same TYPE:NAME given twice makes two watchers of one resource.
+//
+// Flags:
+//
+//	--bootstrap FILE         bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
+//	                         with none of them it starts an embedded demo control plane
+//	--target NAME            pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
+//	--csds-addr HOST:PORT    serve CSDS there (not supported yet: a warning is printed)
+//	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (not supported yet: a warning is printed)
+//	--resource-timeout DUR   base does-not-exist timer (default 15s)
+//	--output text|json       text for people (default), JSON lines for programs
+//	--stdin                  also read commands from standard input, one a line:
+//	                         +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
+//	                         the oldest watcher of that resource
+//
+// Without a bootstrap, xdswatch starts a go-control-plane server on a
+// loopback port serving a small demo configuration rooted at listener
+// "demo", and with no TYPE:NAME it watches that listener, its route
+// configuration, its cluster and the cluster's endpoints.
+//
+// # Output
+//
+// With --output text, each callback is one line:
+//
+//	15:04:05.000 cds c1 v3: cluster c1: EDS service "c1", round_robin
+//	15:04:05.000 cds c1 ERROR NOT_FOUND: <message>
+//	15:04:05.000 cds c1 AMBIENT UNAVAILABLE: <message>
+//
+// ERROR lines come from ResourceChanged with an error (stop using the
+// resource); AMBIENT lines from AmbientError (keep using it).
+//
+// With --output json, the first line is
+//
+//	{"event":"listening","csds":"HOST:PORT","metrics":"HOST:PORT"}
+//
+// (an address is "" when that server is not running), then one line per
+// callback:
+//
+//	{"ts":"<RFC3339Nano>","event":"resource","type":"cds","name":"c1","version":"3","resource":{<protojson>}}
+//	{"ts":"<RFC3339Nano>","event":"resource_error","type":"cds","name":"c1","code":"NOT_FOUND","message":"..."}
+//	{"ts":"<RFC3339Nano>","event":"ambient_error","type":"cds","name":"c1","code":"UNAVAILABLE","message":"..."}
+//
+// type is the short name of the resource type, code the gRPC status code
+// name.
+//
+// # Exit status
+//
+// SIGINT and SIGTERM end xdswatch cleanly with status 0. Bad flags, a bad
+// TYPE:NAME or a bootstrap that cannot be read or parsed end it with status
+// 2 and one line on standard error; other failures to start give status 1.
+package main

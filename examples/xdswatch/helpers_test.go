@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+)
+
+// testTimeout bounds every wait for output or exit.
+const testTimeout = 30 * time.Second
+
+// binary is the xdswatch binary that TestMain builds.
+var binary string
+
+// TestMain builds the binary once for every test that runs it.
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+// testMain builds the binary into a temporary directory, runs the tests
+// and removes the directory.
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "xdswatch-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cannot build xdswatch:", err)
+		return 1
+	}
+	binary = filepath.Join(dir, "xdswatch")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goTool, append(args, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// cleanEnv is the environment without the variables that choose a
+// bootstrap or change the client's behaviour, so tests see the defaults,
+// plus extra. A binary built with the race detector exits at once instead
+// of after its default one-second pause, and with status 66 on a race.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "GRPC_XDS_") || strings.HasPrefix(kv, "GRPC_EXPERIMENTAL_") || strings.HasPrefix(kv, "GORACE=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GORACE=atexit_sleep_ms=0 exitcode=66")
+	return append(env, extra...)
+}
+
+// lineWriter turns what a process writes into lines on a channel.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines chan string
+}
+
+// newLineWriter returns an empty lineWriter.
+func newLineWriter() *lineWriter { return &lineWriter{lines: make(chan string, 10000)} }
+
+// Write buffers p and sends every complete line, without its newline.
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.lines <- string(w.buf.Next(i + 1)[:i])
+	}
+}
+
+// rest returns a trailing unterminated line, if any.
+func (w *lineWriter) rest() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// proc is a running xdswatch process.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *lineWriter
+	stderr *lineWriter
+	done   chan struct{} // closed when the process has exited
+	err    error         // from Wait, set before done is closed
+}
+
+// startProc runs the binary with env and args. The process is killed at the
+// end of the test if it is still running.
+func startProc(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{stdout: newLineWriter(), stderr: newLineWriter(), done: make(chan struct{})}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Env = env
+	p.cmd.Stdout = p.stdout
+	p.cmd.Stderr = p.stderr
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdin = stdin
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start xdswatch: %v", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// nextLine returns the next line from ch, failing the test after
+// testTimeout.
+func nextLine(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
+	select {
+	case l := <-ch:
+		return l
+	case <-timer.C:
+		t.Fatalf("no %s line within %v", what, testTimeout)
+		return ""
+	}
+}
+
+// line returns the next line of standard output.
+func (p *proc) line(t *testing.T) string {
+	t.Helper()
+	return nextLine(t, p.stdout.lines, "stdout")
+}
+
+// errLine returns the next line of standard error.
+func (p *proc) errLine(t *testing.T) string {
+	t.Helper()
+	return nextLine(t, p.stderr.lines, "stderr")
+}
+
+// send writes one line to the process's standard input.
+func (p *proc) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
+		t.Fatalf("write %q to stdin: %v", line, err)
+	}
+}
+
+// event is one JSON line of output, with the fields the tests read.
+type event struct {
+	TS       string          `json:"ts"`
+	Event    string          `json:"event"`
+	Type     string          `json:"type"`
+	Name     string          `json:"name"`
+	Version  string          `json:"version"`
+	Resource json.RawMessage `json:"resource"`
+	Code     string          `json:"code"`
+	Message  string          `json:"message"`
+	CSDS     *string         `json:"csds"`
+	Metrics  *string         `json:"metrics"`
+}
+
+// String describes e in one line for test messages.
+func (e event) String() string {
+	if e.Code != "" {
+		return fmt.Sprintf("%s %s %s %s: %s", e.Event, e.Type, e.Name, e.Code, e.Message)
+	}
+	return fmt.Sprintf("%s %s %s v%s", e.Event, e.Type, e.Name, e.Version)
+}
+
+// parseEvent decodes one JSON output line, checking that ts is RFC 3339.
+func parseEvent(t *testing.T, line string) event {
+	t.Helper()
+	var e event
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("output line %q: %v", line, err)
+	}
+	if e.Event != eventListening {
+		if _, err := time.Parse(time.RFC3339Nano, e.TS); err != nil {
+			t.Errorf("line %q: ts: %v", line, err)
+		}
+	}
+	return e
+}
+
+// event returns the next standard output line as an event.
+func (p *proc) event(t *testing.T) event {
+	t.Helper()
+	return parseEvent(t, p.line(t))
+}
+
+// events returns the next n events.
+func (p *proc) events(t *testing.T, n int) []event {
+	t.Helper()
+	out := make([]event, n)
+	for i := range out {
+		out[i] = p.event(t)
+	}
+	return out
+}
+
+// listening reads the first JSON line and checks that it reports no CSDS
+// and no metrics server.
+func (p *proc) listening(t *testing.T) {
+	t.Helper()
+	const want = `{"event":"listening","csds":"","metrics":""}`
+	if got := p.line(t); got != want {
+		t.Fatalf("first line = %s, want %s", got, want)
+	}
+}
+
+// signal sends sig and waits for the process to end.
+func (p *proc) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// exitCode waits for the process to end and returns its exit status.
+func (p *proc) exitCode(t *testing.T) int {
+	t.Helper()
+	timer := time.NewTimer(testTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+	case <-timer.C:
+		t.Fatalf("xdswatch did not exit within %v", testTimeout)
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("xdswatch died of signal %v", ws.Signal())
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// interrupt sends SIGINT and checks that the process exits with status 0.
+func (p *proc) interrupt(t *testing.T) {
+	t.Helper()
+	p.signal(t, os.Interrupt)
+	if code := p.exitCode(t); code != 0 {
+		t.Fatalf("exit status after SIGINT = %d, want 0", code)
+	}
+}
+
+// drain returns the lines left on ch once the process has exited.
+func drain(ch <-chan string) []string {
+	var out []string
+	for {
+		select {
+		case l := <-ch:
+			out = append(out, l)
+		default:
+			return out
+		}
+	}
+}
+
+// testNodeID is the node ID in the bootstraps the tests write.
+const testNodeID = "xdswatch-test"
+
+// controlPlane is a go-control-plane server started by a test.
+type controlPlane struct {
+	t   *testing.T
+	srv *controlplane.Server
+	// bootstrapFile is a bootstrap file naming the server.
+	bootstrapFile string
+}
+
+// startControlPlane starts a server on a loopback port that serves
+// resources at version "1" to testNodeID.
+func startControlPlane(t *testing.T, resources ...proto.Message) *controlPlane {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv, err := controlplane.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	cp := &controlPlane{t: t, srv: srv, bootstrapFile: filepath.Join(t.TempDir(), "bootstrap.json")}
+	cp.set("1", resources...)
+	bs := fmt.Sprintf(`{"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}], "node": {"id": %q}}`, srv.Addr(), testNodeID)
+	if err := os.WriteFile(cp.bootstrapFile, []byte(bs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+// set replaces the configuration of testNodeID.
+func (cp *controlPlane) set(version string, resources ...proto.Message) {
+	cp.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := cp.srv.SetResources(ctx, testNodeID, version, resources...); err != nil {
+		cp.t.Fatal(err)
+	}
+}

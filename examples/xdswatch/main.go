@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+)
+
+// Exit statuses of run.
+const (
+	// exitOK is a clean end, including one asked for by SIGINT or SIGTERM.
+	exitOK = 0
+	// exitFailure is a failure to start other than a usage error.
+	exitFailure = 1
+	// exitUsage is a bad flag, a bad TYPE:NAME or a bad bootstrap.
+	exitUsage = 2
+)
+
+// Output formats accepted by --output.
+const (
+	// outputText is one readable line per event.
+	outputText = "text"
+	// outputJSON is one JSON object per line.
+	outputJSON = "json"
+)
+
+// config is the command line, parsed and checked.
+type config struct {
+	// bootstrapFile is --bootstrap, "" when not given.
+	bootstrapFile string
+	// target is --target.
+	target string
+	// csdsAddr and metricsAddr are --csds-addr and --metrics-addr, "" when
+	// not given.
+	csdsAddr    string
+	metricsAddr string
+	// resourceTimeout is --resource-timeout.
+	resourceTimeout time.Duration
+	// output is --output: outputText or outputJSON.
+	output string
+	// stdin is --stdin.
+	stdin bool
+	// specs are the positional TYPE:NAME arguments, in order.
+	specs []spec
+}
+
+// usageText is printed for -h and --help.
+const usageText = `usage: xdswatch [flags] TYPE:NAME [TYPE:NAME ...]
+
+Watches xDS resources and prints one line per watcher callback.
+TYPE is lds, rds, cds or eds, or the full type URL of one of those types.
+
+Flags:
+  --bootstrap FILE          bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
+                            with none of them it starts an embedded demo control plane
+  --target NAME             pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
+  --csds-addr HOST:PORT     serve CSDS there (not supported yet)
+  --metrics-addr HOST:PORT  serve Prometheus text on /metrics there (not supported yet)
+  --resource-timeout DUR    base does-not-exist timer (default 15s)
+  --output text|json        text for people (default), JSON lines for programs
+  --stdin                   also read commands from standard input, one a line:
+                            +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
+                            the oldest watcher of that resource
+`
+
+// main runs xdswatch, ending it cleanly on SIGINT or SIGTERM.
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default handling, so that a
+		// second one ends the program at once even if cleaning up hangs.
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the whole program: it parses args, watches until ctx is done,
+// cleans up and returns the exit status. Callers cancel ctx to end it as
+// SIGINT or SIGTERM would; main installs those handlers before calling run,
+// so before anything is printed.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	errw := &lockedWriter{w: stderr}
+	cfg, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		io.WriteString(stdout, usageText)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(errw, "xdswatch: %v (see xdswatch -h)\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	failf := func(code int, format string, args ...any) int {
+		fmt.Fprintf(errw, "xdswatch: %s\n", oneLine(fmt.Sprintf(format, args...)))
+		return code
+	}
+	// startFailed reports a failure to start something; when ctx is done,
+	// the failure is the stop that was asked for, and the end is clean.
+	startFailed := func(format string, args ...any) int {
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		return failf(exitFailure, format, args...)
+	}
+
+	bc, err := loadBootstrap(cfg.bootstrapFile)
+	useDemo := errors.Is(err, bootstrap.ErrNoBootstrap)
+	if err != nil && !useDemo {
+		return failf(exitUsage, "%v", err)
+	}
+	if !useDemo && len(cfg.specs) == 0 && !cfg.stdin {
+		return failf(exitUsage, "no TYPE:NAME to watch (see xdswatch -h)")
+	}
+
+	if useDemo {
+		d, err := startDemo(ctx)
+		if err != nil {
+			return startFailed("demo control plane: %v", err)
+		}
+		defer d.stop()
+		bc = d.bootstrap
+		if len(cfg.specs) == 0 {
+			cfg.specs = d.specs
+		}
+		if cfg.output == outputText {
+			fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.addr)
+		}
+	}
+
+	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	client, err := xdsclient.New(bc,
+		xdsclient.WithTarget(cfg.target),
+		xdsclient.WithResourceTimeout(cfg.resourceTimeout),
+		xdsclient.WithLogger(logger),
+	)
+	if err != nil {
+		return failf(exitUsage, "%v", err)
+	}
+	defer client.Close()
+
+	servers, err := startSidecars(client, cfg, errw)
+	if err != nil {
+		return startFailed("%v", err)
+	}
+	defer servers.stop()
+
+	out := newOutput(stdout, cfg.output)
+	out.listening(servers.csds, servers.metrics)
+
+	watches := newWatchSet(client, out)
+	// Deferred calls run last in, first out: watches are cancelled, then
+	// the sidecars stop, then the client closes, then the demo server.
+	defer watches.cancelAll()
+	for _, s := range cfg.specs {
+		watches.add(s)
+	}
+
+	var cmds <-chan string
+	if cfg.stdin {
+		done := make(chan struct{})
+		defer close(done)
+		cmds = readCommands(stdin, done, errw)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case line, ok := <-cmds:
+			if !ok {
+				// End of standard input: keep watching.
+				cmds = nil
+				continue
+			}
+			if err := watches.command(line); err != nil {
+				fmt.Fprintf(errw, "xdswatch: stdin: %s\n", oneLine(err.Error()))
+			}
+		}
+	}
+}
+
+// parseArgs parses the command line. Flags may come before, between or
+// after the TYPE:NAME arguments; everything after "--" is TYPE:NAME.
+func parseArgs(args []string) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("xdswatch", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&cfg.bootstrapFile, "bootstrap", "", "bootstrap JSON file")
+	fs.StringVar(&cfg.target, "target", "xdswatch", "pool key, grpc.target label and CSDS client_scope")
+	fs.StringVar(&cfg.csdsAddr, "csds-addr", "", "serve CSDS on HOST:PORT")
+	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on HOST:PORT")
+	fs.DurationVar(&cfg.resourceTimeout, "resource-timeout", xdsclient.DefaultResourceTimeout, "base does-not-exist timer")
+	fs.StringVar(&cfg.output, "output", outputText, "text or json")
+	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
+
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+
+	switch cfg.output {
+	case outputText, outputJSON:
+	default:
+		return nil, fmt.Errorf("--output %q: want text or json", cfg.output)
+	}
+	if cfg.resourceTimeout <= 0 {
+		return nil, fmt.Errorf("--resource-timeout %v: must be positive", cfg.resourceTimeout)
+	}
+	for _, arg := range positional {
+		s, err := parseSpec(arg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.specs = append(cfg.specs, s)
+	}
+	return cfg, nil
+}
+
+// loadBootstrap reads the bootstrap from file, or from the environment when
+// file is "". With neither, it returns an error matching
+// bootstrap.ErrNoBootstrap.
+func loadBootstrap(file string) (*bootstrap.Config, error) {
+	if file != "" {
+		return bootstrap.ParseFile(file)
+	}
+	return bootstrap.FromEnv()
+}
+
+// oneLine folds a multi-line message into one line, so that every message
+// on standard error and every text event is exactly one line.
+func oneLine(s string) string {
+	s = strings.TrimRight(s, "\r\n")
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+}

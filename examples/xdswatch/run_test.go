@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// pipeLines reads r line by line onto the returned channel.
+func pipeLines(r io.Reader) <-chan string {
+	ch := make(chan string, 1000)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// TestRunInProcess runs the demo in this process, so the race detector
+// sees run itself: watches from arguments, stdin commands, and the end by
+// context cancellation.
+func TestRunInProcess(t *testing.T) {
+	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
+	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	stderrR, stderrW := io.Pipe()
+	defer stdinW.Close()
+	stdout, stderr := pipeLines(stdoutR), pipeLines(stderrR)
+
+	result := make(chan int, 1)
+	go func() {
+		result <- run(ctx, []string{"--stdin", "eds:demo-cluster", "--output", "json", "cds:demo-cluster"}, stdinR, stdoutW, stderrW)
+		stdoutW.Close()
+		stderrW.Close()
+	}()
+	next := func(ch <-chan string) string {
+		t.Helper()
+		return nextLine(t, ch, "output")
+	}
+
+	if l := next(stdout); l != `{"event":"listening","csds":"","metrics":""}` {
+		t.Fatalf("first line %s", l)
+	}
+	got := []string{parseEvent(t, next(stdout)).String(), parseEvent(t, next(stdout)).String()}
+	slices.Sort(got)
+	want := []string{"resource cds demo-cluster v1", "resource eds demo-cluster v1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+
+	if _, err := io.WriteString(stdinW, "-eds:demo-cluster\n+lds:demo\n?\n"); err != nil {
+		t.Fatal(err)
+	}
+	if e := parseEvent(t, next(stdout)); e.String() != "resource lds demo v1" {
+		t.Errorf("after +lds:demo: %v", e)
+	}
+	if l := next(stderr); !strings.HasPrefix(l, `xdswatch: stdin: "?"`) {
+		t.Errorf("stderr line %q", l)
+	}
+
+	cancel()
+	select {
+	case code := <-result:
+		if code != 0 {
+			t.Errorf("run returned %d after cancellation, want 0", code)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("run did not return after cancellation")
+	}
+	for l := range stdout {
+		t.Errorf("more stdout: %s", l)
+	}
+	for l := range stderr {
+		t.Errorf("more stderr: %s", l)
+	}
+}
+
+// TestRunCancelledBeforeStart checks that a stop asked for during start-up
+// is a clean end.
+func TestRunCancelledBeforeStart(t *testing.T) {
+	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
+	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr strings.Builder
+	if code := run(ctx, []string{"--output", "json"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Errorf("run = %d, want 0 (stderr %q)", code, stderr.String())
+	}
+}
+
+// TestParseSpec covers the spellings of TYPE:NAME, good and bad.
+func TestParseSpec(t *testing.T) {
+	tests := []struct {
+		arg      string
+		wantType xdsresource.Type
+		wantName string
+		wantErr  string
+	}{
+		{"lds:l1", xdsresource.ListenerType, "l1", ""},
+		{"rds:r1", xdsresource.RouteConfigType, "r1", ""},
+		{"cds:c1", xdsresource.ClusterType, "c1", ""},
+		{"eds:e1", xdsresource.EndpointsType, "e1", ""},
+		{"CDS:c1", xdsresource.ClusterType, "c1", ""},
+		{"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment:e1", xdsresource.EndpointsType, "e1", ""},
+		{"cds:xdstp://auth/envoy.config.cluster.v3.Cluster/c1", xdsresource.ClusterType, "xdstp://auth/envoy.config.cluster.v3.Cluster/c1", ""},
+		{"cds:a:b", xdsresource.ClusterType, "a:b", ""},
+		{"cds", nil, "", "want TYPE:NAME"},
+		{"cds:", nil, "", "empty resource name"},
+		{":c1", nil, "", `unknown resource type ""`},
+		{"sds:s1", nil, "", `unknown resource type "sds"`},
+		{"type.googleapis.com/envoy.config.cluster.v3.Foo:c1", nil, "", `resource type "type.googleapis.com/envoy.config.cluster.v3.Foo" is not supported`},
+	}
+	for _, tt := range tests {
+		s, err := parseSpec(tt.arg)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("parseSpec(%q) error = %v, want one containing %q", tt.arg, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || s.typ != tt.wantType || s.name != tt.wantName {
+			t.Errorf("parseSpec(%q) = %v, %v; want %s:%s", tt.arg, s, err, typeLabel(tt.wantType), tt.wantName)
+		}
+	}
+}
+
+// TestParseArgs covers flag placement, defaults and -h.
+func TestParseArgs(t *testing.T) {
+	// Flags may come between TYPE:NAME arguments; after "--" everything is
+	// a TYPE:NAME.
+	cfg, err := parseArgs([]string{"cds:c1", "--output", "json", "eds:e1", "--stdin", "--target=t", "--", "lds:l", "cds:c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.output != outputJSON || !cfg.stdin || cfg.target != "t" || cfg.resourceTimeout != 15*time.Second {
+		t.Errorf("config = %+v", cfg)
+	}
+	var specs []string
+	for _, s := range cfg.specs {
+		specs = append(specs, s.String())
+	}
+	if want := []string{"cds:c1", "eds:e1", "lds:l", "cds:c1"}; !slices.Equal(specs, want) {
+		t.Errorf("specs = %q, want %q", specs, want)
+	}
+	if _, err := parseArgs([]string{"--", "--stdin"}); err == nil || !strings.Contains(err.Error(), `"--stdin"`) {
+		t.Errorf("parseArgs(--, --stdin) = %v, want an error about TYPE:NAME \"--stdin\"", err)
+	}
+	if cfg, err := parseArgs(nil); err != nil || cfg.output != outputText || cfg.target != "xdswatch" || len(cfg.specs) != 0 {
+		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+	if _, err := parseArgs([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("--help: %v, want flag.ErrHelp", err)
+	}
+}
+
+// TestCodeNames checks every name against grpc-go's own JSON names for
+// codes.
+func TestCodeNames(t *testing.T) {
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		name := codeName(c)
+		var back codes.Code
+		if err := json.Unmarshal([]byte(`"`+name+`"`), &back); err != nil || back != c {
+			t.Errorf("codeName(%v) = %q, which reads back as %v (%v)", c, name, back, err)
+		}
+	}
+	if got := codeName(codes.Code(42)); got != "Code(42)" {
+		t.Errorf("codeName(42) = %q", got)
+	}
+}
+
+// TestOneLine checks how multi-line messages are folded.
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":         "plain",
+		"a\nb":          "a; b",
+		"a\r\nb\n\nc\n": "a; b; c",
+		"trailing\n":    "trailing",
+		"":              "",
+	} {
+		if got := oneLine(in); got != want {
+			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/xdslens/xdslens/xdsclient"
+)
+
+// printWatcher is an xdsclient.Watcher that prints every callback for one
+// watch.
+type printWatcher struct {
+	out  *output
+	spec spec
+}
+
+// ResourceChanged prints a resource event, or a resource_error event when
+// err is set.
+func (w printWatcher) ResourceChanged(r *xdsclient.Resource, err error) {
+	if err != nil {
+		w.out.watchError(eventResourceError, w.spec.typ, w.spec.name, err)
+		return
+	}
+	w.out.resource(w.spec.typ, w.spec.name, r)
+}
+
+// AmbientError prints an ambient_error event.
+func (w printWatcher) AmbientError(err error) {
+	w.out.watchError(eventAmbientError, w.spec.typ, w.spec.name, err)
+}
+
+// watchSet holds the running watches, oldest first for each resource. It
+// is used by one goroutine only.
+type watchSet struct {
+	client *xdsclient.Client
+	out    *output
+	byKey  map[resourceKey][]func()
+	// order lists every key that has had a watch, in first-watch order,
+	// so that cancelAll is deterministic.
+	order []resourceKey
+}
+
+// newWatchSet returns an empty set of watches on client printing to out.
+func newWatchSet(client *xdsclient.Client, out *output) *watchSet {
+	return &watchSet{client: client, out: out, byKey: map[resourceKey][]func(){}}
+}
+
+// add starts one more watcher of s.
+func (ws *watchSet) add(s spec) {
+	k := s.key()
+	if _, seen := ws.byKey[k]; !seen {
+		ws.order = append(ws.order, k)
+	}
+	cancel := ws.client.Watch(s.typ, s.name, printWatcher{out: ws.out, spec: s})
+	ws.byKey[k] = append(ws.byKey[k], cancel)
+}
+
+// cancelOldest cancels the oldest watcher of s, reporting false when s has
+// none.
+func (ws *watchSet) cancelOldest(s spec) bool {
+	k := s.key()
+	cancels := ws.byKey[k]
+	if len(cancels) == 0 {
+		return false
+	}
+	cancels[0]()
+	ws.byKey[k] = cancels[1:]
+	return true
+}
+
+// cancelAll cancels every watcher.
+func (ws *watchSet) cancelAll() {
+	for _, k := range ws.order {
+		for _, cancel := range ws.byKey[k] {
+			cancel()
+		}
+		ws.byKey[k] = nil
+	}
+}
+
+// errUnknownCommand is returned by command for a line that is neither
+// +TYPE:NAME nor -TYPE:NAME.
+var errUnknownCommand = errors.New("want +TYPE:NAME or -TYPE:NAME")
+
+// command runs one line read from standard input: "+TYPE:NAME" starts one
+// more watcher, "-TYPE:NAME" cancels the oldest watcher of that resource.
+// Surrounding white space is ignored; line must not be blank.
+func (ws *watchSet) command(line string) error {
+	line = strings.TrimSpace(line)
+	var op byte
+	if line != "" {
+		op = line[0]
+	}
+	if op != '+' && op != '-' {
+		return fmt.Errorf("%q: %w", line, errUnknownCommand)
+	}
+	s, err := parseSpec(strings.TrimSpace(line[1:]))
+	if err != nil {
+		return fmt.Errorf("%q: %w", line, err)
+	}
+	if op == '+' {
+		ws.add(s)
+		return nil
+	}
+	if !ws.cancelOldest(s) {
+		return fmt.Errorf("%q: no watcher of %s to cancel", line, s)
+	}
+	return nil
+}
+
+// maxCommandLine bounds one line of standard input.
+const maxCommandLine = 1 << 20
+
+// readCommands reads r line by line on a new goroutine and sends each line
+// that is not blank to the returned channel, which is closed at the end of
+// r. A read error is reported on errw and ends the reading. Once done is
+// closed, the goroutine sends nothing more and ends after its current read.
+func readCommands(r io.Reader, done <-chan struct{}, errw io.Writer) <-chan string {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 4096), maxCommandLine)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" {
+				continue
+			}
+			select {
+			case lines <- line:
+			case <-done:
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			select {
+			case <-done:
+			default:
+				fmt.Fprintf(errw, "xdswatch: stdin: %v; no more commands are read\n", err)
+			}
+		}
+	}()
+	return lines
+}

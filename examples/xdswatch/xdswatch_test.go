@@ -1,0 +1,338 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+)
+
+// topKeys returns the keys of the JSON object in line, in order.
+func topKeys(t *testing.T, line string) []string {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+		t.Fatalf("line %q: %v", line, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(line))
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatal(err)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestDemoJSON runs without a bootstrap: the demo's four resources are
+// printed as JSON lines with stable keys, and SIGINT ends it with status 0.
+func TestDemoJSON(t *testing.T) {
+	p := startProc(t, cleanEnv(), "--output", "json")
+	p.listening(t)
+	got := map[string]string{}
+	for range 4 {
+		line := p.line(t)
+		if keys, want := topKeys(t, line), []string{"ts", "event", "type", "name", "version", "resource"}; !slices.Equal(keys, want) {
+			t.Errorf("keys of %s = %q, want %q", line, keys, want)
+		}
+		e := parseEvent(t, line)
+		if e.Event != eventResource || e.Version != "1" {
+			t.Errorf("line %s: want a resource event at version 1", line)
+		}
+		var msg struct {
+			Name        string `json:"name"`
+			ClusterName string `json:"clusterName"`
+		}
+		if err := json.Unmarshal(e.Resource, &msg); err != nil {
+			t.Errorf("line %s: resource: %v", line, err)
+		}
+		if n := msg.Name + msg.ClusterName; n != e.Name {
+			t.Errorf("line %s: resource is named %q, want %q", line, n, e.Name)
+		}
+		got[e.Type] = e.Name
+	}
+	want := map[string]string{"lds": "demo", "rds": "demo-route", "cds": "demo-cluster", "eds": "demo-cluster"}
+	for typ, name := range want {
+		if got[typ] != name {
+			t.Errorf("demo watched %s %q, want %q (all: %v)", typ, got[typ], name, got)
+		}
+	}
+	p.interrupt(t)
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("stderr in JSON demo mode: %q", lines)
+	}
+}
+
+// TestDemoText checks the text lines of the demo and the stderr line that
+// names the demo server, and that SIGTERM ends it with status 0.
+func TestDemoText(t *testing.T) {
+	p := startProc(t, cleanEnv())
+	if l := p.errLine(t); !regexp.MustCompile(`^xdswatch: .*demo control plane .*127\.0\.0\.1:\d+$`).MatchString(l) {
+		t.Errorf("stderr line = %q, want one naming the demo control plane address", l)
+	}
+	lineRE := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} (lds|rds|cds|eds) (\S+) v1: (.+)$`)
+	summaries := map[string]string{}
+	for range 4 {
+		l := p.line(t)
+		m := lineRE.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("text line %q does not match %v", l, lineRE)
+		}
+		summaries[m[1]] = m[3]
+	}
+	if s := summaries["cds"]; !strings.HasPrefix(s, `cluster demo-cluster: EDS service "demo-cluster", round_robin`) {
+		t.Errorf("cds summary = %q", s)
+	}
+	if s := summaries["lds"]; !strings.HasPrefix(s, `listener demo: RDS "demo-route"`) {
+		t.Errorf("lds summary = %q", s)
+	}
+	p.signal(t, syscall.SIGTERM)
+	if code := p.exitCode(t); code != 0 {
+		t.Errorf("exit status after SIGTERM = %d, want 0", code)
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("more stderr: %q", lines)
+	}
+}
+
+// TestDeletedClusterIsAmbientNotFound follows gRFC A88's default: a
+// watched CDS resource that the server deletes is reported as an ambient
+// NOT_FOUND, to every watcher of it.
+func TestDeletedClusterIsAmbientNotFound(t *testing.T) {
+	cp := startControlPlane(t,
+		controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "cds:c1", "cds:c1", "cds:c2")
+	p.listening(t)
+	seen := map[string]int{}
+	for _, e := range p.events(t, 3) {
+		if e.Event != eventResource || e.Type != "cds" || e.Version != "1" {
+			t.Fatalf("got %v, want a cds resource at version 1", e)
+		}
+		seen[e.Name]++
+	}
+	if seen["c1"] != 2 || seen["c2"] != 1 {
+		t.Fatalf("resource events per name = %v, want c1 twice (two watchers) and c2 once", seen)
+	}
+
+	cp.set("2", controlplane.Cluster("c2", ""))
+	for range 2 {
+		e := p.event(t)
+		if e.Event != eventAmbientError || e.Type != "cds" || e.Name != "c1" || e.Code != "NOT_FOUND" {
+			t.Fatalf("after deleting c1: got %v, want ambient_error cds c1 NOT_FOUND", e)
+		}
+		if !strings.Contains(e.Message, `"c1"`) {
+			t.Errorf("message %q does not name the resource", e.Message)
+		}
+	}
+	p.interrupt(t)
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("stderr: %q", lines)
+	}
+}
+
+// TestResourceTimeoutIsNotFound watches an endpoints resource the server
+// lacks: the does-not-exist timer gives a resource_error NOT_FOUND.
+func TestResourceTimeoutIsNotFound(t *testing.T) {
+	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "200ms", "eds:missing")
+	p.listening(t)
+	line := p.line(t)
+	if keys, want := topKeys(t, line), []string{"ts", "event", "type", "name", "code", "message"}; !slices.Equal(keys, want) {
+		t.Errorf("keys of %s = %q, want %q", line, keys, want)
+	}
+	if e := parseEvent(t, line); e.Event != eventResourceError || e.Type != "eds" || e.Name != "missing" || e.Code != "NOT_FOUND" {
+		t.Fatalf("got %v, want resource_error eds missing NOT_FOUND", e)
+	}
+	p.interrupt(t)
+}
+
+// TestResourceErrorText checks the text line of a resource error.
+func TestResourceErrorText(t *testing.T) {
+	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", "200ms", "eds:missing")
+	re := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} eds missing ERROR NOT_FOUND: .*"missing".*$`)
+	if l := p.line(t); !re.MatchString(l) {
+		t.Errorf("line %q does not match %v", l, re)
+	}
+	p.interrupt(t)
+}
+
+// TestBootstrapFromEnv reads the bootstrap from each environment variable
+// and watches by full type URL.
+func TestBootstrapFromEnv(t *testing.T) {
+	cp := startControlPlane(t, controlplane.Cluster("c1", ""))
+	data, err := os.ReadFile(cp.bootstrapFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"GRPC_XDS_BOOTSTRAP=" + cp.bootstrapFile, "GRPC_XDS_BOOTSTRAP_CONFIG=" + string(data)} {
+		name, _, _ := strings.Cut(env, "=")
+		t.Run(name, func(t *testing.T) {
+			p := startProc(t, cleanEnv(env), "--output", "json", "type.googleapis.com/envoy.config.cluster.v3.Cluster:c1")
+			p.listening(t)
+			if e := p.event(t); e.Event != eventResource || e.Type != "cds" || e.Name != "c1" {
+				t.Fatalf("got %v, want resource cds c1", e)
+			}
+			p.interrupt(t)
+		})
+	}
+}
+
+// TestStdinCommands drives watches from standard input: + and - commands,
+// blank and unknown lines, and end of input.
+func TestStdinCommands(t *testing.T) {
+	cp := startControlPlane(t, controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
+	p.listening(t)
+	expect := func(typ, name, version string) {
+		t.Helper()
+		if e := p.event(t); e.Event != eventResource || e.Type != typ || e.Name != name || e.Version != version {
+			t.Fatalf("got %v, want resource %s %s v%s", e, typ, name, version)
+		}
+	}
+	expectErr := func(substr string) {
+		t.Helper()
+		if l := p.errLine(t); !strings.HasPrefix(l, "xdswatch: ") || !strings.Contains(l, substr) {
+			t.Fatalf("stderr line %q, want one about %q", l, substr)
+		}
+	}
+
+	// Two watchers of c1, the second given by type URL.
+	p.send(t, "+cds:c1")
+	expect("cds", "c1", "1")
+	p.send(t, "  +type.googleapis.com/envoy.config.cluster.v3.Cluster:c1  ")
+	expect("cds", "c1", "1")
+
+	// Cancel one. Commands run in order, so the error line for the
+	// unknown command that follows shows that the cancel is done.
+	p.send(t, "-cds:c1")
+	p.send(t, "")
+	p.send(t, "   ")
+	p.send(t, "bogus")
+	expectErr(`"bogus"`)
+
+	// One watcher of c1 is left: one line for the change, and the next
+	// line is for the watch started after it.
+	cp.set("2", controlplane.Cluster("c1", "c1-eds"), controlplane.Cluster("c2", ""))
+	expect("cds", "c1", "2")
+	p.send(t, "+cds:c2")
+	expect("cds", "c2", "2")
+
+	p.send(t, "+xds:c3")
+	expectErr(`"xds"`)
+	p.send(t, "-cds:c1")
+	p.send(t, "-cds:c1")
+	expectErr("no watcher")
+
+	// End of input does not end the program.
+	if err := p.stdin.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cp.set("3", controlplane.Cluster("c2", "c2-eds"))
+	expect("cds", "c2", "3")
+	p.interrupt(t)
+	if lines := drain(p.stdout.lines); len(lines) > 0 {
+		t.Errorf("more stdout: %q", lines)
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("more stderr: %q", lines)
+	}
+}
+
+// TestNotSupportedServers gives --csds-addr and --metrics-addr: one stderr
+// line each, empty addresses in the listening line, and watching goes on.
+func TestNotSupportedServers(t *testing.T) {
+	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "lds:demo")
+	p.listening(t)
+	for _, flag := range []string{"--csds-addr", "--metrics-addr"} {
+		if l := p.errLine(t); !strings.HasPrefix(l, "xdswatch: "+flag) || !strings.Contains(l, "not supported yet") {
+			t.Errorf("stderr line %q, want one saying %s is not supported yet", l, flag)
+		}
+	}
+	if e := p.event(t); e.Event != eventResource || e.Type != "lds" || e.Name != "demo" {
+		t.Fatalf("got %v, want resource lds demo", e)
+	}
+	p.interrupt(t)
+}
+
+// TestUsageErrors checks that every bad command line or bootstrap ends with
+// status 2 and exactly one line on stderr.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	malformed := write("malformed.json", `{"xds_servers": [`)
+	noServers := write("empty.json", `{"xds_servers": []}`)
+	good := write("good.json", `{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}]}`)
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string // a substring of the one stderr line
+	}{
+		{"unknown flag", nil, []string{"--nope", "cds:c1"}, "-nope"},
+		{"bad output", nil, []string{"--output", "yaml", "cds:c1"}, `"yaml"`},
+		{"bad duration", nil, []string{"--resource-timeout", "soon", "cds:c1"}, "soon"},
+		{"negative duration", nil, []string{"--resource-timeout", "-1s", "cds:c1"}, "-1s"},
+		{"bad type", nil, []string{"xds:c1"}, `"xds"`},
+		{"unsupported type URL", nil, []string{"type.googleapis.com/envoy.config.core.v3.Node:n"}, `"type.googleapis.com/envoy.config.core.v3.Node"`},
+		{"no colon", nil, []string{"cds"}, `"cds"`},
+		{"empty name", nil, []string{"cds:"}, `"cds:"`},
+		{"missing bootstrap file", nil, []string{"--bootstrap", filepath.Join(dir, "absent.json"), "cds:c1"}, "absent.json"},
+		{"malformed bootstrap", nil, []string{"--bootstrap", malformed, "cds:c1"}, "malformed.json"},
+		{"bootstrap without servers", nil, []string{"--bootstrap", noServers, "cds:c1"}, "xds_servers"},
+		{"malformed bootstrap in env", []string{"GRPC_XDS_BOOTSTRAP_CONFIG={"}, []string{"cds:c1"}, "GRPC_XDS_BOOTSTRAP_CONFIG"},
+		{"missing bootstrap file in env", []string{"GRPC_XDS_BOOTSTRAP=" + filepath.Join(dir, "gone.json")}, []string{"cds:c1"}, "gone.json"},
+		{"nothing to watch", []string{"GRPC_XDS_BOOTSTRAP=" + good}, nil, "TYPE:NAME"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := startProc(t, cleanEnv(tt.env...), tt.args...)
+			if code := p.exitCode(t); code != 2 {
+				t.Errorf("exit status = %d, want 2", code)
+			}
+			lines := drain(p.stderr.lines)
+			if len(lines) != 1 || p.stderr.rest() != "" {
+				t.Fatalf("stderr = %q (+%q), want exactly one line", lines, p.stderr.rest())
+			}
+			if l := lines[0]; !strings.HasPrefix(l, "xdswatch: ") || !strings.Contains(l, tt.want) || strings.Contains(l, "panic") {
+				t.Errorf("stderr line %q, want xdswatch: ... naming %q", l, tt.want)
+			}
+			if out := drain(p.stdout.lines); len(out) > 0 {
+				t.Errorf("stdout = %q, want nothing", out)
+			}
+		})
+	}
+}
+
+// TestHelp checks that -h prints the usage and exits 0.
+func TestHelp(t *testing.T) {
+	p := startProc(t, cleanEnv(), "-h")
+	if code := p.exitCode(t); code != 0 {
+		t.Errorf("exit status of -h = %d, want 0", code)
+	}
+	if out := drain(p.stdout.lines); len(out) == 0 || !strings.HasPrefix(out[0], "usage: xdswatch") {
+		t.Errorf("-h printed %q", out)
+	}
+}
