@@ -53,6 +53,7 @@ type Client struct {
 	byHash      map[string]map[uint64]*entry // held resources by type URL and hash of their bytes
 	toClose     []*channel                   // channels to close once c.mu is released
 	streamSeq   uint64                       // ADS streams started, over all servers; a stream's ID
+	respGen     uint64                       // responses handled, over all servers
 	notes       []notification               // watcher callbacks to queue on unlock
 	hookq       []func()                     // hook calls to run after unlock
 	draining    bool

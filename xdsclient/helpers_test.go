@@ -186,3 +186,5 @@ func toMessages(in []any) []proto.Message {
 	}
 	return out
 }
+
+func errUnavailable(msg string) error { return status.Error(codes.Unavailable, msg) }

@@ -17,6 +17,7 @@ type recordedHooks struct {
 	notified     *hookLog[xdsclient.NotificationInfo]
 	timerStarts  *hookLog[xdsclient.ResourceTimerInfo]
 	timerStops   *hookLog[xdsclient.ResourceTimerInfo]
+	authServer   *hookLog[xdsclient.AuthorityServerInfo]
 }
 
 func newRecordedHooks() *recordedHooks {
@@ -32,21 +33,23 @@ func newRecordedHooks() *recordedHooks {
 		notified:     newHookLog[xdsclient.NotificationInfo](),
 		timerStarts:  newHookLog[xdsclient.ResourceTimerInfo](),
 		timerStops:   newHookLog[xdsclient.ResourceTimerInfo](),
+		authServer:   newHookLog[xdsclient.AuthorityServerInfo](),
 	}
 }
 
 func (r *recordedHooks) hooks() *xdsclient.Hooks {
 	return &xdsclient.Hooks{
-		ConnectivityChanged:  r.connectivity.add,
-		ConnectedChanged:     r.connected.add,
-		StreamStarted:        r.started.add,
-		StreamEnded:          r.ended.add,
-		ServerFailure:        r.failures.add,
-		RequestSent:          r.requests.add,
-		ResponseReceived:     r.responses.add,
-		CacheStateChanged:    r.states.add,
-		WatcherNotified:      r.notified.add,
-		ResourceTimerStarted: r.timerStarts.add,
-		ResourceTimerStopped: r.timerStops.add,
+		ConnectivityChanged:    r.connectivity.add,
+		ConnectedChanged:       r.connected.add,
+		StreamStarted:          r.started.add,
+		StreamEnded:            r.ended.add,
+		ServerFailure:          r.failures.add,
+		RequestSent:            r.requests.add,
+		ResponseReceived:       r.responses.add,
+		CacheStateChanged:      r.states.add,
+		WatcherNotified:        r.notified.add,
+		ResourceTimerStarted:   r.timerStarts.add,
+		ResourceTimerStopped:   r.timerStops.add,
+		AuthorityServerChanged: r.authServer.add,
 	}
 }

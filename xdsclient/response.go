@@ -127,8 +127,8 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			}
 		}
 	}
-	ch.respGen++
-	gen := ch.respGen
+	c.respGen++
+	gen := c.respGen
 	var nacks []string
 	valid, invalid, tp3 := 0, 0, 0
 	for i := range items {
