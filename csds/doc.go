@@ -1,0 +1,65 @@
+// Package csds serves the cache of xdslens xDS clients over the Client
+// Status Discovery Service (envoy.service.status.v3.ClientStatusDiscoveryService),
+// as gRFC A40 defines it for gRPC clients, with the client_scope field of
+// gRFC A71 and the cache states of gRFC A88. Tools such as grpcdebug
+// (`grpcdebug HOST:PORT xds status`, `xds config`) read it.
+//
+// A [Server] reads a [Source]: one client ([ForClient]) or every client of
+// an [xdsclient.Pool] at the time of each request ([ForPool]). Register it
+// on a grpc.Server of your own:
+//
+//	srv := grpc.NewServer()
+//	csds.NewServer(csds.ForPool(pool)).Register(srv)
+//
+// # What a response holds
+//
+// One ClientConfig per client, sorted by client_scope: client_scope is the
+// client's target (the pool key), node is the node exactly as the client
+// sends it to its xDS servers, and generic_xds_configs has one entry per
+// cache entry, sorted by type URL and then name:
+//
+//   - type_url: the full type URL; name: the resource name as subscribed.
+//   - client_status: the A88 cache state (REQUESTED, DOES_NOT_EXIST, ACKED,
+//     NACKED, RECEIVED_ERROR, TIMEOUT).
+//   - version_info, xds_config, last_updated: the version, bytes (as
+//     received) and acceptance time of the resource the client holds; empty
+//     or unset when it holds none. A NACKED, RECEIVED_ERROR or
+//     DOES_NOT_EXIST entry that still holds an older resource shows it.
+//   - error_state, whenever the entry carries an error: details is the
+//     error message; version_info and last_update_attempt are the version
+//     and time of the update that failed (a NACK, an error sent by the
+//     server, a deletion) and are left empty for an error that came from the
+//     does-not-exist timer; failed_configuration holds the rejected bytes
+//     when they are known and parse as the resource type.
+//   - config_status is left unset and is_static_resource false, as A40 asks
+//     of clients.
+//
+// A request with node_matchers is refused with INVALID_ARGUMENT (a process
+// is a single node). A request with exclude_resource_contents gets no
+// xds_config or failed_configuration, which keeps the response small for
+// large caches. Both RPCs return the same content; StreamClientStatus
+// answers each request on the stream with one response and ends cleanly
+// when the caller closes its side.
+//
+// # Isolation and cost
+//
+// Each client is read with [xdsclient.Client.Dump], which holds the
+// client's lock only while it copies the entries; the protos are built after
+// the lock is released. A client whose dump fails (a panic, or a client
+// being closed) still gets its ClientConfig, with its scope and node but no
+// entries, and the failure is logged; the other clients are unaffected.
+//
+// The response shares the xds_config messages (and failed bytes) with the
+// client's cache: they are read-only and must not be modified. The node is
+// a copy.
+//
+// # grpcdebug
+//
+// grpcdebug's `xds status` reads last_updated of every entry without a nil
+// check, so an entry with no resource (REQUESTED, DOES_NOT_EXIST, TIMEOUT,
+// NACKED or RECEIVED_ERROR with nothing held) makes it crash when
+// last_updated is unset as A40 asks. [WithZeroLastUpdated] sets it to the
+// zero Timestamp (the Unix epoch) on such entries instead, which grpcdebug
+// prints as an empty time. Older grpcdebug builds read only the first
+// ClientConfig: a Source of one client gives exactly one.
+package csds
