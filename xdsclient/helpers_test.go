@@ -2,6 +2,7 @@ package xdsclient_test
 
 import (
 	"context"
+	"log/slog"
 	"fmt"
 	"strings"
 	"sync"
@@ -46,6 +47,7 @@ func newClient(t testing.TB, cfg *bootstrap.Config, opts ...xdsclient.Option) *x
 		xdsclient.WithTarget("test-target"),
 		xdsclient.WithBackoff(func(int) time.Duration { return 10 * time.Millisecond }),
 		xdsclient.WithLegacyDataErrorHandling(false),
+		xdsclient.WithLogger(slog.New(slog.DiscardHandler)),
 	}
 	c, err := xdsclient.New(cfg, append(base, opts...)...)
 	if err != nil {
