@@ -185,6 +185,11 @@ func (c *Client) registerTypeLocked(t xdsresource.Type) {
 // resource twice makes two watchers; the subscription is sent once. Call
 // cancel to stop; the server is told when the last watcher of a resource
 // leaves. cancel may be called more than once.
+//
+// Watch never fails: a name that cannot be served (an xdstp:// name of an
+// unknown authority or of another type, a server that cannot be dialled) or
+// a closed client is reported through the watcher's ResourceChanged with an
+// error, and cancel is then a no-op.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
 	ref := &watcherRef{w: w, typeURL: typ.TypeURL(), name: name}
 	c.mu.Lock()

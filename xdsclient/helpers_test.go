@@ -2,8 +2,8 @@ package xdsclient_test
 
 import (
 	"context"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"

@@ -62,6 +62,22 @@ func ByShortName(s string) Type {
 	return nil
 }
 
+// ByTypeURL returns the built-in type with that type URL, or nil.
+func ByTypeURL(url string) Type {
+	for _, t := range Builtin() {
+		if t.TypeURL() == url {
+			return t
+		}
+	}
+	return nil
+}
+
+// Summarizer is implemented by decoded values that can describe themselves
+// in one line for people, as the four built-in values do.
+type Summarizer interface {
+	Summary() string
+}
+
 // builtinType implements Type for the four gRPC resource types. decode gets
 // the serialized message and returns the rule broken, without the
 // "<short> "<name>": " prefix, which Decode adds.

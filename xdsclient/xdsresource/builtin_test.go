@@ -119,3 +119,18 @@ func TestKindStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestByTypeURLAndSummarizer(t *testing.T) {
+	for _, typ := range Builtin() {
+		if ByTypeURL(typ.TypeURL()) != typ {
+			t.Errorf("ByTypeURL(%q) did not return the type", typ.TypeURL())
+		}
+	}
+	if ByTypeURL("type.googleapis.com/unknown") != nil {
+		t.Error("ByTypeURL of an unknown URL is not nil")
+	}
+	var _ Summarizer = (*Cluster)(nil)
+	var _ Summarizer = (*Listener)(nil)
+	var _ Summarizer = (*RouteConfiguration)(nil)
+	var _ Summarizer = (*ClusterLoadAssignment)(nil)
+}
