@@ -126,8 +126,7 @@ func (s *Server) clientConfig(b *builder, c Client) *statusv3.ClientConfig {
 			"target", cfg.GetClientScope(), "err", err.err, "stack", err.stack)
 	}
 	if err := safely(func() { cfg.ClientScope = c.Target() }); err != nil {
-		fail("its target and cache entries", err)
-		return cfg
+		fail("its target", err)
 	}
 	if err := safely(func() {
 		if n := c.Node(); n != nil {
