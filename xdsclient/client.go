@@ -116,8 +116,8 @@ func (c *Client) hookList() []*Hooks { return *c.hooks.Load() }
 // AddHooks adds hooks to a running client and returns a func that removes
 // them. The new hooks first see the client's current state as events — a
 // ConnectivityChanged and a ConnectedChanged for every server the client
-// has a channel to, and a CacheStateChanged from StateNone for every cache
-// entry — and then every later event, so that an observer attached late
+// has a channel to, an AuthorityServerChanged for every authority in use,
+// and a CacheStateChanged from StateNone for every cache entry — and then every later event, so that an observer attached late
 // (metrics, a debugging tool) keeps an exact picture.
 func (c *Client) AddHooks(h *Hooks) (remove func()) {
 	c.mu.Lock()
@@ -131,6 +131,12 @@ func (c *Client) AddHooks(h *Hooks) (remove func()) {
 		}
 		if f := h.ConnectedChanged; f != nil && ch.connected {
 			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: true}
+			c.hook(func() { f(info) })
+		}
+	}
+	if f := h.AuthorityServerChanged; f != nil {
+		for _, a := range c.authorities {
+			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Server: a.activeChan().uri, Priority: a.active, Reason: "current"}
 			c.hook(func() { f(info) })
 		}
 	}

@@ -263,6 +263,9 @@ func TestAddHooksReplaysState(t *testing.T) {
 		return i.Name == "c2" && i.New == xdsclient.StateRequested
 	})
 	late.connected.waitFor(t, "connected replayed", func(i xdsclient.ConnectedInfo) bool { return i.Connected })
+	late.authServer.waitFor(t, "authority replayed", func(i xdsclient.AuthorityServerInfo) bool {
+		return i.Authority == "#old" && i.Server == f.srv.Addr()
+	})
 	remove()
 	n := len(late.states.snapshot())
 	f.c.Watch(xdsresource.ClusterType, "c3", newRecorder())()
