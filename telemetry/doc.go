@@ -1,0 +1,79 @@
+// Package telemetry turns the hooks of an xDS client (package xdsclient)
+// into OpenTelemetry instruments: the five XdsClient metrics of gRFC A78,
+// with gRFC A88's cache states, and a few of this library's own.
+//
+//	m, err := telemetry.New(client, telemetry.WithMeterProvider(mp))
+//	defer m.Close()
+//
+// New takes a *xdsclient.Client or a *xdsclient.Pool; with a pool, every
+// client the pool holds or makes later is observed, and a client's series
+// go away when the pool closes it. The instruments are fed by
+// xdsclient.Hooks alone, so they show exactly what the client reports.
+//
+// # gRFC A78 instruments
+//
+//	name                                  kind                  unit        labels
+//	grpc.xds_client.connected             Int64ObservableGauge  {bool}      grpc.target, grpc.xds.server
+//	grpc.xds_client.server_failure        Int64Counter          {failure}   grpc.target, grpc.xds.server
+//	grpc.xds_client.resource_updates_valid   Int64Counter       {resource}  grpc.target, grpc.xds.server, grpc.xds.resource_type
+//	grpc.xds_client.resource_updates_invalid Int64Counter       {resource}  grpc.target, grpc.xds.server, grpc.xds.resource_type
+//	grpc.xds_client.resources             Int64ObservableGauge  {resource}  grpc.target, grpc.xds.authority, grpc.xds.cache_state, grpc.xds.resource_type
+//
+// grpc.xds.resource_type is the type URL without "type.googleapis.com/"
+// (envoy.config.cluster.v3.Cluster); grpc.xds.authority is "#old" for names
+// that are not xdstp:// names; grpc.xds.cache_state is one of requested,
+// does_not_exist, does_not_exist_but_cached, acked, nacked,
+// nacked_but_cached, received_error, received_error_but_cached, timeout
+// (the _but_cached form whenever the entry still holds a resource).
+//
+// The gauges are observable: the hooks keep a count per label set
+// (CacheStateChanged moves an entry from its old label set to its new
+// one), and a collection reports those counts, in time proportional to the
+// number of label sets whatever the number of cached resources. Label sets
+// whose count is zero are not reported. The valid and invalid counters are
+// added to once per response, zero included, so both series exist from the
+// first response of a type.
+//
+// # xdslens instruments
+//
+//	name                                        kind                    unit            labels
+//	xdslens.xds_client.resource_fetch_duration  Float64Histogram        s               grpc.target, grpc.xds.server, grpc.xds.resource_type, outcome
+//	xdslens.xds_client.authority_server         Int64ObservableGauge    {server}        grpc.target, grpc.xds.authority, grpc.xds.server
+//	xdslens.xds_client.watcher_notifications    Int64ObservableCounter  {notification}  grpc.target, grpc.xds.resource_type, kind
+//	xdslens.xds_client.streams_started          Int64Counter            {stream}        grpc.target, grpc.xds.server
+//	xdslens.xds_client.streams_ended            Int64Counter            {stream}        grpc.target, grpc.xds.server, response_received
+//
+// resource_fetch_duration answers "is the control plane slow?". A fetch
+// starts when the subscription of an entry that has received nothing goes
+// out on a READY stream, which is exactly when the client starts the
+// entry's does-not-exist timer (hook ResourceTimerStarted). It ends with
+// the first answer:
+//
+//   - the entry leaves REQUESTED: the outcome is named after the new state,
+//     acked, nacked, received_error, does_not_exist or timeout (the last two
+//     when the timer fired, so their durations are the timer's length);
+//   - the timer stops without an answer and then the stream ends, or the
+//     timer starts again (the channel left READY and came back): outcome
+//     interrupted, with the time up to the stop;
+//   - the timer stops because the watch was cancelled (the entry is
+//     removed): nothing is recorded.
+//
+// Entries the client was already waiting for when the hooks were attached
+// are not measured. The buckets run from 1ms to 60s and include 15s and
+// 30s, the default timers.
+//
+// authority_server is 1 for the server each authority uses (hook
+// AuthorityServerChanged); after a fallback (gRFC A71) the series of the
+// server left behind goes away. watcher_notifications counts watcher
+// callbacks by kind: resource, resource_error, ambient_error; it is an
+// observable counter so that counting a callback is one atomic add.
+// streams_ended has response_received="false" for the streams that ended
+// before any response, the gRFC A57 failures.
+//
+// The names are exported as constants (MetricResources, KeyCacheState, ...)
+// for use in queries. Package exporters makes MeterProviders for
+// Prometheus, OTLP and stdout; through the OpenTelemetry Prometheus
+// exporter, grpc.xds_client.resources becomes grpc_xds_client_resources,
+// counters get a _total suffix, and grpc.xds.cache_state becomes
+// grpc_xds_cache_state.
+package telemetry

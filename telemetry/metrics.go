@@ -1,0 +1,205 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/xdslens/xdslens/xdsclient"
+)
+
+// ScopeName is the instrumentation scope of the instruments (the
+// otel_scope_name label in Prometheus).
+const ScopeName = "github.com/xdslens/xdslens/telemetry"
+
+// Source is what New observes: one client, or a pool and every client it
+// makes.
+type Source interface {
+	*xdsclient.Client | *xdsclient.Pool
+}
+
+// Metrics turns the hooks of a client, or of every client of a pool, into
+// OpenTelemetry instruments. It is safe for concurrent use. Close it to
+// detach it.
+type Metrics struct {
+	inst instruments
+	reg  metric.Registration
+
+	mu       sync.Mutex
+	closed   bool
+	all      map[*clientMetrics]struct{}
+	byClient map[*xdsclient.Client]*clientMetrics
+	stop     func() // stops a pool's observation
+}
+
+// instruments are created once, in New.
+type instruments struct {
+	connected      metric.Int64ObservableGauge
+	serverFailure  metric.Int64Counter
+	valid          metric.Int64Counter
+	invalid        metric.Int64Counter
+	resources      metric.Int64ObservableGauge
+	fetch          metric.Float64Histogram
+	authority      metric.Int64ObservableGauge
+	notifications  metric.Int64ObservableCounter
+	streamsStarted metric.Int64Counter
+	streamsEnded   metric.Int64Counter
+}
+
+// New creates the instruments from the configured MeterProvider and
+// attaches hooks to src:
+//
+//   - a *xdsclient.Client is observed until Close, starting from its
+//     current state (the client replays it to hooks added late);
+//   - a *xdsclient.Pool is observed through Pool.Observe: every client it
+//     holds now and every client it makes later gets the hooks, and the
+//     series of a client the pool closes (its grpc.target) go away.
+//
+// Nothing but the client's hooks feeds the instruments. The gauges read
+// counts that the hooks keep, so a collection costs time in the number of
+// label sets, not in the number of cached resources.
+func New[S Source](src S, opts ...Option) (*Metrics, error) {
+	cfg := newConfig(opts)
+	m, err := newMetrics(cfg.mp)
+	if err != nil {
+		return nil, err
+	}
+	switch s := any(src).(type) {
+	case *xdsclient.Client:
+		if s == nil {
+			m.Close()
+			return nil, errors.New("telemetry: nil *xdsclient.Client")
+		}
+		m.attach(s)
+	case *xdsclient.Pool:
+		if s == nil {
+			m.Close()
+			return nil, errors.New("telemetry: nil *xdsclient.Pool")
+		}
+		stop := s.Observe(m.attach, m.detach)
+		m.mu.Lock()
+		m.stop = stop
+		m.mu.Unlock()
+	}
+	return m, nil
+}
+
+func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
+	meter := mp.Meter(ScopeName, metric.WithInstrumentationVersion(xdsclient.Version))
+	m := &Metrics{all: map[*clientMetrics]struct{}{}, byClient: map[*xdsclient.Client]*clientMetrics{}}
+	var errs []error
+	check := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	var err error
+	in := &m.inst
+	in.connected, err = meter.Int64ObservableGauge(MetricConnected, metric.WithDescription(descConnected), metric.WithUnit("{bool}"))
+	check(MetricConnected, err)
+	in.serverFailure, err = meter.Int64Counter(MetricServerFailure, metric.WithDescription(descServerFailure), metric.WithUnit("{failure}"))
+	check(MetricServerFailure, err)
+	in.valid, err = meter.Int64Counter(MetricResourceUpdatesValid, metric.WithDescription(descValid), metric.WithUnit("{resource}"))
+	check(MetricResourceUpdatesValid, err)
+	in.invalid, err = meter.Int64Counter(MetricResourceUpdatesInvalid, metric.WithDescription(descInvalid), metric.WithUnit("{resource}"))
+	check(MetricResourceUpdatesInvalid, err)
+	in.resources, err = meter.Int64ObservableGauge(MetricResources, metric.WithDescription(descResources), metric.WithUnit("{resource}"))
+	check(MetricResources, err)
+	in.fetch, err = meter.Float64Histogram(MetricResourceFetchDuration, metric.WithDescription(descFetchDuration), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(fetchBuckets...))
+	check(MetricResourceFetchDuration, err)
+	in.authority, err = meter.Int64ObservableGauge(MetricAuthorityServer, metric.WithDescription(descAuthority), metric.WithUnit("{server}"))
+	check(MetricAuthorityServer, err)
+	in.notifications, err = meter.Int64ObservableCounter(MetricWatcherNotifications, metric.WithDescription(descNotifications), metric.WithUnit("{notification}"))
+	check(MetricWatcherNotifications, err)
+	in.streamsStarted, err = meter.Int64Counter(MetricStreamsStarted, metric.WithDescription(descStreamsStarted), metric.WithUnit("{stream}"))
+	check(MetricStreamsStarted, err)
+	in.streamsEnded, err = meter.Int64Counter(MetricStreamsEnded, metric.WithDescription(descStreamsEnded), metric.WithUnit("{stream}"))
+	check(MetricStreamsEnded, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("telemetry: creating instruments: %w", err)
+	}
+	m.reg, err = meter.RegisterCallback(m.observe, in.connected, in.resources, in.authority, in.notifications)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: registering the gauge callback: %w", err)
+	}
+	return m, nil
+}
+
+// Close detaches the hooks from every client, stops observing the pool
+// and unregisters the callback of the observable instruments: after it
+// returns, no series of this Metrics is reported any more. It does not
+// close the clients. Close may be called more than once; it returns the
+// error of unregistering the callback, if any.
+func (m *Metrics) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	stop := m.stop
+	all := m.all
+	m.all, m.byClient = nil, nil
+	m.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	for cm := range all {
+		cm.close()
+	}
+	if m.reg == nil {
+		return nil
+	}
+	return m.reg.Unregister()
+}
+
+// attach starts observing c. It may run under the pool's lock.
+func (m *Metrics) attach(c *xdsclient.Client) {
+	m.mu.Lock()
+	if m.closed || m.byClient[c] != nil {
+		m.mu.Unlock()
+		return
+	}
+	cm := m.track(c.Target())
+	m.byClient[c] = cm
+	m.mu.Unlock()
+	// The client replays its state to the new hooks, on this goroutine or
+	// on the one draining the client's hooks.
+	remove := c.AddHooks(cm.hooks())
+	cm.setRemove(remove)
+}
+
+// detach stops observing c and drops its series.
+func (m *Metrics) detach(c *xdsclient.Client) {
+	m.mu.Lock()
+	cm := m.byClient[c]
+	if cm != nil {
+		delete(m.byClient, c)
+		delete(m.all, cm)
+	}
+	m.mu.Unlock()
+	if cm != nil {
+		cm.close()
+	}
+}
+
+// track makes the counts of one client. m.mu is held.
+func (m *Metrics) track(target string) *clientMetrics {
+	cm := newClientMetrics(&m.inst, target)
+	m.all[cm] = struct{}{}
+	return cm
+}
+
+// observe is the callback of the observable instruments.
+func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for cm := range m.all {
+		cm.observe(o)
+	}
+	return nil
+}
