@@ -1,0 +1,438 @@
+package dashboards_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/xdslens/xdslens/dashboards"
+)
+
+// TestGeneratedFilesUpToDate fails when a committed file differs from what
+// the generator produces, or when the generator produces a file that is
+// not committed.
+func TestGeneratedFilesUpToDate(t *testing.T) {
+	files, err := dashboards.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		got, err := os.ReadFile(filepath.FromSlash(p))
+		if err != nil {
+			t.Errorf("%s: %v; run `go generate ./dashboards/...`", p, err)
+			continue
+		}
+		if !bytes.Equal(got, files[p]) {
+			t.Errorf("%s differs from what the generator produces; run `go generate ./dashboards/...` and commit the result", p)
+		}
+	}
+}
+
+// TestGeneratorIsDeterministic builds the files twice and compares them,
+// so that map iteration order cannot leak into the committed JSON.
+func TestGeneratorIsDeterministic(t *testing.T) {
+	a, err := dashboards.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		b, err := dashboards.Files()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range a {
+			if !bytes.Equal(a[p], b[p]) {
+				t.Fatalf("%s differs between two runs of the generator", p)
+			}
+		}
+	}
+}
+
+// TestDashboardsUnmarshalStrict reads the committed JSON back with the
+// SDK's strict decoder, which rejects unknown fields, and validates it.
+func TestDashboardsUnmarshalStrict(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	for _, f := range dashboardFiles {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var d dashboard.Dashboard
+			if err := d.UnmarshalJSONStrict(readFile(t, f)); err != nil {
+				t.Fatalf("strict unmarshal: %v", err)
+			}
+			if err := d.Validate(); err != nil {
+				t.Fatalf("validate: %v", err)
+			}
+			if d.Uid == nil || *d.Uid == "" || len(*d.Uid) > 40 {
+				t.Errorf("uid %v: want 1 to 40 characters", d.Uid)
+			}
+		})
+	}
+}
+
+// loadSchema compiles testdata/grafana-dashboard.jsonschema.json, the
+// dashboard JSON Schema of grafana-foundation-sdk v0.0.12, with the three
+// corrections that testdata/README.md explains: its generator turned
+// Grafana's "any value" (CUE `_`) into "an object" for override matcher
+// options and override values, and dropped the null of a threshold's
+// `number | null` value. Grafana itself writes strings, numbers and
+// arrays there, and null for the base threshold.
+func loadSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "grafana-dashboard.jsonschema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := doc.(map[string]any)["definitions"].(map[string]any)
+	prop := func(def, name string) map[string]any {
+		return defs[def].(map[string]any)["properties"].(map[string]any)[name].(map[string]any)
+	}
+	for _, p := range []map[string]any{prop("MatcherConfig", "options"), prop("DynamicConfigValue", "value")} {
+		if p["type"] != "object" {
+			t.Fatalf("schema changed: %v", p)
+		}
+		delete(p, "type")
+		delete(p, "additionalProperties")
+	}
+	if v := prop("Threshold", "value"); v["type"] == "number" {
+		v["type"] = []any{"number", "null"}
+	} else {
+		t.Fatalf("schema changed: threshold value %v", v)
+	}
+	c := jsonschema.NewCompiler()
+	const url = "file:///grafana-dashboard.jsonschema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schema
+}
+
+// TestDashboardsMatchSchema validates the committed JSON against Grafana's
+// dashboard JSON Schema.
+func TestDashboardsMatchSchema(t *testing.T) {
+	schema := loadSchema(t)
+	for _, f := range dashboardFiles {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(readFile(t, f)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(v); err != nil {
+				t.Fatalf("%s does not match the dashboard schema: %v", f, err)
+			}
+		})
+	}
+}
+
+// TestSchemaRejectsBadDashboards checks that the schema check can fail.
+func TestSchemaRejectsBadDashboards(t *testing.T) {
+	schema := loadSchema(t)
+	for _, bad := range []string{
+		`{"schemaVersion": 42, "templating": {}, "annotations": {}, "panelz": []}`,
+		`{"schemaVersion": 42, "templating": {}, "annotations": {}, "panels": [{"type": "timeseries", "gridPos": {"h": "8"}}]}`,
+		`{"templating": {}, "annotations": {}}`,
+	} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if schema.Validate(v) == nil {
+			t.Errorf("the schema accepted %s", bad)
+		}
+	}
+}
+
+// TestPanels checks what an operator relies on in every panel: a unique
+// id, a title, the datasource variable, queries with a refId and an
+// expression, and a description that says what a bad value means and
+// what to do.
+func TestPanels(t *testing.T) {
+	for _, f := range dashboardFiles {
+		d := readDashboard(t, f)
+		ids := map[int]string{}
+		for _, p := range d.Panels {
+			if prev, dup := ids[p.ID]; dup || p.ID == 0 {
+				t.Errorf("%s: panel %q has id %d, also used by %q", f, p.Title, p.ID, prev)
+			}
+			ids[p.ID] = p.Title
+		}
+		titles := map[string]bool{}
+		for _, p := range d.panels() {
+			name := f + ": " + p.Title
+			if p.Title == "" || titles[p.Title] {
+				t.Errorf("%s: empty or repeated title", name)
+			}
+			titles[p.Title] = true
+			if !strings.Contains(p.Description, "**Bad**") || !strings.Contains(p.Description, "**Do**") {
+				t.Errorf("%s: the description must say what a bad value means (**Bad**) and what to do (**Do**): %q", name, p.Description)
+			}
+			if !strings.Contains(string(p.Datasource), `"${datasource}"`) {
+				t.Errorf("%s: datasource %s, want the ${datasource} variable", name, p.Datasource)
+			}
+			if len(p.Targets) == 0 {
+				t.Errorf("%s: no queries", name)
+			}
+			refs := map[string]bool{}
+			for _, tg := range p.Targets {
+				if tg.RefID == "" || refs[tg.RefID] || tg.Expr == "" {
+					t.Errorf("%s: query %+v needs a unique refId and an expression", name, tg)
+				}
+				refs[tg.RefID] = true
+			}
+		}
+	}
+}
+
+// TestVariables checks that both dashboards have the variables the panels
+// use.
+func TestVariables(t *testing.T) {
+	want := []string{"datasource", "target", "server", "resource_type", "authority"}
+	for _, f := range dashboardFiles {
+		var got []string
+		for _, v := range readDashboard(t, f).Templating.List {
+			got = append(got, v.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: variables %v, want %v", f, got, want)
+		}
+		for _, q := range allPanelQueries(t) {
+			for _, m := range varRE.FindAllStringSubmatch(q.expr, -1) {
+				if v := m[1]; !strings.HasPrefix(v, "__") && !slices.Contains(want, v) {
+					t.Errorf("%s uses the undefined variable $%s", q.name(), v)
+				}
+			}
+		}
+	}
+}
+
+// seriesLabels are the labels each series carries, after OpenTelemetry's
+// translation and Prometheus's scrape (job, instance).
+var seriesLabels = map[string][]string{
+	dashboards.MetricConnected:                 {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricServerFailures:            {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricUpdatesValid:              {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResourceType},
+	dashboards.MetricUpdatesInvalid:            {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResourceType},
+	dashboards.MetricResources:                 {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelCacheState, dashboards.LabelResourceType},
+	dashboards.MetricFetchDuration + "_bucket": {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResourceType, dashboards.LabelOutcome, "le"},
+	dashboards.MetricFetchDuration + "_count":  {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResourceType, dashboards.LabelOutcome},
+	dashboards.MetricFetchDuration + "_sum":    {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResourceType, dashboards.LabelOutcome},
+	dashboards.MetricAuthorityServer:           {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelServer, dashboards.LabelPriority},
+	dashboards.MetricWatcherNotifications:      {dashboards.LabelTarget, dashboards.LabelResourceType, dashboards.LabelKind},
+	dashboards.MetricStreamsStarted:            {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricStreamsEnded:              {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResponseReceived},
+}
+
+// scrapeLabels are added to every series by Prometheus or the exporter.
+var scrapeLabels = []string{"job", "instance", "otel_scope_name", "otel_scope_version"}
+
+// checkPromQL parses expr and checks that every selector names a known
+// series with labels it has, and that every grouping label exists on the
+// series below it. It reports each problem through t.
+func checkPromQL(t *testing.T, name, expr string) {
+	t.Helper()
+	for _, err := range promQLProblems(expr) {
+		t.Errorf("%s: %v", name, err)
+	}
+}
+
+// promQLProblems returns what checkPromQL reports about expr.
+func promQLProblems(expr string) []error {
+	p := parser.NewParser(parser.Options{})
+	node, err := p.ParseExpr(expr)
+	if err != nil {
+		return []error{fmt.Errorf("%q does not parse: %v", expr, err)}
+	}
+	var errs []error
+	var metrics []string
+	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		known, ok := seriesLabels[vs.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("unknown series %q in %q", vs.Name, expr))
+			return nil
+		}
+		metrics = append(metrics, vs.Name)
+		for _, m := range vs.LabelMatchers {
+			if m.Name != "__name__" && !slices.Contains(known, m.Name) && !slices.Contains(scrapeLabels, m.Name) {
+				errs = append(errs, fmt.Errorf("series %s has no label %q (in %q)", vs.Name, m.Name, expr))
+			}
+		}
+		return nil
+	})
+	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
+		agg, ok := n.(*parser.AggregateExpr)
+		if !ok {
+			return nil
+		}
+		for _, l := range agg.Grouping {
+			found := slices.Contains(scrapeLabels, l)
+			for _, m := range metrics {
+				found = found || slices.Contains(seriesLabels[m], l)
+			}
+			if !found {
+				errs = append(errs, fmt.Errorf("grouping by %q, which none of %v has (in %q)", l, metrics, expr))
+			}
+		}
+		return nil
+	})
+	return errs
+}
+
+// TestPanelPromQL parses every panel query, with the template variables
+// as Grafana substitutes them.
+func TestPanelPromQL(t *testing.T) {
+	qs := allPanelQueries(t)
+	if len(qs) < 20 {
+		t.Fatalf("only %d panel queries found", len(qs))
+	}
+	for _, q := range qs {
+		checkPromQL(t, q.name(), substitute(q.expr, "1m"))
+	}
+	for name, s := range variableQueries(t) {
+		checkPromQL(t, name, substitute(s, "1m"))
+	}
+}
+
+// TestAlertPromQL parses every alert expression.
+func TestAlertPromQL(t *testing.T) {
+	for _, g := range dashboards.AlertRules(dashboards.DefaultAlertOptions()) {
+		for _, r := range g.Rules {
+			checkPromQL(t, r.Alert, r.Expr)
+		}
+	}
+}
+
+// TestPromQLCheckCatchesMistakes checks that checkPromQL fails on a typo
+// in a series or label name and on a syntax error.
+func TestPromQLCheckCatchesMistakes(t *testing.T) {
+	for _, expr := range []string{
+		`grpc_xds_client_conected == 0`,
+		`grpc_xds_client_connected{grpc_xds_authority="a"}`,
+		`sum by (grpc_xds_cache_state) (grpc_xds_client_connected)`,
+		`sum(rate(grpc_xds_client_connected[1m])`,
+	} {
+		if len(promQLProblems(expr)) == 0 {
+			t.Errorf("checkPromQL accepted %q", expr)
+		}
+	}
+}
+
+// TestAlertRules checks each alert: a summary, a description that names
+// the labels locating the problem, a severity, a runbook URL and a section
+// in RUNBOOK.md.
+func TestAlertRules(t *testing.T) {
+	runbook := string(readFile(t, "RUNBOOK.md"))
+	want := []string{
+		dashboards.AlertServerDisconnected, dashboards.AlertServerFlapping,
+		dashboards.AlertResourcesNACKed, dashboards.AlertResourcesDoesNotExist,
+		dashboards.AlertResourcesError, dashboards.AlertOnFallback,
+		dashboards.AlertFetchLatencyHigh,
+	}
+	var got []string
+	for _, g := range dashboards.AlertRules(dashboards.DefaultAlertOptions()) {
+		for _, r := range g.Rules {
+			got = append(got, r.Alert)
+			if r.Summary == "" || r.Severity == "" {
+				t.Errorf("%s: summary %q severity %q", r.Alert, r.Summary, r.Severity)
+			}
+			for _, l := range []string{"grpc_target", "instance", "job"} {
+				if !strings.Contains(r.Description, "$labels."+l) {
+					t.Errorf("%s: the description does not name the %s label: %q", r.Alert, l, r.Description)
+				}
+			}
+			if !strings.HasSuffix(r.RunbookURL, "#"+strings.ToLower(r.Alert)) {
+				t.Errorf("%s: runbook URL %q", r.Alert, r.RunbookURL)
+			}
+			if !regexp.MustCompile(`(?m)^## ` + r.Alert + `$`).MatchString(runbook) {
+				t.Errorf("%s: no \"## %s\" section in RUNBOOK.md", r.Alert, r.Alert)
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("alerts %v, want %v", got, want)
+	}
+}
+
+// TestPromDuration checks the durations written into rules.
+func TestPromDuration(t *testing.T) {
+	o := dashboards.DefaultAlertOptions()
+	o.FlapWindow = 90 * 60e9
+	for _, r := range dashboards.AlertRules(o)[0].Rules {
+		if r.Alert == dashboards.AlertServerFlapping && !strings.Contains(r.Expr, "[1h30m]") {
+			t.Errorf("flap window 90m written as %q", r.Expr)
+		}
+	}
+}
+
+// promtool returns the path of promtool, or skips the test.
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not found: install Debian's prometheus package (.ci/run does) to check the rules with it")
+	}
+	return p
+}
+
+// TestPromtoolCheckRules runs `promtool check rules` on the committed rule
+// file.
+func TestPromtoolCheckRules(t *testing.T) {
+	tool := promtool(t)
+	out, err := exec.Command(tool, "check", "rules", filepath.FromSlash(dashboards.AlertRulesFile)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+}
+
+// TestPromtoolParsesPanelQueries writes every panel query as a recording
+// rule and runs `promtool check rules` on them, so that the Prometheus
+// installed here (which may be older than the Go parser) parses them too.
+func TestPromtoolParsesPanelQueries(t *testing.T) {
+	tool := promtool(t)
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: panels\n    rules:\n")
+	for i, q := range allPanelQueries(t) {
+		b.WriteString("      - record: panel_query_" + string(rune('a'+i/26)) + string(rune('a'+i%26)) + "\n")
+		b.WriteString("        expr: " + quoteYAML(substitute(q.expr, "1m")) + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "panels.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tool, "check", "rules", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules on the panel queries: %v\n%s", err, out)
+	}
+}
+
+// quoteYAML quotes s as a YAML single-quoted scalar.
+func quoteYAML(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

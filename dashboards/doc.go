@@ -1,0 +1,33 @@
+// Package dashboards builds the Grafana dashboards and the Prometheus
+// alerting rules that watch xdslens's xDS clients, from the metrics that
+// package telemetry exports (the gRFC A78 instruments and xdslens's own
+// xdslens.xds_client.* instruments, as OpenTelemetry's Prometheus exporter
+// names them).
+//
+// Two dashboards are built with grafana-foundation-sdk:
+//
+//   - [Overview], "xDS client overview": connection to each xDS server,
+//     server failures, valid and invalid resource updates, resources by
+//     cache state, the resources that are not ACKed, the server each
+//     authority uses (fallback), control-plane fetch latency and watcher
+//     notifications.
+//   - [DrillDown], "xDS resource drill-down": the cache by authority,
+//     resource type and state over time, one panel per resource type, and
+//     updates, latency and notifications per type.
+//
+// Both have the variables datasource, target, server, resource_type and
+// authority, and every panel has a description that says what a bad value
+// means and what to do about it.
+//
+// [AlertRules] returns the Prometheus alerting rules; [AlertRulesYAML]
+// renders them as a rule file that `promtool check rules` accepts. Each
+// alert has a section in RUNBOOK.md beside this file.
+//
+// The generated files (the dashboard JSON that Grafana imports as is, a
+// Grafana provisioning example and the rule file) are committed beside the
+// package and written by [Files], which `go generate ./dashboards/...`
+// runs through ./cmd/gen. A test fails when the committed files differ
+// from what [Files] returns.
+package dashboards
+
+//go:generate go run ./cmd/gen

@@ -1,0 +1,150 @@
+package dashboards_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/xdslens/xdslens/dashboards"
+)
+
+// panelQuery is one query of one panel of a committed dashboard.
+type panelQuery struct {
+	// file is the dashboard file, title the panel title.
+	file, title string
+	// panelType is the Grafana panel type, such as "timeseries".
+	panelType string
+	refID     string
+	expr      string
+	// instant is true for an instant query (tables), false for a range
+	// query.
+	instant bool
+}
+
+// name identifies the query in test messages.
+func (q panelQuery) name() string {
+	return filepath.Base(q.file) + ": " + q.title + " [" + q.refID + "]"
+}
+
+// dashboardFiles are the committed dashboard JSON files.
+var dashboardFiles = []string{dashboards.OverviewFile, dashboards.DrillDownFile}
+
+// readFile reads a committed file of the dashboards directory.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.FromSlash(path))
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return b
+}
+
+// rawPanel is the part of a panel's JSON the tests look at.
+type rawPanel struct {
+	Type        string          `json:"type"`
+	ID          int             `json:"id"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Datasource  json.RawMessage `json:"datasource"`
+	Panels      []rawPanel      `json:"panels"`
+	Targets     []struct {
+		RefID   string `json:"refId"`
+		Expr    string `json:"expr"`
+		Instant bool   `json:"instant"`
+		Range   bool   `json:"range"`
+	} `json:"targets"`
+}
+
+// rawDashboard is the part of a dashboard's JSON the tests look at.
+type rawDashboard struct {
+	Panels     []rawPanel `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Query any    `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+// readDashboard parses a committed dashboard file.
+func readDashboard(t testing.TB, path string) rawDashboard {
+	t.Helper()
+	var d rawDashboard
+	if err := json.Unmarshal(readFile(t, path), &d); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return d
+}
+
+// panels returns every panel of d that is not a row, rows' panels
+// included.
+func (d rawDashboard) panels() []rawPanel {
+	var out []rawPanel
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			out = append(out, p.Panels...)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// allPanelQueries returns every query of every panel of the committed
+// dashboards.
+func allPanelQueries(t testing.TB) []panelQuery {
+	t.Helper()
+	var out []panelQuery
+	for _, f := range dashboardFiles {
+		for _, p := range readDashboard(t, f).panels() {
+			for _, tg := range p.Targets {
+				out = append(out, panelQuery{
+					file: f, title: p.Title, panelType: p.Type,
+					refID: tg.RefID, expr: tg.Expr, instant: tg.Instant && !tg.Range,
+				})
+			}
+		}
+	}
+	return out
+}
+
+// variableQueries returns the selector inside each label_values() query
+// variable of the committed dashboards, keyed by "file: variable".
+func variableQueries(t testing.TB) map[string]string {
+	t.Helper()
+	re := regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
+	out := map[string]string{}
+	for _, f := range dashboardFiles {
+		for _, v := range readDashboard(t, f).Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			q, _ := v.Query.(string)
+			m := re.FindStringSubmatch(q)
+			if m == nil {
+				t.Fatalf("%s: variable %s: query %q is not label_values(selector, label)", f, v.Name, q)
+			}
+			out[f+": "+v.Name] = m[1]
+		}
+	}
+	return out
+}
+
+// varRE matches a Grafana template variable: $name or ${name}.
+var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
+
+// substitute replaces Grafana's template variables in expr as a query
+// with every variable at "All" would see them: $__rate_interval becomes
+// rateInterval and every other variable the regular expression ".*".
+func substitute(expr, rateInterval string) string {
+	return varRE.ReplaceAllStringFunc(expr, func(v string) string {
+		if strings.Contains(v, "__rate_interval") {
+			return rateInterval
+		}
+		return ".*"
+	})
+}

@@ -1,0 +1,115 @@
+package dashboards
+
+// Prometheus names of the series the dashboards and alerts read: the
+// OpenTelemetry instruments of package telemetry after the default
+// OpenTelemetry to Prometheus translation (dots become underscores,
+// counters get _total, a histogram in seconds gets _seconds).
+const (
+	// MetricConnected is the gRFC A78 gauge grpc.xds_client.connected: 1
+	// while the client has a working ADS stream to a server, else 0.
+	MetricConnected = "grpc_xds_client_connected"
+	// MetricServerFailures is the gRFC A78 counter
+	// grpc.xds_client.server_failure: healthy to unhealthy transitions of
+	// a server.
+	MetricServerFailures = "grpc_xds_client_server_failure_total"
+	// MetricUpdatesValid is the gRFC A78 counter
+	// grpc.xds_client.resource_updates_valid.
+	MetricUpdatesValid = "grpc_xds_client_resource_updates_valid_total"
+	// MetricUpdatesInvalid is the gRFC A78 counter
+	// grpc.xds_client.resource_updates_invalid.
+	MetricUpdatesInvalid = "grpc_xds_client_resource_updates_invalid_total"
+	// MetricResources is the gRFC A78 gauge grpc.xds_client.resources:
+	// cache entries by authority, resource type and cache state.
+	MetricResources = "grpc_xds_client_resources"
+
+	// MetricFetchDuration is the name stem of the histogram
+	// xdslens.xds_client.resource_fetch_duration: seconds from a
+	// subscription sent on a ready stream to the first answer for it.
+	// Prometheus stores it as the _bucket, _sum and _count series.
+	MetricFetchDuration = "xdslens_xds_client_resource_fetch_duration_seconds"
+	// MetricAuthorityServer is the gauge xdslens.xds_client.authority_server:
+	// 1 for the server an authority uses.
+	MetricAuthorityServer = "xdslens_xds_client_authority_server"
+	// MetricWatcherNotifications is the counter
+	// xdslens.xds_client.watcher_notifications, by kind of callback.
+	MetricWatcherNotifications = "xdslens_xds_client_watcher_notifications_total"
+	// MetricStreamsStarted is the counter xdslens.xds_client.streams_started:
+	// ADS streams created.
+	MetricStreamsStarted = "xdslens_xds_client_streams_started_total"
+	// MetricStreamsEnded is the counter xdslens.xds_client.streams_ended:
+	// ADS streams that ended, by [LabelResponseReceived].
+	MetricStreamsEnded = "xdslens_xds_client_streams_ended_total"
+)
+
+// Prometheus label names of those series.
+const (
+	// LabelTarget is grpc.target: the client's target (its pool key).
+	LabelTarget = "grpc_target"
+	// LabelServer is grpc.xds.server: the server URI from the bootstrap.
+	LabelServer = "grpc_xds_server"
+	// LabelAuthority is grpc.xds.authority: "#old" for old-style names,
+	// else the xdstp:// authority.
+	LabelAuthority = "grpc_xds_authority"
+	// LabelResourceType is grpc.xds.resource_type, such as
+	// envoy.config.cluster.v3.Cluster.
+	LabelResourceType = "grpc_xds_resource_type"
+	// LabelCacheState is grpc.xds.cache_state; its values are
+	// [CacheStates].
+	LabelCacheState = "grpc_xds_cache_state"
+	// LabelOutcome is the outcome of a fetch on [MetricFetchDuration]: the
+	// state the entry left requested for (acked, nacked, received_error),
+	// does_not_exist or timeout when the timer fired, interrupted when the
+	// stream broke first.
+	LabelOutcome = "outcome"
+	// LabelKind is the kind of callback on [MetricWatcherNotifications]:
+	// resource, resource_error or ambient_error.
+	LabelKind = "kind"
+	// LabelResponseReceived tells on [MetricStreamsEnded] whether the
+	// stream had read a response: "true" or "false" (a gRFC A57 failure).
+	LabelResponseReceived = "response_received"
+	// LabelPriority is the index of the server in its authority's server
+	// list ("0" is the primary). Package telemetry does not export it on
+	// [MetricAuthorityServer] yet; the fallback alert uses it when present
+	// and infers fallback from the connected gauge when absent.
+	LabelPriority = "priority"
+)
+
+// Fetch outcomes, values of [LabelOutcome].
+const (
+	// outcomesAnswered matches the fetches the server answered: the
+	// resource arrived (valid or not) or the server sent an error for it.
+	outcomesAnswered = "acked|nacked|received_error"
+	// outcomesTimer matches the fetches ended by the does-not-exist timer.
+	outcomesTimer = "does_not_exist|timeout"
+)
+
+// CacheStates are the values of [LabelCacheState] (gRFC A78 with the gRFC
+// A88 additions), in the order the dashboards list them: the healthy state
+// first, then the states that need attention.
+var CacheStates = []string{
+	"acked",
+	"requested",
+	"does_not_exist",
+	"does_not_exist_but_cached",
+	"timeout",
+	"nacked",
+	"nacked_but_cached",
+	"received_error",
+	"received_error_but_cached",
+}
+
+// stateColors is the color each cache state is drawn in: green for acked,
+// blue for waiting, red for states without a usable resource, orange for
+// states that still serve an older resource, purple for errors the server
+// sent.
+var stateColors = map[string]string{
+	"acked":                     "green",
+	"requested":                 "blue",
+	"does_not_exist":            "red",
+	"does_not_exist_but_cached": "orange",
+	"timeout":                   "dark-red",
+	"nacked":                    "semi-dark-red",
+	"nacked_but_cached":         "yellow",
+	"received_error":            "purple",
+	"received_error_but_cached": "light-purple",
+}
