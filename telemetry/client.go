@@ -286,7 +286,13 @@ func (cm *clientMetrics) cacheStateChanged(i xdsclient.CacheStateInfo) {
 		if f := cm.pending[k]; f != nil {
 			delete(cm.pending, k)
 			if outcome := outcomeOf(i.New); outcome != "" {
-				r = record{time.Since(f.start), cm.serverType(f.server, i.TypeURL).outcome(outcome)}
+				// The server that answered: after a switch back (gRFC
+				// A71) it is not the one the fetch started on.
+				server := i.Server
+				if server == "" {
+					server = f.server
+				}
+				r = record{time.Since(f.start), cm.serverType(server, i.TypeURL).outcome(outcome)}
 			}
 		}
 	}
