@@ -15,7 +15,7 @@
 //	--bootstrap FILE         bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
 //	                         with none of them it starts an embedded demo control plane
 //	--target NAME            pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
-//	--csds-addr HOST:PORT    serve CSDS there (not supported yet: a warning is printed)
+//	--csds-addr HOST:PORT    serve CSDS there (":0" style ports allowed)
 //	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (not supported yet: a warning is printed)
 //	--resource-timeout DUR   base does-not-exist timer (default 15s)
 //	--output text|json       text for people (default), JSON lines for programs

@@ -17,12 +17,6 @@ var errNotSupported = errors.New("not supported yet")
 // that stops the server, or errNotSupported.
 type serveFunc func(addr string, client *xdsclient.Client) (bound string, stop func(), err error)
 
-// serveCSDS would serve the Client Status Discovery Service for client on
-// addr, with client_scope set to the client's target.
-func serveCSDS(addr string, client *xdsclient.Client) (string, func(), error) {
-	return "", nil, errNotSupported
-}
-
 // serveMetrics would serve the client's A78 metrics as Prometheus text on
 // http://addr/metrics.
 func serveMetrics(addr string, client *xdsclient.Client) (string, func(), error) {

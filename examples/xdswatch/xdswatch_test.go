@@ -254,12 +254,12 @@ func TestStdinCommands(t *testing.T) {
 	}
 }
 
-// TestNotSupportedServers gives --csds-addr and --metrics-addr: one stderr
-// line each, empty addresses in the listening line, and watching goes on.
+// TestNotSupportedServers gives --metrics-addr: one stderr line, an empty
+// address in the listening line, and watching goes on.
 func TestNotSupportedServers(t *testing.T) {
-	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "lds:demo")
+	p := startProc(t, cleanEnv(), "--output", "json", "--metrics-addr", "127.0.0.1:0", "lds:demo")
 	p.listening(t)
-	for _, flag := range []string{"--csds-addr", "--metrics-addr"} {
+	for _, flag := range []string{"--metrics-addr"} {
 		if l := p.errLine(t); !strings.HasPrefix(l, "xdswatch: "+flag) || !strings.Contains(l, "not supported yet") {
 			t.Errorf("stderr line %q, want one saying %s is not supported yet", l, flag)
 		}
