@@ -1,9 +1,9 @@
 package csds_test
 
-// grpcdebug (github.com/grpc-ecosystem/grpcdebug) cannot be installed here,
-// so these tests read the response the way its `xds status` and `xds
-// config` commands do: the same fields, the same field accesses (no nil
-// checks where grpcdebug has none), the same JSON options.
+// These tests read the response the way the `xds status` and `xds config`
+// commands of grpcdebug (github.com/grpc-ecosystem/grpcdebug) do: the same
+// fields, the same field accesses (no nil checks where grpcdebug has none),
+// the same JSON options, in its current and older builds.
 
 import (
 	"fmt"
