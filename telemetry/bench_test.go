@@ -1,0 +1,188 @@
+package telemetry_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslens/xdslens/telemetry"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// pushServer is a minimal ADS server for benchmarks: it sends whatever is
+// pushed to it on every stream and drains the client's requests.
+type pushServer struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+	push     chan *discoveryv3.DiscoveryResponse
+	requests chan *discoveryv3.DiscoveryRequest
+}
+
+func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			req, err := st.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case s.requests <- req:
+			default:
+			}
+		}
+	}()
+	for {
+		select {
+		case resp := <-s.push:
+			if err := st.Send(resp); err != nil {
+				return err
+			}
+		case err := <-errc:
+			return err
+		}
+	}
+}
+
+func startPushServer(b *testing.B) (*pushServer, string) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &pushServer{push: make(chan *discoveryv3.DiscoveryResponse), requests: make(chan *discoveryv3.DiscoveryRequest, 1)}
+	g := grpc.NewServer()
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s)
+	go g.Serve(lis)
+	b.Cleanup(g.Stop)
+	return s, lis.Addr().String()
+}
+
+// cdsResponse is a full-state CDS response of n EDS clusters; variant
+// changes every cluster's bytes.
+func cdsResponse(n, variant int) *discoveryv3.DiscoveryResponse {
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: cdsURL, VersionInfo: fmt.Sprint(variant), Nonce: fmt.Sprint(variant)}
+	for i := range n {
+		c := cluster(fmt.Sprintf("c%d", i))
+		c.ConnectTimeout = durationpb.New(time.Duration(variant+1) * time.Second)
+		a, _ := anypb.New(c)
+		resp.Resources = append(resp.Resources, a)
+	}
+	return resp
+}
+
+// BenchmarkCDSFullState is the client's update benchmark (one full-state
+// CDS response of n clusters, every one changed or none, to one watcher
+// per cluster) with the telemetry hooks attached (telemetry=on, an SDK
+// MeterProvider with a ManualReader) and without (telemetry=off). Compare
+// with benchstat -col /telemetry.
+func BenchmarkCDSFullState(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		responses := [2]*discoveryv3.DiscoveryResponse{cdsResponse(n, 0), cdsResponse(n, 1)}
+		for _, changed := range []bool{true, false} {
+			for _, on := range []bool{false, true} {
+				name := fmt.Sprintf("changed=%v/n=%d/telemetry=%s", changed, n, map[bool]string{true: "on", false: "off"}[on])
+				b.Run(name, func(b *testing.B) { benchClient(b, n, responses, changed, on) })
+			}
+		}
+	}
+}
+
+func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryResponse, changed, telemetryOn bool) {
+	srv, addr := startPushServer(b)
+	c, err := xdsclient.New(parseBootstrap(b, bootstrapJSON(addr, nil, "")), clientOptions()...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var reader *sdkmetric.ManualReader
+	if telemetryOn {
+		reader, _ = newMetrics(b, c)
+		defer c.AddHooks(&xdsclient.Hooks{ResponseReceived: func(xdsclient.ResponseInfo) { events.notify() }})()
+	}
+	var delivered atomic.Int64
+	all := make(chan struct{}, 1)
+	w := xdsclient.WatcherFuncs{OnResourceChanged: func(*xdsclient.Resource, error) {
+		if delivered.Add(1) == int64(n) {
+			all <- struct{}{}
+		}
+	}}
+	for i := range n {
+		defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
+	}
+	srv.push <- responses[0]
+	<-all
+	wire, _ := proto.Marshal(responses[0])
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		delivered.Store(0)
+		if changed {
+			srv.push <- responses[i%2]
+			<-all
+		} else {
+			srv.push <- responses[0]
+			<-srv.requests
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "resources/s")
+	if reader != nil {
+		// The metrics saw every update. The last response's hooks may
+		// run after its ACK or its callbacks, so wait for them.
+		want := map[string]float64{lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, addr,
+			telemetry.KeyResourceType, cdsName): float64(n) * float64(b.N+1)}
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		waitSeries(b, ctx, reader, telemetry.MetricResourceUpdatesValid, want)
+	}
+}
+
+// BenchmarkCollectClient measures one collection with n resources cached
+// by a real client (compare BenchmarkCollect, which reaches 100k
+// resources through the hooks directly).
+func BenchmarkCollectClient(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			srv, addr := startPushServer(b)
+			c, err := xdsclient.New(parseBootstrap(b, bootstrapJSON(addr, nil, "")), clientOptions()...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			reader, _ := newMetrics(b, c)
+			var delivered atomic.Int64
+			all := make(chan struct{}, 1)
+			w := xdsclient.WatcherFuncs{OnResourceChanged: func(*xdsclient.Resource, error) {
+				if delivered.Add(1) == int64(n) {
+					all <- struct{}{}
+				}
+			}}
+			for i := range n {
+				defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
+			}
+			srv.push <- cdsResponse(n, 0)
+			<-all
+			var rm metricdata.ResourceMetrics
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := reader.Collect(context.Background(), &rm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
