@@ -95,3 +95,48 @@ func total(rm metricdata.ResourceMetrics) int64 {
 	}
 	return sum
 }
+
+// BenchmarkHook measures the hooks that run on the update path, one call
+// each: the per-resource ones (WatcherNotified on every callback,
+// CacheStateChanged on every state change) and the per-response one.
+func BenchmarkHook(b *testing.B) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	m, err := newMetrics(mp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	m.mu.Lock()
+	cm := m.track("bench")
+	m.mu.Unlock()
+	h := cm.hooks()
+	cds := xdsresource.ClusterType.TypeURL()
+	b.Run("WatcherNotified", func(b *testing.B) {
+		info := xdsclient.NotificationInfo{Target: "bench", TypeURL: cds, Name: "c1", Kind: xdsclient.NotifyResource}
+		b.ReportAllocs()
+		for b.Loop() {
+			h.WatcherNotified(info)
+		}
+	})
+	b.Run("CacheStateChanged", func(b *testing.B) {
+		info := xdsclient.CacheStateInfo{Target: "bench", Authority: "#old", TypeURL: cds, Name: "c1", Server: "xds.example.com:443",
+			Old: xdsclient.StateACKed, OldCached: true, New: xdsclient.StateNACKed, NewCached: true}
+		back := info
+		back.Old, back.New = info.New, info.Old
+		h.CacheStateChanged(xdsclient.CacheStateInfo{Target: "bench", Authority: "#old", TypeURL: cds, Name: "c1", New: xdsclient.StateACKed, NewCached: true})
+		b.ReportAllocs()
+		for b.Loop() {
+			h.CacheStateChanged(info)
+			h.CacheStateChanged(back)
+		}
+	})
+	b.Run("ResponseReceived", func(b *testing.B) {
+		info := xdsclient.ResponseInfo{Target: "bench", Server: "xds.example.com:443", TypeURL: cds, Valid: 1000}
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ResponseReceived(info)
+		}
+	})
+}

@@ -16,7 +16,7 @@
 //	                         with none of them it starts an embedded demo control plane
 //	--target NAME            pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
 //	--csds-addr HOST:PORT    serve CSDS there (":0" style ports allowed)
-//	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (not supported yet: a warning is printed)
+//	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (the metrics of package telemetry)
 //	--resource-timeout DUR   base does-not-exist timer (default 15s)
 //	--output text|json       text for people (default), JSON lines for programs
 //	--stdin                  also read commands from standard input, one a line:

@@ -17,12 +17,6 @@ var errNotSupported = errors.New("not supported yet")
 // that stops the server, or errNotSupported.
 type serveFunc func(addr string, client *xdsclient.Client) (bound string, stop func(), err error)
 
-// serveMetrics would serve the client's A78 metrics as Prometheus text on
-// http://addr/metrics.
-func serveMetrics(addr string, client *xdsclient.Client) (string, func(), error) {
-	return "", nil, errNotSupported
-}
-
 // sidecars are the servers started beside the watches.
 type sidecars struct {
 	// csds and metrics are the bound addresses, "" when not serving.

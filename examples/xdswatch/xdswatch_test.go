@@ -254,22 +254,6 @@ func TestStdinCommands(t *testing.T) {
 	}
 }
 
-// TestNotSupportedServers gives --metrics-addr: one stderr line, an empty
-// address in the listening line, and watching goes on.
-func TestNotSupportedServers(t *testing.T) {
-	p := startProc(t, cleanEnv(), "--output", "json", "--metrics-addr", "127.0.0.1:0", "lds:demo")
-	p.listening(t)
-	for _, flag := range []string{"--metrics-addr"} {
-		if l := p.errLine(t); !strings.HasPrefix(l, "xdswatch: "+flag) || !strings.Contains(l, "not supported yet") {
-			t.Errorf("stderr line %q, want one saying %s is not supported yet", l, flag)
-		}
-	}
-	if e := p.event(t); e.Event != eventResource || e.Type != "lds" || e.Name != "demo" {
-		t.Fatalf("got %v, want resource lds demo", e)
-	}
-	p.interrupt(t)
-}
-
 // TestUsageErrors checks that every bad command line or bootstrap ends with
 // status 2 and exactly one line on stderr.
 func TestUsageErrors(t *testing.T) {

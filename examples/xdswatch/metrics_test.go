@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// metricsScenario runs xdswatch with --metrics-addr on port 0 against a
+// scripted ADS server, watching cds c1 and c2: the first ADS stream ends
+// before any response (a server failure), the second delivers a valid c1
+// and an invalid c2. It returns the process, the bound metrics address and
+// the xDS server's address, once xdswatch has printed the callbacks of
+// that response.
+func metricsScenario(t *testing.T) (p *proc, metricsAddr, xdsServer string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	srv := xdstest.NewADSServer(t)
+	bootstrapFile := filepath.Join(t.TempDir(), "bootstrap.json")
+	bs := fmt.Sprintf(`{"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}], "node": {"id": %q}}`, srv.Addr(), testNodeID)
+	if err := os.WriteFile(bootstrapFile, []byte(bs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = startProc(t, cleanEnv(), "--bootstrap", bootstrapFile, "--output", "json", "--metrics-addr", "127.0.0.1:0", "cds:c1", "cds:c2")
+	l := p.event(t)
+	if l.Event != eventListening || l.Metrics == nil || !strings.HasPrefix(*l.Metrics, "127.0.0.1:") || strings.HasSuffix(*l.Metrics, ":0") {
+		t.Fatalf("first line %+v, want listening with the bound metrics address", l)
+	}
+
+	cds := xdsresource.ClusterType.TypeURL()
+	st, err := srv.NextStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecvType(ctx, cds); err != nil {
+		t.Fatal(err)
+	}
+	st.End(status.Error(codes.Unavailable, "scripted failure"))
+	for range 2 {
+		if e := p.event(t); e.Event != eventResourceError || e.Code != "UNAVAILABLE" {
+			t.Fatalf("got %v, want an UNAVAILABLE resource error", e)
+		}
+	}
+	if st, err = srv.NextStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecvType(ctx, cds); err != nil {
+		t.Fatal(err)
+	}
+	invalid := &clusterv3.Cluster{Name: "c2", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
+	if err := st.Send(xdstest.Response(cds, "1", controlplane.Cluster("c1", "c1"), invalid)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		e := p.event(t)
+		got[e.Event+" "+e.Name+" "+e.Code] = true
+	}
+	if !got[eventResource+" c1 "] || !got[eventResourceError+" c2 INVALID_ARGUMENT"] {
+		t.Fatalf("events %v, want resource c1 and an INVALID_ARGUMENT resource_error for c2", got)
+	}
+	return p, *l.Metrics, srv.Addr()
+}
+
+// expectedSeries are the five gRFC A78 series after metricsScenario, by
+// Prometheus name, with the labels that identify them.
+func expectedSeries(xdsServer string) []struct {
+	name   string
+	labels map[string]string
+	value  float64
+} {
+	const cluster = "envoy.config.cluster.v3.Cluster"
+	srv := map[string]string{"grpc_target": "xdswatch", "grpc_xds_server": xdsServer}
+	typ := map[string]string{"grpc_target": "xdswatch", "grpc_xds_server": xdsServer, "grpc_xds_resource_type": cluster}
+	res := func(state string) map[string]string {
+		return map[string]string{"grpc_target": "xdswatch", "grpc_xds_authority": "#old", "grpc_xds_cache_state": state, "grpc_xds_resource_type": cluster}
+	}
+	return []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"grpc_xds_client_connected", srv, 1},
+		{"grpc_xds_client_server_failure_total", srv, 1},
+		{"grpc_xds_client_resource_updates_valid_total", typ, 1},
+		{"grpc_xds_client_resource_updates_invalid_total", typ, 1},
+		{"grpc_xds_client_resources", res("acked"), 1},
+		{"grpc_xds_client_resources", res("nacked"), 1},
+	}
+}
+
+// selector renders a PromQL series selector.
+func selector(name string, labels map[string]string) string {
+	var ms []string
+	for k, v := range labels {
+		ms = append(ms, fmt.Sprintf("%s=%q", k, v))
+	}
+	return name + "{" + strings.Join(ms, ",") + "}"
+}
+
+// poll calls check every tick until it returns "" or the deadline passes,
+// and returns its last complaint. The process it observes tells nothing
+// when its state changes, hence the ticker.
+func poll(deadline time.Duration, check func() string) string {
+	timeout := time.NewTimer(deadline)
+	defer timeout.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		msg := check()
+		if msg == "" {
+			return ""
+		}
+		select {
+		case <-tick.C:
+		case <-timeout.C:
+			return msg
+		}
+	}
+}
+
+// TestMetrics scrapes xdswatch's /metrics directly.
+func TestMetrics(t *testing.T) {
+	p, addr, xdsServer := metricsScenario(t)
+	if msg := poll(testTimeout, func() string {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err.Error()
+		}
+		for _, want := range expectedSeries(xdsServer) {
+			if !hasSample(string(body), want.name, want.labels, want.value) {
+				return fmt.Sprintf("no sample %s %v in\n%s", selector(want.name, want.labels), want.value, body)
+			}
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
+	}
+	p.interrupt(t)
+}
+
+// hasSample reports whether the text exposition body has a sample of name
+// whose labels include labels, with value.
+func hasSample(body, name string, labels map[string]string, value float64) bool {
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if !strings.Contains(rest, fmt.Sprintf("%s=%q", k, v)) {
+				match = false
+			}
+		}
+		if match && strings.HasSuffix(line, fmt.Sprintf("} %v", value)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMetricsPrometheus lets a real Prometheus scrape xdswatch every
+// second and checks, through Prometheus's HTTP API, that each of the five
+// gRFC A78 series exists with the expected labels and value.
+func TestMetricsPrometheus(t *testing.T) {
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus is not installed (Debian package prometheus; .ci/run installs it)")
+	}
+	p, addr, xdsServer := metricsScenario(t)
+	api := startPrometheus(t, prom, addr)
+
+	for _, want := range expectedSeries(xdsServer) {
+		q := selector(want.name, want.labels)
+		var got []promSample
+		if msg := poll(60*time.Second, func() string {
+			got, err = promQuery(api, q)
+			if err != nil {
+				return err.Error()
+			}
+			if len(got) != 1 || got[0].value != want.value || got[0].labels["job"] != "xdswatch" {
+				return fmt.Sprintf("%s: got %+v, want one sample of job xdswatch with value %v", q, got, want.value)
+			}
+			return ""
+		}); msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	// The metrics carry no state beyond the five series' labels: every
+	// series of resources is one of the two expected.
+	all, err := promQuery(api, `grpc_xds_client_resources{job="xdswatch"}`)
+	if err != nil || len(all) != 2 {
+		t.Errorf("grpc_xds_client_resources: %+v, %v; want the acked and the nacked series only", all, err)
+	}
+	p.interrupt(t)
+}
+
+// startPrometheus runs prometheus on a loopback port, scraping target
+// every second into a temporary directory, and returns the base URL of its
+// HTTP API once it is ready. The process is stopped by its PID when the
+// test ends.
+func startPrometheus(t *testing.T, binary, target string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	config := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: xdswatch\n    static_configs:\n      - targets: [%q]\n", target)
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Prometheus has no way to report a port chosen by the system: take a
+	// free one and give it back just before Prometheus binds it.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := lis.Addr().String()
+	lis.Close()
+	out := newLineWriter()
+	cmd := exec.Command(binary,
+		"--config.file="+cfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+listen,
+		"--log.level=warn")
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		timer := time.NewTimer(testTimeout)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	base := "http://" + listen
+	if msg := poll(testTimeout, func() string {
+		select {
+		case <-done:
+			return "prometheus exited: " + strings.Join(drain(out.lines), "\n") + out.rest()
+		default:
+		}
+		resp, err := http.Get(base + "/-/ready")
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "prometheus: /-/ready: " + resp.Status
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
+	}
+	return base
+}
+
+type promSample struct {
+	labels map[string]string
+	value  float64
+}
+
+// promQuery runs an instant query through Prometheus's HTTP API.
+func promQuery(base, query string) ([]promSample, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("query %s: %v", query, err)
+	}
+	if body.Status != "success" || body.Data.ResultType != "vector" {
+		return nil, fmt.Errorf("query %s: status %q %s, result type %q", query, body.Status, body.Error, body.Data.ResultType)
+	}
+	var out []promSample
+	for _, r := range body.Data.Result {
+		s := promSample{labels: r.Metric}
+		v, _ := r.Value[1].(string)
+		if _, err := fmt.Sscan(v, &s.value); err != nil {
+			return nil, fmt.Errorf("query %s: value %v: %v", query, r.Value[1], err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
