@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,6 +52,7 @@ type Client struct {
 	authorities map[string]*authority
 	byHash      map[string]map[uint64]*entry // held resources by type URL and hash of their bytes
 	toClose     []*channel                   // channels to close once c.mu is released
+	nEntries    int                          // cache entries, for Dump's allocation
 	streamSeq   uint64                       // ADS streams started, over all servers; a stream's ID
 	respGen     uint64                       // responses handled, over all servers
 	notes       []notification               // watcher callbacks to queue on unlock
@@ -224,6 +225,7 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 			return func() {}
 		}
 		byName[name] = e
+		c.nEntries++
 	}
 	e.watchers = append(e.watchers, ref)
 	switch {
@@ -273,6 +275,7 @@ func (c *Client) cancelWatch(e *entry, ref *watcherRef) {
 	}
 	e.auth.removeEntryLocked(e)
 	delete(c.entries[e.typ.TypeURL()], e.name)
+	c.nEntries--
 	c.setStateLocked(e, StateNone, nil, 0)
 }
 
@@ -286,6 +289,8 @@ func (c *Client) Close() {
 		return
 	}
 	c.closed = true
+	c.entries = map[string]map[string]*entry{}
+	c.nEntries = 0
 	chans := make([]*channel, 0, len(c.channels))
 	for _, ch := range c.channels {
 		chans = append(chans, ch)
@@ -408,14 +413,15 @@ type EntrySnapshot struct {
 }
 
 // Dump returns every cache entry, sorted by type URL and name. It holds the
-// client's lock only to copy the entries' fields.
+// client's lock only to copy the entries' fields; the snapshots share the
+// cache's resources and bytes (Resource, FailedRaw), which must not be
+// modified. A closed client has no entries.
 func (c *Client) Dump() []EntrySnapshot {
 	c.mu.Lock()
-	n := 0
-	for _, m := range c.entries {
-		n += len(m)
-	}
+	n := c.nEntries
+	c.mu.Unlock()
 	out := make([]EntrySnapshot, 0, n)
+	c.mu.Lock()
 	for _, m := range c.entries {
 		for _, e := range m {
 			s := EntrySnapshot{
@@ -433,11 +439,11 @@ func (c *Client) Dump() []EntrySnapshot {
 		}
 	}
 	c.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].TypeURL != out[j].TypeURL {
-			return out[i].TypeURL < out[j].TypeURL
+	slices.SortFunc(out, func(a, b EntrySnapshot) int {
+		if c := strings.Compare(a.TypeURL, b.TypeURL); c != 0 {
+			return c
 		}
-		return out[i].Name < out[j].Name
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
 }

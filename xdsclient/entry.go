@@ -197,12 +197,13 @@ func (c *Client) dataErrorLocked(e *entry, state CacheState, err error) {
 // applyInvalidLocked records a resource that failed validation (NACK).
 func (c *Client) applyInvalidLocked(e *entry, raw *anypb.Any, cause error, version string, now time.Time) {
 	e.ch.stopTimerLocked(e)
+	err := c.resourceErrorf(codes.InvalidArgument, e, e.ch.uri, "rejected (NACK) version %q: %v", version, cause)
 	if e.state == StateNACKed && e.failedRaw != nil && string(e.failedRaw.GetValue()) == string(raw.GetValue()) {
-		// The same invalid bytes again: nothing new to tell watchers.
-		e.failedVersion, e.failedAt = version, now
+		// The same invalid bytes again: the cache records the new attempt,
+		// watchers have nothing new to learn.
+		c.recordFailureLocked(e, err, version, raw, now)
 		return
 	}
-	err := c.resourceErrorf(codes.InvalidArgument, e, e.ch.uri, "rejected (NACK) version %q: %v", version, cause)
 	c.recordFailureLocked(e, err, version, raw, now)
 	c.dataErrorLocked(e, StateNACKed, err)
 }
