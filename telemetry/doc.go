@@ -12,12 +12,12 @@
 //
 // # gRFC A78 instruments
 //
-//	name                                  kind                  unit        labels
-//	grpc.xds_client.connected             Int64ObservableGauge  {bool}      grpc.target, grpc.xds.server
-//	grpc.xds_client.server_failure        Int64Counter          {failure}   grpc.target, grpc.xds.server
-//	grpc.xds_client.resource_updates_valid   Int64Counter       {resource}  grpc.target, grpc.xds.server, grpc.xds.resource_type
-//	grpc.xds_client.resource_updates_invalid Int64Counter       {resource}  grpc.target, grpc.xds.server, grpc.xds.resource_type
-//	grpc.xds_client.resources             Int64ObservableGauge  {resource}  grpc.target, grpc.xds.authority, grpc.xds.cache_state, grpc.xds.resource_type
+//	name                                      kind                  unit        labels
+//	grpc.xds_client.connected                 Int64ObservableGauge  {bool}      grpc.target, grpc.xds.server
+//	grpc.xds_client.server_failure            Int64Counter          {failure}   grpc.target, grpc.xds.server
+//	grpc.xds_client.resource_updates_valid    Int64Counter          {resource}  grpc.target, grpc.xds.server, grpc.xds.resource_type
+//	grpc.xds_client.resource_updates_invalid  Int64Counter          {resource}  grpc.target, grpc.xds.server, grpc.xds.resource_type
+//	grpc.xds_client.resources                 Int64ObservableGauge  {resource}  grpc.target, grpc.xds.authority, grpc.xds.cache_state, grpc.xds.resource_type
 //
 // grpc.xds.resource_type is the type URL without "type.googleapis.com/"
 // (envoy.config.cluster.v3.Cluster); grpc.xds.authority is "#old" for names
@@ -58,8 +58,12 @@
 //   - the timer stops because the watch was cancelled (the entry is
 //     removed): nothing is recorded.
 //
-// Entries the client was already waiting for when the hooks were attached
-// are not measured. The buckets run from 1ms to 60s and include 15s and
+// grpc.xds.server is the server that answered (after a switch back to a
+// higher priority server, gRFC A71, not the one the fetch started on), or
+// for interrupted fetches the server whose stream broke. Entries the
+// client was already waiting for when the hooks were attached are not
+// measured, nor are answers the client applies before it has finished
+// sending the subscription (the timer never starts for them). The buckets run from 1ms to 60s and include 15s and
 // 30s, the default timers.
 //
 // authority_server is 1 for the server each authority uses (hook
