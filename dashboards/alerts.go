@@ -115,8 +115,8 @@ var fallbackExpr = "(" + sel(MetricAuthorityServer, LabelPriority+`=~"[1-9][0-9]
 	"  (" + sel(MetricAuthorityServer, LabelPriority+`=""`) + " == 1)\n" +
 	"  and on (job, instance, " + LabelTarget + ")\n" +
 	"  (\n" +
-	"    (" + MetricConnected + " == 0)\n" +
-	"    unless on (job, instance, " + LabelTarget + ", " + LabelServer + ")\n" +
+	"    (" + connectedOrFailed() + " == 0)\n" +
+	"    unless on (" + serverKey + ")\n" +
 	"    (" + MetricAuthorityServer + " == 1)\n" +
 	"  )\n" +
 	")"
@@ -136,7 +136,7 @@ func AlertRules(o AlertOptions) []RuleGroup {
 	rules := []Rule{
 		{
 			Alert:    AlertServerDisconnected,
-			Expr:     MetricConnected + " == 0",
+			Expr:     connectedOrFailed() + " == 0",
 			For:      o.DisconnectedFor,
 			Severity: "critical",
 			Summary:  "xDS client has no working ADS stream to {{ $labels.grpc_xds_server }}",

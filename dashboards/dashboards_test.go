@@ -273,15 +273,26 @@ func promQLProblems(expr string) []error {
 		if !ok {
 			return nil
 		}
-		known, ok := seriesLabels[vs.Name]
-		if !ok {
-			errs = append(errs, fmt.Errorf("unknown series %q in %q", vs.Name, expr))
-			return nil
+		names := []string{vs.Name}
+		if vs.Name == "" {
+			// {__name__=~"a|b"}: each alternative must be known.
+			for _, m := range vs.LabelMatchers {
+				if m.Name == "__name__" {
+					names = strings.Split(m.Value, "|")
+				}
+			}
 		}
-		metrics = append(metrics, vs.Name)
-		for _, m := range vs.LabelMatchers {
-			if m.Name != "__name__" && !slices.Contains(known, m.Name) && !slices.Contains(scrapeLabels, m.Name) {
-				errs = append(errs, fmt.Errorf("series %s has no label %q (in %q)", vs.Name, m.Name, expr))
+		for _, name := range names {
+			known, ok := seriesLabels[name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("unknown series %q in %q", name, expr))
+				continue
+			}
+			metrics = append(metrics, name)
+			for _, m := range vs.LabelMatchers {
+				if m.Name != "__name__" && !slices.Contains(known, m.Name) && !slices.Contains(scrapeLabels, m.Name) {
+					errs = append(errs, fmt.Errorf("series %s has no label %q (in %q)", name, m.Name, expr))
+				}
 			}
 		}
 		return nil
@@ -337,6 +348,7 @@ func TestPromQLCheckCatchesMistakes(t *testing.T) {
 		`grpc_xds_client_connected{grpc_xds_authority="a"}`,
 		`sum by (grpc_xds_cache_state) (grpc_xds_client_connected)`,
 		`sum(rate(grpc_xds_client_connected[1m])`,
+		`{__name__=~"grpc_xds_client_connected|grpc_xds_client_conected"}`,
 	} {
 		if len(promQLProblems(expr)) == 0 {
 			t.Errorf("checkPromQL accepted %q", expr)

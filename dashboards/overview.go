@@ -22,8 +22,9 @@ const (
 // Queries shared by both dashboards.
 var (
 	// exprConnected is the connected gauge of the selected clients and
-	// servers.
-	exprConnected = sel(MetricConnected, mTarget, mServer)
+	// servers, with 0 for the servers that have failed but never had the
+	// gauge (see connectedOrFailed).
+	exprConnected = connectedOrFailed(mTarget, mServer)
 	// exprNotAcked counts the cache entries outside acked, per target,
 	// authority, type and state.
 	exprNotAcked = sumBy(
@@ -222,7 +223,7 @@ func activeServerTable() cog.Builder[dashboard.Panel] {
 		WithTarget(instantTable("A",
 			"("+sel(MetricAuthorityServer, mTarget, mAuthority, mServer)+" == 1)"+
 				" * on (job, instance, "+LabelTarget+", "+LabelServer+") group_left() "+
-				"max by (job, instance, "+LabelTarget+", "+LabelServer+") ("+MetricConnected+")")).
+				"max by (job, instance, "+LabelTarget+", "+LabelServer+") ("+connectedOrFailed()+")")).
 		OverrideByName("Value", []dashboard.DynamicConfigValue{
 			{Id: "mappings", Value: connectedMapping()},
 			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background"}},

@@ -35,8 +35,12 @@ var (
 // interval and the zoom.
 const rateInterval = "$__rate_interval"
 
-// sel returns the selector metric{matchers...}.
+// sel returns the selector metric{matchers...}, or metric alone without
+// matchers.
 func sel(metric string, matchers ...string) string {
+	if len(matchers) == 0 {
+		return metric
+	}
 	return metric + "{" + strings.Join(matchers, ", ") + "}"
 }
 
@@ -116,10 +120,10 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 			Type("prometheus"),
 		queryVar(varTarget, "Target",
 			"The client's target (grpc.target): one xDS client per target in a pool.",
-			fmt.Sprintf("label_values(%s, %s)", MetricConnected, LabelTarget)),
+			fmt.Sprintf("label_values(%s, %s)", MetricResources, LabelTarget)),
 		queryVar(varServer, "xDS server",
 			"The xDS server URI from the bootstrap (grpc.xds.server).",
-			fmt.Sprintf("label_values(%s, %s)", sel(MetricConnected, mTarget), LabelServer)),
+			fmt.Sprintf("label_values(%s, %s)", sel("", `__name__=~"`+MetricConnected+"|"+MetricServerFailures+`"`, mTarget), LabelServer)),
 		queryVar(varResourceType, "Resource type",
 			"The xDS resource type (grpc.xds.resource_type), such as envoy.config.cluster.v3.Cluster.",
 			fmt.Sprintf("label_values(%s, %s)", sel(MetricResources, mTarget), LabelResourceType)),

@@ -1,0 +1,723 @@
+package dashboards_test
+
+// The end-to-end test: xdswatch, built from examples/xdswatch, watches
+// clusters on scripted ADS servers through a scenario that leaves one
+// cache entry in each of the nine cache states, a real Prometheus scrapes
+// its metrics, and every panel query and every alert expression is
+// evaluated through Prometheus's HTTP API.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/dashboards"
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
+)
+
+const (
+	cdsURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	// cdsType is the grpc_xds_resource_type label of clusters.
+	cdsType = "envoy.config.cluster.v3.Cluster"
+	// slowAnswer is how long the scripted primary server waits before it
+	// answers the one subscription the scenario makes slow: the stimulus
+	// for the fetch latency alert, whose end-to-end SLO is below it.
+	slowAnswer = 300 * time.Millisecond
+	// e2eSLO is the latency SLO of the end-to-end alert rules.
+	e2eSLO = 200 * time.Millisecond
+	// rateWindow stands for $__rate_interval: longer than the scenario, so
+	// that every rate covers all of it.
+	rateWindow = "1m"
+	// deadline bounds every wait on Prometheus.
+	deadline = 90 * time.Second
+)
+
+// Cluster names of the scenario on the primary server (authority #old),
+// with the cache state each ends in.
+const (
+	cAcked        = "c-acked"         // acked
+	cNacked       = "c-nacked"        // nacked: only an invalid version was sent
+	cNackedCached = "c-nacked-cached" // nacked_but_cached: valid, then invalid
+	cError        = "c-error"         // received_error: only a TP3 error
+	cErrorCached  = "c-error-cached"  // received_error_but_cached: valid, then a TP3 error
+	cDeleted      = "c-deleted"       // does_not_exist_but_cached: valid, then left out
+	cMissing      = "c-missing"       // does_not_exist: never sent
+	cSlow         = "c-slow"          // acked, answered after slowAnswer
+	// cInterrupted is subscribed on a stream that then ends before the
+	// answer (a fetch interrupted); later left out: does_not_exist.
+	cInterrupted = "c-interrupted"
+)
+
+// xdstp:// clusters of the other authorities.
+func xdstpCluster(authority, name string) string {
+	return "xdstp://" + authority + "/" + cdsType + "/" + name
+}
+
+var (
+	// cRequested is on an authority whose only server is down: requested.
+	cRequested = xdstpCluster("dead.example", "c-requested")
+	// cFallback is on an authority whose primary is down: acked from the
+	// fallback server.
+	cFallback = xdstpCluster("fb.example", "c-fallback")
+	// cTimeout is on an authority whose server has
+	// resource_timer_is_transient_error and never answers: timeout.
+	cTimeout = xdstpCluster("timeout.example", "c-timeout")
+)
+
+// cluster returns a valid cluster; xdstp:// clusters get the EDS service
+// name they need.
+func cluster(name string) *clusterv3.Cluster {
+	eds := ""
+	if strings.HasPrefix(name, "xdstp://") {
+		eds = strings.Replace(name, cdsType, "envoy.config.endpoint.v3.ClusterLoadAssignment", 1)
+	}
+	return controlplane.Cluster(name, eds)
+}
+
+// invalidCluster returns a cluster the client rejects.
+func invalidCluster(name string) *clusterv3.Cluster {
+	c := cluster(name)
+	c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{{Name: "unsupported"}}
+	return c
+}
+
+// firstResponse holds valid versions of every cluster that ends cached,
+// and the first answers of the clusters that are never valid: an invalid
+// version of cNacked, an error for cError.
+func firstResponse() *discoveryv3.DiscoveryResponse {
+	r := xdstest.Response(cdsURL, "1",
+		cluster(cAcked), cluster(cNackedCached), cluster(cErrorCached), cluster(cDeleted), invalidCluster(cNacked))
+	r.ResourceErrors = []*discoveryv3.ResourceError{
+		xdstest.ResourceError(cError, codes.PermissionDenied, "e2e: denied"),
+	}
+	return r
+}
+
+// secondResponse leaves every primary cluster in its final state: full
+// state for CDS, so the clusters left out are deleted.
+func secondResponse(extra ...proto.Message) *discoveryv3.DiscoveryResponse {
+	res := append([]proto.Message{cluster(cAcked), invalidCluster(cNacked), invalidCluster(cNackedCached)}, extra...)
+	r := xdstest.Response(cdsURL, "2", res...)
+	r.ResourceErrors = []*discoveryv3.ResourceError{
+		xdstest.ResourceError(cError, codes.PermissionDenied, "e2e: denied"),
+		xdstest.ResourceError(cErrorCached, codes.PermissionDenied, "e2e: denied"),
+	}
+	return r
+}
+
+func TestEndToEndOnPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds xdswatch and runs Prometheus")
+	}
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus not found: install Debian's prometheus package (.ci/run does) to run the end-to-end test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+
+	// Scripted servers: the primary, a fallback, one that never answers,
+	// and two addresses where nothing listens.
+	primary := xdstest.NewADSServer(t)
+	fallback := xdstest.NewADSServer(t)
+	silent := xdstest.NewADSServer(t)
+	dead, deadPrimary := freeAddr(t), freeAddr(t)
+	bootstrap := fmt.Sprintf(`{
+  "xds_servers": [%s],
+  "node": {"id": "dashboards-e2e"},
+  "authorities": {
+    "dead.example": {"xds_servers": [%s]},
+    "fb.example": {"xds_servers": [%s, %s]},
+    "timeout.example": {"xds_servers": [%s]}
+  }
+}`, serverJSON(primary.Addr()), serverJSON(dead), serverJSON(deadPrimary), serverJSON(fallback.Addr()),
+		serverJSON(silent.Addr(), "resource_timer_is_transient_error"))
+	bootstrapFile := filepath.Join(dir, "bootstrap.json")
+	if err := os.WriteFile(bootstrapFile, []byte(bootstrap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The fallback server answers; the silent one stays silent.
+	go func() {
+		st, err := fallback.NextStream(ctx)
+		if err != nil {
+			return
+		}
+		if _, err := recvNaming(ctx, st, cFallback); err != nil {
+			return
+		}
+		_ = st.Send(xdstest.Response(cdsURL, "fb-1", cluster(cFallback)))
+	}()
+
+	// xdswatch, and Prometheus scraping it with the alert rules at
+	// end-to-end thresholds.
+	bin := buildXdswatch(t, dir)
+	watch := startXdswatch(t, bin,
+		"--bootstrap", bootstrapFile, "--target", "e2e", "--metrics-addr", "127.0.0.1:0",
+		"--resource-timeout", "2s", "--output", "json", "--stdin",
+		"cds:"+cAcked, "cds:"+cNacked, "cds:"+cNackedCached, "cds:"+cError, "cds:"+cErrorCached,
+		"cds:"+cDeleted, "cds:"+cMissing, "cds:"+cRequested, "cds:"+cFallback, "cds:"+cTimeout)
+	if watch.metrics == "" {
+		t.Skip("xdswatch does not serve metrics (--metrics-addr gave no address)")
+	}
+	prom := startPrometheus(t, promBin, dir, watch.metrics)
+
+	// The primary: two server failures (streams that end before a
+	// response), with a good stream before each, then the final state.
+	serve := func(st *xdstest.Stream) {
+		t.Helper()
+		mustRecv(t, ctx, st)
+		mustSend(t, ctx, st, firstResponse())
+		mustSend(t, ctx, st, secondResponse())
+	}
+	failures := fmt.Sprintf(`%s{grpc_xds_server=%q}`, dashboards.MetricServerFailures, primary.Addr())
+	st := mustStream(t, ctx, primary)
+	serve(st)
+	watch.command(t, "+cds:"+cInterrupted)
+	if _, err := recvNaming(ctx, st, cInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	st.End(status.Error(codes.Unavailable, "e2e: stream reset after a response"))
+	st = mustStream(t, ctx, primary)
+	mustRecv(t, ctx, st)
+	st.End(status.Error(codes.Unavailable, "e2e: stream reset before a response"))
+	// The counter must be scraped at 1 before it reaches 2, or increase()
+	// cannot see the second failure.
+	prom.waitFor(t, "first server failure scraped", failures+" >= 1")
+	st = mustStream(t, ctx, primary)
+	serve(st)
+	st.End(status.Error(codes.Unavailable, "e2e: stream reset after a response"))
+	st = mustStream(t, ctx, primary)
+	mustRecv(t, ctx, st)
+	st.End(status.Error(codes.Unavailable, "e2e: stream reset before a response"))
+	st = mustStream(t, ctx, primary)
+	serve(st)
+
+	// A slow answer to a new subscription.
+	watch.command(t, "+cds:"+cSlow)
+	if _, err := recvNaming(ctx, st, cSlow); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.NewTimer(slowAnswer)
+	<-timer.C
+	mustSend(t, ctx, st, secondResponse(cluster(cSlow)))
+
+	// Every cache state is visible in Prometheus.
+	states := `count by (grpc_xds_cache_state) (grpc_xds_client_resources{grpc_target="e2e"})`
+	prom.waitUntil(t, "all nine cache states", states, func(r []sample) bool {
+		return len(labelValues(r, dashboards.LabelCacheState)) == len(dashboards.CacheStates)
+	})
+
+	// Every panel query returns series.
+	for _, q := range allPanelQueries(t) {
+		expr := substitute(q.expr, rateWindow)
+		prom.waitUntil(t, q.name(), expr, func(r []sample) bool { return len(r) > 0 })
+	}
+
+	// Selected panels show what the scenario did.
+	prom.expectLabels(t, "cache states", states, dashboards.LabelCacheState, dashboards.CacheStates...)
+	connected := panelExpr(t, "Server connection")
+	prom.expectLabels(t, "disconnected servers", connected+" == 0", dashboards.LabelServer, dead, deadPrimary)
+	prom.expectLabels(t, "connected servers", connected+" == 1", dashboards.LabelServer, primary.Addr(), fallback.Addr())
+	prom.expectLabels(t, "server in use for fb.example",
+		dashboards.MetricAuthorityServer+`{grpc_xds_authority="fb.example"} == 1`, dashboards.LabelServer, fallback.Addr())
+	prom.expectLabels(t, "fetch outcomes", `sum by (outcome) (`+dashboards.MetricFetchDuration+`_count)`,
+		dashboards.LabelOutcome, "acked", "nacked", "received_error", "does_not_exist", "timeout", "interrupted")
+	prom.expectLabels(t, "invalid updates", `sum by (grpc_xds_resource_type) (`+dashboards.MetricUpdatesInvalid+`) > 0`,
+		dashboards.LabelResourceType, cdsType)
+	prom.expectLabels(t, "notification kinds", `sum by (kind) (`+dashboards.MetricWatcherNotifications+`) > 0`,
+		dashboards.LabelKind, "resource", "resource_error", "ambient_error")
+
+	// Every alert expression fires on what the scenario did, located by
+	// its labels.
+	want := map[string]struct {
+		label  string
+		values []string
+	}{
+		dashboards.AlertServerDisconnected:    {dashboards.LabelServer, []string{dead, deadPrimary}},
+		dashboards.AlertServerFlapping:        {dashboards.LabelServer, []string{primary.Addr()}},
+		dashboards.AlertResourcesNACKed:       {dashboards.LabelCacheState, []string{"nacked", "nacked_but_cached"}},
+		dashboards.AlertResourcesDoesNotExist: {dashboards.LabelCacheState, []string{"does_not_exist", "does_not_exist_but_cached", "timeout"}},
+		dashboards.AlertResourcesError:        {dashboards.LabelCacheState, []string{"received_error", "received_error_but_cached"}},
+		dashboards.AlertOnFallback:            {dashboards.LabelServer, []string{fallback.Addr()}},
+		dashboards.AlertFetchLatencyHigh:      {dashboards.LabelServer, []string{primary.Addr()}},
+	}
+	for _, r := range e2eRules()[0].Rules {
+		w, ok := want[r.Alert]
+		if !ok {
+			t.Errorf("alert %s: the scenario does not check it", r.Alert)
+			continue
+		}
+		prom.expectLabels(t, "alert "+r.Alert, r.Expr, w.label, w.values...)
+		for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
+			prom.expectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
+		}
+	}
+	// Prometheus loaded the rule file and the alerts fire.
+	var alerts []string
+	for a := range want {
+		alerts = append(alerts, a)
+	}
+	prom.waitForAlerts(t, alerts)
+	// The committed rules, with production thresholds, evaluate cleanly.
+	for _, r := range dashboards.AlertRules(dashboards.DefaultAlertOptions())[0].Rules {
+		if _, err := prom.query(r.Expr); err != nil {
+			t.Errorf("committed alert %s: %v", r.Alert, err)
+		}
+	}
+
+	watch.stop(t)
+	prom.stop(t)
+}
+
+// panelExpr returns the first query of the panel titled title, with the
+// variables substituted.
+func panelExpr(t *testing.T, title string) string {
+	t.Helper()
+	for _, q := range allPanelQueries(t) {
+		if q.title == title {
+			return substitute(q.expr, rateWindow)
+		}
+	}
+	t.Fatalf("no panel %q", title)
+	return ""
+}
+
+// e2eRules are the alert rules with thresholds the scenario crosses within
+// seconds.
+func e2eRules() []dashboards.RuleGroup {
+	o := dashboards.DefaultAlertOptions()
+	o.DisconnectedFor, o.NACKedFor, o.MissingFor, o.ReceivedErrorFor, o.FallbackFor, o.LatencyFor = 0, 0, 0, 0, 0, 0
+	o.FlapWindow, o.FlapFailures = time.Minute, 1
+	o.LatencyWindow, o.LatencySLO = time.Minute, e2eSLO
+	return dashboards.AlertRules(o)
+}
+
+// serverJSON is one bootstrap server entry.
+func serverJSON(addr string, features ...string) string {
+	f, _ := json.Marshal(append([]string{}, features...))
+	return fmt.Sprintf(`{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": %s}`, addr, f)
+}
+
+// freeAddr returns a loopback address where nothing listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func mustStream(t *testing.T, ctx context.Context, s *xdstest.ADSServer) *xdstest.Stream {
+	t.Helper()
+	st, err := s.NextStream(ctx)
+	if err != nil {
+		t.Fatalf("waiting for an ADS stream: %v", err)
+	}
+	return st
+}
+
+// mustRecv reads the next CDS request.
+func mustRecv(t *testing.T, ctx context.Context, st *xdstest.Stream) *discoveryv3.DiscoveryRequest {
+	t.Helper()
+	req, err := st.RecvType(ctx, cdsURL)
+	if err != nil {
+		t.Fatalf("waiting for a CDS request: %v", err)
+	}
+	return req
+}
+
+// mustSend sends resp and reads the ACK or NACK that answers it.
+func mustSend(t *testing.T, ctx context.Context, st *xdstest.Stream, resp *discoveryv3.DiscoveryResponse) {
+	t.Helper()
+	if err := st.Send(resp); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	for {
+		req := mustRecv(t, ctx, st)
+		if req.GetResponseNonce() == st.LastNonce() {
+			return
+		}
+	}
+}
+
+// recvNaming reads CDS requests until one subscribes to name.
+func recvNaming(ctx context.Context, st *xdstest.Stream, name string) (*discoveryv3.DiscoveryRequest, error) {
+	for {
+		req, err := st.RecvType(ctx, cdsURL)
+		if err != nil {
+			return nil, fmt.Errorf("waiting for a CDS request naming %s: %w", name, err)
+		}
+		if slices.Contains(req.GetResourceNames(), name) {
+			return req, nil
+		}
+	}
+}
+
+// buildXdswatch builds examples/xdswatch into dir.
+func buildXdswatch(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "xdswatch")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build xdswatch: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// process is a command the test started; stop ends it by its own PID.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+// stop sends SIGTERM to the process and waits for it to end, killing it
+// after 10s. It reports a non-zero exit status once.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	p.once.Do(func() {
+		select {
+		case <-p.done:
+			t.Errorf("%s (pid %d) had ended by itself: %v", p.name, p.cmd.Process.Pid, p.err)
+			return
+		default:
+		}
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+		timer := time.NewTimer(10 * time.Second)
+		defer timer.Stop()
+		select {
+		case <-p.done:
+			if p.err != nil {
+				t.Errorf("%s (pid %d) exited after SIGTERM with %v", p.name, p.cmd.Process.Pid, p.err)
+			}
+		case <-timer.C:
+			_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+			t.Errorf("%s (pid %d) did not end within 10s of SIGTERM", p.name, p.cmd.Process.Pid)
+		}
+	})
+}
+
+// xdswatchProcess is a running xdswatch.
+type xdswatchProcess struct {
+	*process
+	stdin   io.WriteCloser
+	metrics string
+}
+
+// startXdswatch runs xdswatch and reads its listening line.
+func startXdswatch(t *testing.T, bin string, args ...string) *xdswatchProcess {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	p := startProcess(t, "xdswatch", cmd)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("xdswatch stderr:\n%s", stderr.String())
+		}
+	})
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	if !lines.Scan() {
+		t.Fatalf("xdswatch printed no listening line: %v\n%s", lines.Err(), stderr.String())
+	}
+	var listening struct {
+		Event   string `json:"event"`
+		Metrics string `json:"metrics"`
+	}
+	if err := json.Unmarshal(lines.Bytes(), &listening); err != nil || listening.Event != "listening" {
+		t.Fatalf("first line %q is not the listening event (%v)", lines.Text(), err)
+	}
+	// Keep reading so that xdswatch never blocks on a full pipe.
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	return &xdswatchProcess{process: p, stdin: stdin, metrics: listening.Metrics}
+}
+
+// command writes one --stdin command line.
+func (x *xdswatchProcess) command(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(x.stdin, line+"\n"); err != nil {
+		t.Fatalf("xdswatch stdin: %v", err)
+	}
+}
+
+// lockedBuffer collects a process's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// promServer is a running Prometheus.
+type promServer struct {
+	*process
+	base string
+	log  *lockedBuffer
+}
+
+// startPrometheus runs Prometheus on loopback, scraping target every
+// second and evaluating e2eRules every second, with its data in dir.
+func startPrometheus(t *testing.T, bin, dir, target string) *promServer {
+	t.Helper()
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, dashboards.AlertRulesYAML(e2eRules()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - %q
+scrape_configs:
+  - job_name: xdswatch
+    static_configs:
+      - targets: [%q]
+`, rules, target)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	log := &lockedBuffer{}
+	cmd := exec.Command(bin,
+		"--config.file="+config,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+addr,
+		"--log.level=warn")
+	cmd.Stdout, cmd.Stderr = log, log
+	p := &promServer{process: startProcess(t, "prometheus", cmd), base: "http://" + addr, log: log}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", log.String())
+		}
+	})
+	return p
+}
+
+// sample is one series of an instant vector.
+type sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+// query evaluates expr at the current time.
+func (p *promServer) query(expr string) ([]sample, error) {
+	resp, err := http.Get(p.base + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string          `json:"resultType"`
+			Result     json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("query %q: %v", expr, err)
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s", expr, body.Error)
+	}
+	if body.Data.ResultType != "vector" {
+		return nil, fmt.Errorf("query %q: result type %s, want vector", expr, body.Data.ResultType)
+	}
+	var out []sample
+	if err := json.Unmarshal(body.Data.Result, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// waitUntil evaluates expr every 200ms until ok accepts the result, and
+// fails the test at the deadline or on a query error other than
+// Prometheus not being up yet.
+func (p *promServer) waitUntil(t *testing.T, what, expr string, ok func([]sample) bool) []sample {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last []sample
+	var lastErr error
+	for {
+		r, err := p.query(expr)
+		if err == nil && ok(r) {
+			return r
+		}
+		last, lastErr = r, err
+		if err != nil && !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: %q still gives %v (%v) after %v", what, expr, last, lastErr, deadline)
+		}
+		select {
+		case <-tick.C:
+		case <-p.done:
+			t.Fatalf("%s: prometheus ended: %v", what, p.err)
+		}
+	}
+}
+
+// waitFor waits until expr returns a series.
+func (p *promServer) waitFor(t *testing.T, what, expr string) {
+	t.Helper()
+	p.waitUntil(t, what, expr, func(r []sample) bool { return len(r) > 0 })
+}
+
+// expectLabels waits until the series of expr carry label with at least
+// each of values (with no values: until every series has the label).
+func (p *promServer) expectLabels(t *testing.T, what, expr, label string, values ...string) {
+	t.Helper()
+	p.waitUntil(t, what, expr, func(r []sample) bool {
+		if len(r) == 0 {
+			return false
+		}
+		got := labelValues(r, label)
+		if len(values) == 0 {
+			for _, s := range r {
+				if s.Metric[label] == "" {
+					return false
+				}
+			}
+			return true
+		}
+		for _, v := range values {
+			if !got[v] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// labelValues returns the values of label among r.
+func labelValues(r []sample, label string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range r {
+		if v, ok := s.Metric[label]; ok {
+			out[v] = true
+		}
+	}
+	return out
+}
+
+// waitForAlerts waits until Prometheus reports each of names firing.
+func (p *promServer) waitForAlerts(t *testing.T, names []string) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		firing, err := p.firing()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missing []string
+		for _, n := range names {
+			if !firing[n] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("alerts not firing after %v: %v (firing: %v)", deadline, missing, firing)
+		}
+		<-tick.C
+	}
+}
+
+// firing returns the names of the alerts Prometheus reports firing.
+func (p *promServer) firing() (map[string]bool, error) {
+	resp, err := http.Get(p.base + "/api/v1/alerts")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Alerts []struct {
+				Labels map[string]string `json:"labels"`
+				State  string            `json:"state"`
+			} `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, a := range body.Data.Alerts {
+		if a.State == "firing" {
+			out[a.Labels["alertname"]] = true
+		}
+	}
+	return out, nil
+}
