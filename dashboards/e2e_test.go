@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -564,6 +565,10 @@ type sample struct {
 	Value  [2]any            `json:"value"`
 }
 
+// errNotReady is the error of a query that Prometheus refused while
+// starting.
+var errNotReady = errors.New("prometheus is not ready")
+
 // query evaluates expr at the current time.
 func (p *promServer) query(expr string) ([]sample, error) {
 	resp, err := http.Get(p.base + "/api/v1/query?query=" + url.QueryEscape(expr))
@@ -571,6 +576,10 @@ func (p *promServer) query(expr string) ([]sample, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		// Prometheus answers 503 until it has started.
+		return nil, errNotReady
+	}
 	var body struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -611,7 +620,7 @@ func (p *promServer) waitUntil(t *testing.T, what, expr string, ok func([]sample
 			return r
 		}
 		last, lastErr = r, err
-		if err != nil && !strings.Contains(err.Error(), "connection refused") {
+		if err != nil && !errors.Is(err, errNotReady) && !strings.Contains(err.Error(), "connection refused") {
 			t.Fatalf("%s: %v", what, err)
 		}
 		if time.Now().After(end) {
@@ -677,7 +686,7 @@ func (p *promServer) waitForAlerts(t *testing.T, names []string) {
 	for {
 		firing, err := p.firing()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("alerts: %v", err)
 		}
 		var missing []string
 		for _, n := range names {
