@@ -205,21 +205,26 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 		}
 	}
 	if state == connectivity.TransientFailure {
+		// A server failure (gRFC A57), which may start fallback (gRFC A71).
+		// Watchers hear of it from the ADS stream, which fails with the
+		// channel's reason as soon as the channel is in TRANSIENT_FAILURE:
+		// telling them here too would say the same thing twice.
 		reason := "xDS channel reports TRANSIENT_FAILURE"
 		if ch.lastStream != nil {
 			reason += " (last ADS stream error: " + ch.lastStream.Error() + ")"
 		}
-		ch.failLocked(errors.New(reason))
+		ch.failLocked(errors.New(reason), false)
 	}
 }
 
 // failLocked records a server failure (gRFC A57). For each authority whose
 // active server this is, it falls back to the next server when a watched
-// resource is missing (gRFC A71), and reports the failure to the watchers:
+// resource is missing (gRFC A71), and, if notify is set, reports the failure
+// to the watchers:
 // ambient if the resource is held, through ResourceChanged if not. Watchers
 // of authorities served by another server hear nothing: a failed retry of
 // a recovering primary is no news to them.
-func (ch *channel) failLocked(reason error) {
+func (ch *channel) failLocked(reason error, notify bool) {
 	c := ch.c
 	ch.lastFailure = reason
 	if !ch.failed {
@@ -238,6 +243,9 @@ func (ch *channel) failLocked(reason error) {
 		}
 		tried := serverList(a, a.active)
 		c.maybeFallbackLocked(a, ch, reason)
+		if !notify {
+			continue
+		}
 		for e := range a.entries {
 			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", tried, reason))
 		}
@@ -430,7 +438,7 @@ func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration)
 	}
 	ch.lastStream = err
 	c.logger.Warn("ADS stream failed before any response", "server", ch.uri, "err", err, "backoff", delay)
-	ch.failLocked(fmt.Errorf("ADS stream failed before any response: %w", err))
+	ch.failLocked(fmt.Errorf("ADS stream failed before any response: %w", err), true)
 }
 
 // pendingRequest is a request ready to send and the entries it subscribes

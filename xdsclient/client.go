@@ -230,6 +230,13 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 	e.watchers = append(e.watchers, ref)
 	switch {
 	case e.res != nil:
+		if e.res.Version != e.version {
+			// The same bytes came again in later responses: a new watcher
+			// sees the version the cache holds.
+			r := *e.res
+			r.Version = e.version
+			e.res = &r
+		}
 		c.notes = append(c.notes, notification{w: ref, res: e.res})
 		if e.ambient != nil {
 			c.notes = append(c.notes, notification{w: ref, err: e.ambient, ambient: true})

@@ -36,7 +36,8 @@ type Resource struct {
 	Type xdsresource.Type
 	// Name is the resource's name.
 	Name string
-	// Version is the version_info of the response that carried it.
+	// Version is the version_info of the response that carried it (for a
+	// watcher added later, of the latest response that carried these bytes).
 	Version string
 	// Value is the decoded, validated value, for the built-in types one of
 	// *xdsresource.Listener, *xdsresource.RouteConfiguration,
