@@ -89,15 +89,25 @@ type RuleGroup struct {
 	Rules []Rule
 }
 
-// Alert names.
+// Alert names, in the order of the rule file.
 const (
-	AlertServerDisconnected    = "XdsClientServerDisconnected"
-	AlertServerFlapping        = "XdsClientServerFailuresFlapping"
-	AlertResourcesNACKed       = "XdsClientResourcesNACKed"
+	// AlertServerDisconnected: a server disconnected, or never reached.
+	AlertServerDisconnected = "XdsClientServerDisconnected"
+	// AlertServerFlapping: a server fails again and again.
+	AlertServerFlapping = "XdsClientServerFailuresFlapping"
+	// AlertResourcesNACKed: resources in nacked or nacked_but_cached.
+	AlertResourcesNACKed = "XdsClientResourcesNACKed"
+	// AlertResourcesDoesNotExist: resources in does_not_exist,
+	// does_not_exist_but_cached or timeout.
 	AlertResourcesDoesNotExist = "XdsClientResourcesDoesNotExist"
-	AlertResourcesError        = "XdsClientResourcesReceivedError"
-	AlertOnFallback            = "XdsClientOnFallbackServer"
-	AlertFetchLatencyHigh      = "XdsClientFetchLatencyHigh"
+	// AlertResourcesError: resources in received_error or
+	// received_error_but_cached.
+	AlertResourcesError = "XdsClientResourcesReceivedError"
+	// AlertOnFallback: an authority uses a fallback server.
+	AlertOnFallback = "XdsClientOnFallbackServer"
+	// AlertFetchLatencyHigh: the control plane answers new subscriptions
+	// slower than the SLO.
+	AlertFetchLatencyHigh = "XdsClientFetchLatencyHigh"
 )
 
 // fallbackExpr finds the authorities that use a fallback server (gRFC
@@ -147,6 +157,8 @@ func AlertRules(o AlertOptions) []RuleGroup {
 			RunbookURL: runbook(AlertServerDisconnected),
 		},
 		{
+			// The counter of a server appears at its first failure, so
+			// increase() sees the failures after the first one.
 			Alert:    AlertServerFlapping,
 			Expr:     fmt.Sprintf("increase(%s[%s]) >= %d", MetricServerFailures, promDuration(o.FlapWindow), o.FlapFailures),
 			Severity: "warning",
