@@ -76,7 +76,19 @@ func scenario(t *testing.T, mp metric.MeterProvider) string {
 	t.Cleanup(func() { m.Close() })
 	// Added after the telemetry hooks, so it runs after them.
 	applied := make(chan struct{}, 1)
-	t.Cleanup(c.AddHooks(&xdsclient.Hooks{ResponseReceived: func(xdsclient.ResponseInfo) { applied <- struct{}{} }}))
+	// Resource timers that start on the second stream. Hooks of one
+	// client run one at a time, in order, so streams needs no lock.
+	timers := make(chan struct{}, 10)
+	streams := 0
+	t.Cleanup(c.AddHooks(&xdsclient.Hooks{
+		ResponseReceived: func(xdsclient.ResponseInfo) { applied <- struct{}{} },
+		StreamStarted:    func(xdsclient.StreamInfo) { streams++ },
+		ResourceTimerStarted: func(xdsclient.ResourceTimerInfo) {
+			if streams == 2 {
+				timers <- struct{}{}
+			}
+		},
+	}))
 
 	t.Cleanup(c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{}))
 	t.Cleanup(c.Watch(xdsresource.ClusterType, "c2", xdsclient.WatcherFuncs{}))
@@ -93,6 +105,15 @@ func scenario(t *testing.T, mp metric.MeterProvider) string {
 	}
 	if _, err := st.RecvType(ctx, cdsURL); err != nil {
 		t.Fatal(err)
+	}
+	// The fetches start once the client has sent the subscriptions on the
+	// second stream (their timers start then).
+	for range 2 {
+		select {
+		case <-timers:
+		case <-ctx.Done():
+			t.Fatal("the client never started its resource timers")
+		}
 	}
 	invalid := &clusterv3.Cluster{Name: "c2", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
 	if err := st.Send(xdstest.Response(cdsURL, "1", controlplane.Cluster("c1", "c1"), invalid)); err != nil {

@@ -31,6 +31,9 @@ func (f *fixture) cached() *xdstest.Stream {
 	f.watch("c1")
 	st := f.stream()
 	f.recv(st, cdsURL)
+	// The fetch starts once the client has finished sending the
+	// subscription; an answer applied before that is not measured.
+	f.timerStarted("c1", 1)
 	f.send(st, response(cdsURL, "1", cluster("c1")))
 	f.waitSeries(telemetry.MetricResources, map[string]float64{resourcesLabels("acked"): 1})
 	f.recv(st, cdsURL) // ACK

@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -56,8 +57,13 @@ func TestResourcesGaugeMatchesCache(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newSequence(t, features, rand.New(rand.NewPCG(seed, uint64(i))))
 			for step := range consistencySteps {
+				// Each step has its own deadline, as a slow machine may
+				// take longer than one over the whole sequence.
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				s.ctx = ctx
 				what := s.step()
 				s.check(fmt.Sprintf("step %d (%s)", step, what))
+				cancel()
 			}
 			for k := range s.seen {
 				seen[k] = true

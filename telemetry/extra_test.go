@@ -103,6 +103,7 @@ func TestFetchDurationCancelAndRetry(t *testing.T) {
 	st.End(status.Error(codes.Unavailable, "scripted stream failure"))
 	st = f.stream()
 	f.recv(st, cdsURL)
+	f.timerStarted("c1", 2)
 	f.send(st, response(cdsURL, "1", cluster("c1")))
 	f.waitSeries(telemetry.MetricResourceFetchDuration, map[string]float64{
 		f.fetchLabels(telemetry.OutcomeInterrupted): 1,
