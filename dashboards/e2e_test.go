@@ -175,6 +175,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// xdswatch, and Prometheus scraping it with the alert rules at
 	// end-to-end thresholds.
 	bin := buildXdswatch(t, dir)
+	start := time.Now()
 	watch := startXdswatch(t, bin,
 		"--bootstrap", bootstrapFile, "--target", "e2e", "--metrics-addr", "127.0.0.1:0",
 		"--resource-timeout", "2s", "--output", "json", "--stdin",
@@ -289,6 +290,15 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		}
 	}
 
+	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
+		drawPictures(t, prom, dir, start, time.Now(), map[string]string{
+			primary.Addr():  "primary",
+			fallback.Addr(): "fallback",
+			silent.Addr():   "silent",
+			dead:            "dead",
+			deadPrimary:     "dead primary",
+		})
+	}
 	watch.stop(t)
 	prom.stop(t)
 }
