@@ -319,17 +319,20 @@ func (c *Client) Close() {
 // runs the pending hooks.
 func (c *Client) unlock() {
 	if len(c.notes) > 0 {
-		c.callbacks.add(c.notes...)
-		clear(c.notes)
-		c.notes = c.notes[:0]
+		c.notes = c.callbacks.addAll(c.notes)
 	}
 	closing := c.toClose
 	c.toClose = nil
+	// Hooks queued by others are run by their own unlock, or by the
+	// goroutine draining: flushing is needed only when this one queued some.
+	flush := len(c.hookq) > 0 && !c.draining
 	c.mu.Unlock()
 	for _, ch := range closing {
 		ch.cc.Close()
 	}
-	c.flushHooks()
+	if flush {
+		c.flushHooks()
+	}
 }
 
 // flushHooks runs queued hook calls in order, outside c.mu. One goroutine

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -27,7 +30,8 @@ type item struct {
 	hash      uint64
 	value     any
 	err       error
-	unchanged bool // same bytes as the resource already held under name
+	unchanged bool   // same bytes as the resource already held under name
+	held      *entry // the entry holding those bytes, when unchanged
 }
 
 // unwrap takes one entry of a response's resources: it unwraps the
@@ -51,8 +55,56 @@ func unwrap(a *anypb.Any, typeURL string) item {
 		it.err = fmt.Errorf("resource of type %q in a response of type %q", it.raw.GetTypeUrl(), typeURL)
 		return it
 	}
+	// Every resource of the response shares one copy of the type URL.
+	it.raw.TypeUrl = typeURL
 	it.hash = maphash.Bytes(hashSeed, it.raw.GetValue())
 	return it
+}
+
+// parallelDecodeMin is the number of resources to decode from which a
+// response is decoded on several goroutines.
+const parallelDecodeMin = 256
+
+// decodeItems decodes the n items that are neither unchanged nor failed.
+// Items are independent and xdsresource.Type implementations are safe for
+// concurrent use, so a large response is split over up to GOMAXPROCS
+// goroutines: decoding is most of the client's work on a full-state update.
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item, n int) {
+	workers := min(runtime.GOMAXPROCS(0), n/(parallelDecodeMin/2))
+	if n < parallelDecodeMin || workers < 2 {
+		decodeRange(typ, opts, items)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(items) + workers - 1) / workers
+	for lo := chunk; lo < len(items); lo += chunk {
+		part := items[lo:min(lo+chunk, len(items))]
+		wg.Go(func() { decodeRange(typ, opts, part) })
+	}
+	decodeRange(typ, opts, items[:chunk])
+	wg.Wait()
+}
+
+func decodeRange(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
+	for i := range items {
+		if it := &items[i]; it.err == nil && !it.unchanged {
+			decodeItem(typ, opts, it)
+		}
+	}
+}
+
+// decodeItem decodes and validates it.raw, and names it.
+func decodeItem(typ xdsresource.Type, opts xdsresource.DecodeOptions, it *item) {
+	name, value, err := typ.Decode(opts, it.raw)
+	if name != "" {
+		it.name = name
+	}
+	if strings.HasPrefix(it.name, "xdstp://") && strings.ContainsAny(it.name, "?#") {
+		if n, nerr := canonicalName(typ, it.name); nerr == nil {
+			it.name = n
+		}
+	}
+	it.value, it.err = value, err
 }
 
 // handleResponse applies one DiscoveryResponse: it decodes what changed,
@@ -78,6 +130,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		return
 	}
 	byHash := c.byHash[typeURL]
+	changed := 0
 	for i := range items {
 		it := &items[i]
 		if it.err != nil {
@@ -85,29 +138,17 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		if e := byHash[it.hash]; e != nil && e.res != nil && bytes.Equal(e.res.Raw.GetValue(), it.raw.GetValue()) {
 			it.unchanged = true
+			it.held = e
 			it.name = e.name
 			it.raw = e.res.Raw
+			continue
 		}
+		changed++
 	}
 	opts := xdsresource.DecodeOptions{ServerURI: ch.uri, TrustedServer: ch.server.TrustedXDSServer}
 	c.mu.Unlock()
 
-	for i := range items {
-		it := &items[i]
-		if it.err != nil || it.unchanged {
-			continue
-		}
-		name, value, err := typ.Decode(opts, it.raw)
-		if name != "" {
-			it.name = name
-		}
-		if strings.HasPrefix(it.name, "xdstp://") && strings.ContainsAny(it.name, "?#") {
-			if n, nerr := canonicalName(typ, it.name); nerr == nil {
-				it.name = n
-			}
-		}
-		it.value, it.err = value, err
-	}
+	decodeItems(typ, opts, items, changed)
 
 	now := time.Now()
 	version := resp.GetVersionInfo()
@@ -130,15 +171,29 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	c.respGen++
 	gen := c.respGen
 	var nacks []string
-	valid, invalid, tp3 := 0, 0, 0
+	valid, invalid, tp3, seen := 0, 0, 0, 0
+	// Room for a callback per changed resource, and for the flow-control
+	// barrier that follows, so that the queue is allocated once.
+	c.notes = slices.Grow(c.notes, changed+1)
 	for i := range items {
 		it := &items[i]
+		if h := it.held; h != nil && (h.removed || h.res == nil || h.res.Raw != it.raw) {
+			// What h held changed while c.mu was released: decode after all.
+			it.unchanged, it.held = false, nil
+			decodeItem(typ, opts, it)
+		}
 		if it.name == "" {
 			invalid++
 			nacks = append(nacks, fmt.Sprintf("resources[%d]: %v", i, it.err))
 			continue
 		}
-		e := ts.entries[it.name]
+		// An entry that is not removed is in the entries of every server
+		// it is subscribed on, among them e.ch: the held entry needs no
+		// lookup.
+		e := it.held
+		if e == nil {
+			e = ts.entries[it.name]
+		}
 		if e == nil || e.ch != ch {
 			continue // not subscribed, or not from the server in use: ignored, not counted
 		}
@@ -148,6 +203,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			continue
 		}
 		e.seenGen = gen
+		seen++
 		if it.err != nil {
 			invalid++
 			nacks = append(nacks, it.err.Error())
@@ -185,12 +241,15 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 				continue
 			}
 			e.seenGen = gen
+			seen++
 			invalid++
 			tp3++
 			c.applyReceivedErrorLocked(e, codes.Code(st.GetCode()), st.GetMessage(), version, now)
 		}
 	}
-	if typ.FullState() {
+	// When every subscribed entry was seen, none was deleted: the scan is
+	// skipped.
+	if typ.FullState() && seen < len(ts.entries) {
 		for _, e := range ts.entries {
 			// A name never received, already deleted, or carrying a TP3
 			// error (which the server sends once and the client keeps) is

@@ -41,6 +41,26 @@ func (s *callbackSerializer) add(n ...notification) {
 	}
 }
 
+// addAll queues ns. When nothing is queued it takes ns over and returns
+// nil; otherwise it copies ns and returns it emptied, for reuse. Either way
+// the serializer keeps no queue once it has run it, so a burst of
+// callbacks leaves no large buffer behind.
+func (s *callbackSerializer) addAll(ns []notification) []notification {
+	s.mu.Lock()
+	if len(s.queue) == 0 {
+		s.queue, ns = ns, nil
+	} else {
+		s.queue = append(s.queue, ns...)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	clear(ns)
+	return ns[:0]
+}
+
 // barrier returns a channel closed once every notification added before the
 // call has run.
 func (s *callbackSerializer) barrier() <-chan struct{} {

@@ -1,0 +1,157 @@
+package perfbench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Samples holds benchmark results by benchmark name (without the
+// GOMAXPROCS suffix) and unit, one value per run.
+type Samples map[string]map[string][]float64
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+// ParseBench reads the output of go test -bench, as many runs as it holds,
+// and returns every value of every benchmark.
+func ParseBench(r io.Reader) (Samples, error) {
+	s := Samples{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[2])
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("benchmark %s: value %q: %v", m[1], fields[i], err)
+			}
+			if s[m[1]] == nil {
+				s[m[1]] = map[string][]float64{}
+			}
+			s[m[1]][fields[i+1]] = append(s[m[1]][fields[i+1]], v)
+		}
+	}
+	return s, sc.Err()
+}
+
+// Median returns the median of the values of a benchmark in a unit, and
+// false when there are none.
+func (s Samples) Median(name, unit string) (float64, bool) {
+	vs := slices.Clone(s[name][unit])
+	if len(vs) == 0 {
+		return 0, false
+	}
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2, true
+	}
+	return vs[len(vs)/2], true
+}
+
+// sizesIn returns the N of every BenchmarkPerf/n=N, in increasing order.
+func (s Samples) sizesIn() []int {
+	var ns []int
+	for name := range s {
+		rest, ok := strings.CutPrefix(name, "Perf/n=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.SplitN(rest, "/", 2)[0])
+		if err == nil && !slices.Contains(ns, n) {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// target is one of the issue's targets, checked on medians.
+type target struct {
+	text string
+	met  func(client, raw func(unit string) float64, n int) bool
+}
+
+var targets = map[string]target{
+	"subscribe": {"< 1 s at n=10,000", func(client, _ func(string) float64, n int) bool {
+		return n != 10000 || client("sec/op") < 1
+	}},
+	"update-all": {"≤ 1.3× raw-ADS (time, allocs)", func(client, raw func(string) float64, _ int) bool {
+		return client("sec/op") <= 1.3*raw("sec/op") && client("allocs/op") <= 1.3*raw("allocs/op")
+	}},
+	"update-one": {"≤ 1.0× raw-ADS", func(client, raw func(string) float64, _ int) bool {
+		return client("sec/op") <= raw("sec/op")
+	}},
+}
+
+// WriteTable writes the issue's table, as Markdown, from the medians of s:
+// for every size and operation, the client's time, allocations and
+// resources/s, and its ratios to the raw-ADS floor of the same operation
+// and to the unmarshal floor, with the target and whether the medians meet
+// it. go test reports time as ns/op; the table shows milliseconds.
+func WriteTable(w io.Writer, s Samples) error {
+	ns := s.sizesIn()
+	if len(ns) == 0 {
+		return fmt.Errorf("no BenchmarkPerf results")
+	}
+	fmt.Fprintln(w, "| N | operation | client ms/op | raw-ADS ms/op | unmarshal ms/op | × raw-ADS time | × raw-ADS allocs | × raw-ADS bytes | × unmarshal time | × unmarshal allocs | client resources/s | requests/op | target | met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, n := range ns {
+		prefix := fmt.Sprintf("Perf/n=%d/", n)
+		floor := func(unit string) float64 { v, _ := s.Median(prefix+"unmarshal", unit); return v }
+		for _, op := range []string{"subscribe", "update-all", "update-one"} {
+			if _, ok := s.Median(prefix+op+"/client", "ns/op"); !ok {
+				continue
+			}
+			client := func(unit string) float64 { return median(s, prefix+op+"/client", unit) }
+			raw := func(unit string) float64 { return median(s, prefix+op+"/raw-ads", unit) }
+			t := targets[op]
+			met := "yes"
+			if !t.met(client, raw, n) {
+				met = "**no**"
+			}
+			fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %s |\n",
+				n, op, client("ns/op")/1e6, raw("ns/op")/1e6, floor("ns/op")/1e6,
+				ratio(client("ns/op"), raw("ns/op")), ratio(client("allocs/op"), raw("allocs/op")), ratio(client("B/op"), raw("B/op")),
+				ratio(client("ns/op"), floor("ns/op")), ratio(client("allocs/op"), floor("allocs/op")),
+				client("resources/s"), client("requests/op"), t.text, met)
+		}
+	}
+	var heap []string
+	for _, n := range ns {
+		name := fmt.Sprintf("Perf/n=%d/retained-heap", n)
+		if r, ok := s.Median(name, "heap/wire"); ok {
+			b, _ := s.Median(name, "retained-B")
+			heap = append(heap, fmt.Sprintf("n=%d: %.1f MiB, %.2f× the response's wire size", n, b/(1<<20), r))
+		}
+	}
+	if len(heap) > 0 {
+		fmt.Fprintf(w, "\nRetained heap (target ≤ 3× at n=10,000): %s.\n", strings.Join(heap, "; "))
+	}
+	return nil
+}
+
+// median is Samples.Median, converting sec/op (as benchstat names it) to
+// the ns/op that go test reports.
+func median(s Samples, name, unit string) float64 {
+	if unit == "sec/op" {
+		v, _ := s.Median(name, "ns/op")
+		return v / 1e9
+	}
+	v, _ := s.Median(name, unit)
+	return v
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
