@@ -25,13 +25,12 @@ var hashSeed = maphash.MakeSeed()
 
 // item is one resource of a response on its way into the cache.
 type item struct {
-	raw       *anypb.Any
-	name      string
-	hash      uint64
-	value     any
-	err       error
-	unchanged bool   // same bytes as the resource already held under name
-	held      *entry // the entry holding those bytes, when unchanged
+	raw   *anypb.Any
+	name  string
+	hash  uint64
+	value any
+	err   error
+	held  *entry // set when unchanged: the entry already holding these bytes
 }
 
 // unwrap takes one entry of a response's resources: it unwraps the
@@ -87,7 +86,7 @@ func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []i
 
 func decodeRange(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
 	for i := range items {
-		if it := &items[i]; it.err == nil && !it.unchanged {
+		if it := &items[i]; it.err == nil && it.held == nil {
 			decodeItem(typ, opts, it)
 		}
 	}
@@ -137,7 +136,6 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			continue
 		}
 		if e := byHash[it.hash]; e != nil && e.res != nil && bytes.Equal(e.res.Raw.GetValue(), it.raw.GetValue()) {
-			it.unchanged = true
 			it.held = e
 			it.name = e.name
 			it.raw = e.res.Raw
@@ -179,7 +177,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		it := &items[i]
 		if h := it.held; h != nil && (h.removed || h.res == nil || h.res.Raw != it.raw) {
 			// What h held changed while c.mu was released: decode after all.
-			it.unchanged, it.held = false, nil
+			it.held = nil
 			decodeItem(typ, opts, it)
 		}
 		if it.name == "" {
@@ -211,11 +209,12 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			continue
 		}
 		valid++
+		unchanged := it.held != nil
 		var res *Resource
-		if !it.unchanged {
+		if !unchanged {
 			res = &Resource{Type: typ, Name: it.name, Version: version, Value: it.value, Raw: it.raw, Server: ch.uri, ReceivedAt: now}
 		}
-		c.applyValidLocked(e, res, it.hash, it.unchanged, version, now)
+		c.applyValidLocked(e, res, it.hash, unchanged, version, now)
 	}
 	if !c.o.legacy {
 		for i, re := range resp.GetResourceErrors() {

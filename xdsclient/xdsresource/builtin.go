@@ -106,9 +106,11 @@ func (t *builtinType) Decode(opts DecodeOptions, r *anypb.Any) (string, any, err
 	return name, v, nil
 }
 
-// unmarshal decodes b into m, naming the message type in the error.
+// unmarshal decodes b into m, which must be empty (new or reset), naming
+// the message type in the error. Merging into an empty message is decoding
+// it, without a Reset first.
 func unmarshal(b []byte, m proto.Message) error {
-	if err := proto.Unmarshal(b, m); err != nil {
+	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, m); err != nil {
 		return fmt.Errorf("cannot unmarshal %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
 	}
 	return nil
