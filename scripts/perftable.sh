@@ -6,14 +6,16 @@
 #
 #   scripts/perftable.sh [COUNT [BENCH_REGEXP]]     # defaults: 6, BenchmarkPerf
 #
-# The raw results are kept in perf.txt (or $PERF_OUT).
+# The raw results are kept in $PERF_OUT (default: a new file under /tmp,
+# named at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 count=${1:-6}
 bench=${2:-BenchmarkPerf}
-out=${PERF_OUT:-perf.txt}
+out=${PERF_OUT:-$(mktemp "${TMPDIR:-/tmp}/perf.XXXXXX.txt")}
 
+PATH="$PATH:$(go env GOPATH)/bin"
 if ! command -v benchstat >/dev/null 2>&1; then
   echo "benchstat not found: go install golang.org/x/perf/cmd/benchstat@latest" >&2
   exit 1
@@ -33,3 +35,5 @@ echo
 benchstat "$out"
 echo
 go run ./internal/perfbench/perftable "$out"
+echo
+echo "raw results: $out" >&2
