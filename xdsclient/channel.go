@@ -77,7 +77,7 @@ func (c *Client) channelLocked(s *bootstrap.ServerConfig) (*channel, error) {
 		c: c, server: s, uri: s.URI, cc: cc,
 		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel,
-		types: map[string]*typeState{}, timed: map[*entry]struct{}{}, auths: map[*authority]struct{}{},
+		types: map[string]*typeState{}, auths: map[*authority]struct{}{},
 	}
 	c.channels[key] = ch
 	c.wg.Add(2)
@@ -129,12 +129,24 @@ func (ch *channel) maybeStartTimerLocked(e *entry) {
 	e.timerGen++
 	gen := e.timerGen
 	e.timer = time.AfterFunc(d, func() { c.onTimer(e, gen) })
+	if ch.timed == nil {
+		ch.timed = map[*entry]struct{}{}
+	}
 	ch.timed[e] = struct{}{}
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStarted; f != nil {
 			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
 			c.hook(func() { f(info) })
 		}
+	}
+}
+
+// untime removes e from ch.timed. The map is dropped once empty: after a
+// large subscription it would otherwise keep room for every entry.
+func (ch *channel) untime(e *entry) {
+	delete(ch.timed, e)
+	if len(ch.timed) == 0 {
+		ch.timed = nil
 	}
 }
 
@@ -149,7 +161,7 @@ func (ch *channel) stopTimerLocked(e *entry) {
 	e.timer.Stop()
 	e.timer = nil
 	e.timerGen++
-	delete(ch.timed, e)
+	ch.untime(e)
 	c := ch.c
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStopped; f != nil {

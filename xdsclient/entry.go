@@ -260,7 +260,7 @@ func (c *Client) onTimer(e *entry, gen uint64) {
 		return
 	}
 	e.timer = nil
-	delete(e.ch.timed, e)
+	e.ch.untime(e)
 	if e.state != StateRequested {
 		return
 	}

@@ -62,11 +62,24 @@ func measureRetained(tb testing.TB, e *env) (retained, wire int64) {
 	return retained, wire
 }
 
+// minRetained is the least of three measureRetained: a buffer that gRPC
+// still holds at one of the two points measured can add about a megabyte to
+// a single measurement.
+func minRetained(tb testing.TB, e *env) (retained, wire int64) {
+	for i := 0; i < 3; i++ {
+		r, w := measureRetained(tb, e)
+		if i == 0 || r < retained {
+			retained, wire = r, w
+		}
+	}
+	return retained, wire
+}
+
 // TestRetainedHeap loads 10,000 clusters into a client and checks the heap
 // it retains against the size of the response on the wire.
 func TestRetainedHeap(t *testing.T) {
 	const n = 10000
-	retained, wire := measureRetained(t, newEnv(t, n))
+	retained, wire := minRetained(t, newEnv(t, n))
 	ratio := float64(retained) / float64(wire)
 	t.Logf("%d clusters: client retains %d bytes (%d per cluster), %.2f× the response's %d bytes on the wire",
 		n, retained, retained/n, ratio, wire)
@@ -76,13 +89,13 @@ func TestRetainedHeap(t *testing.T) {
 }
 
 // benchRetained reports the heap a client retains after loading n
-// clusters, as retained-B and as a multiple of the response's wire size
-// (heap/wire). Its time is that of a whole measurement.
+// clusters (minRetained), as retained-B and as a multiple of the response's
+// wire size (heap/wire). Its time is that of a whole measurement.
 func benchRetained(b *testing.B, n int) {
 	e := newEnv(b, n)
 	var retained, wire int64
 	for b.Loop() {
-		retained, wire = measureRetained(b, e)
+		retained, wire = minRetained(b, e)
 	}
 	b.ReportMetric(float64(retained), "retained-B")
 	b.ReportMetric(float64(retained)/float64(wire), "heap/wire")
