@@ -244,8 +244,11 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 	case e.notifyErr != nil:
 		c.notes = append(c.notes, notification{w: ref, err: e.notifyErr})
 	}
-	var once sync.Once
-	return func() { once.Do(func() { c.cancelWatch(e, ref) }) }
+	return func() {
+		if ref.cancelled.CompareAndSwap(false, true) {
+			c.cancelWatch(e, ref)
+		}
+	}
 }
 
 func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, error) {
