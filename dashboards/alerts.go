@@ -111,25 +111,8 @@ const (
 )
 
 // fallbackExpr finds the authorities that use a fallback server (gRFC
-// A71). With the priority label (the index of the server in the
-// authority's list) on the authority_server gauge, that is any server but
-// the first. Package telemetry does not export that label yet, so for
-// series without it the expression infers fallback from what A71 makes
-// the client do: on fallback, the client keeps retrying the primary, so
-// the client has a disconnected server that no authority uses. That
-// inference cannot tell which of a client's authorities fell back when it
-// has several that use different servers: it flags all of them.
-var fallbackExpr = "(" + sel(MetricAuthorityServer, LabelPriority+`=~"[1-9][0-9]*"`) + " == 1)\n" +
-	"or\n" +
-	"(\n" +
-	"  (" + sel(MetricAuthorityServer, LabelPriority+`=""`) + " == 1)\n" +
-	"  and on (job, instance, " + LabelTarget + ")\n" +
-	"  (\n" +
-	"    (" + connectedOrFailed() + " == 0)\n" +
-	"    unless on (" + serverKey + ")\n" +
-	"    (" + MetricAuthorityServer + " == 1)\n" +
-	"  )\n" +
-	")"
+// A71): the server in use is not the first of the authority's list.
+var fallbackExpr = sel(MetricAuthorityServer, LabelPriority+`!="0"`) + " == 1"
 
 // where is the description text that locates a client process.
 const where = "client {{ $labels.grpc_target }} on {{ $labels.instance }} (job {{ $labels.job }})"

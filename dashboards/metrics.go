@@ -68,9 +68,7 @@ const (
 	// stream had read a response: "true" or "false" (a gRFC A57 failure).
 	LabelResponseReceived = "response_received"
 	// LabelPriority is the index of the server in its authority's server
-	// list ("0" is the primary). Package telemetry does not export it on
-	// [MetricAuthorityServer] yet; the fallback alert uses it when present
-	// and infers fallback from the connected gauge when absent.
+	// list on [MetricAuthorityServer] ("0" is the primary).
 	LabelPriority = "priority"
 )
 

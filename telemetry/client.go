@@ -38,7 +38,7 @@ type clientMetrics struct {
 type serverSeries struct {
 	attrs     metric.MeasurementOption // target, server
 	connected int64
-	known     bool // a ConnectedChanged was seen
+	known     bool // the client has a channel to the server
 	types     map[string]*serverTypeSeries
 	ended     [2]metric.MeasurementOption // target, server, response_received false/true
 }
@@ -100,6 +100,7 @@ func newClientMetrics(inst *instruments, target string) *clientMetrics {
 // hooks returns the hooks that feed cm.
 func (cm *clientMetrics) hooks() *xdsclient.Hooks {
 	return &xdsclient.Hooks{
+		ConnectivityChanged:    cm.connectivityChanged,
 		ConnectedChanged:       cm.connectedChanged,
 		ServerFailure:          cm.serverFailure,
 		StreamStarted:          cm.streamStarted,
@@ -180,6 +181,18 @@ func (st *serverTypeSeries) outcome(outcome string) metric.MeasurementOption {
 		st.outcomes[outcome] = o
 	}
 	return o
+}
+
+// connectivityChanged makes a server's connected series exist, at 0, from
+// the moment the client has a channel to it, so that a server never reached
+// reads 0 rather than nothing (gRFC A78).
+func (cm *clientMetrics) connectivityChanged(i xdsclient.ConnectivityInfo) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if cm.closed {
+		return
+	}
+	cm.server(i.Server).known = true
 }
 
 func (cm *clientMetrics) connectedChanged(i xdsclient.ConnectedInfo) {
@@ -347,7 +360,8 @@ func (cm *clientMetrics) authorityServerChanged(i xdsclient.AuthorityServerInfo)
 	}
 	cm.authorities[i.Authority] = &authoritySeries{
 		server: i.Server,
-		attrs:  set(cm.target, attribute.String(KeyAuthority, i.Authority), attribute.String(KeyServer, i.Server)),
+		attrs: set(cm.target, attribute.String(KeyAuthority, i.Authority), attribute.String(KeyServer, i.Server),
+			attribute.Int(KeyPriority, i.Priority)),
 	}
 }
 

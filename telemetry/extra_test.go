@@ -123,7 +123,7 @@ func TestAuthorityServer(t *testing.T) {
 	f.watch("xdstp://auth.example/envoy.config.cluster.v3.Cluster/c2")
 	f.watch("xdstp://same.example/envoy.config.cluster.v3.Cluster/c3")
 	lab := func(auth, server string) string {
-		return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyAuthority, auth, telemetry.KeyServer, server)
+		return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyAuthority, auth, telemetry.KeyServer, server, telemetry.KeyPriority, "0")
 	}
 	f.waitSeries(telemetry.MetricAuthorityServer, map[string]float64{
 		lab("#old", srv.Addr()):           1,
@@ -214,7 +214,7 @@ func TestLateAttach(t *testing.T) {
 		lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, srv.Addr()): 1,
 	})
 	waitSeries(t, ctx, reader, telemetry.MetricAuthorityServer, map[string]float64{
-		lbl(telemetry.KeyTarget, testTarget, telemetry.KeyAuthority, "#old", telemetry.KeyServer, srv.Addr()): 1,
+		lbl(telemetry.KeyTarget, testTarget, telemetry.KeyAuthority, "#old", telemetry.KeyServer, srv.Addr(), telemetry.KeyPriority, "0"): 1,
 	})
 }
 
@@ -267,7 +267,7 @@ func TestPool(t *testing.T) {
 	rm := collect(t, reader)
 	for _, name := range []string{telemetry.MetricResources, telemetry.MetricConnected, telemetry.MetricAuthorityServer} {
 		for k := range series(rm, name) {
-			if k != lab("a") && k != srvLab("a") && k != lbl(telemetry.KeyTarget, "a", telemetry.KeyAuthority, "#old", telemetry.KeyServer, srv.Addr()) {
+			if k != lab("a") && k != srvLab("a") && k != lbl(telemetry.KeyTarget, "a", telemetry.KeyAuthority, "#old", telemetry.KeyServer, srv.Addr(), telemetry.KeyPriority, "0") {
 				t.Errorf("%s{%s} still reported after the pool closed client b", name, k)
 			}
 		}
@@ -297,4 +297,16 @@ func TestNewErrors(t *testing.T) {
 	if _, err := telemetry.New((*xdsclient.Pool)(nil)); err == nil {
 		t.Error("New(nil pool) succeeded")
 	}
+}
+
+// A server the client has a channel to but never reached reads 0, not
+// nothing (gRFC A78: 1 while there is a working stream, else 0).
+func TestConnectedZeroForUnreachedServer(t *testing.T) {
+	srv := xdstest.NewADSServer(t)
+	srv.Stop()
+	f := newFixtureOn(t, srv, bootstrapJSON(srv.Addr(), nil, ""))
+	f.watch("c1")
+	f.waitSeries(telemetry.MetricConnected, map[string]float64{
+		lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, srv.Addr()): 0,
+	})
 }

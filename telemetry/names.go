@@ -65,6 +65,9 @@ const (
 	// KeyResourceType is the resource type URL without
 	// "type.googleapis.com/", for example envoy.config.cluster.v3.Cluster.
 	KeyResourceType = "grpc.xds.resource_type"
+	// KeyPriority is the index of a server in its authority's list: 0 for
+	// the primary, more on fallback (gRFC A71).
+	KeyPriority = "priority"
 	// KeyOutcome is the outcome of a resource fetch (Outcome* values).
 	KeyOutcome = "outcome"
 	// KeyKind is the kind of a watcher notification: resource,
