@@ -9,18 +9,18 @@ import (
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// serveCSDS serves the Client Status Discovery Service for client on addr,
-// on a gRPC server of its own: one ClientConfig whose client_scope is the
-// client's target. Entries that hold no resource carry a zero last_updated,
-// which grpcdebug's `xds status` needs. The returned func stops the server,
+// serveCSDS serves the Client Status Discovery Service for the pool on addr,
+// on a gRPC server of its own: one ClientConfig per pool client (xdswatch
+// has one), whose client_scope is the client's target. Entries that hold no
+// resource carry a zero last_updated, which grpcdebug's `xds status` needs. The returned func stops the server,
 // ending open streams.
-func serveCSDS(addr string, client *xdsclient.Client) (string, func(), error) {
+func serveCSDS(addr string, pool *xdsclient.Pool) (string, func(), error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
 	srv := grpc.NewServer()
-	csds.NewServer(csds.ForClient(client), csds.WithZeroLastUpdated()).Register(srv)
+	csds.NewServer(csds.ForPool(pool), csds.WithZeroLastUpdated()).Register(srv)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -139,17 +139,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	client, err := xdsclient.New(bc,
-		xdsclient.WithTarget(cfg.target),
+	pool := xdsclient.NewPool(bc,
 		xdsclient.WithResourceTimeout(cfg.resourceTimeout),
 		xdsclient.WithLogger(logger),
 	)
+	client, release, err := pool.Get(cfg.target)
 	if err != nil {
 		return failf(exitUsage, "%v", err)
 	}
-	defer client.Close()
+	defer release()
 
-	servers, err := startSidecars(client, cfg, errw)
+	servers, err := startSidecars(pool, cfg)
 	if err != nil {
 		return startFailed("%v", err)
 	}
@@ -160,7 +160,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	watches := newWatchSet(client, out)
 	// Deferred calls run last in, first out: watches are cancelled, then
-	// the sidecars stop, then the client closes, then the demo server.
+	// the sidecars stop, then the pool closes the client, then the demo server.
 	defer watches.cancelAll()
 	for _, s := range cfg.specs {
 		watches.add(s)

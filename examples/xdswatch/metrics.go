@@ -12,16 +12,16 @@ import (
 // metricsShutdownTimeout bounds the graceful stop of the metrics server.
 const metricsShutdownTimeout = 5 * time.Second
 
-// serveMetrics serves the client's metrics (package telemetry: the gRFC
+// serveMetrics serves the metrics of the pool.s clients (package telemetry: the gRFC
 // A78 instruments and xdslens's own) as Prometheus text on
 // http://addr/metrics, from a registry of its own. The returned func stops
-// the server and detaches the metrics from the client.
-func serveMetrics(addr string, client *xdsclient.Client) (string, func(), error) {
+// the server and detaches the metrics from the pool.
+func serveMetrics(addr string, pool *xdsclient.Pool) (string, func(), error) {
 	p, err := exporters.Prometheus()
 	if err != nil {
 		return "", nil, err
 	}
-	m, err := telemetry.New(client, telemetry.WithMeterProvider(p))
+	m, err := telemetry.New(pool, telemetry.WithMeterProvider(p))
 	if err != nil {
 		p.Shutdown(context.Background())
 		return "", nil, err

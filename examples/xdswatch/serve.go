@@ -1,21 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// errNotSupported is returned by a serve function whose server the library
-// cannot provide yet.
-var errNotSupported = errors.New("not supported yet")
-
 // serveFunc starts one server beside the watches on addr (HOST:PORT, port 0
-// allowed) for client. It returns the address actually bound and a func
-// that stops the server, or errNotSupported.
-type serveFunc func(addr string, client *xdsclient.Client) (bound string, stop func(), err error)
+// allowed) over the clients of pool. It returns the address actually bound
+// and a func that stops the server.
+type serveFunc func(addr string, pool *xdsclient.Pool) (bound string, stop func(), err error)
 
 // sidecars are the servers started beside the watches.
 type sidecars struct {
@@ -26,10 +20,9 @@ type sidecars struct {
 	stops []func()
 }
 
-// startSidecars starts the servers cfg asks for. One that is not supported
-// yet gets one line on errw and is skipped; any other failure stops the
-// ones already started and is returned.
-func startSidecars(client *xdsclient.Client, cfg *config, errw io.Writer) (*sidecars, error) {
+// startSidecars starts the servers cfg asks for. A failure stops the ones
+// already started and is returned.
+func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
 	s := &sidecars{}
 	for _, sc := range []struct {
 		flag  string
@@ -43,17 +36,13 @@ func startSidecars(client *xdsclient.Client, cfg *config, errw io.Writer) (*side
 		if sc.addr == "" {
 			continue
 		}
-		bound, stop, err := sc.serve(sc.addr, client)
-		switch {
-		case errors.Is(err, errNotSupported):
-			fmt.Fprintf(errw, "xdswatch: %s %s: %v; continuing without it\n", sc.flag, sc.addr, err)
-		case err != nil:
+		bound, stop, err := sc.serve(sc.addr, pool)
+		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("%s %s: %w", sc.flag, sc.addr, err)
-		default:
-			*sc.bound = bound
-			s.stops = append(s.stops, stop)
 		}
+		*sc.bound = bound
+		s.stops = append(s.stops, stop)
 	}
 	return s, nil
 }
