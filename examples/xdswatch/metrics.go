@@ -12,8 +12,8 @@ import (
 // metricsShutdownTimeout bounds the graceful stop of the metrics server.
 const metricsShutdownTimeout = 5 * time.Second
 
-// serveMetrics serves the metrics of the pool.s clients (package telemetry: the gRFC
-// A78 instruments and xdslens's own) as Prometheus text on
+// serveMetrics serves the metrics of the pool's clients (package telemetry:
+// the gRFC A78 instruments and xdslens's own) as Prometheus text on
 // http://addr/metrics, from a registry of its own. The returned func stops
 // the server and detaches the metrics from the pool.
 func serveMetrics(addr string, pool *xdsclient.Pool) (string, func(), error) {
