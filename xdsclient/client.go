@@ -145,8 +145,8 @@ func (c *Client) AddHooks(h *Hooks) (remove func()) {
 		for _, m := range c.entries {
 			for _, e := range m {
 				info := CacheStateInfo{
-					Target: c.o.target, Authority: e.authority, TypeURL: e.typ.TypeURL(), Name: e.name,
-					Old: StateNone, New: e.state, NewCached: e.res != nil, Server: e.ch.uri, Err: e.err,
+					Target: c.o.target, Authority: e.auth.name, TypeURL: e.typ.TypeURL(), Name: e.name,
+					Old: StateNone, New: e.state, NewCached: e.res != nil, Server: e.ch.uri, Err: e.errLocked(),
 				}
 				c.hook(func() { f(info) })
 			}
@@ -256,7 +256,7 @@ func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, erro
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
 	}
-	e := &entry{typ: typ, name: name, authority: a.name, auth: a}
+	e := &entry{typ: typ, name: name, auth: a}
 	a.addEntryLocked(e)
 	c.setStateLocked(e, StateRequested, nil, 0)
 	if ch := a.activeChan(); ch.failed {
@@ -438,15 +438,17 @@ func (c *Client) Dump() []EntrySnapshot {
 	for _, m := range c.entries {
 		for _, e := range m {
 			s := EntrySnapshot{
-				TypeURL: e.typ.TypeURL(), Name: e.name, Authority: e.authority, Server: e.ch.uri,
-				State: e.state, Resource: e.res, Err: e.err, FailedVersion: e.failedVersion, FailedAt: e.failedAt,
-				Watchers: len(e.watchers),
+				TypeURL: e.typ.TypeURL(), Name: e.name, Authority: e.auth.name, Server: e.ch.uri,
+				State: e.state, Resource: e.res, Watchers: len(e.watchers),
 			}
 			if e.res != nil {
 				s.Version, s.UpdatedAt = e.version, e.updatedAt
 			}
-			if e.failedRaw != nil {
-				s.FailedRaw = e.failedRaw.GetValue()
+			if f := e.fail; f != nil {
+				s.Err, s.FailedVersion, s.FailedAt = f.err, f.version, f.at
+				if f.raw != nil {
+					s.FailedRaw = f.raw.GetValue()
+				}
 			}
 			out = append(out, s)
 		}

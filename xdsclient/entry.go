@@ -11,14 +11,18 @@ import (
 
 // entry is one cache entry: a subscribed resource, what is held for it and
 // who watches it. All fields are guarded by Client.mu.
+//
+// An entry is kept small, since a client may hold many: its authority's name
+// is auth.name, and the failure record, which most entries lack, is a
+// separate struct.
 type entry struct {
-	typ       xdsresource.Type
-	name      string
-	authority string
-	auth      *authority
-	ch        *channel // the server the entry uses now: its authority's active one
-	watchers  []*watcherRef
-	removed   bool
+	typ             xdsresource.Type
+	name            string
+	auth            *authority
+	ch              *channel // the server the entry uses now: its authority's active one
+	watchers        []*watcherRef
+	removed         bool
+	deletionIgnored bool // gRFC A53: a deletion was ignored (legacy mode)
 
 	state     CacheState
 	res       *Resource // the resource in use, nil when none
@@ -26,20 +30,32 @@ type entry struct {
 	version   string    // version_info of the response that last carried res
 	updatedAt time.Time
 
-	err           error // the data error the entry carries, in the cache
-	failedVersion string
-	failedAt      time.Time
-	failedRaw     *anypb.Any
+	fail *failure // the data error the entry carries, in the cache; nil when none
 
 	ambient   error // pending ambient error, given to new watchers after res
 	notifyErr error // error last given through ResourceChanged while nothing is held
-
-	deletionIgnored bool // gRFC A53: a deletion was ignored (legacy mode)
 
 	sent     []sentOn // the streams on which the subscription last went out, per server
 	seenGen  uint64   // the response that last named this entry
 	timer    *time.Timer
 	timerGen uint64
+}
+
+// failure is the data error of a cache entry (NACK, TP3 error, deletion,
+// timeout) and the update that caused it, when one did.
+type failure struct {
+	err     error
+	version string
+	at      time.Time
+	raw     *anypb.Any // the rejected resource, when its bytes are known
+}
+
+// errLocked returns the data error e carries, nil when none.
+func (e *entry) errLocked() error {
+	if e.fail == nil {
+		return nil
+	}
+	return e.fail.err
 }
 
 // sentOn records that a subscription went out on a stream of a server.
@@ -105,8 +121,8 @@ func (c *Client) setStateLocked(e *entry, state CacheState, res *Resource, hash 
 		return
 	}
 	info := CacheStateInfo{
-		Target: c.o.target, Authority: e.authority, TypeURL: e.typ.TypeURL(), Name: e.name,
-		Old: old, New: state, OldCached: oldCached, NewCached: res != nil, Server: e.ch.uri, Err: e.err,
+		Target: c.o.target, Authority: e.auth.name, TypeURL: e.typ.TypeURL(), Name: e.name,
+		Old: old, New: state, OldCached: oldCached, NewCached: res != nil, Server: e.ch.uri, Err: e.errLocked(),
 	}
 	for _, h := range c.hookList() {
 		if f := h.CacheStateChanged; f != nil {
@@ -146,17 +162,14 @@ func (c *Client) reportLocked(e *entry, err error) {
 }
 
 func (c *Client) recordFailureLocked(e *entry, err error, version string, raw *anypb.Any, now time.Time) {
-	e.err = err
-	e.failedVersion = version
-	e.failedAt = now
-	e.failedRaw = raw
+	if e.fail == nil {
+		e.fail = &failure{}
+	}
+	*e.fail = failure{err: err, version: version, at: now, raw: raw}
 }
 
 func (c *Client) clearFailureLocked(e *entry) {
-	e.err = nil
-	e.failedVersion = ""
-	e.failedAt = time.Time{}
-	e.failedRaw = nil
+	e.fail = nil
 }
 
 // applyValidLocked accepts a valid resource. unchanged is set when its bytes
@@ -198,7 +211,7 @@ func (c *Client) dataErrorLocked(e *entry, state CacheState, err error) {
 func (c *Client) applyInvalidLocked(e *entry, raw *anypb.Any, cause error, version string, now time.Time) {
 	e.ch.stopTimerLocked(e)
 	err := c.resourceErrorf(codes.InvalidArgument, e, e.ch.uri, "rejected (NACK) version %q: %v", version, cause)
-	if e.state == StateNACKed && e.failedRaw != nil && string(e.failedRaw.GetValue()) == string(raw.GetValue()) {
+	if e.state == StateNACKed && e.fail != nil && e.fail.raw != nil && string(e.fail.raw.GetValue()) == string(raw.GetValue()) {
 		// The same invalid bytes again: the cache records the new attempt,
 		// watchers have nothing new to learn.
 		c.recordFailureLocked(e, err, version, raw, now)
