@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,12 +12,12 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/csds"
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -26,34 +25,6 @@ import (
 var edsURL = xdsresource.EndpointsType.TypeURL()
 
 // pushServer is an ADS server that sends whatever is pushed to it on the
-// one stream the client opens, and drops the client's requests.
-type pushServer struct {
-	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
-	push chan *discoveryv3.DiscoveryResponse
-}
-
-func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := st.Recv(); err != nil {
-				errc <- err
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case resp := <-s.push:
-			if err := st.Send(resp); err != nil {
-				return err
-			}
-		case err := <-errc:
-			return err
-		}
-	}
-}
-
 // edsResponse is an EDS response of the resources e<from>..e<to-1>; variant
 // changes their bytes.
 func edsResponse(from, to, variant int) *discoveryv3.DiscoveryResponse {
@@ -68,7 +39,7 @@ func edsResponse(from, to, variant int) *discoveryv3.DiscoveryResponse {
 	return resp
 }
 
-// benchEnv is a client holding n EDS resources from a pushServer, and a
+// benchEnv is a client holding n EDS resources from a push server, and a
 // CSDS server over it.
 type benchEnv struct {
 	c       *xdsclient.Client
@@ -82,23 +53,10 @@ type benchEnv struct {
 const updateBatch = 1000
 
 func newBenchEnv(b *testing.B, n int) *benchEnv {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := &benchEnv{push: make(chan *discoveryv3.DiscoveryResponse), applied: make(chan struct{}, 1)}
-	g := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, &pushServer{push: e.push})
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = g.Serve(lis)
-	}()
-	b.Cleanup(func() {
-		g.Stop()
-		<-served
-	})
-	e.c, err = xdsclient.New(bootstrapFor(b, lis.Addr().String()),
+	srv := xdstest.NewPushServer(b)
+	e := &benchEnv{push: srv.Push, applied: make(chan struct{}, 1)}
+	var err error
+	e.c, err = xdsclient.New(bootstrapFor(b, srv.Addr()),
 		xdsclient.WithTarget("bench"),
 		xdsclient.WithResourceTimeout(time.Hour),
 		xdsclient.WithLegacyDataErrorHandling(false),

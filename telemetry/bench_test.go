@@ -3,7 +3,6 @@ package telemetry_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -12,63 +11,15 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
-
-// pushServer is a minimal ADS server for benchmarks: it sends whatever is
-// pushed to it on every stream and drains the client's requests.
-type pushServer struct {
-	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
-	push     chan *discoveryv3.DiscoveryResponse
-	requests chan *discoveryv3.DiscoveryRequest
-}
-
-func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req, err := st.Recv()
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case s.requests <- req:
-			default:
-			}
-		}
-	}()
-	for {
-		select {
-		case resp := <-s.push:
-			if err := st.Send(resp); err != nil {
-				return err
-			}
-		case err := <-errc:
-			return err
-		}
-	}
-}
-
-func startPushServer(b *testing.B) (*pushServer, string) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &pushServer{push: make(chan *discoveryv3.DiscoveryResponse), requests: make(chan *discoveryv3.DiscoveryRequest, 1)}
-	g := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s)
-	go g.Serve(lis)
-	b.Cleanup(g.Stop)
-	return s, lis.Addr().String()
-}
 
 // cdsResponse is a full-state CDS response of n EDS clusters; variant
 // changes every cluster's bytes.
@@ -101,7 +52,8 @@ func BenchmarkCDSFullState(b *testing.B) {
 }
 
 func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryResponse, changed, telemetryOn bool) {
-	srv, addr := startPushServer(b)
+	srv := xdstest.NewPushServer(b)
+	addr := srv.Addr()
 	c, err := xdsclient.New(parseBootstrap(b, bootstrapJSON(addr, nil, "")), clientOptions()...)
 	if err != nil {
 		b.Fatal(err)
@@ -122,7 +74,7 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 	for i := range n {
 		defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
 	}
-	srv.push <- responses[0]
+	srv.Push <- responses[0]
 	<-all
 	wire, _ := proto.Marshal(responses[0])
 	b.SetBytes(int64(len(wire)))
@@ -133,11 +85,11 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 		i++
 		delivered.Store(0)
 		if changed {
-			srv.push <- responses[i%2]
+			srv.Push <- responses[i%2]
 			<-all
 		} else {
-			srv.push <- responses[0]
-			<-srv.requests
+			srv.Push <- responses[0]
+			<-srv.Requests
 		}
 	}
 	b.StopTimer()
@@ -162,7 +114,8 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 func BenchmarkCollectClient(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
-			srv, addr := startPushServer(b)
+			srv := xdstest.NewPushServer(b)
+			addr := srv.Addr()
 			c, err := xdsclient.New(parseBootstrap(b, bootstrapJSON(addr, nil, "")), clientOptions()...)
 			if err != nil {
 				b.Fatal(err)
@@ -179,7 +132,7 @@ func BenchmarkCollectClient(b *testing.B) {
 			for i := range n {
 				defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
 			}
-			srv.push <- cdsResponse(n, 0)
+			srv.Push <- cdsResponse(n, 0)
 			<-all
 			var rm metricdata.ResourceMetrics
 			b.ReportAllocs()

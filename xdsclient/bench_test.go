@@ -2,70 +2,21 @@ package xdsclient_test
 
 import (
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
-
-// pushServer is a minimal ADS server for benchmarks: it sends whatever is
-// pushed to it on every stream and drains the client's requests.
-type pushServer struct {
-	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
-	push     chan *discoveryv3.DiscoveryResponse
-	requests chan *discoveryv3.DiscoveryRequest
-}
-
-func (s *pushServer) StreamAggregatedResources(st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req, err := st.Recv()
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case s.requests <- req:
-			default:
-			}
-		}
-	}()
-	for {
-		select {
-		case resp := <-s.push:
-			if err := st.Send(resp); err != nil {
-				return err
-			}
-		case err := <-errc:
-			return err
-		}
-	}
-}
-
-func startPushServer(b *testing.B) (*pushServer, string) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &pushServer{push: make(chan *discoveryv3.DiscoveryResponse), requests: make(chan *discoveryv3.DiscoveryRequest, 1)}
-	g := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s)
-	go g.Serve(lis)
-	b.Cleanup(g.Stop)
-	return s, lis.Addr().String()
-}
 
 // cdsResponse is a full-state CDS response of n EDS clusters; variant
 // changes every cluster's bytes.
@@ -115,7 +66,8 @@ func BenchmarkCDSFullState(b *testing.B) {
 }
 
 func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryResponse, changed bool) {
-	srv, addr := startPushServer(b)
+	srv := xdstest.NewPushServer(b)
+	addr := srv.Addr()
 	c, err := xdsclient.New(bootstrapFor(b, addr), xdsclient.WithLegacyDataErrorHandling(false), xdsclient.WithResourceTimeout(time.Hour))
 	if err != nil {
 		b.Fatal(err)
@@ -131,7 +83,7 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 	for i := 0; i < n; i++ {
 		defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
 	}
-	srv.push <- responses[0]
+	srv.Push <- responses[0]
 	<-all
 	wire, _ := proto.Marshal(responses[0])
 	b.SetBytes(int64(len(wire)))
@@ -141,12 +93,12 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 		i++
 		delivered.Store(0)
 		if changed {
-			srv.push <- responses[i%2]
+			srv.Push <- responses[i%2]
 			<-all
 		} else {
 			// The same bytes again: nothing to deliver; wait for the ACK.
-			srv.push <- responses[0]
-			<-srv.requests
+			srv.Push <- responses[0]
+			<-srv.Requests
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "resources/s")
