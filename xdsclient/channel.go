@@ -46,6 +46,21 @@ type channel struct {
 	attempts    int
 	respGen     uint64
 	lastStream  error // how the last stream failed, for connectivity errors
+
+	// The does-not-exist timers of the entries in timed share one runtime
+	// timer, wheel, set for the first slot of timerQ: every timer of a
+	// channel lasts as long, so the order they start in is the order they
+	// fire in. Slots of stopped timers are skipped when they come due.
+	timerQ []timerSlot
+	wheel  *time.Timer
+}
+
+// timerSlot is the does-not-exist timer of e started as generation gen,
+// due at at.
+type timerSlot struct {
+	e   *entry
+	gen uint64
+	at  time.Time
 }
 
 // typeState is the per-type state of the SotW sub-stream on one server.
@@ -121,14 +136,21 @@ func (ch *channel) unsubscribeLocked(e *entry) {
 // the subscription went out on the current stream, the channel is READY,
 // and nothing has been received for e.
 func (ch *channel) maybeStartTimerLocked(e *entry) {
-	if e.timer != nil || e.removed || e.ch != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
+	if e.timing || e.removed || e.ch != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
 		return
 	}
 	c := ch.c
 	d, _ := c.resourceTimeout(ch)
 	e.timerGen++
-	gen := e.timerGen
-	e.timer = time.AfterFunc(d, func() { c.onTimer(e, gen) })
+	e.timing = true
+	ch.timerQ = append(ch.timerQ, timerSlot{e: e, gen: e.timerGen, at: time.Now().Add(d)})
+	if len(ch.timerQ) == 1 {
+		if ch.wheel == nil {
+			ch.wheel = time.AfterFunc(d, ch.onWheel)
+		} else {
+			ch.wheel.Reset(d)
+		}
+	}
 	if ch.timed == nil {
 		ch.timed = map[*entry]struct{}{}
 	}
@@ -141,25 +163,52 @@ func (ch *channel) maybeStartTimerLocked(e *entry) {
 	}
 }
 
-// untime removes e from ch.timed. The map is dropped once empty: after a
-// large subscription it would otherwise keep room for every entry.
+// untime removes e from ch.timed. Once no timer runs, the slots left are
+// stale and the wheel need not fire; the map is dropped too, since after a
+// large subscription it would keep room for every entry.
 func (ch *channel) untime(e *entry) {
 	delete(ch.timed, e)
 	if len(ch.timed) == 0 {
 		ch.timed = nil
+		ch.timerQ = nil
+		if ch.wheel != nil {
+			ch.wheel.Stop()
+		}
+	}
+}
+
+// onWheel fires the timers that are due, then sets the wheel for the next
+// slot.
+func (ch *channel) onWheel() {
+	c := ch.c
+	c.mu.Lock()
+	defer c.unlock()
+	if c.closed || ch.closed {
+		return
+	}
+	now := time.Now()
+	for len(ch.timerQ) > 0 && !ch.timerQ[0].at.After(now) {
+		s := ch.timerQ[0]
+		ch.timerQ[0] = timerSlot{}
+		ch.timerQ = ch.timerQ[1:]
+		if _, ok := ch.timed[s.e]; ok {
+			c.onTimerLocked(s.e, s.gen)
+		}
+	}
+	if len(ch.timerQ) > 0 {
+		ch.wheel.Reset(ch.timerQ[0].at.Sub(now))
 	}
 }
 
 // stopTimerLocked stops e's timer if it runs for this channel.
 func (ch *channel) stopTimerLocked(e *entry) {
-	if e.timer == nil {
+	if !e.timing {
 		return
 	}
 	if _, ok := ch.timed[e]; !ok {
 		return
 	}
-	e.timer.Stop()
-	e.timer = nil
+	e.timing = false
 	e.timerGen++
 	ch.untime(e)
 	c := ch.c

@@ -23,6 +23,7 @@ type entry struct {
 	watchers        []*watcherRef
 	removed         bool
 	deletionIgnored bool // gRFC A53: a deletion was ignored (legacy mode)
+	timing          bool // the does-not-exist timer runs, on e.ch
 
 	state     CacheState
 	res       *Resource // the resource in use, nil when none
@@ -37,8 +38,7 @@ type entry struct {
 
 	sent     []sentOn // the streams on which the subscription last went out, per server
 	seenGen  uint64   // the response that last named this entry
-	timer    *time.Timer
-	timerGen uint64
+	timerGen uint64   // counts the starts and stops of the timer
 }
 
 // failure is the data error of a cache entry (NACK, TP3 error, deletion,
@@ -265,14 +265,13 @@ func (c *Client) resourceTimeout(ch *channel) (time.Duration, bool) {
 	return c.o.resourceTimeout, false
 }
 
-// onTimer fires the does-not-exist timer of e.
-func (c *Client) onTimer(e *entry, gen uint64) {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed || e.removed || e.timer == nil || e.timerGen != gen {
+// onTimerLocked fires the does-not-exist timer of e started as generation
+// gen.
+func (c *Client) onTimerLocked(e *entry, gen uint64) {
+	if e.removed || !e.timing || e.timerGen != gen {
 		return
 	}
-	e.timer = nil
+	e.timing = false
 	e.ch.untime(e)
 	if e.state != StateRequested {
 		return

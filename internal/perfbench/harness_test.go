@@ -144,9 +144,12 @@ type observer struct {
 	respSize atomic.Int64  // wire size of the last CDS response measured
 	closed   chan struct{} // a value for every stream that ended
 
-	mu    sync.Mutex
-	want  string
-	acked chan struct{}
+	mu         sync.Mutex
+	want       string
+	acked      chan struct{}
+	lastNonce  string        // of the last CDS response sent
+	ackedNonce string        // of the last CDS response acknowledged
+	settledCh  chan struct{} // closed when ackedNonce catches up with lastNonce
 }
 
 func (o *observer) callbacks() controlplane.Callbacks {
@@ -160,6 +163,11 @@ func (o *observer) callbacks() controlplane.Callbacks {
 				return nil
 			}
 			o.mu.Lock()
+			o.ackedNonce = req.GetResponseNonce()
+			if o.settledCh != nil && o.ackedNonce == o.lastNonce {
+				close(o.settledCh)
+				o.settledCh = nil
+			}
 			if o.acked != nil && req.GetVersionInfo() == o.want {
 				close(o.acked)
 				o.acked = nil
@@ -168,7 +176,13 @@ func (o *observer) callbacks() controlplane.Callbacks {
 			return nil
 		},
 		StreamResponse: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
-			if o.measure.Load() && resp.GetTypeUrl() == cdsURL {
+			if resp.GetTypeUrl() != cdsURL {
+				return
+			}
+			o.mu.Lock()
+			o.lastNonce = resp.GetNonce()
+			o.mu.Unlock()
+			if o.measure.Load() {
 				o.respSize.Store(int64(proto.Size(resp)))
 			}
 		},
@@ -188,6 +202,20 @@ func (o *observer) expectACK(version string) <-chan struct{} {
 	o.mu.Lock()
 	o.want, o.acked = version, ch
 	o.mu.Unlock()
+	return ch
+}
+
+// settled returns a channel closed once the server has received the ACK of
+// the last CDS response it sent, so that nothing is in flight.
+func (o *observer) settled() <-chan struct{} {
+	ch := make(chan struct{})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ackedNonce == o.lastNonce {
+		close(ch)
+		return ch
+	}
+	o.settledCh = ch
 	return ch
 }
 

@@ -43,6 +43,7 @@ func measureRetained(tb testing.TB, e *env) (retained, wire int64) {
 	r := e.dialRaw(f.names)
 	r.receive(tb)
 	wait(tb, acked, "ACK")
+	wait(tb, e.obs.settled(), "ACK of the last response")
 	e.obs.measure.Store(false)
 	wire = e.obs.respSize.Load()
 	base := liveHeap()
@@ -55,6 +56,7 @@ func measureRetained(tb testing.TB, e *env) (retained, wire int64) {
 	f.watchAll(c)
 	wait(tb, f.reached, "cluster for every watcher")
 	wait(tb, acked, "ACK")
+	wait(tb, e.obs.settled(), "ACK of the last response")
 	retained = liveHeap() - base
 	runtime.KeepAlive(f)
 	c.Close()
