@@ -120,12 +120,12 @@ func (c *Client) setStateLocked(e *entry, state CacheState, res *Resource, hash 
 	if old == state && oldCached == (res != nil) {
 		return
 	}
-	info := CacheStateInfo{
-		Target: c.o.target, Authority: e.auth.name, TypeURL: e.typ.TypeURL(), Name: e.name,
-		Old: old, New: state, OldCached: oldCached, NewCached: res != nil, Server: e.ch.uri, Err: e.errLocked(),
-	}
 	for _, h := range c.hookList() {
 		if f := h.CacheStateChanged; f != nil {
+			info := CacheStateInfo{
+				Target: c.o.target, Authority: e.auth.name, TypeURL: e.typ.TypeURL(), Name: e.name,
+				Old: old, New: state, OldCached: oldCached, NewCached: res != nil, Server: e.ch.uri, Err: e.errLocked(),
+			}
 			c.hook(func() { f(info) })
 		}
 	}
