@@ -94,8 +94,8 @@ func newUpdater(e *env, one bool) *updater {
 	return u
 }
 
-// next serves the next snapshot and returns its version and how many
-// watchers it notifies. The caller arms its waits first with prepare.
+// next serves the next snapshot and returns its version. Callers arm their
+// waits first: the ACK of version u.version+1 and u.changed() callbacks.
 func (u *updater) next() string {
 	u.version++
 	v := strconv.Itoa(u.version)
