@@ -502,12 +502,10 @@ func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration)
 	ch.failLocked(fmt.Errorf("ADS stream failed before any response: %w", err), true)
 }
 
-// pendingRequest is a request ready to send and the entries it subscribes
-// for the first time on the stream.
+// pendingRequest is a request ready to send, with the NACK it carries.
 type pendingRequest struct {
-	req    *discoveryv3.DiscoveryRequest
-	unsent []*entry
-	nack   error
+	req  *discoveryv3.DiscoveryRequest
+	nack error
 }
 
 // sendLoop writes the requests that are due, one per type, each carrying
@@ -533,7 +531,7 @@ func (ch *channel) sendLoop(ctx context.Context, stream discoveryv3.AggregatedDi
 func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 	c := ch.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if ch.streamID != id || c.closed || ch.closed {
 		return nil
 	}
@@ -560,7 +558,18 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 			req.Node = c.node
 			*first = false
 		}
-		out = append(out, pendingRequest{req: req, unsent: ts.unsent, nack: ts.nack})
+		out = append(out, pendingRequest{req: req, nack: ts.nack})
+		// The subscriptions count as sent from here (gRFC A57 starts the
+		// timer once they are): the request is written right after, and
+		// if the write fails the stream ends and the timers stop. Starting
+		// them after the write would let a fast answer overtake them.
+		for _, e := range ts.unsent {
+			if e.removed || e.sentStream(ch) == id {
+				continue
+			}
+			e.markSent(ch, id)
+			ch.maybeStartTimerLocked(e)
+		}
 		ts.unsent = nil
 		ts.dirty = false
 		ts.nack = nil
@@ -575,13 +584,6 @@ func (ch *channel) afterSend(id uint64, p pendingRequest) {
 	defer c.unlock()
 	if ch.streamID != id || c.closed {
 		return
-	}
-	for _, e := range p.unsent {
-		if e.removed || e.sentStream(ch) == id {
-			continue
-		}
-		e.markSent(ch, id)
-		ch.maybeStartTimerLocked(e)
 	}
 	for _, h := range c.hookList() {
 		if f := h.RequestSent; f != nil {
