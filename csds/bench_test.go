@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 
 var edsURL = xdsresource.EndpointsType.TypeURL()
 
-// pushServer is an ADS server that sends whatever is pushed to it on the
 // edsResponse is an EDS response of the resources e<from>..e<to-1>; variant
 // changes their bytes.
 func edsResponse(from, to, variant int) *discoveryv3.DiscoveryResponse {
@@ -73,13 +71,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 	b.Cleanup(e.c.Close)
 	e.csds = csds.NewServer(csds.ForClient(e.c))
 
-	var delivered atomic.Int64
-	all := make(chan struct{}, 1)
-	w := xdsclient.WatcherFuncs{OnResourceChanged: func(*xdsclient.Resource, error) {
-		if delivered.Add(1) == int64(n) {
-			all <- struct{}{}
-		}
-	}}
+	w := xdstest.NewCountdown(n)
 	for i := 0; i < n; i++ {
 		b.Cleanup(e.c.Watch(xdsresource.EndpointsType, fmt.Sprintf("e%d", i), w))
 	}
@@ -87,7 +79,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 	for from := 0; from < n; from += chunk {
 		e.push <- edsResponse(from, min(from+chunk, n), 0)
 	}
-	<-all
+	w.Wait()
 	e.updates = [2]*discoveryv3.DiscoveryResponse{edsResponse(0, updateBatch, 1), edsResponse(0, updateBatch, 2)}
 	return e
 }

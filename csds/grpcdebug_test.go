@@ -94,19 +94,19 @@ func grpcdebugConfig(resp *statusv3.ClientStatusResponse, cdsOnly, older bool) (
 // and both commands, current and older builds, read it.
 func TestGrpcdebugCompatible(t *testing.T) {
 	f := newFixture(t, nil, xdsclient.WithResourceTimeout(time.Hour))
-	recs := map[string]*recorder{}
+	recs := map[string]*xdstest.Watcher{}
 	for _, n := range []string{"c1", "c2", "c3"} {
-		recs[n] = newRecorder()
+		recs[n] = xdstest.NewWatcher()
 		t.Cleanup(f.c.Watch(xdsresource.ClusterType, n, recs[n]))
 	}
-	st := f.stream()
-	xdstest.WaitFor(t, f.ctx, "a subscription to c1, c2 and c3", func() bool {
+	st := f.NextStream()
+	xdstest.WaitFor(t, f.Ctx, "a subscription to c1, c2 and c3", func() bool {
 		return len(f.c.Dump()) == 3
 	})
 	// c1 valid, c2 invalid, c3 absent (never received: still REQUESTED).
-	f.send(st, xdstest.Response(cdsURL, "7", controlplane.Cluster("c1", "c1"), invalidCluster("c2")))
-	recs["c1"].expect(t, xdsclient.NotifyResource, 0)
-	recs["c2"].expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	f.Send(st, xdstest.Response(cdsURL, "7", controlplane.Cluster("c1", "c1"), xdstest.InvalidCluster("c2")))
+	recs["c1"].Expect(t, xdsclient.NotifyResource, 0)
+	recs["c2"].Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
 
 	// Without WithZeroLastUpdated, entries holding nothing have no
 	// last_updated, which grpcdebug's `xds status` would dereference.
@@ -164,14 +164,14 @@ func TestGrpcdebugCompatible(t *testing.T) {
 // A pool of two targets: current builds print both, with their scopes.
 func TestGrpcdebugPool(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
-	pool := xdsclient.NewPool(bootstrapFor(t, srv.Addr()), clientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
+	pool := xdsclient.NewPool(bootstrapFor(t, srv.Addr()), xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
 	for _, target := range []string{"#server", "dns:///backend.example.com"} {
 		c, release, err := pool.Get(target)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(release)
-		t.Cleanup(c.Watch(xdsresource.ListenerType, "listener-of-"+target, newRecorder()))
+		t.Cleanup(c.Watch(xdsresource.ListenerType, "listener-of-"+target, xdstest.NewWatcher()))
 	}
 	resp := fetch(t, serveCSDS(t, csds.ForPool(pool), csds.WithZeroLastUpdated()))
 	out := grpcdebugStatus(resp, false)

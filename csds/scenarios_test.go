@@ -9,7 +9,6 @@ import (
 	"time"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"google.golang.org/grpc/codes"
@@ -105,15 +104,10 @@ func check(t *testing.T, g *statusv3.ClientConfig_GenericXdsConfig, name string,
 	}
 }
 
-// invalidCluster is a Cluster that gRPC rejects (STATIC is not supported).
-func invalidCluster(name string) *clusterv3.Cluster {
-	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
-}
-
+// errorResponse is a CDS response at version with one resource error: for
+// name, of code with msg.
 func errorResponse(version, name string, code codes.Code, msg string) *discoveryv3.DiscoveryResponse {
-	r := xdstest.Response(cdsURL, version)
-	r.ResourceErrors = append(r.ResourceErrors, xdstest.ResourceError(name, code, msg))
-	return r
+	return xdstest.ErrorResponse(cdsURL, version, xdstest.ResourceError(name, code, msg))
 }
 
 func TestACKED(t *testing.T) {
@@ -143,8 +137,8 @@ func TestNACKedOldConfigKept(t *testing.T) {
 	f := newFixture(t, nil)
 	from := time.Now()
 	rec, st, v1 := f.watchCached("c1")
-	bad := f.send(st, xdstest.Response(cdsURL, "2", invalidCluster("c1")))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	bad := f.Send(st, xdstest.Response(cdsURL, "2", xdstest.InvalidCluster("c1")))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{
 		status: adminv3.ClientResourceStatus_NACKED, version: "1", config: v1,
@@ -157,8 +151,8 @@ func TestNACKedNeverValid(t *testing.T) {
 	f := newFixture(t, nil)
 	from := time.Now()
 	rec, st := f.watch("c1")
-	bad := f.send(st, xdstest.Response(cdsURL, "1", invalidCluster("c1")))
-	rec.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	bad := f.Send(st, xdstest.Response(cdsURL, "1", xdstest.InvalidCluster("c1")))
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{
 		status:     adminv3.ClientResourceStatus_NACKED,
@@ -171,7 +165,7 @@ func TestNACKedNeverValid(t *testing.T) {
 func TestDoesNotExistTimer(t *testing.T) {
 	f := newFixture(t, nil, xdsclient.WithResourceTimeout(50*time.Millisecond))
 	rec, _ := f.watch("c1") // the server stays silent
-	rec.expect(t, xdsclient.NotifyResourceError, codes.NotFound)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.NotFound)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{status: adminv3.ClientResourceStatus_DOES_NOT_EXIST, errDetails: []string{`"c1"`, "does not exist"}}, time.Time{}, time.Now())
 }
@@ -182,8 +176,8 @@ func TestDoesNotExistButCached(t *testing.T) {
 	f := newFixture(t, nil)
 	from := time.Now()
 	rec, st, v1 := f.watchCached("c1")
-	f.send(st, xdstest.Response(cdsURL, "2")) // full state without c1
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
+	f.Send(st, xdstest.Response(cdsURL, "2")) // full state without c1
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{
 		status: adminv3.ClientResourceStatus_DOES_NOT_EXIST, version: "1", config: v1,
@@ -195,8 +189,8 @@ func TestReceivedErrorCached(t *testing.T) {
 	f := newFixture(t, nil)
 	from := time.Now()
 	rec, st, v1 := f.watchCached("c1")
-	f.send(st, errorResponse("2", "c1", codes.Unavailable, "scripted TP3 error"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	f.Send(st, errorResponse("2", "c1", codes.Unavailable, "scripted TP3 error"))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{
 		status: adminv3.ClientResourceStatus_RECEIVED_ERROR, version: "1", config: v1,
@@ -210,8 +204,8 @@ func TestReceivedErrorDropped(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureFailOnDataErrors})
 	from := time.Now()
 	rec, st, _ := f.watchCached("c1")
-	f.send(st, errorResponse("2", "c1", codes.NotFound, "scripted TP3 error"))
-	rec.expect(t, xdsclient.NotifyResourceError, codes.NotFound)
+	f.Send(st, errorResponse("2", "c1", codes.NotFound, "scripted TP3 error"))
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.NotFound)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{
 		status:     adminv3.ClientResourceStatus_RECEIVED_ERROR,
@@ -222,7 +216,7 @@ func TestReceivedErrorDropped(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureResourceTimerIsTransientError}, xdsclient.WithResourceTimeout(50*time.Millisecond))
 	rec, _ := f.watch("c1")
-	rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{status: adminv3.ClientResourceStatus_TIMEOUT, errDetails: []string{`"c1"`, "resource_timer_is_transient_error"}}, time.Time{}, time.Now())
 }
@@ -239,11 +233,11 @@ func TestErrorStateClearedByValidUpdate(t *testing.T) {
 	f := newFixture(t, nil)
 	from := time.Now()
 	rec, st, _ := f.watchCached("c1")
-	f.send(st, xdstest.Response(cdsURL, "2", invalidCluster("c1")))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
-	f.recv(st, cdsURL) // NACK
-	v3 := f.send(st, xdstest.Response(cdsURL, "3", controlplane.Cluster("c1", "other")))
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	f.Send(st, xdstest.Response(cdsURL, "2", xdstest.InvalidCluster("c1")))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	f.RecvType(st, cdsURL) // NACK
+	v3 := f.Send(st, xdstest.Response(cdsURL, "3", controlplane.Cluster("c1", "other")))
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 	_, g := only(t, f.fetch())
 	check(t, g, "c1", want{status: adminv3.ClientResourceStatus_ACKED, version: "3", config: v3.GetResources()[0]}, from, time.Now())
 }
@@ -251,7 +245,7 @@ func TestErrorStateClearedByValidUpdate(t *testing.T) {
 // Two targets of one pool: one ClientConfig each, sorted by client_scope,
 // each with its own entries, against a go-control-plane server.
 func TestPoolTwoTargets(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := xdstest.Context(t)
 	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +254,7 @@ func TestPoolTwoTargets(t *testing.T) {
 	if err := cp.SetResources(ctx, testNodeID, "1", controlplane.Cluster("c1", "c1")); err != nil {
 		t.Fatal(err)
 	}
-	pool := xdsclient.NewPool(bootstrapFor(t, cp.Addr()), clientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
+	pool := xdsclient.NewPool(bootstrapFor(t, cp.Addr()), xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
 	cl := serveCSDS(t, csds.ForPool(pool))
 
 	// Made in reverse order, to check the sort.
@@ -274,10 +268,10 @@ func TestPoolTwoTargets(t *testing.T) {
 		}
 		t.Cleanup(release)
 		for _, n := range tc.names {
-			rec := newRecorder()
+			rec := xdstest.NewWatcher()
 			t.Cleanup(c.Watch(xdsresource.ClusterType, n, rec))
 			if n == "c1" {
-				rec.expect(t, xdsclient.NotifyResource, 0)
+				rec.Expect(t, xdsclient.NotifyResource, 0)
 			}
 		}
 	}

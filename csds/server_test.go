@@ -1,13 +1,11 @@
 package csds_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,14 +30,14 @@ func withNodeMatcher() *statusv3.ClientStatusRequest {
 
 func TestNodeMatchersInvalidArgument(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := f.csds.FetchClientStatus(f.ctx, withNodeMatcher())
+	_, err := f.csds.FetchClientStatus(f.Ctx, withNodeMatcher())
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "node_matchers") {
 		t.Errorf("FetchClientStatus with node_matchers: %v, want INVALID_ARGUMENT naming node_matchers", err)
 	}
 
 	// On a stream, a good request is answered, then the one with
 	// node_matchers ends the stream.
-	stream, err := f.csds.StreamClientStatus(f.ctx)
+	stream, err := f.csds.StreamClientStatus(f.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +60,7 @@ func TestNodeMatchersInvalidArgument(t *testing.T) {
 func TestStreamSeveralRequests(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st, _ := f.watchCached("c1")
-	stream, err := f.csds.StreamClientStatus(f.ctx)
+	stream, err := f.csds.StreamClientStatus(f.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +79,14 @@ func TestStreamSeveralRequests(t *testing.T) {
 	if got := ask(); got != "ACKED@1" {
 		t.Errorf("first response %s, want ACKED@1", got)
 	}
-	f.send(st, xdstest.Response(cdsURL, "2", invalidCluster("c1")))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
-	f.recv(st, cdsURL)
+	f.Send(st, xdstest.Response(cdsURL, "2", xdstest.InvalidCluster("c1")))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	f.RecvType(st, cdsURL)
 	if got := ask(); got != "NACKED@1" {
 		t.Errorf("second response %s, want NACKED@1", got)
 	}
-	f.send(st, xdstest.Response(cdsURL, "3", controlplane.Cluster("c1", "x")))
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	f.Send(st, xdstest.Response(cdsURL, "3", controlplane.Cluster("c1", "x")))
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 	if got := ask(); got != "ACKED@3" {
 		t.Errorf("third response %s, want ACKED@3", got)
 	}
@@ -106,9 +104,9 @@ func TestStreamSeveralRequests(t *testing.T) {
 func TestExcludeResourceContents(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st, _ := f.watchCached("c1")
-	f.send(st, xdstest.Response(cdsURL, "2", invalidCluster("c1")))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
-	resp, err := f.csds.FetchClientStatus(f.ctx, &statusv3.ClientStatusRequest{ExcludeResourceContents: true})
+	f.Send(st, xdstest.Response(cdsURL, "2", xdstest.InvalidCluster("c1")))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	resp, err := f.csds.FetchClientStatus(f.Ctx, &statusv3.ClientStatusRequest{ExcludeResourceContents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,24 +117,6 @@ func TestExcludeResourceContents(t *testing.T) {
 	if g.GetVersionInfo() != "1" || g.GetLastUpdated() == nil || g.GetErrorState().GetVersionInfo() != "2" {
 		t.Errorf("exclude_resource_contents dropped more than the contents: %v", g)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // fakeClient is a Client that can fail in each of its methods.
@@ -166,22 +146,22 @@ func (f *fakeClient) Dump() []xdsclient.EntrySnapshot {
 // what could be read, and the failures are logged.
 func TestIsolation(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
-	pool := xdsclient.NewPool(bootstrapFor(t, srv.Addr()), clientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
+	pool := xdsclient.NewPool(bootstrapFor(t, srv.Addr()), xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
 	live, releaseLive, err := pool.Get("live")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(releaseLive)
-	t.Cleanup(live.Watch(xdsresource.ClusterType, "c1", newRecorder()))
+	t.Cleanup(live.Watch(xdsresource.ClusterType, "c1", xdstest.NewWatcher()))
 	closed, releaseClosed, err := pool.Get("closed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed.Watch(xdsresource.ClusterType, "c2", newRecorder())
+	closed.Watch(xdsresource.ClusterType, "c2", xdstest.NewWatcher())
 	releaseClosed() // the last user: the pool closes it
 	closed.Close()  // and it stays closed
 
-	var logs syncBuffer
+	var logs xdstest.SyncBuffer
 	src := csds.SourceFunc(func() []csds.Client {
 		out := csds.ForPool(pool).Clients()
 		return append(out, closed, &fakeClient{target: "panicky-dump", panicDmp: true}, &fakeClient{panicTarget: true})
@@ -215,7 +195,7 @@ func TestIsolation(t *testing.T) {
 
 // A Source that fails gets INTERNAL, not a crash.
 func TestSourceFailure(t *testing.T) {
-	var logs syncBuffer
+	var logs xdstest.SyncBuffer
 	s := csds.NewServer(csds.SourceFunc(func() []csds.Client { panic("scripted Clients failure") }),
 		csds.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	_, err := s.FetchClientStatus(context.Background(), &statusv3.ClientStatusRequest{})

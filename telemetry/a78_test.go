@@ -27,25 +27,25 @@ func resourcesLabels(state string) string {
 
 // cached has the server deliver a valid c1 and waits until it is ACKED.
 func (f *fixture) cached() *xdstest.Stream {
-	f.t.Helper()
+	f.T.Helper()
 	f.watch("c1")
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	// The fetch starts once the client has finished sending the
 	// subscription; an answer applied before that is not measured.
 	f.timerStarted("c1", 1)
-	f.send(st, response(cdsURL, "1", cluster("c1")))
+	f.Send(st, response(cdsURL, "1", cluster("c1")))
 	f.waitSeries(telemetry.MetricResources, map[string]float64{resourcesLabels("acked"): 1})
-	f.recv(st, cdsURL) // ACK
+	f.RecvType(st, cdsURL) // ACK
 	return st
 }
 
 // uncached watches c1 and waits for the subscription and its timer.
 func (f *fixture) uncached() *xdstest.Stream {
-	f.t.Helper()
+	f.T.Helper()
 	f.watch("c1")
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	return st
 }
 
@@ -62,38 +62,38 @@ func TestResourcesCacheStates(t *testing.T) {
 		{"does_not_exist", nil, 20 * time.Millisecond, func(f *fixture) { f.uncached() }},
 		{"does_not_exist_but_cached", nil, time.Hour, func(f *fixture) {
 			st := f.cached()
-			f.send(st, response(cdsURL, "2")) // full state without c1
+			f.Send(st, response(cdsURL, "2")) // full state without c1
 		}},
 		{"acked", nil, time.Hour, func(f *fixture) { f.cached() }},
 		{"nacked", nil, time.Hour, func(f *fixture) {
 			st := f.uncached()
-			f.send(st, response(cdsURL, "1", invalidCluster("c1")))
+			f.Send(st, response(cdsURL, "1", xdstest.InvalidCluster("c1")))
 		}},
 		{"nacked_but_cached", nil, time.Hour, func(f *fixture) {
 			st := f.cached()
-			f.send(st, response(cdsURL, "2", invalidCluster("c1")))
+			f.Send(st, response(cdsURL, "2", xdstest.InvalidCluster("c1")))
 		}},
 		{"received_error", nil, time.Hour, func(f *fixture) {
 			st := f.uncached()
-			f.send(st, errorResponse(cdsURL, "1", xdstest.ResourceError("c1", codes.NotFound, "scripted")))
+			f.Send(st, xdstest.ErrorResponse(cdsURL, "1", xdstest.ResourceError("c1", codes.NotFound, "scripted")))
 		}},
 		{"received_error_but_cached", nil, time.Hour, func(f *fixture) {
 			st := f.cached()
-			f.send(st, errorResponse(cdsURL, "2", xdstest.ResourceError("c1", codes.Unavailable, "scripted")))
+			f.Send(st, xdstest.ErrorResponse(cdsURL, "2", xdstest.ResourceError("c1", codes.Unavailable, "scripted")))
 		}},
 		{"timeout", transient, 20 * time.Millisecond, func(f *fixture) { f.uncached() }},
 		// With fail_on_data_errors the held resource is dropped.
 		{"does_not_exist", failOnDataErrors, time.Hour, func(f *fixture) {
 			st := f.cached()
-			f.send(st, response(cdsURL, "2"))
+			f.Send(st, response(cdsURL, "2"))
 		}},
 		{"nacked", failOnDataErrors, time.Hour, func(f *fixture) {
 			st := f.cached()
-			f.send(st, response(cdsURL, "2", invalidCluster("c1")))
+			f.Send(st, response(cdsURL, "2", xdstest.InvalidCluster("c1")))
 		}},
 		{"received_error", failOnDataErrors, time.Hour, func(f *fixture) {
 			st := f.cached()
-			f.send(st, errorResponse(cdsURL, "2", xdstest.ResourceError("c1", codes.PermissionDenied, "scripted")))
+			f.Send(st, xdstest.ErrorResponse(cdsURL, "2", xdstest.ResourceError("c1", codes.PermissionDenied, "scripted")))
 		}},
 	} {
 		name := tc.state
@@ -117,17 +117,18 @@ func TestResourcesCacheStates(t *testing.T) {
 // series whose count drops to zero go away.
 func TestResourcesLabelSets(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
-	js := bootstrapJSON(srv.Addr(), nil, `, "authorities": {"auth.example": {}}`)
-	f := newFixtureOn(t, srv, js)
+	b := bootstrapFor(srv.Addr())
+	b.Authorities = `{"auth.example": {}}`
+	f := newFixtureOn(t, srv, b)
 	xc2 := "xdstp://auth.example/envoy.config.cluster.v3.Cluster/c2"
 	f.watch("c1")
 	cancel2 := f.watch(xc2)
 	cancel3 := f.c.Watch(xdsresource.EndpointsType, "e1", xdsclient.WatcherFuncs{})
 	defer cancel3()
-	st := f.stream()
-	f.recv(st, cdsURL)
-	f.recv(st, edsURL)
-	f.send(st, response(cdsURL, "1", cluster("c1")))
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.RecvType(st, edsURL)
+	f.Send(st, response(cdsURL, "1", cluster("c1")))
 	lab := func(auth, state, typ string) string {
 		return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyAuthority, auth,
 			telemetry.KeyCacheState, state, telemetry.KeyResourceType, typ)
@@ -144,7 +145,7 @@ func TestResourcesLabelSets(t *testing.T) {
 
 func TestConnectedAndServerFailure(t *testing.T) {
 	f := newFixture(t, nil)
-	srvLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr())
+	srvLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr())
 	if s := f.series(telemetry.MetricConnected); len(s) != 0 {
 		t.Fatalf("connected before any stream: %s, want no series", show(s))
 	}
@@ -157,17 +158,17 @@ func TestConnectedAndServerFailure(t *testing.T) {
 	// The server goes away: the stream ends (after a response, so that is
 	// no failure), reconnecting fails, the channel goes TRANSIENT_FAILURE.
 	_ = st
-	f.srv.Stop()
+	f.Srv.Stop()
 	f.waitSeries(telemetry.MetricServerFailure, map[string]float64{srvLabels: 1})
 	f.waitSeries(telemetry.MetricConnected, map[string]float64{srvLabels: 0})
 
 	// Back: connected again only once a response arrives.
-	if err := f.srv.Restart(); err != nil {
+	if err := f.Srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	st = f.stream()
-	f.recv(st, cdsURL)
-	f.send(st, response(cdsURL, "1", cluster("c1")))
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.Send(st, response(cdsURL, "1", cluster("c1")))
 	f.waitSeries(telemetry.MetricConnected, map[string]float64{srvLabels: 1})
 	f.waitSeries(telemetry.MetricServerFailure, map[string]float64{srvLabels: 1})
 }
@@ -175,7 +176,7 @@ func TestConnectedAndServerFailure(t *testing.T) {
 // A stream that ends before any response is a server failure too.
 func TestServerFailureStreamWithoutResponse(t *testing.T) {
 	f := newFixture(t, nil)
-	srvLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr())
+	srvLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr())
 	st := f.uncached()
 	f.waitSeries(telemetry.MetricConnected, map[string]float64{srvLabels: 1})
 	st.End(status.Error(codes.Unavailable, "scripted stream failure"))
@@ -183,10 +184,10 @@ func TestServerFailureStreamWithoutResponse(t *testing.T) {
 	f.waitSeries(telemetry.MetricConnected, map[string]float64{srvLabels: 0})
 	// Another stream ending without response is no new failure: the
 	// server is still unhealthy.
-	st = f.stream()
-	f.recv(st, cdsURL)
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
 	st.End(status.Error(codes.Unavailable, "scripted stream failure"))
-	ended := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr(), telemetry.KeyResponseReceived, "false")
+	ended := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr(), telemetry.KeyResponseReceived, "false")
 	f.waitPoint(telemetry.MetricStreamsEnded, ended, 2)
 	f.waitSeries(telemetry.MetricServerFailure, map[string]float64{srvLabels: 1})
 }
@@ -196,20 +197,20 @@ func TestResourceUpdatesValidInvalid(t *testing.T) {
 	for _, n := range []string{"c1", "c2", "c3", "c4"} {
 		f.watch(n)
 	}
-	st := f.stream()
-	f.recv(st, cdsURL)
-	typLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr(), telemetry.KeyResourceType, cdsName)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	typLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr(), telemetry.KeyResourceType, cdsName)
 
 	// Two valid, one invalid, one TP3 error, and one resource nobody
 	// subscribed to (not counted).
-	resp := response(cdsURL, "1", cluster("c1"), cluster("c2"), invalidCluster("c3"), cluster("other"))
+	resp := response(cdsURL, "1", cluster("c1"), cluster("c2"), xdstest.InvalidCluster("c3"), cluster("other"))
 	resp.ResourceErrors = append(resp.ResourceErrors, xdstest.ResourceError("c4", codes.Unavailable, "scripted"))
-	f.send(st, resp)
+	f.Send(st, resp)
 	f.waitSeries(telemetry.MetricResourceUpdatesValid, map[string]float64{typLabels: 2})
 	f.waitSeries(telemetry.MetricResourceUpdatesInvalid, map[string]float64{typLabels: 2})
 
 	// The same resources again count again, unchanged ones included.
-	f.send(st, response(cdsURL, "2", cluster("c1"), cluster("c2")))
+	f.Send(st, response(cdsURL, "2", cluster("c1"), cluster("c2")))
 	f.waitSeries(telemetry.MetricResourceUpdatesValid, map[string]float64{typLabels: 4})
 	f.waitSeries(telemetry.MetricResourceUpdatesInvalid, map[string]float64{typLabels: 2})
 }
@@ -219,12 +220,12 @@ func TestInstrumentDefinitions(t *testing.T) {
 	f := newFixture(t, nil)
 	st := f.cached()
 	st.End(status.Error(codes.Unavailable, "scripted"))
-	st = f.stream()
-	f.recv(st, cdsURL)
-	f.send(st, response(cdsURL, "2", invalidCluster("c1")))
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.Send(st, response(cdsURL, "2", xdstest.InvalidCluster("c1")))
 	f.waitPoint(telemetry.MetricResources, resourcesLabels("nacked_but_cached"), 1)
-	f.srv.Stop()
-	f.waitPoint(telemetry.MetricServerFailure, lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr()), 1)
+	f.Srv.Stop()
+	f.waitPoint(telemetry.MetricServerFailure, lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr()), 1)
 
 	rm := collect(t, f.reader)
 	if len(rm.ScopeMetrics) != 1 || rm.ScopeMetrics[0].Scope.Name != telemetry.ScopeName || rm.ScopeMetrics[0].Scope.Version != xdsclient.Version {

@@ -3,7 +3,6 @@ package telemetry_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -12,27 +11,12 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
-
-// cdsResponse is a full-state CDS response of n EDS clusters; variant
-// changes every cluster's bytes.
-func cdsResponse(n, variant int) *discoveryv3.DiscoveryResponse {
-	resp := &discoveryv3.DiscoveryResponse{TypeUrl: cdsURL, VersionInfo: fmt.Sprint(variant), Nonce: fmt.Sprint(variant)}
-	for i := range n {
-		c := cluster(fmt.Sprintf("c%d", i))
-		c.ConnectTimeout = durationpb.New(time.Duration(variant+1) * time.Second)
-		a, _ := anypb.New(c)
-		resp.Resources = append(resp.Resources, a)
-	}
-	return resp
-}
 
 // BenchmarkCDSFullState is the client's update benchmark (one full-state
 // CDS response of n clusters, every one changed or none, to one watcher
@@ -41,7 +25,7 @@ func cdsResponse(n, variant int) *discoveryv3.DiscoveryResponse {
 // with benchstat -col /telemetry.
 func BenchmarkCDSFullState(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		responses := [2]*discoveryv3.DiscoveryResponse{cdsResponse(n, 0), cdsResponse(n, 1)}
+		responses := [2]*discoveryv3.DiscoveryResponse{xdstest.FullStateClusters(n, 0), xdstest.FullStateClusters(n, 1)}
 		for _, changed := range []bool{true, false} {
 			for _, on := range []bool{false, true} {
 				name := fmt.Sprintf("changed=%v/n=%d/telemetry=%s", changed, n, map[bool]string{true: "on", false: "off"}[on])
@@ -54,7 +38,7 @@ func BenchmarkCDSFullState(b *testing.B) {
 func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryResponse, changed, telemetryOn bool) {
 	srv := xdstest.NewPushServer(b)
 	addr := srv.Addr()
-	c, err := xdsclient.New(parseBootstrap(b, bootstrapJSON(addr, nil, "")), clientOptions()...)
+	c, err := xdsclient.New(bootstrapFor(addr).Parse(b), clientOptions()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,36 +46,19 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 	var reader *sdkmetric.ManualReader
 	if telemetryOn {
 		reader, _ = newMetrics(b, c)
-		defer c.AddHooks(&xdsclient.Hooks{ResponseReceived: func(xdsclient.ResponseInfo) { events.notify() }})()
+		defer c.AddHooks(&xdsclient.Hooks{ResponseReceived: func(xdsclient.ResponseInfo) { xdstest.Notify() }})()
 	}
-	var delivered atomic.Int64
-	all := make(chan struct{}, 1)
-	w := xdsclient.WatcherFuncs{OnResourceChanged: func(*xdsclient.Resource, error) {
-		if delivered.Add(1) == int64(n) {
-			all <- struct{}{}
-		}
-	}}
+	w := xdstest.NewCountdown(n)
 	for i := range n {
 		defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
 	}
 	srv.Push <- responses[0]
-	<-all
+	w.Wait()
 	wire, _ := proto.Marshal(responses[0])
 	b.SetBytes(int64(len(wire)))
 	b.ReportAllocs()
 	cpu0 := cpuTime()
-	i := 0
-	for b.Loop() {
-		i++
-		delivered.Store(0)
-		if changed {
-			srv.Push <- responses[i%2]
-			<-all
-		} else {
-			srv.Push <- responses[0]
-			<-srv.Requests
-		}
-	}
+	srv.RunUpdates(b, w, responses, changed)
 	b.StopTimer()
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "resources/s")
 	// CPU time of the whole process (client and push server) per update:
@@ -102,7 +69,7 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 		// run after its ACK or its callbacks, so wait for them.
 		want := map[string]float64{lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, addr,
 			telemetry.KeyResourceType, cdsName): float64(n) * float64(b.N+1)}
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), xdstest.Timeout)
 		defer cancel()
 		waitSeries(b, ctx, reader, telemetry.MetricResourceUpdatesValid, want)
 	}
@@ -116,24 +83,18 @@ func BenchmarkCollectClient(b *testing.B) {
 		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
 			srv := xdstest.NewPushServer(b)
 			addr := srv.Addr()
-			c, err := xdsclient.New(parseBootstrap(b, bootstrapJSON(addr, nil, "")), clientOptions()...)
+			c, err := xdsclient.New(bootstrapFor(addr).Parse(b), clientOptions()...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer c.Close()
 			reader, _ := newMetrics(b, c)
-			var delivered atomic.Int64
-			all := make(chan struct{}, 1)
-			w := xdsclient.WatcherFuncs{OnResourceChanged: func(*xdsclient.Resource, error) {
-				if delivered.Add(1) == int64(n) {
-					all <- struct{}{}
-				}
-			}}
+			w := xdstest.NewCountdown(n)
 			for i := range n {
 				defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
 			}
-			srv.Push <- cdsResponse(n, 0)
-			<-all
+			srv.Push <- xdstest.FullStateClusters(n, 0)
+			w.Wait()
 			var rm metricdata.ResourceMetrics
 			b.ReportAllocs()
 			for b.Loop() {

@@ -59,8 +59,8 @@ func TestResourcesGaugeMatchesCache(t *testing.T) {
 			for step := range consistencySteps {
 				// Each step has its own deadline, as a slow machine may
 				// take longer than one over the whole sequence.
-				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-				s.ctx = ctx
+				ctx, cancel := context.WithTimeout(context.Background(), xdstest.Timeout)
+				s.Ctx = ctx
 				what := s.step()
 				s.check(fmt.Sprintf("step %d (%s)", step, what))
 				cancel()
@@ -111,8 +111,8 @@ func newSequence(t *testing.T, features []string, rng *rand.Rand) *sequence {
 	s := &sequence{fixture: f, rng: rng, watches: map[string][]func(){}, server: map[string]serverResource{},
 		variant: map[string]int{}, seen: map[string]bool{}}
 	t.Cleanup(f.c.AddHooks(&xdsclient.Hooks{
-		ResponseReceived: func(xdsclient.ResponseInfo) { s.responses.Add(1); events.notify() },
-		StreamEnded:      func(xdsclient.StreamEndInfo) { s.ended.Add(1); events.notify() },
+		ResponseReceived: func(xdsclient.ResponseInfo) { s.responses.Add(1); xdstest.Notify() },
+		StreamEnded:      func(xdsclient.StreamEndInfo) { s.ended.Add(1); xdstest.Notify() },
 	}))
 	t.Cleanup(func() {
 		for _, ws := range s.watches {
@@ -125,7 +125,7 @@ func newSequence(t *testing.T, features []string, rng *rand.Rand) *sequence {
 	// takes responses of both types (it ignores types never subscribed).
 	s.watchName(xdsresource.ClusterType, "c0")
 	s.watchName(xdsresource.EndpointsType, "e0")
-	s.st = f.stream()
+	s.st = f.NextStream()
 	return s
 }
 
@@ -186,7 +186,7 @@ func (s *sequence) step() string {
 		s.missing++
 		name := fmt.Sprintf("missing%d", s.missing)
 		s.watchName(xdsresource.ClusterType, name)
-		if !waitUntil(s.ctx, func() bool {
+		if !xdstest.Until(s.Ctx, func() bool {
 			for _, e := range s.c.Dump() {
 				if e.Name == name {
 					return e.State != xdsclient.StateRequested
@@ -194,7 +194,7 @@ func (s *sequence) step() string {
 			}
 			return false
 		}) {
-			s.t.Fatalf("timer of %s never fired", name)
+			s.T.Fatalf("timer of %s never fired", name)
 		}
 		return "timer expiry of " + name
 	case r < 95:
@@ -230,11 +230,9 @@ func (s *sequence) respond(typ xdsresource.Type, name string, resErr *discoveryv
 		resp.ResourceErrors = append(resp.ResourceErrors, resErr)
 	}
 	before := s.responses.Load()
-	if err := s.st.Send(resp); err != nil {
-		s.t.Fatalf("send: %v", err)
-	}
-	if !waitUntil(s.ctx, func() bool { return s.responses.Load() > before }) {
-		s.t.Fatalf("response version %d was never applied", s.version)
+	s.Send(s.st, resp)
+	if !xdstest.Until(s.Ctx, func() bool { return s.responses.Load() > before }) {
+		s.T.Fatalf("response version %d was never applied", s.version)
 	}
 }
 
@@ -253,31 +251,31 @@ func invalidResource(typ xdsresource.Type, name string) proto.Message {
 		e.Endpoints[0].Locality = nil // a locality is required
 		return e
 	}
-	return invalidCluster(name)
+	return xdstest.InvalidCluster(name)
 }
 
 // kill ends the current stream and takes the next one.
 func (s *sequence) kill() {
 	before := s.ended.Load()
 	s.st.End(status.Error(codes.Unavailable, "scripted stream kill"))
-	if !waitUntil(s.ctx, func() bool { return s.ended.Load() > before }) {
-		s.t.Fatal("the client never saw the stream end")
+	if !xdstest.Until(s.Ctx, func() bool { return s.ended.Load() > before }) {
+		s.T.Fatal("the client never saw the stream end")
 	}
-	s.st = s.stream()
+	s.st = s.NextStream()
 }
 
 // check waits until the resources gauge equals the counts from Dump. Both
 // are read again on every hook event, since timers may fire meanwhile.
 func (s *sequence) check(what string) {
-	s.t.Helper()
+	s.T.Helper()
 	var gauge, dump map[string]float64
-	ok := waitUntil(s.ctx, func() bool {
+	ok := xdstest.Until(s.Ctx, func() bool {
 		gauge = s.series(telemetry.MetricResources)
 		dump = dumpCounts(s.c)
 		return equal(gauge, dump)
 	})
 	if !ok {
-		s.t.Fatalf("after %s:\n gauge %s\n cache %s", what, show(gauge), show(dump))
+		s.T.Fatalf("after %s:\n gauge %s\n cache %s", what, show(gauge), show(dump))
 	}
 	for _, e := range s.c.Dump() {
 		s.seen[e.State.MetricLabel(e.Resource != nil)] = true

@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,13 +16,13 @@ import (
 )
 
 func (f *fixture) fetchLabels(outcome string) string {
-	return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr(),
+	return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr(),
 		telemetry.KeyResourceType, cdsName, telemetry.KeyOutcome, outcome)
 }
 
 // fetchPoint returns the histogram point of one outcome.
 func (f *fixture) fetchPoint(outcome string) (metricdata.HistogramDataPoint[float64], bool) {
-	m, _ := find(collect(f.t, f.reader), telemetry.MetricResourceFetchDuration)
+	m, _ := find(collect(f.T, f.reader), telemetry.MetricResourceFetchDuration)
 	h, _ := m.Data.(metricdata.Histogram[float64])
 	for _, p := range h.DataPoints {
 		if labels(p.Attributes) == f.fetchLabels(outcome) {
@@ -36,9 +35,9 @@ func (f *fixture) fetchPoint(outcome string) (metricdata.HistogramDataPoint[floa
 // timerStarted waits until the entry's does-not-exist timer has started
 // n times in all, the moment its fetch starts.
 func (f *fixture) timerStarted(name string, n int) {
-	f.t.Helper()
-	if !waitUntil(f.ctx, func() bool { return f.timerStarts(name) >= n }) {
-		f.t.Fatalf("timer of %q started %d times, want %d", name, f.timerStarts(name), n)
+	f.T.Helper()
+	if !xdstest.Until(f.Ctx, func() bool { return f.timerStarts(name) >= n }) {
+		f.T.Fatalf("timer of %q started %d times, want %d", name, f.timerStarts(name), n)
 	}
 }
 
@@ -52,13 +51,13 @@ func TestFetchDurationOutcomes(t *testing.T) {
 		min, max time.Duration
 	}{
 		{telemetry.OutcomeACKed, nil, time.Hour, func(f *fixture, st *xdstest.Stream) {
-			f.send(st, response(cdsURL, "1", cluster("c1")))
+			f.Send(st, response(cdsURL, "1", cluster("c1")))
 		}, 0, 5 * time.Second},
 		{telemetry.OutcomeNACKed, nil, time.Hour, func(f *fixture, st *xdstest.Stream) {
-			f.send(st, response(cdsURL, "1", invalidCluster("c1")))
+			f.Send(st, response(cdsURL, "1", xdstest.InvalidCluster("c1")))
 		}, 0, 5 * time.Second},
 		{telemetry.OutcomeReceivedError, nil, time.Hour, func(f *fixture, st *xdstest.Stream) {
-			f.send(st, errorResponse(cdsURL, "1", xdstest.ResourceError("c1", codes.PermissionDenied, "scripted")))
+			f.Send(st, xdstest.ErrorResponse(cdsURL, "1", xdstest.ResourceError("c1", codes.PermissionDenied, "scripted")))
 		}, 0, 5 * time.Second},
 		{telemetry.OutcomeDoesNotExist, nil, 30 * time.Millisecond, func(*fixture, *xdstest.Stream) {}, 30 * time.Millisecond, 5 * time.Second},
 		{telemetry.OutcomeTimeout, transient, 30 * time.Millisecond, func(*fixture, *xdstest.Stream) {}, 60 * time.Millisecond, 5 * time.Second},
@@ -70,8 +69,8 @@ func TestFetchDurationOutcomes(t *testing.T) {
 			f := newFixture(t, tc.features, xdsclient.WithResourceTimeout(tc.timeout))
 			started := time.Now()
 			f.watch("c1")
-			st := f.stream()
-			f.recv(st, cdsURL)
+			st := f.NextStream()
+			f.RecvType(st, cdsURL)
 			if tc.timeout == time.Hour {
 				f.timerStarted("c1", 1)
 			}
@@ -91,20 +90,20 @@ func TestFetchDurationOutcomes(t *testing.T) {
 func TestFetchDurationCancelAndRetry(t *testing.T) {
 	f := newFixture(t, nil)
 	cancel := f.watch("c0")
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.timerStarted("c0", 1)
 	cancel()
 	f.waitSeries(telemetry.MetricResources, map[string]float64{})
 
 	f.watch("c1")
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	f.timerStarted("c1", 1)
 	st.End(status.Error(codes.Unavailable, "scripted stream failure"))
-	st = f.stream()
-	f.recv(st, cdsURL)
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.timerStarted("c1", 2)
-	f.send(st, response(cdsURL, "1", cluster("c1")))
+	f.Send(st, response(cdsURL, "1", cluster("c1")))
 	f.waitSeries(telemetry.MetricResourceFetchDuration, map[string]float64{
 		f.fetchLabels(telemetry.OutcomeInterrupted): 1,
 		f.fetchLabels(telemetry.OutcomeACKed):       1,
@@ -114,11 +113,9 @@ func TestFetchDurationCancelAndRetry(t *testing.T) {
 func TestAuthorityServer(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
 	other := xdstest.NewADSServer(t)
-	js := bootstrapJSON(srv.Addr(), nil, fmt.Sprintf(`, "authorities": {
-		"auth.example": {"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}]},
-		"same.example": {}
-	}`, other.Addr()))
-	f := newFixtureOn(t, srv, js)
+	b := bootstrapFor(srv.Addr())
+	b.Authorities = `{"auth.example": {"xds_servers": ` + xdstest.ServersJSON(other.Addr()) + `}, "same.example": {}}`
+	f := newFixtureOn(t, srv, b)
 	f.watch("c1")
 	f.watch("xdstp://auth.example/envoy.config.cluster.v3.Cluster/c2")
 	f.watch("xdstp://same.example/envoy.config.cluster.v3.Cluster/c3")
@@ -146,14 +143,14 @@ func TestWatcherNotifications(t *testing.T) {
 		},
 		OnAmbientError: func(error) { rec <- xdsclient.NotifyAmbientError },
 	})() // a second watcher: resource
-	f.send(st, response(cdsURL, "2", invalidCluster("c1"))) // ambient_error ×2
+	f.Send(st, response(cdsURL, "2", xdstest.InvalidCluster("c1"))) // ambient_error ×2
 	f.watch("c2")
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	// resource_error; c1 is in the full state again (the same invalid
 	// bytes: no new callback), so it is not deleted.
-	resp := errorResponse(cdsURL, "3", xdstest.ResourceError("c2", codes.NotFound, "scripted"))
-	resp.Resources = response(cdsURL, "3", invalidCluster("c1")).Resources
-	f.send(st, resp)
+	resp := xdstest.ErrorResponse(cdsURL, "3", xdstest.ResourceError("c2", codes.NotFound, "scripted"))
+	resp.Resources = response(cdsURL, "3", xdstest.InvalidCluster("c1")).Resources
+	f.Send(st, resp)
 	lab := func(kind string) string {
 		return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyResourceType, cdsName, telemetry.KeyKind, kind)
 	}
@@ -168,14 +165,14 @@ func TestStreams(t *testing.T) {
 	f := newFixture(t, nil)
 	st := f.cached()
 	st.End(status.Error(codes.Unavailable, "scripted"))
-	st = f.stream()
-	f.recv(st, cdsURL)
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
 	st.End(status.Error(codes.Unavailable, "scripted"))
-	srv := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr())
+	srv := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr())
 	end := func(got string) string {
-		return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.srv.Addr(), telemetry.KeyResponseReceived, got)
+		return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr(), telemetry.KeyResponseReceived, got)
 	}
-	f.stream()
+	f.NextStream()
 	f.waitSeries(telemetry.MetricStreamsStarted, map[string]float64{srv: 3})
 	f.waitSeries(telemetry.MetricStreamsEnded, map[string]float64{end("true"): 1, end("false"): 1})
 }
@@ -183,7 +180,7 @@ func TestStreams(t *testing.T) {
 // Metrics attached to a running client start from its current state.
 func TestLateAttach(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
-	c, err := xdsclient.New(parseBootstrap(t, bootstrapJSON(srv.Addr(), nil, "")), clientOptions()...)
+	c, err := xdsclient.New(bootstrapFor(srv.Addr()).Parse(t), clientOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +188,7 @@ func TestLateAttach(t *testing.T) {
 	got := make(chan struct{}, 1)
 	defer c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{OnResourceChanged: func(*xdsclient.Resource, error) { got <- struct{}{} }})()
 	defer c.Watch(xdsresource.ClusterType, "c2", xdsclient.WatcherFuncs{})()
-	ctx := testContext(t)
+	ctx := xdstest.Context(t)
 	st, err := srv.NextStream(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +219,8 @@ func TestLateAttach(t *testing.T) {
 // when the pool closes it.
 func TestPool(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
-	pool := xdsclient.NewPool(parseBootstrap(t, bootstrapJSON(srv.Addr(), nil, "")), clientOptions()...)
-	ctx := testContext(t)
+	pool := xdsclient.NewPool(bootstrapFor(srv.Addr()).Parse(t), clientOptions()...)
+	ctx := xdstest.Context(t)
 
 	// One client exists before the metrics, one is made after.
 	a, releaseA, err := pool.Get("a")
@@ -304,7 +301,7 @@ func TestNewErrors(t *testing.T) {
 func TestConnectedZeroForUnreachedServer(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
 	srv.Stop()
-	f := newFixtureOn(t, srv, bootstrapJSON(srv.Addr(), nil, ""))
+	f := newFixtureOn(t, srv, bootstrapFor(srv.Addr()))
 	f.watch("c1")
 	f.waitSeries(telemetry.MetricConnected, map[string]float64{
 		lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, srv.Addr()): 0,

@@ -3,7 +3,6 @@ package telemetry_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
-	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -31,8 +29,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	testTarget = "test-target"
 	testNodeID = "test-node"
-	// testTimeout bounds every wait.
-	testTimeout = 10 * time.Second
 )
 
 var (
@@ -42,66 +38,45 @@ var (
 	edsName = "envoy.config.endpoint.v3.ClusterLoadAssignment"
 )
 
-// bootstrapJSON returns a bootstrap with one insecure server and extra
-// top-level fields.
-func bootstrapJSON(addr string, features []string, extra string) string {
-	fs := ""
-	if len(features) > 0 {
-		fs = `, "server_features": ["` + strings.Join(features, `", "`) + `"]`
-	}
-	return fmt.Sprintf(`{
-		"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]%s}],
-		"node": {"id": %q}%s
-	}`, addr, fs, testNodeID, extra)
+// bootstrapFor returns a bootstrap with one insecure server at addr.
+func bootstrapFor(addr string) xdstest.Bootstrap {
+	return xdstest.Bootstrap{Servers: []string{addr}, Node: `{"id": "` + testNodeID + `"}`}
 }
 
-func parseBootstrap(t testing.TB, js string) *bootstrap.Config {
-	t.Helper()
-	cfg, err := bootstrap.Parse([]byte(js))
-	if err != nil {
-		t.Fatalf("bootstrap: %v", err)
-	}
-	return cfg
-}
-
-// clientOptions are the options every test client gets: a short backoff
-// and A88 data error handling whatever the environment says.
+// clientOptions are the options every test client gets: those of
+// xdstest.ClientOptions, the target of these tests, and resource timers
+// that do not fire unless a test shortens them.
 func clientOptions(extra ...xdsclient.Option) []xdsclient.Option {
-	return append([]xdsclient.Option{
+	return xdstest.ClientOptions(append([]xdsclient.Option{
 		xdsclient.WithTarget(testTarget),
-		xdsclient.WithBackoff(func(int) time.Duration { return 10 * time.Millisecond }),
-		xdsclient.WithLegacyDataErrorHandling(false),
 		xdsclient.WithResourceTimeout(time.Hour),
-		xdsclient.WithLogger(slog.New(slog.DiscardHandler)),
-	}, extra...)
+	}, extra...)...)
 }
 
-// notifyHooks wakes waitUntil on every event. Added after the telemetry
-// hooks, it runs after them for each event, so a condition evaluated on
-// wake-up sees what the telemetry hooks recorded.
+// notifyHooks wakes xdstest.Until on every event. Added after the
+// telemetry hooks, it runs after them for each event, so a condition
+// evaluated on wake-up sees what the telemetry hooks recorded.
 func notifyHooks() *xdsclient.Hooks {
 	return &xdsclient.Hooks{
-		ConnectivityChanged:    func(xdsclient.ConnectivityInfo) { events.notify() },
-		ConnectedChanged:       func(xdsclient.ConnectedInfo) { events.notify() },
-		StreamStarted:          func(xdsclient.StreamInfo) { events.notify() },
-		StreamEnded:            func(xdsclient.StreamEndInfo) { events.notify() },
-		ServerFailure:          func(xdsclient.ServerFailureInfo) { events.notify() },
-		RequestSent:            func(xdsclient.RequestInfo) { events.notify() },
-		ResponseReceived:       func(xdsclient.ResponseInfo) { events.notify() },
-		CacheStateChanged:      func(xdsclient.CacheStateInfo) { events.notify() },
-		WatcherNotified:        func(xdsclient.NotificationInfo) { events.notify() },
-		AuthorityServerChanged: func(xdsclient.AuthorityServerInfo) { events.notify() },
-		ResourceTimerStarted:   func(xdsclient.ResourceTimerInfo) { events.notify() },
-		ResourceTimerStopped:   func(xdsclient.ResourceTimerInfo) { events.notify() },
+		ConnectivityChanged:    func(xdsclient.ConnectivityInfo) { xdstest.Notify() },
+		ConnectedChanged:       func(xdsclient.ConnectedInfo) { xdstest.Notify() },
+		StreamStarted:          func(xdsclient.StreamInfo) { xdstest.Notify() },
+		StreamEnded:            func(xdsclient.StreamEndInfo) { xdstest.Notify() },
+		ServerFailure:          func(xdsclient.ServerFailureInfo) { xdstest.Notify() },
+		RequestSent:            func(xdsclient.RequestInfo) { xdstest.Notify() },
+		ResponseReceived:       func(xdsclient.ResponseInfo) { xdstest.Notify() },
+		CacheStateChanged:      func(xdsclient.CacheStateInfo) { xdstest.Notify() },
+		WatcherNotified:        func(xdsclient.NotificationInfo) { xdstest.Notify() },
+		AuthorityServerChanged: func(xdsclient.AuthorityServerInfo) { xdstest.Notify() },
+		ResourceTimerStarted:   func(xdsclient.ResourceTimerInfo) { xdstest.Notify() },
+		ResourceTimerStopped:   func(xdsclient.ResourceTimerInfo) { xdstest.Notify() },
 	}
 }
 
 // fixture is a client on a scripted ADS server, observed by telemetry
 // through a ManualReader.
 type fixture struct {
-	t      *testing.T
-	ctx    context.Context
-	srv    *xdstest.ADSServer
+	xdstest.Script
 	c      *xdsclient.Client
 	reader *sdkmetric.ManualReader
 	m      *telemetry.Metrics
@@ -113,17 +88,15 @@ type fixture struct {
 func newFixture(t *testing.T, features []string, opts ...xdsclient.Option) *fixture {
 	t.Helper()
 	srv := xdstest.NewADSServer(t)
-	return newFixtureOn(t, srv, bootstrapJSON(srv.Addr(), features, ""), opts...)
+	b := bootstrapFor(srv.Addr())
+	b.Features = features
+	return newFixtureOn(t, srv, b, opts...)
 }
 
-func newFixtureOn(t *testing.T, srv *xdstest.ADSServer, js string, opts ...xdsclient.Option) *fixture {
+func newFixtureOn(t *testing.T, srv *xdstest.ADSServer, b xdstest.Bootstrap, opts ...xdsclient.Option) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: testContext(t), srv: srv, starts: map[string]int{}}
-	c, err := xdsclient.New(parseBootstrap(t, js), clientOptions(opts...)...)
-	if err != nil {
-		t.Fatalf("xdsclient.New: %v", err)
-	}
-	t.Cleanup(c.Close)
+	f := &fixture{Script: xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: srv}, starts: map[string]int{}}
+	c := xdstest.NewClient(t, b.Parse(t), clientOptions(opts...)...)
 	f.c = c
 	f.reader, f.m = newMetrics(t, c)
 	t.Cleanup(c.AddHooks(notifyHooks()))
@@ -131,7 +104,7 @@ func newFixtureOn(t *testing.T, srv *xdstest.ADSServer, js string, opts ...xdscl
 		f.mu.Lock()
 		f.starts[i.Name]++
 		f.mu.Unlock()
-		events.notify()
+		xdstest.Notify()
 	}}))
 	return f
 }
@@ -157,44 +130,11 @@ func newMetrics[S telemetry.Source](t testing.TB, src S) (*sdkmetric.ManualReade
 	return reader, m
 }
 
-func testContext(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// stream waits for the client's next ADS stream.
-func (f *fixture) stream() *xdstest.Stream {
-	f.t.Helper()
-	st, err := f.srv.NextStream(f.ctx)
-	if err != nil {
-		f.t.Fatalf("waiting for an ADS stream: %v", err)
-	}
-	return st
-}
-
-// recv waits for the next request of typeURL on st.
-func (f *fixture) recv(st *xdstest.Stream, typeURL string) *discoveryv3.DiscoveryRequest {
-	f.t.Helper()
-	req, err := st.RecvType(f.ctx, typeURL)
-	if err != nil {
-		f.t.Fatalf("waiting for a %s request: %v", typeURL, err)
-	}
-	return req
-}
-
-func (f *fixture) send(st *xdstest.Stream, resp *discoveryv3.DiscoveryResponse) {
-	f.t.Helper()
-	if err := st.Send(resp); err != nil {
-		f.t.Fatalf("send: %v", err)
-	}
-}
-
 // watch watches cds name and returns the cancel func; it is also called
 // when the test ends.
 func (f *fixture) watch(name string) func() {
 	cancel := f.c.Watch(xdsresource.ClusterType, name, xdsclient.WatcherFuncs{})
-	f.t.Cleanup(cancel)
+	f.T.Cleanup(cancel)
 	return cancel
 }
 
@@ -260,19 +200,19 @@ func series(rm metricdata.ResourceMetrics, name string) map[string]float64 {
 }
 
 func (f *fixture) series(name string) map[string]float64 {
-	return series(collect(f.t, f.reader), name)
+	return series(collect(f.T, f.reader), name)
 }
 
 // waitSeries waits until the series of metric name equal want exactly.
 func (f *fixture) waitSeries(name string, want map[string]float64) {
-	f.t.Helper()
-	waitSeries(f.t, f.ctx, f.reader, name, want)
+	f.T.Helper()
+	waitSeries(f.T, f.Ctx, f.reader, name, want)
 }
 
 func waitSeries(t testing.TB, ctx context.Context, r *sdkmetric.ManualReader, name string, want map[string]float64) {
 	t.Helper()
 	var got map[string]float64
-	ok := waitUntil(ctx, func() bool {
+	ok := xdstest.Until(ctx, func() bool {
 		got = series(collect(t, r), name)
 		return equal(got, want)
 	})
@@ -283,62 +223,17 @@ func waitSeries(t testing.TB, ctx context.Context, r *sdkmetric.ManualReader, na
 
 // waitPoint waits until one series of metric name has value want.
 func (f *fixture) waitPoint(name, labels string, want float64) {
-	f.t.Helper()
+	f.T.Helper()
 	var got map[string]float64
-	ok := waitUntil(f.ctx, func() bool {
+	ok := xdstest.Until(f.Ctx, func() bool {
 		got = f.series(name)
 		v, ok := got[labels]
 		return ok && v == want
 	})
 	if !ok {
-		f.t.Fatalf("%s{%s}: want %v; series are %s", name, labels, want, show(got))
+		f.T.Fatalf("%s{%s}: want %v; series are %s", name, labels, want, show(got))
 	}
 }
-
-// waitUntil evaluates cond now and after every hook event until it holds
-// or ctx ends.
-func waitUntil(ctx context.Context, cond func() bool) bool {
-	for {
-		woken := events.wait()
-		if cond() {
-			return true
-		}
-		select {
-		case <-woken:
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// broadcast wakes every goroutine waiting on it. A waiter takes the channel
-// from wait before it checks its condition, so a change made after the
-// check always closes that channel.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch == nil {
-		b.ch = make(chan struct{})
-	}
-	return b.ch
-}
-
-func (b *broadcast) notify() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ch != nil {
-		close(b.ch)
-		b.ch = nil
-	}
-}
-
-// events is notified by notifyHooks on every client event.
-var events broadcast
 
 func equal(a, b map[string]float64) bool {
 	if len(a) != len(b) {
@@ -373,17 +268,6 @@ func show(m map[string]float64) string {
 // cluster is a valid EDS cluster.
 func cluster(name string) *clusterv3.Cluster { return controlplane.Cluster(name, name) }
 
-// invalidCluster is a Cluster that gRPC rejects (STATIC is not supported).
-func invalidCluster(name string) *clusterv3.Cluster {
-	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
-}
-
 func response(typeURL, version string, res ...proto.Message) *discoveryv3.DiscoveryResponse {
 	return xdstest.Response(typeURL, version, res...)
-}
-
-func errorResponse(typeURL, version string, errs ...*discoveryv3.ResourceError) *discoveryv3.DiscoveryResponse {
-	r := xdstest.Response(typeURL, version)
-	r.ResourceErrors = errs
-	return r
 }

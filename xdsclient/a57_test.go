@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -29,11 +30,11 @@ func TestA57StreamEndAfterResponseIsNotAnError(t *testing.T) {
 	}))
 	rec, st := f.watchCached("c1")
 	st.End(nil)
-	st2 := f.stream()
-	f.recv(st2, cdsURL)
+	st2 := f.NextStream()
+	f.RecvType(st2, cdsURL)
 	f.send(st2, cdsURL, "1", controlplane.Cluster("c1", "c1"))
-	f.recv(st2, cdsURL) // ACK of the unchanged resource
-	rec.empty(t)
+	f.RecvType(st2, cdsURL) // ACK of the unchanged resource
+	rec.ExpectNone(t)
 	if n := len(f.hooks.failures.snapshot()); n != 0 {
 		t.Errorf("%d server failures reported, want 0", n)
 	}
@@ -59,22 +60,22 @@ func TestA57BackoffResetsOnResponse(t *testing.T) {
 		mu.Unlock()
 		return time.Millisecond
 	}))
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
 	for i := 0; i < 3; i++ {
-		st := f.stream()
-		f.recv(st, cdsURL)
+		st := f.NextStream()
+		f.RecvType(st, cdsURL)
 		st.End(status.Error(codes.Unavailable, "no response"))
 	}
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	st.End(status.Error(codes.Unavailable, "after a response"))
-	st = f.stream()
-	f.recv(st, cdsURL)
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
 	st.End(status.Error(codes.Unavailable, "no response again"))
-	f.stream()
+	f.NextStream()
 	mu.Lock()
 	got := append([]int(nil), retries...)
 	mu.Unlock()
@@ -94,24 +95,24 @@ func TestA57BackoffResetsOnResponse(t *testing.T) {
 func TestA57NoTimerWhileUnreachable(t *testing.T) {
 	f := newFixture(t, nil, xdsclient.WithResourceTimeout(time.Millisecond),
 		xdsclient.WithBackoff(func(int) time.Duration { return 20 * time.Millisecond }))
-	f.srv.Stop()
-	rec := newRecorder()
+	f.Srv.Stop()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
 	// Several failed attempts, each longer than the timer.
 	for i := 0; i < 3; i++ {
-		rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+		rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
 	}
 	if n := len(f.hooks.timerStarts.snapshot()); n != 0 {
 		t.Fatalf("%d timers started while the server was unreachable", n)
 	}
 	f.checkEntry(cdsURL, "c1", xdsclient.StateRequested, false)
 	// The server comes back; now the timer runs and fires.
-	if err := f.srv.Restart(); err != nil {
+	if err := f.Srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		e := rec.next(t)
-		if e.kind == xdsclient.NotifyResourceError && status.Code(e.err) == codes.NotFound {
+		e := rec.Next(t)
+		if e.Kind == xdsclient.NotifyResourceError && status.Code(e.Err) == codes.NotFound {
 			break
 		}
 	}
@@ -121,17 +122,17 @@ func TestA57NoTimerWhileUnreachable(t *testing.T) {
 // The timer stops when the stream breaks and starts again on the next one.
 func TestA57TimerStopsWithStreamAndRestarts(t *testing.T) {
 	f := newFixture(t, nil, xdsclient.WithResourceTimeout(time.Hour))
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.hooks.timerStarts.waitFor(t, "first timer start", func(xdsclient.ResourceTimerInfo) bool { return true })
 	st.End(status.Error(codes.Unavailable, "break"))
 	f.hooks.timerStops.waitFor(t, "timer stop", func(xdsclient.ResourceTimerInfo) bool { return true })
-	rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
-	st2 := f.stream()
-	f.recv(st2, cdsURL)
-	deadline := time.After(testTimeout)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	st2 := f.NextStream()
+	f.RecvType(st2, cdsURL)
+	deadline := time.After(xdstest.Timeout)
 	for len(f.hooks.timerStarts.snapshot()) < 2 {
 		select {
 		case <-f.hooks.timerStarts.wake:
@@ -150,13 +151,13 @@ func TestA57ConnectedFlag(t *testing.T) {
 	rec, st := f.watchCached("c1")
 	f.hooks.connected.waitFor(t, "connected", func(i xdsclient.ConnectedInfo) bool { return i.Connected })
 	st.End(nil)
-	st2 := f.stream()
-	f.recv(st2, cdsURL)
+	st2 := f.NextStream()
+	f.RecvType(st2, cdsURL)
 	st2.End(status.Error(codes.Unavailable, "no response"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 	f.hooks.connected.waitFor(t, "disconnected", func(i xdsclient.ConnectedInfo) bool { return !i.Connected })
-	st3 := f.stream()
-	f.recv(st3, cdsURL)
+	st3 := f.NextStream()
+	f.RecvType(st3, cdsURL)
 	if got := f.hooks.connected.snapshot(); len(got) != 2 {
 		t.Fatalf("connected events %+v before a response on the new stream, want 2", got)
 	}

@@ -22,11 +22,11 @@ import (
 // Row 1: channel TRANSIENT_FAILURE, nothing cached → ResourceChanged(error).
 func TestA88ChannelTransientFailureUncached(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.Stop() // nothing listens: the channel goes TRANSIENT_FAILURE
-	rec := newRecorder()
+	f.Srv.Stop() // nothing listens: the channel goes TRANSIENT_FAILURE
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	e := rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
-	checkNames(t, e.err, "c1", f.srv.Addr())
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	checkNames(t, e.Err, "c1", f.Srv.Addr())
 	f.hooks.connectivity.waitFor(t, "TRANSIENT_FAILURE", func(i xdsclient.ConnectivityInfo) bool {
 		return i.State == connectivity.TransientFailure
 	})
@@ -38,9 +38,9 @@ func TestA88ChannelTransientFailureUncached(t *testing.T) {
 func TestA88ChannelTransientFailureCached(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, _ := f.watchCached("c1")
-	f.srv.Stop()
-	e := rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
-	checkNames(t, e.err, "c1", f.srv.Addr())
+	f.Srv.Stop()
+	e := rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	checkNames(t, e.Err, "c1", f.Srv.Addr())
 	f.checkEntry(cdsURL, "c1", xdsclient.StateACKed, true)
 }
 
@@ -48,14 +48,14 @@ func TestA88ChannelTransientFailureCached(t *testing.T) {
 // ResourceChanged(error) carrying the stream's status.
 func TestA88StreamFailedWithoutResponseUncached(t *testing.T) {
 	f := newFixture(t, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	st.End(status.Error(codes.Unavailable, "scripted stream failure"))
-	e := rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
-	if !contains(e.err, "scripted stream failure") {
-		t.Errorf("error %v does not carry the stream's status", e.err)
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	if !contains(e.Err, "scripted stream failure") {
+		t.Errorf("error %v does not carry the stream's status", e.Err)
 	}
 	f.hooks.ended.waitFor(t, "stream end without response", func(i xdsclient.StreamEndInfo) bool { return !i.ResponseReceived })
 }
@@ -65,12 +65,12 @@ func TestA88StreamFailedWithoutResponseCached(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st := f.watchCached("c1")
 	st.End(status.Error(codes.Unavailable, "first stream ends after a response"))
-	st2 := f.stream() // no error: the first stream had a response (A57)
-	f.recv(st2, cdsURL)
+	st2 := f.NextStream() // no error: the first stream had a response (A57)
+	f.RecvType(st2, cdsURL)
 	st2.End(status.Error(codes.Unavailable, "second stream ends with no response"))
-	e := rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
-	if !contains(e.err, "second stream ends with no response") {
-		t.Errorf("ambient error %v does not carry the stream's status", e.err)
+	e := rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	if !contains(e.Err, "second stream ends with no response") {
+		t.Errorf("ambient error %v does not carry the stream's status", e.Err)
 	}
 	f.checkEntry(cdsURL, "c1", xdsclient.StateACKed, true)
 }
@@ -78,14 +78,14 @@ func TestA88StreamFailedWithoutResponseCached(t *testing.T) {
 // Row 5: NACK, nothing cached → ResourceChanged(error).
 func TestA88NACKUncached(t *testing.T) {
 	f := newFixture(t, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	f.recv(st, cdsURL)
-	resp := f.send(st, cdsURL, "1", invalidCluster("c1"))
-	e := rec.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
-	checkNames(t, e.err, "c1", f.srv.Addr())
-	nack := f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	resp := f.send(st, cdsURL, "1", xdstest.InvalidCluster("c1"))
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	checkNames(t, e.Err, "c1", f.Srv.Addr())
+	nack := f.RecvType(st, cdsURL)
 	if nack.GetErrorDetail() == nil || nack.GetResponseNonce() != resp.GetNonce() || nack.GetVersionInfo() != "" {
 		t.Errorf("NACK = version %q nonce %q error %v; want version \"\", nonce %q, an error_detail",
 			nack.GetVersionInfo(), nack.GetResponseNonce(), nack.GetErrorDetail(), resp.GetNonce())
@@ -103,9 +103,9 @@ func TestA88NACKUncached(t *testing.T) {
 func TestA88NACKCached(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st := f.watchCached("c1")
-	f.send(st, cdsURL, "2", invalidCluster("c1"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
-	nack := f.recv(st, cdsURL)
+	f.send(st, cdsURL, "2", xdstest.InvalidCluster("c1"))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	nack := f.RecvType(st, cdsURL)
 	if nack.GetVersionInfo() != "1" || nack.GetErrorDetail() == nil {
 		t.Errorf("NACK carries version %q error %v; want the version still in use (1) and an error", nack.GetVersionInfo(), nack.GetErrorDetail())
 	}
@@ -119,8 +119,8 @@ func TestA88NACKCached(t *testing.T) {
 func TestA88NACKCachedFailOnDataErrors(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureFailOnDataErrors})
 	rec, st := f.watchCached("c1")
-	f.send(st, cdsURL, "2", invalidCluster("c1"))
-	rec.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	f.send(st, cdsURL, "2", xdstest.InvalidCluster("c1"))
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateNACKed, false)
 }
 
@@ -139,12 +139,12 @@ func TestA88ResourceTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.features, xdsclient.WithResourceTimeout(50*time.Millisecond))
-			rec := newRecorder()
+			rec := xdstest.NewWatcher()
 			defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-			st := f.stream()
-			f.recv(st, cdsURL) // the server stays silent
-			e := rec.expect(t, xdsclient.NotifyResourceError, tc.code)
-			checkNames(t, e.err, "c1", f.srv.Addr())
+			st := f.NextStream()
+			f.RecvType(st, cdsURL) // the server stays silent
+			e := rec.Expect(t, xdsclient.NotifyResourceError, tc.code)
+			checkNames(t, e.Err, "c1", f.Srv.Addr())
 			f.checkEntry(cdsURL, "c1", tc.state, false)
 			started := f.hooks.timerStarts.waitFor(t, "timer start", func(xdsclient.ResourceTimerInfo) bool { return true })
 			if started.Duration != tc.timer {
@@ -160,13 +160,13 @@ func TestA88DeletionCached(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st := f.watchCached("c1")
 	f.send(st, cdsURL, "2") // full state without c1
-	e := rec.expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
-	checkNames(t, e.err, "c1", f.srv.Addr())
+	e := rec.Expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
+	checkNames(t, e.Err, "c1", f.Srv.Addr())
 	f.checkEntry(cdsURL, "c1", xdsclient.StateDoesNotExist, true)
 	// The resource comes back: ResourceChanged, ACKED again.
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "3", controlplane.Cluster("c1", "c1"))
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateACKed, true)
 }
 
@@ -176,7 +176,7 @@ func TestA88DeletionCachedFailOnDataErrors(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureFailOnDataErrors})
 	rec, st := f.watchCached("c1")
 	f.send(st, cdsURL, "2")
-	rec.expect(t, xdsclient.NotifyResourceError, codes.NotFound)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.NotFound)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateDoesNotExist, false)
 }
 
@@ -203,30 +203,30 @@ func TestA88TP3Errors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.features, xdsclient.WithResourceTimeout(time.Hour))
-			var rec *recorder
+			var rec *xdstest.Watcher
 			var st *xdstest.Stream
 			if tc.cached {
 				rec, st = f.watchCached("c1")
 			} else {
-				rec = newRecorder()
+				rec = xdstest.NewWatcher()
 				defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-				st = f.stream()
-				f.recv(st, cdsURL)
+				st = f.NextStream()
+				f.RecvType(st, cdsURL)
 				f.hooks.timerStarts.waitFor(t, "timer start", func(xdsclient.ResourceTimerInfo) bool { return true })
 			}
-			resp := errorResponse(cdsURL, "2", xdstest.ResourceError("c1", tc.code, "scripted TP3 error"))
+			resp := xdstest.ErrorResponse(cdsURL, "2", xdstest.ResourceError("c1", tc.code, "scripted TP3 error"))
 			if err := st.Send(resp); err != nil {
 				t.Fatal(err)
 			}
 			resp.Nonce = st.LastNonce()
-			e := rec.expect(t, tc.want, tc.code)
-			checkNames(t, e.err, "c1", f.srv.Addr())
-			if !contains(e.err, "scripted TP3 error") {
-				t.Errorf("error %v does not carry the server's message", e.err)
+			e := rec.Expect(t, tc.want, tc.code)
+			checkNames(t, e.Err, "c1", f.Srv.Addr())
+			if !contains(e.Err, "scripted TP3 error") {
+				t.Errorf("error %v does not carry the server's message", e.Err)
 			}
 			f.checkEntry(cdsURL, "c1", xdsclient.StateReceivedError, tc.keep)
 			// A well-formed TP3 error is ACKed, not NACKed.
-			ack := f.recv(st, cdsURL)
+			ack := f.RecvType(st, cdsURL)
 			if ack.GetErrorDetail() != nil || ack.GetVersionInfo() != "2" || ack.GetResponseNonce() != resp.GetNonce() {
 				t.Errorf("after a TP3 error the client sent version %q nonce %q error %v; want an ACK of version 2",
 					ack.GetVersionInfo(), ack.GetResponseNonce(), ack.GetErrorDetail())
@@ -243,15 +243,15 @@ func TestA88TP3Errors(t *testing.T) {
 func TestA88NewWatcherGetsResourceThenAmbientError(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st := f.watchCached("c1")
-	f.send(st, cdsURL, "2", invalidCluster("c1"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
-	rec2 := newRecorder()
+	f.send(st, cdsURL, "2", xdstest.InvalidCluster("c1"))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	rec2 := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec2)()
-	r := rec2.expect(t, xdsclient.NotifyResource, 0)
-	if r.res.Version != "1" {
-		t.Errorf("new watcher got version %q, want the cached 1", r.res.Version)
+	r := rec2.Expect(t, xdsclient.NotifyResource, 0)
+	if r.Resource.Version != "1" {
+		t.Errorf("new watcher got version %q, want the cached 1", r.Resource.Version)
 	}
-	rec2.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	rec2.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
 }
 
 func contains(err error, s string) bool {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -20,18 +21,18 @@ import (
 func TestHooksEveryKindFires(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, st := f.watchCached("c1")
-	f.send(st, cdsURL, "2", invalidCluster("c1"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
-	f.recv(st, cdsURL)
+	f.send(st, cdsURL, "2", xdstest.InvalidCluster("c1"))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	f.RecvType(st, cdsURL)
 	st.End(nil)
-	st2 := f.stream()
-	f.recv(st2, cdsURL)
+	st2 := f.NextStream()
+	f.RecvType(st2, cdsURL)
 	st2.End(status.Error(codes.Unavailable, "no response"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 
 	h := f.hooks
 	h.connectivity.waitFor(t, "READY", func(i xdsclient.ConnectivityInfo) bool { return i.State == connectivity.Ready })
-	h.connected.waitFor(t, "connected", func(i xdsclient.ConnectedInfo) bool { return i.Connected && i.Server == f.srv.Addr() })
+	h.connected.waitFor(t, "connected", func(i xdsclient.ConnectedInfo) bool { return i.Connected && i.Server == f.Srv.Addr() })
 	h.connected.waitFor(t, "disconnected", func(i xdsclient.ConnectedInfo) bool { return !i.Connected && i.Reason != nil })
 	h.started.waitFor(t, "stream start", func(i xdsclient.StreamInfo) bool { return i.Attempt == 2 })
 	h.ended.waitFor(t, "stream end after response", func(i xdsclient.StreamEndInfo) bool { return i.ResponseReceived })
@@ -62,7 +63,7 @@ func TestHooksEveryKindFires(t *testing.T) {
 
 func TestHooksRemovalReported(t *testing.T) {
 	f := newFixture(t, nil)
-	cancel := f.c.Watch(xdsresource.ClusterType, "c1", newRecorder())
+	cancel := f.c.Watch(xdsresource.ClusterType, "c1", xdstest.NewWatcher())
 	cancel()
 	f.hooks.states.waitFor(t, "requested→none", func(i xdsclient.CacheStateInfo) bool {
 		return i.Old == xdsclient.StateRequested && i.New == xdsclient.StateNone
@@ -71,19 +72,19 @@ func TestHooksRemovalReported(t *testing.T) {
 
 // A hook may call the client without deadlocking.
 func TestHookMayCallClient(t *testing.T) {
-	srv := newFixture(t, nil).srv
+	srv := newFixture(t, nil).Srv
 	var c *xdsclient.Client
 	dumped := make(chan int, 100)
 	c = newClient(t, bootstrapFor(t, srv.Addr()), xdsclient.WithHooks(&xdsclient.Hooks{
 		CacheStateChanged: func(xdsclient.CacheStateInfo) { dumped <- len(c.Dump()) },
 	}))
-	defer c.Watch(xdsresource.ClusterType, "c1", newRecorder())()
+	defer c.Watch(xdsresource.ClusterType, "c1", xdstest.NewWatcher())()
 	select {
 	case n := <-dumped:
 		if n != 1 {
 			t.Errorf("Dump from a hook saw %d entries, want 1", n)
 		}
-	case <-ctxT(t).Done():
+	case <-xdstest.Context(t).Done():
 		t.Fatal("hook did not run")
 	}
 }
@@ -100,8 +101,8 @@ func TestFlowControlSlowWatcher(t *testing.T) {
 			<-release
 		},
 	})()
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
 	if v := <-got; v != "1" {
 		t.Fatalf("first delivery version %q", v)
@@ -109,7 +110,7 @@ func TestFlowControlSlowWatcher(t *testing.T) {
 	f.send(st, cdsURL, "2", controlplane.Cluster("c1", "c2"))
 	// The ACK of version 1 goes out, but version 2 is not read while the
 	// watcher holds version 1.
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	if n := len(f.hooks.responses.snapshot()); n != 1 {
 		t.Fatalf("%d responses processed while the watcher blocked, want 1", n)
 	}
@@ -122,7 +123,7 @@ func TestFlowControlSlowWatcher(t *testing.T) {
 // Callbacks for one watcher are serialized and never concurrent, even under
 // concurrent watches and cancels.
 func TestConcurrentWatchesAndCancels(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := xdstest.Context(t)
 	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -173,15 +174,15 @@ func TestTypedWatcher(t *testing.T) {
 	f := newFixture(t, nil)
 	got := make(chan *xdsresource.Cluster, 1)
 	defer xdsclient.WatchCluster(f.c, "c1", typedFuncs[*xdsresource.Cluster]{changed: func(c *xdsresource.Cluster, err error) { got <- c }})()
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "eds-c1"))
 	select {
 	case c := <-got:
 		if c.EDSServiceName != "eds-c1" {
 			t.Errorf("typed cluster EDS name %q, want eds-c1", c.EDSServiceName)
 		}
-	case <-ctxT(t).Done():
+	case <-xdstest.Context(t).Done():
 		t.Fatal("no typed delivery")
 	}
 }
@@ -218,7 +219,7 @@ func TestDataPlaneError(t *testing.T) {
 // No goroutine outlives Close, whatever state the client was in.
 func TestNoGoroutineAfterClose(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	ctx := ctxT(t)
+	ctx := xdstest.Context(t)
 	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -230,10 +231,10 @@ func TestNoGoroutineAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	c.Watch(xdsresource.ClusterType, "c1", rec)
-	c.Watch(xdsresource.ClusterType, "missing", newRecorder())
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	c.Watch(xdsresource.ClusterType, "missing", xdstest.NewWatcher())
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 	c.Close()
 	c.Close() // twice is fine
 	cp.Stop()
@@ -242,18 +243,16 @@ func TestNoGoroutineAfterClose(t *testing.T) {
 func TestWatchAfterClose(t *testing.T) {
 	f := newFixture(t, nil)
 	f.c.Close()
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	f.c.Watch(xdsresource.ClusterType, "c1", rec)
-	if n := len(rec.ch); n != 0 {
-		t.Fatalf("%d callbacks after Close", n)
-	}
+	rec.ExpectNone(t)
 }
 
 // Hooks added to a running client first see its current state.
 func TestAddHooksReplaysState(t *testing.T) {
 	f := newFixture(t, nil)
 	f.watchCached("c1")
-	defer f.c.Watch(xdsresource.ClusterType, "c2", newRecorder())()
+	defer f.c.Watch(xdsresource.ClusterType, "c2", xdstest.NewWatcher())()
 	late := newRecordedHooks()
 	remove := f.c.AddHooks(late.hooks())
 	late.states.waitFor(t, "c1 replayed", func(i xdsclient.CacheStateInfo) bool {
@@ -264,11 +263,11 @@ func TestAddHooksReplaysState(t *testing.T) {
 	})
 	late.connected.waitFor(t, "connected replayed", func(i xdsclient.ConnectedInfo) bool { return i.Connected })
 	late.authServer.waitFor(t, "authority replayed", func(i xdsclient.AuthorityServerInfo) bool {
-		return i.Authority == "#old" && i.Server == f.srv.Addr()
+		return i.Authority == "#old" && i.Server == f.Srv.Addr()
 	})
 	remove()
 	n := len(late.states.snapshot())
-	f.c.Watch(xdsresource.ClusterType, "c3", newRecorder())()
+	f.c.Watch(xdsresource.ClusterType, "c3", xdstest.NewWatcher())()
 	f.hooks.states.waitFor(t, "c3 removed", func(i xdsclient.CacheStateInfo) bool { return i.Name == "c3" && i.New == xdsclient.StateNone })
 	if got := len(late.states.snapshot()); got != n {
 		t.Errorf("removed hooks saw %d more events", got-n)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -11,7 +12,7 @@ import (
 // TestControlPlaneFlow watches the four types of a demo config on a
 // go-control-plane server and follows an update.
 func TestControlPlaneFlow(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := xdstest.Context(t)
 	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -26,24 +27,24 @@ func TestControlPlaneFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newClient(t, bootstrapFor(t, cp.Addr()))
-	lds, rds, cds, eds := newRecorder(), newRecorder(), newRecorder(), newRecorder()
+	lds, rds, cds, eds := xdstest.NewWatcher(), xdstest.NewWatcher(), xdstest.NewWatcher(), xdstest.NewWatcher()
 	defer c.Watch(xdsresource.ListenerType, "l1", lds)()
 	defer c.Watch(xdsresource.RouteConfigType, "r1", rds)()
 	defer c.Watch(xdsresource.ClusterType, "c1", cds)()
 	defer c.Watch(xdsresource.EndpointsType, "e1", eds)()
 
-	l := lds.expect(t, xdsclient.NotifyResource, 0)
-	if got := l.res.Value.(*xdsresource.Listener).RouteConfigName; got != "r1" {
+	l := lds.Expect(t, xdsclient.NotifyResource, 0)
+	if got := l.Resource.Value.(*xdsresource.Listener).RouteConfigName; got != "r1" {
 		t.Errorf("listener route config name = %q, want r1", got)
 	}
-	rds.expect(t, xdsclient.NotifyResource, 0)
-	cl := cds.expect(t, xdsclient.NotifyResource, 0)
-	if got := cl.res.Value.(*xdsresource.Cluster).EDSServiceName; got != "e1" {
+	rds.Expect(t, xdsclient.NotifyResource, 0)
+	cl := cds.Expect(t, xdsclient.NotifyResource, 0)
+	if got := cl.Resource.Value.(*xdsresource.Cluster).EDSServiceName; got != "e1" {
 		t.Errorf("cluster EDS service name = %q, want e1", got)
 	}
-	ep := eds.expect(t, xdsclient.NotifyResource, 0)
-	if ep.res.Version != "1" {
-		t.Errorf("endpoints version = %q, want 1", ep.res.Version)
+	ep := eds.Expect(t, xdsclient.NotifyResource, 0)
+	if ep.Resource.Version != "1" {
+		t.Errorf("endpoints version = %q, want 1", ep.Resource.Version)
 	}
 
 	if err := cp.SetResources(ctx, testNodeID, "2",
@@ -54,8 +55,8 @@ func TestControlPlaneFlow(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	ep = eds.expect(t, xdsclient.NotifyResource, 0)
-	if got := ep.res.Version; got != "2" {
+	ep = eds.Expect(t, xdsclient.NotifyResource, 0)
+	if got := ep.Resource.Version; got != "2" {
 		t.Errorf("endpoints version = %q, want 2", got)
 	}
 	for _, d := range c.Dump() {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -34,27 +35,27 @@ func (extensionType) Decode(_ xdsresource.DecodeOptions, a *anypb.Any) (string, 
 
 func TestCustomResourceType(t *testing.T) {
 	f := newFixture(t, nil)
-	good, bad := newRecorder(), newRecorder()
+	good, bad := xdstest.NewWatcher(), xdstest.NewWatcher()
 	defer f.c.Watch(extensionType{}, "ext-good", good)()
 	defer f.c.Watch(extensionType{}, "ext-bad", bad)()
-	st := f.stream()
-	req := f.recv(st, extensionURL)
+	st := f.NextStream()
+	req := f.RecvType(st, extensionURL)
 	for len(req.GetResourceNames()) < 2 {
-		req = f.recv(st, extensionURL)
+		req = f.RecvType(st, extensionURL)
 	}
 	cfg, _ := anypb.New(&corev3.Node{Id: "payload"})
 	f.send(st, extensionURL, "1",
 		&corev3.TypedExtensionConfig{Name: "ext-good", TypedConfig: cfg},
 		&corev3.TypedExtensionConfig{Name: "ext-bad"})
-	e := good.expect(t, xdsclient.NotifyResource, 0)
-	if e.res.Value.(*corev3.TypedExtensionConfig).GetTypedConfig() == nil {
+	e := good.Expect(t, xdsclient.NotifyResource, 0)
+	if e.Resource.Value.(*corev3.TypedExtensionConfig).GetTypedConfig() == nil {
 		t.Error("custom value not delivered")
 	}
-	b := bad.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
-	if !contains(b.err, "typed_config missing") || !contains(b.err, extensionURL) {
-		t.Errorf("custom type error %v does not carry the rule or name the type", b.err)
+	b := bad.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	if !contains(b.Err, "typed_config missing") || !contains(b.Err, extensionURL) {
+		t.Errorf("custom type error %v does not carry the rule or name the type", b.Err)
 	}
-	if nack := f.recv(st, extensionURL); nack.GetErrorDetail() == nil {
+	if nack := f.RecvType(st, extensionURL); nack.GetErrorDetail() == nil {
 		t.Error("invalid custom resource not NACKed")
 	}
 }

@@ -15,17 +15,8 @@ import (
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
-	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
-
-func serverJSON(addrs ...string) string {
-	var parts []string
-	for _, a := range addrs {
-		parts = append(parts, fmt.Sprintf(`{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}`, a))
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
 
 // multiFixture is a client over several scripted servers.
 type multiFixture struct {
@@ -37,39 +28,32 @@ type multiFixture struct {
 // extra authorities given as JSON (may be "").
 func newMultiFixture(t *testing.T, n int, authorities func(addrs []string) string, opts ...xdsclient.Option) *multiFixture {
 	t.Helper()
-	m := &multiFixture{fixture: &fixture{t: t, ctx: ctxT(t), hooks: newRecordedHooks()}}
+	m := &multiFixture{fixture: &fixture{Script: xdstest.Script{T: t, Ctx: xdstest.Context(t)}, hooks: newRecordedHooks()}}
 	var addrs []string
 	for i := 0; i < n; i++ {
 		s := xdstest.NewADSServer(t)
 		m.srvs = append(m.srvs, s)
 		addrs = append(addrs, s.Addr())
 	}
-	auth := ""
+	b := xdstest.Bootstrap{Servers: addrs, Node: testNode}
 	if authorities != nil {
-		auth = `, "authorities": ` + authorities(addrs)
+		b.Authorities = authorities(addrs)
 	}
-	cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{"xds_servers": %s, "node": {"id": %q}%s}`, serverJSON(addrs...), testNodeID, auth)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.srv = m.srvs[0]
-	m.c = newClient(t, cfg, append([]xdsclient.Option{xdsclient.WithHooks(m.hooks.hooks()), xdsclient.WithFallback(true)}, opts...)...)
+	m.Srv = m.srvs[0]
+	m.c = newClient(t, b.Parse(t), append([]xdsclient.Option{xdsclient.WithHooks(m.hooks.hooks()), xdsclient.WithFallback(true)}, opts...)...)
 	return m
 }
 
+// streamOn waits for the client's next ADS stream on server i.
 func (m *multiFixture) streamOn(i int) *xdstest.Stream {
-	m.t.Helper()
-	st, err := m.srvs[i].NextStream(m.ctx)
-	if err != nil {
-		m.t.Fatalf("waiting for a stream on server %d: %v", i, err)
-	}
-	return st
+	m.T.Helper()
+	return xdstest.Script{T: m.T, Ctx: m.Ctx, Srv: m.srvs[i]}.NextStream()
 }
 
 // serve answers the next CDS request on st with clusters at version v.
 func (m *multiFixture) serve(st *xdstest.Stream, v string, names ...string) {
-	m.t.Helper()
-	m.recv(st, cdsURL)
+	m.T.Helper()
+	m.RecvType(st, cdsURL)
 	var res []any
 	for _, n := range names {
 		res = append(res, controlplane.Cluster(n, "from-"+v))
@@ -90,19 +74,19 @@ func (m *multiFixture) activeServer(authority string) xdsclient.AuthorityServerI
 func TestFallbackPrimaryDownAtStart(t *testing.T) {
 	m := newMultiFixture(t, 2, nil)
 	m.srvs[0].Stop()
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c1", rec)()
 	st := m.streamOn(1)
 	m.serve(st, "fallback-1", "c1")
 	for {
-		e := rec.next(t)
-		if e.kind == xdsclient.NotifyResource {
-			if got := e.res.Server; got != m.srvs[1].Addr() {
+		e := rec.Next(t)
+		if e.Kind == xdsclient.NotifyResource {
+			if got := e.Resource.Server; got != m.srvs[1].Addr() {
 				t.Fatalf("resource from %q, want the fallback %q", got, m.srvs[1].Addr())
 			}
 			break
 		}
-		if status := e.err; status != nil && !contains(status, m.srvs[0].Addr()) {
+		if status := e.Err; status != nil && !contains(status, m.srvs[0].Addr()) {
 			t.Errorf("error %v does not name the servers tried", status)
 		}
 	}
@@ -118,28 +102,28 @@ func TestFallbackPrimaryDownAtStart(t *testing.T) {
 	}
 	pst := m.streamOn(0)
 	m.serve(pst, "primary-1", "c1")
-	e := rec.expect(t, xdsclient.NotifyResource, 0)
-	if e.res.Server != m.srvs[0].Addr() || e.res.Version != "primary-1" {
-		t.Fatalf("after switch back got %s from %s, want primary-1 from the primary", e.res.Version, e.res.Server)
+	e := rec.Expect(t, xdsclient.NotifyResource, 0)
+	if e.Resource.Server != m.srvs[0].Addr() || e.Resource.Version != "primary-1" {
+		t.Fatalf("after switch back got %s from %s, want primary-1 from the primary", e.Resource.Version, e.Resource.Server)
 	}
 	select {
 	case <-st.Done():
-	case <-m.ctx.Done():
+	case <-m.Ctx.Done():
 		t.Fatal("the fallback stream was not closed after the switch back")
 	}
 	m.hooks.authServer.waitFor(t, "switch back", func(i xdsclient.AuthorityServerInfo) bool { return i.Priority == 0 && i.Previous == m.srvs[1].Addr() })
-	rec.empty(t)
+	rec.ExpectNone(t)
 }
 
 func TestFallbackNotWhenEverythingCached(t *testing.T) {
 	m := newMultiFixture(t, 2, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c1", rec)()
 	st := m.streamOn(0)
 	m.serve(st, "1", "c1")
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 	m.srvs[0].Stop()
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 	m.hooks.failures.waitFor(t, "failure", func(xdsclient.ServerFailureInfo) bool { return true })
 	for _, s := range m.hooks.started.snapshot() {
 		if s.Server == m.srvs[1].Addr() {
@@ -158,34 +142,34 @@ func TestFallbackNotWhenEverythingCached(t *testing.T) {
 // no timer drops them on the fallback server.
 func TestFallbackOnNewWatchWhilePrimaryDown(t *testing.T) {
 	m := newMultiFixture(t, 2, nil, xdsclient.WithResourceTimeout(50*time.Millisecond))
-	r1 := newRecorder()
+	r1 := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c1", r1)()
 	st := m.streamOn(0)
 	m.serve(st, "1", "c1")
-	r1.expect(t, xdsclient.NotifyResource, 0)
+	r1.Expect(t, xdsclient.NotifyResource, 0)
 	m.srvs[0].Stop()
-	r1.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	r1.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 	m.hooks.failures.waitFor(t, "failure", func(xdsclient.ServerFailureInfo) bool { return true })
 
-	r2 := newRecorder()
+	r2 := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c2", r2)()
 	fst := m.streamOn(1)
-	req := m.recv(fst, cdsURL)
+	req := m.RecvType(fst, cdsURL)
 	if got := names(req); len(got) != 2 {
 		t.Fatalf("fallback subscription %v, want every watched resource", got)
 	}
 	// The fallback server has c2 only; c1 stays as the primary sent it.
 	m.send(fst, cdsURL, "fb-1", controlplane.Cluster("c2", "fb"))
-	r2.expect(t, xdsclient.NotifyResource, 0)
+	r2.Expect(t, xdsclient.NotifyResource, 0)
 	m.checkEntry(cdsURL, "c1", xdsclient.StateDoesNotExist, true)
 	// c1's deletion by the fallback's full state is ambient under A88; the
 	// resource stays in use.
 	for {
-		e := r1.next(t)
-		if e.kind != xdsclient.NotifyAmbientError {
+		e := r1.Next(t)
+		if e.Kind != xdsclient.NotifyAmbientError {
 			t.Fatalf("c1 got %v, want only ambient errors", e)
 		}
-		if status.Code(e.err) == codes.NotFound {
+		if status.Code(e.Err) == codes.NotFound {
 			break
 		}
 	}
@@ -200,15 +184,15 @@ func TestFallbackOnNewWatchWhilePrimaryDown(t *testing.T) {
 // watchers whose resources the fallback serves.
 func TestFallbackPrimaryRetryFailuresAreQuiet(t *testing.T) {
 	m := newMultiFixture(t, 2, nil, xdsclient.WithBackoff(func(int) time.Duration { return time.Millisecond }))
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c1", rec)()
 	pst := m.streamOn(0)
-	m.recv(pst, cdsURL)
+	m.RecvType(pst, cdsURL)
 	pst.End(errUnavailable("primary broken"))
 	fst := m.streamOn(1)
 	m.serve(fst, "fb-1", "c1")
 	for {
-		if e := rec.next(t); e.kind == xdsclient.NotifyResource {
+		if e := rec.Next(t); e.Kind == xdsclient.NotifyResource {
 			break
 		}
 	}
@@ -216,7 +200,7 @@ func TestFallbackPrimaryRetryFailuresAreQuiet(t *testing.T) {
 	// and the primary.
 	for i := 0; i < 3; i++ {
 		st := m.streamOn(0)
-		m.recv(st, cdsURL)
+		m.RecvType(st, cdsURL)
 		st.End(errUnavailable("still broken"))
 	}
 	m.hooks.ended.waitFor(t, "third retry failed", func(xdsclient.StreamEndInfo) bool {
@@ -229,10 +213,10 @@ func TestFallbackPrimaryRetryFailuresAreQuiet(t *testing.T) {
 		return n >= 4
 	})
 	// Deliver something through the fallback to flush the callback queue.
-	m.recv(fst, cdsURL)
+	m.RecvType(fst, cdsURL)
 	m.send(fst, cdsURL, "fb-2", controlplane.Cluster("c1", "fb-2"))
-	e := rec.next(t)
-	if e.kind != xdsclient.NotifyResource {
+	e := rec.Next(t)
+	if e.Kind != xdsclient.NotifyResource {
 		t.Fatalf("watcher served by the fallback got %v from the primary's failed retries", e)
 	}
 }
@@ -241,14 +225,14 @@ func TestFallbackThreeServers(t *testing.T) {
 	m := newMultiFixture(t, 3, nil)
 	m.srvs[0].Stop()
 	m.srvs[1].Stop()
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c1", rec)()
 	st2 := m.streamOn(2)
 	m.serve(st2, "third", "c1")
 	for {
-		if e := rec.next(t); e.kind == xdsclient.NotifyResource {
-			if e.res.Server != m.srvs[2].Addr() {
-				t.Fatalf("resource from %s, want the third server", e.res.Server)
+		if e := rec.Next(t); e.Kind == xdsclient.NotifyResource {
+			if e.Resource.Server != m.srvs[2].Addr() {
+				t.Fatalf("resource from %s, want the third server", e.Resource.Server)
 			}
 			break
 		}
@@ -259,8 +243,8 @@ func TestFallbackThreeServers(t *testing.T) {
 	}
 	st1 := m.streamOn(1)
 	m.serve(st1, "second", "c1")
-	if e := rec.expect(t, xdsclient.NotifyResource, 0); e.res.Version != "second" {
-		t.Fatalf("got %s, want the second server's", e.res.Version)
+	if e := rec.Expect(t, xdsclient.NotifyResource, 0); e.Resource.Version != "second" {
+		t.Fatalf("got %s, want the second server's", e.Resource.Version)
 	}
 	<-st2.Done()
 	// Then the primary.
@@ -269,8 +253,8 @@ func TestFallbackThreeServers(t *testing.T) {
 	}
 	st0 := m.streamOn(0)
 	m.serve(st0, "primary", "c1")
-	if e := rec.expect(t, xdsclient.NotifyResource, 0); e.res.Version != "primary" {
-		t.Fatalf("got %s, want the primary's", e.res.Version)
+	if e := rec.Expect(t, xdsclient.NotifyResource, 0); e.Resource.Version != "primary" {
+		t.Fatalf("got %s, want the primary's", e.Resource.Version)
 	}
 	<-st1.Done()
 }
@@ -278,10 +262,10 @@ func TestFallbackThreeServers(t *testing.T) {
 func TestFallbackDisabled(t *testing.T) {
 	m := newMultiFixture(t, 2, nil, xdsclient.WithFallback(false))
 	m.srvs[0].Stop()
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
-	rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
 	for _, s := range m.hooks.started.snapshot() {
 		if s.Server == m.srvs[1].Addr() {
 			t.Fatal("fallback used although disabled")
@@ -293,20 +277,17 @@ func TestFallbackEnvironmentVariable(t *testing.T) {
 	t.Setenv(xdsclient.EnvFallback, "false")
 	srvA, srvB := xdstest.NewADSServer(t), xdstest.NewADSServer(t)
 	srvA.Stop()
-	cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{"xds_servers": %s}`, serverJSON(srvA.Addr(), srvB.Addr()))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := xdstest.Bootstrap{Servers: []string{srvA.Addr(), srvB.Addr()}}.Parse(t)
 	h := newRecordedHooks()
 	c, err := xdsclient.New(cfg, xdsclient.WithHooks(h.hooks()), xdsclient.WithBackoff(func(int) time.Duration { return time.Millisecond }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer c.Watch(xdsresource.ClusterType, "c1", rec)()
-	rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
-	rec.expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
 	for _, s := range h.started.snapshot() {
 		if s.Server == srvB.Addr() {
 			t.Fatal("fallback used with GRPC_EXPERIMENTAL_XDS_FALLBACK=false")
@@ -320,28 +301,28 @@ func TestFallbackEnvironmentVariable(t *testing.T) {
 func TestFallbackPerAuthority(t *testing.T) {
 	// Servers: 0 primary of A; 1 fallback of A and primary of B.
 	m := newMultiFixture(t, 2, func(addrs []string) string {
-		return fmt.Sprintf(`{"a": {"xds_servers": %s}, "b": {"xds_servers": %s}}`, serverJSON(addrs[0], addrs[1]), serverJSON(addrs[1]))
+		return fmt.Sprintf(`{"a": {"xds_servers": %s}, "b": {"xds_servers": %s}}`, xdstest.ServersJSON(addrs[0], addrs[1]), xdstest.ServersJSON(addrs[1]))
 	})
 	nameA := "xdstp://a/envoy.config.cluster.v3.Cluster/ca"
 	nameB := "xdstp://b/envoy.config.cluster.v3.Cluster/cb"
-	recB := newRecorder()
+	recB := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, nameB, recB)()
 	st1 := m.streamOn(1)
-	m.recv(st1, cdsURL)
+	m.RecvType(st1, cdsURL)
 	m.send(st1, cdsURL, "b-1", controlplane.Cluster(nameB, "x"))
-	recB.expect(t, xdsclient.NotifyResource, 0)
+	recB.Expect(t, xdsclient.NotifyResource, 0)
 
 	m.srvs[0].Stop()
-	recA := newRecorder()
+	recA := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, nameA, recA)()
 	// A falls back to server 1, on the same stream as B.
-	req := m.recv(st1, cdsURL)
+	req := m.RecvType(st1, cdsURL)
 	for len(req.GetResourceNames()) < 2 {
-		req = m.recv(st1, cdsURL)
+		req = m.RecvType(st1, cdsURL)
 	}
 	m.send(st1, cdsURL, "fb-1", controlplane.Cluster(nameB, "x"), controlplane.Cluster(nameA, "fb"))
 	for {
-		if e := recA.next(t); e.kind == xdsclient.NotifyResource {
+		if e := recA.Next(t); e.Kind == xdsclient.NotifyResource {
 			break
 		}
 	}
@@ -360,15 +341,15 @@ func TestFallbackPerAuthority(t *testing.T) {
 		t.Fatal(err)
 	}
 	st0 := m.streamOn(0)
-	m.recv(st0, cdsURL)
+	m.RecvType(st0, cdsURL)
 	m.send(st0, cdsURL, "a-1", controlplane.Cluster(nameA, "primary"))
-	if e := recA.expect(t, xdsclient.NotifyResource, 0); e.res.Version != "a-1" {
-		t.Fatalf("got %s", e.res.Version)
+	if e := recA.Expect(t, xdsclient.NotifyResource, 0); e.Resource.Version != "a-1" {
+		t.Fatalf("got %s", e.Resource.Version)
 	}
-	m.recv(st1, cdsURL) // the unsubscription of A's name on server 1
+	m.RecvType(st1, cdsURL) // the unsubscription of A's name on server 1
 	m.send(st1, cdsURL, "fb-2", controlplane.Cluster(nameB, "y"), controlplane.Cluster(nameA, "late"))
-	recB.expect(t, xdsclient.NotifyResource, 0)
-	recA.empty(t)
+	recB.Expect(t, xdsclient.NotifyResource, 0)
+	recA.ExpectNone(t)
 }
 
 func countStarts(h *recordedHooks, server string) int {
@@ -385,14 +366,14 @@ func countStarts(h *recordedHooks, server string) int {
 // the top-level ones, old-style names use the top-level servers.
 func TestFederationNames(t *testing.T) {
 	m := newMultiFixture(t, 1, func(addrs []string) string { return `{"a": {}}` })
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "xdstp://a/envoy.config.cluster.v3.Cluster/c?z=1&b=2", rec)()
-	rec2 := newRecorder()
+	rec2 := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "old", rec2)()
 	st := m.streamOn(0)
-	req := m.recv(st, cdsURL)
+	req := m.RecvType(st, cdsURL)
 	for len(req.GetResourceNames()) < 2 {
-		req = m.recv(st, cdsURL)
+		req = m.RecvType(st, cdsURL)
 	}
 	want := "xdstp://a/envoy.config.cluster.v3.Cluster/c?b=2&z=1"
 	if got := names(req); got[0] != "old" || got[1] != want {
@@ -400,8 +381,8 @@ func TestFederationNames(t *testing.T) {
 	}
 	// The server names the resource with its parameters in another order.
 	m.send(st, cdsURL, "1", controlplane.Cluster("xdstp://a/envoy.config.cluster.v3.Cluster/c?z=1&b=2", "svc"), controlplane.Cluster("old", "old"))
-	rec.expect(t, xdsclient.NotifyResource, 0)
-	rec2.expect(t, xdsclient.NotifyResource, 0)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
+	rec2.Expect(t, xdsclient.NotifyResource, 0)
 	for _, e := range m.c.Dump() {
 		wantAuth := "#old"
 		if e.Name == want {
@@ -412,7 +393,7 @@ func TestFederationNames(t *testing.T) {
 		}
 	}
 	// A wrong type segment is an error for the watcher.
-	bad := newRecorder()
+	bad := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "xdstp://a/envoy.config.listener.v3.Listener/x", bad)()
-	bad.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	bad.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
 }

@@ -4,10 +4,8 @@ package xdsclient_test
 // GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING=false, and gRFC A53.
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +20,6 @@ import (
 
 func legacy() xdsclient.Option { return xdsclient.WithLegacyDataErrorHandling(true) }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLegacyEnvironmentVariable(t *testing.T) {
 	t.Setenv(xdsclient.EnvDataErrorHandling, "false")
 	srv := xdstest.NewADSServer(t)
@@ -48,21 +28,21 @@ func TestLegacyEnvironmentVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st, err := srv.NextStream(ctxT(t))
+	st, err := srv.NextStream(xdstest.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.RecvType(ctxT(t), cdsURL); err != nil {
+	if _, err := st.RecvType(xdstest.Context(t), cdsURL); err != nil {
 		t.Fatal(err)
 	}
 	st.Send(xdstest.Response(cdsURL, "1", controlplane.Cluster("c1", "c1")))
-	rec.expect(t, xdsclient.NotifyResource, 0)
-	st.RecvType(ctxT(t), cdsURL)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
+	st.RecvType(xdstest.Context(t), cdsURL)
 	st.Send(xdstest.Response(cdsURL, "2"))
 	// Legacy: the deletion drops the resource.
-	rec.expect(t, xdsclient.NotifyResourceError, codes.NotFound)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.NotFound)
 }
 
 // Legacy: an LDS/CDS deletion drops the cached resource and tells watchers
@@ -71,7 +51,7 @@ func TestLegacyDeletionDrops(t *testing.T) {
 	f := newFixture(t, nil, legacy())
 	rec, st := f.watchCached("c1")
 	f.send(st, cdsURL, "2")
-	rec.expect(t, xdsclient.NotifyResourceError, codes.NotFound)
+	rec.Expect(t, xdsclient.NotifyResourceError, codes.NotFound)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateDoesNotExist, false)
 }
 
@@ -79,22 +59,22 @@ func TestLegacyDeletionDrops(t *testing.T) {
 // delivered, the resource stays, one WARNING is logged, and INFO once the
 // resource comes back.
 func TestLegacyIgnoreResourceDeletion(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &xdstest.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f := newFixture(t, []string{bootstrap.FeatureIgnoreResourceDeletion}, legacy(), xdsclient.WithLogger(logger))
 	rec, st := f.watchCached("c1")
 	f.send(st, cdsURL, "2")
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "3") // still absent: no second warning
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	f.hooks.responses.waitFor(t, "version 3", func(i xdsclient.ResponseInfo) bool { return i.Version == "3" })
-	rec.empty(t)
+	rec.ExpectNone(t)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateACKed, true)
 	if n := strings.Count(logs.String(), "level=WARN msg=\"xDS resource deletion ignored"); n != 1 {
 		t.Fatalf("%d deletion warnings logged, want 1; log:\n%s", n, logs)
 	}
 	f.send(st, cdsURL, "4", controlplane.Cluster("c1", "c1"))
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	f.hooks.responses.waitFor(t, "version 4", func(i xdsclient.ResponseInfo) bool { return i.Version == "4" })
 	if !strings.Contains(logs.String(), "level=INFO msg=\"xDS resource deletion no longer ignored") {
 		t.Fatalf("no INFO log when the resource came back; log:\n%s", logs)
@@ -104,15 +84,15 @@ func TestLegacyIgnoreResourceDeletion(t *testing.T) {
 // Legacy with ignore_resource_deletion: cancelling the watch while a
 // deletion is ignored logs the INFO line.
 func TestLegacyIgnoreResourceDeletionUnsubscribe(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &xdstest.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	f := newFixture(t, []string{bootstrap.FeatureIgnoreResourceDeletion}, legacy(), xdsclient.WithLogger(logger))
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	cancel := f.c.Watch(xdsresource.ClusterType, "c1", rec)
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 	f.send(st, cdsURL, "2")
 	f.hooks.responses.waitFor(t, "version 2", func(i xdsclient.ResponseInfo) bool { return i.Version == "2" })
 	cancel()
@@ -127,7 +107,7 @@ func TestA88IgnoresIgnoreResourceDeletion(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureIgnoreResourceDeletion})
 	rec, st := f.watchCached("c1")
 	f.send(st, cdsURL, "2")
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateDoesNotExist, true)
 }
 
@@ -136,8 +116,8 @@ func TestA88IgnoresIgnoreResourceDeletion(t *testing.T) {
 func TestLegacyNACKCachedIsAmbient(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureFailOnDataErrors}, legacy())
 	rec, st := f.watchCached("c1")
-	f.send(st, cdsURL, "2", invalidCluster("c1"))
-	rec.expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	f.send(st, cdsURL, "2", xdstest.InvalidCluster("c1"))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateNACKed, true)
 }
 
@@ -146,16 +126,16 @@ func TestLegacyNACKCachedIsAmbient(t *testing.T) {
 // resource_timer_is_transient_error.
 func TestLegacyIgnoresTP3AndTransientTimer(t *testing.T) {
 	f := newFixture(t, []string{bootstrap.FeatureResourceTimerIsTransientError}, legacy(), xdsclient.WithResourceTimeout(50*time.Millisecond))
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	f.recv(st, cdsURL)
-	if err := st.Send(errorResponse(cdsURL, "1", xdstest.ResourceError("c1", codes.PermissionDenied, "denied"))); err != nil {
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	if err := st.Send(xdstest.ErrorResponse(cdsURL, "1", xdstest.ResourceError("c1", codes.PermissionDenied, "denied"))); err != nil {
 		t.Fatal(err)
 	}
-	e := rec.expect(t, xdsclient.NotifyResourceError, codes.NotFound)
-	if contains(e.err, "denied") {
-		t.Errorf("legacy mode used the TP3 error: %v", e.err)
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.NotFound)
+	if contains(e.Err, "denied") {
+		t.Errorf("legacy mode used the TP3 error: %v", e.Err)
 	}
 	started := f.hooks.timerStarts.waitFor(t, "timer", func(xdsclient.ResourceTimerInfo) bool { return true })
 	if started.Duration != 50*time.Millisecond {

@@ -71,10 +71,7 @@ func targets(cs []*xdsclient.Client) []string {
 // Two targets are isolated: fallback in one does not move the other.
 func TestPoolTargetsIsolated(t *testing.T) {
 	primary, fallback := xdstest.NewADSServer(t), xdstest.NewADSServer(t)
-	cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{"xds_servers": %s, "node": {"id": %q}}`, serverJSON(primary.Addr(), fallback.Addr()), testNodeID)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := xdstest.Bootstrap{Servers: []string{primary.Addr(), fallback.Addr()}, Node: testNode}.Parse(t)
 	ha, hb := newRecordedHooks(), newRecordedHooks()
 	p := xdsclient.NewPool(cfg, xdsclient.WithFallback(true), xdsclient.WithBackoff(func(int) time.Duration { return time.Millisecond }))
 	a, relA, _ := p.Get("a")
@@ -83,13 +80,13 @@ func TestPoolTargetsIsolated(t *testing.T) {
 	defer relB()
 	a.AddHooks(ha.hooks())
 	b.AddHooks(hb.hooks())
-	ctx := ctxT(t)
+	ctx := xdstest.Context(t)
 
 	// b has its resource cached from the primary.
-	recB := newRecorder()
+	recB := xdstest.NewWatcher()
 	defer b.Watch(xdsresource.ClusterType, "cb", recB)()
 	// a subscribes too; both streams reach the primary.
-	recA := newRecorder()
+	recA := xdstest.NewWatcher()
 	defer a.Watch(xdsresource.ClusterType, "ca", recA)()
 	for i := 0; i < 2; i++ {
 		st, err := primary.NextStream(ctx)
@@ -101,7 +98,7 @@ func TestPoolTargetsIsolated(t *testing.T) {
 			st.Send(xdstest.Response(cdsURL, "1", controlplane.Cluster("cb", "x")))
 		}
 	}
-	recB.expect(t, xdsclient.NotifyResource, 0)
+	recB.Expect(t, xdsclient.NotifyResource, 0)
 	primary.Stop()
 	// a waits on an uncached resource: it falls back; b has everything.
 	fst, err := fallback.NextStream(ctx)
@@ -111,11 +108,11 @@ func TestPoolTargetsIsolated(t *testing.T) {
 	fst.RecvType(ctx, cdsURL)
 	fst.Send(xdstest.Response(cdsURL, "fb", controlplane.Cluster("ca", "y")))
 	for {
-		if e := recA.next(t); e.kind == xdsclient.NotifyResource {
+		if e := recA.Next(t); e.Kind == xdsclient.NotifyResource {
 			break
 		}
 	}
-	recB.expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	recB.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 	for _, s := range hb.started.snapshot() {
 		if s.Server == fallback.Addr() {
 			t.Fatal("target b connected to the fallback server")
@@ -127,7 +124,7 @@ func TestPoolTargetsIsolated(t *testing.T) {
 func TestDefaultPoolFromEnvironment(t *testing.T) {
 	srv := xdstest.NewADSServer(t)
 	t.Setenv(bootstrap.EnvBootstrapFile, "")
-	t.Setenv(bootstrap.EnvBootstrapConfig, fmt.Sprintf(`{"xds_servers": %s, "node": {"id": "env-node"}}`, serverJSON(srv.Addr())))
+	t.Setenv(bootstrap.EnvBootstrapConfig, xdstest.Bootstrap{Servers: []string{srv.Addr()}, Node: `{"id": "env-node"}`}.JSON())
 	c, release, err := xdsclient.DefaultPool().Get("xds:///default-pool-test")
 	if err != nil {
 		t.Fatal(err)

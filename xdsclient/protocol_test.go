@@ -25,10 +25,10 @@ func names(req *discoveryv3.DiscoveryRequest) []string {
 
 func TestProtocolNodeVersionNonce(t *testing.T) {
 	f := newFixture(t, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	first := f.recv(st, cdsURL)
+	st := f.NextStream()
+	first := f.RecvType(st, cdsURL)
 	if first.GetNode().GetId() != testNodeID || first.GetNode().GetUserAgentName() != xdsclient.UserAgentName {
 		t.Errorf("first request node = %v, want id %q and user agent %q", first.GetNode(), testNodeID, xdsclient.UserAgentName)
 	}
@@ -39,7 +39,7 @@ func TestProtocolNodeVersionNonce(t *testing.T) {
 		t.Errorf("first request version %q nonce %q, want both empty", first.GetVersionInfo(), first.GetResponseNonce())
 	}
 	resp := f.send(st, cdsURL, "v1", controlplane.Cluster("c1", "c1"))
-	ack := f.recv(st, cdsURL)
+	ack := f.RecvType(st, cdsURL)
 	if ack.GetNode() != nil {
 		t.Error("the ACK repeats the node; only the first request of a stream carries it")
 	}
@@ -49,13 +49,13 @@ func TestProtocolNodeVersionNonce(t *testing.T) {
 	if got := names(ack); !slices.Equal(got, []string{"c1"}) {
 		t.Errorf("ACK names %v, want [c1]", got)
 	}
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 
 	// A new stream: node again, the last accepted version kept, no nonce,
 	// every watched name re-subscribed.
 	st.End(nil)
-	st2 := f.stream()
-	re := f.recv(st2, cdsURL)
+	st2 := f.NextStream()
+	re := f.RecvType(st2, cdsURL)
 	if re.GetNode().GetId() != testNodeID || re.GetVersionInfo() != "v1" || re.GetResponseNonce() != "" {
 		t.Errorf("first request on a new stream: node %v version %q nonce %q; want the node, v1, no nonce", re.GetNode(), re.GetVersionInfo(), re.GetResponseNonce())
 	}
@@ -66,26 +66,26 @@ func TestProtocolNodeVersionNonce(t *testing.T) {
 
 func TestProtocolSubscribeUnsubscribe(t *testing.T) {
 	f := newFixture(t, nil)
-	r1, r2 := newRecorder(), newRecorder()
+	r1, r2 := xdstest.NewWatcher(), xdstest.NewWatcher()
 	cancel1 := f.c.Watch(xdsresource.ClusterType, "c1", r1)
-	st := f.stream()
-	if got := names(f.recv(st, cdsURL)); !slices.Equal(got, []string{"c1"}) {
+	st := f.NextStream()
+	if got := names(f.RecvType(st, cdsURL)); !slices.Equal(got, []string{"c1"}) {
 		t.Fatalf("names %v, want [c1]", got)
 	}
 	cancel2 := f.c.Watch(xdsresource.ClusterType, "c2", r2)
-	if got := names(f.recv(st, cdsURL)); !slices.Equal(got, []string{"c1", "c2"}) {
+	if got := names(f.RecvType(st, cdsURL)); !slices.Equal(got, []string{"c1", "c2"}) {
 		t.Fatalf("names %v, want [c1 c2]", got)
 	}
 	// A second watcher of c2 sends nothing new; its cancel neither.
-	r2b := newRecorder()
+	r2b := xdstest.NewWatcher()
 	cancel2b := f.c.Watch(xdsresource.ClusterType, "c2", r2b)
 	cancel2b()
 	cancel1()
-	if got := names(f.recv(st, cdsURL)); !slices.Equal(got, []string{"c2"}) {
+	if got := names(f.RecvType(st, cdsURL)); !slices.Equal(got, []string{"c2"}) {
 		t.Fatalf("names %v after cancelling c1, want [c2]", got)
 	}
 	cancel2()
-	last := f.recv(st, cdsURL)
+	last := f.RecvType(st, cdsURL)
 	if len(last.GetResourceNames()) != 0 {
 		t.Fatalf("names %v after the last cancel, want an empty list", last.GetResourceNames())
 	}
@@ -98,18 +98,18 @@ func TestProtocolSubscribeUnsubscribe(t *testing.T) {
 // an invalid resource are used (gRFC A46) and the version advances.
 func TestProtocolPartialResponse(t *testing.T) {
 	f := newFixture(t, nil)
-	r1, r2 := newRecorder(), newRecorder()
+	r1, r2 := xdstest.NewWatcher(), xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", r1)()
 	defer f.c.Watch(xdsresource.ClusterType, "c2", r2)()
-	st := f.stream()
-	req := f.recv(st, cdsURL)
+	st := f.NextStream()
+	req := f.RecvType(st, cdsURL)
 	for len(req.GetResourceNames()) < 2 {
-		req = f.recv(st, cdsURL)
+		req = f.RecvType(st, cdsURL)
 	}
-	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"), invalidCluster("c2"), controlplane.Cluster("other", "other"))
-	r1.expect(t, xdsclient.NotifyResource, 0)
-	r2.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
-	nack := f.recv(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"), xdstest.InvalidCluster("c2"), controlplane.Cluster("other", "other"))
+	r1.Expect(t, xdsclient.NotifyResource, 0)
+	r2.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	nack := f.RecvType(st, cdsURL)
 	if nack.GetErrorDetail() == nil || nack.GetVersionInfo() != "1" {
 		t.Errorf("NACK version %q error %v, want version 1 (valid resources accepted) and an error", nack.GetVersionInfo(), nack.GetErrorDetail())
 	}
@@ -122,13 +122,13 @@ func TestProtocolPartialResponse(t *testing.T) {
 // A response naming a resource twice is NACKed.
 func TestProtocolDuplicateNames(t *testing.T) {
 	f := newFixture(t, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"), controlplane.Cluster("c1", "c1"))
-	rec.expect(t, xdsclient.NotifyResource, 0)
-	nack := f.recv(st, cdsURL)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
+	nack := f.RecvType(st, cdsURL)
 	if !contains(errorOf(nack), "more than once") {
 		t.Errorf("request after a duplicate: error %v, want a NACK naming the duplicate", errorOf(nack))
 	}
@@ -137,10 +137,10 @@ func TestProtocolDuplicateNames(t *testing.T) {
 // Resources wrapped in envoy.service.discovery.v3.Resource are unwrapped.
 func TestProtocolResourceWrapper(t *testing.T) {
 	f := newFixture(t, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
-	st := f.stream()
-	f.recv(st, cdsURL)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
 	inner, _ := anypb.New(controlplane.Cluster("c1", "c1"))
 	wrapper, _ := anypb.New(&discoveryv3.Resource{Name: "c1", Resource: inner})
 	resp := xdstest.Response(cdsURL, "1")
@@ -148,19 +148,19 @@ func TestProtocolResourceWrapper(t *testing.T) {
 	if err := st.Send(resp); err != nil {
 		t.Fatal(err)
 	}
-	rec.expect(t, xdsclient.NotifyResource, 0)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
 }
 
 // An update whose bytes equal the held resource's is not delivered again.
 func TestProtocolUnchangedNotRedelivered(t *testing.T) {
 	f := newFixture(t, nil)
 	r1, st := f.watchCached("c1")
-	r2 := newRecorder()
+	r2 := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "c2", r2)()
-	f.recv(st, cdsURL)
+	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "2", controlplane.Cluster("c1", "c1"), controlplane.Cluster("c2", "c2"))
-	r2.expect(t, xdsclient.NotifyResource, 0)
-	r1.empty(t)
+	r2.Expect(t, xdsclient.NotifyResource, 0)
+	r1.ExpectNone(t)
 	if e := f.entry(cdsURL, "c1"); e.Version != "2" {
 		t.Errorf("entry version %q, want 2: the resource was accepted again at version 2", e.Version)
 	}
@@ -170,11 +170,11 @@ func TestProtocolUnchangedNotRedelivered(t *testing.T) {
 // touches no stream.
 func TestUnknownAuthority(t *testing.T) {
 	f := newFixture(t, nil)
-	rec := newRecorder()
+	rec := xdstest.NewWatcher()
 	defer f.c.Watch(xdsresource.ClusterType, "xdstp://nowhere/envoy.config.cluster.v3.Cluster/c1", rec)()
-	e := rec.expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
-	if !contains(e.err, "nowhere") {
-		t.Errorf("error %v does not name the authority", e.err)
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	if !contains(e.Err, "nowhere") {
+		t.Errorf("error %v does not name the authority", e.Err)
 	}
 	if n := len(f.hooks.started.snapshot()); n != 0 {
 		t.Errorf("%d streams started for an unknown authority", n)

@@ -20,6 +20,15 @@
 // listens on 127.0.0.1 only, serves State of the World ADS only (delta ADS
 // answers Unimplemented) and stops when the test ends.
 //
+// For the tests of the xdsclient package and of the packages built on it,
+// it also has helpers that fail a test at once when what it waits for does
+// not come within [Timeout]: a [Script] takes streams and requests and
+// sends responses, a [Watcher] records the callbacks of a watch, a
+// [Bootstrap] is the configuration of a client of loopback servers, and
+// [ClientOptions] and [NewClient] make a client that suits a test. For
+// benchmarks, a [PushServer] sends [FullStateClusters] responses to a
+// client whose watches share one [Countdown].
+//
 // The package is not a _test.go file so that the tests of other packages
 // can import it; it is meant for tests only.
 package xdstest

@@ -3,6 +3,7 @@ package xdstest
 import (
 	"fmt"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -38,4 +39,18 @@ func ResourceError(name string, code codes.Code, msg string) *discoveryv3.Resour
 		ResourceName: &discoveryv3.ResourceName{Name: name},
 		ErrorDetail:  &status.Status{Code: int32(code), Message: msg},
 	}
+}
+
+// ErrorResponse returns a State of the World response of typeURL at
+// version with no resources and errs as its resource_errors.
+func ErrorResponse(typeURL, version string, errs ...*discoveryv3.ResourceError) *discoveryv3.DiscoveryResponse {
+	r := Response(typeURL, version)
+	r.ResourceErrors = errs
+	return r
+}
+
+// InvalidCluster returns a Cluster named name that gRPC rejects: its
+// discovery type, STATIC, is not supported.
+func InvalidCluster(name string) *clusterv3.Cluster {
+	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
 }

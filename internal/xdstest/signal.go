@@ -53,16 +53,25 @@ func Notify() { anyChange.notify() }
 // evaluation.
 func WaitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
+	if !Until(ctx, cond) {
+		t.Fatalf("xdstest: gave up waiting for %s: %v", what, context.Cause(ctx))
+	}
+}
+
+// Until blocks until cond returns true or ctx ends, evaluating cond as
+// [WaitFor] does, and reports whether cond held. It does not fail the test,
+// so that the caller can say what it saw instead, and it may be called from
+// any goroutine.
+func Until(ctx context.Context, cond func() bool) bool {
 	for {
 		woken := anyChange.wait()
 		if cond() {
-			return
+			return true
 		}
 		select {
 		case <-woken:
 		case <-ctx.Done():
-			t.Fatalf("xdstest: gave up waiting for %s: %v", what, context.Cause(ctx))
-			return
+			return false
 		}
 	}
 }

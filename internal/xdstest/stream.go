@@ -102,10 +102,16 @@ func (st *Stream) take(ctx context.Context, what string, match func(*discoveryv3
 // gets the number of responses sent on this stream so far, this one
 // included: "1", "2", and so on. It fails once the stream is over.
 func (st *Stream) Send(resp *discoveryv3.DiscoveryResponse) error {
+	_, err := st.send(resp)
+	return err
+}
+
+// send is Send, returning the copy it sent.
+func (st *Stream) send(resp *discoveryv3.DiscoveryResponse) (*discoveryv3.DiscoveryResponse, error) {
 	st.sendMu.Lock()
 	defer st.sendMu.Unlock()
 	if st.over {
-		return errors.New("xdstest: Send on a stream that is over")
+		return nil, errors.New("xdstest: Send on a stream that is over")
 	}
 	out := proto.Clone(resp).(*discoveryv3.DiscoveryResponse)
 	st.sent++
@@ -116,9 +122,9 @@ func (st *Stream) Send(resp *discoveryv3.DiscoveryResponse) error {
 	err := st.gs.Send(out)
 	Notify()
 	if err != nil {
-		return fmt.Errorf("xdstest: send %s version %q: %w", out.GetTypeUrl(), out.GetVersionInfo(), err)
+		return nil, fmt.Errorf("xdstest: send %s version %q: %w", out.GetTypeUrl(), out.GetVersionInfo(), err)
 	}
-	return nil
+	return out, nil
 }
 
 // LastNonce returns the nonce of the last response sent, or "" if none was.

@@ -238,8 +238,14 @@ func TestClientCancelEndsStream(t *testing.T) {
 	streamCtx, cancel := context.WithCancel(ctx)
 	cs := openStream(t, streamCtx, client)
 	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: ldsType})
+	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: cdsType})
 	st, err := srv.NextStream(ctx)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests arrive in order: once the CDS one is in, the LDS one is
+	// buffered.
+	if _, err := st.RecvType(ctx, cdsType); err != nil {
 		t.Fatal(err)
 	}
 	cancel()

@@ -1,0 +1,74 @@
+package xdstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// Timeout is how long the helpers of this package wait for what a test
+// expects before they fail it.
+const Timeout = 10 * time.Second
+
+// Context returns a context that ends after [Timeout] or when t ends,
+// whichever comes first.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Script is a test's side of the exchange between a client and Srv. Its
+// methods wait for the client's streams and requests until Ctx ends, and
+// fail T at once when what they wait for does not come or a response
+// cannot be sent, so that a test reads as the script of the exchange:
+//
+//	s := xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: srv}
+//	st := s.NextStream()
+//	s.RecvType(st, listenerTypeURL)
+//	s.Send(st, xdstest.Response(listenerTypeURL, "1", listener))
+//
+// Like T.Fatal, its methods must be called from the test's goroutine.
+type Script struct {
+	T testing.TB
+	// Ctx bounds every wait. A test may replace it between two calls, to
+	// give each step of a long test a deadline of its own.
+	Ctx context.Context
+	Srv *ADSServer
+}
+
+// NextStream returns the next ADS stream the client opened on Srv, as
+// [ADSServer.NextStream] does.
+func (s Script) NextStream() *Stream {
+	s.T.Helper()
+	st, err := s.Srv.NextStream(s.Ctx)
+	if err != nil {
+		s.T.Fatalf("waiting for an ADS stream: %v", err)
+	}
+	return st
+}
+
+// RecvType returns the oldest request of typeURL on st not yet read, as
+// [Stream.RecvType] does.
+func (s Script) RecvType(st *Stream, typeURL string) *discoveryv3.DiscoveryRequest {
+	s.T.Helper()
+	req, err := st.RecvType(s.Ctx, typeURL)
+	if err != nil {
+		s.T.Fatalf("waiting for a %s request: %v", typeURL, err)
+	}
+	return req
+}
+
+// Send sends resp on st, as [Stream.Send] does, and returns the response
+// as it was sent: a copy of resp with its nonce, which the client's ACK or
+// NACK of it carries.
+func (s Script) Send(st *Stream, resp *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryResponse {
+	s.T.Helper()
+	sent, err := st.send(resp)
+	if err != nil {
+		s.T.Fatalf("send: %v", err)
+	}
+	return sent
+}
