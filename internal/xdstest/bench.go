@@ -2,11 +2,13 @@ package xdstest
 
 import (
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -67,19 +69,27 @@ func (c *Countdown) Wait() { <-c.reached }
 // client of s that watches every resource of responses with w and already
 // holds responses[0]. If changed, each iteration pushes the other response
 // than the last and waits until w has had a callback for every resource;
-// if not, it pushes responses[0] again, which changes nothing, and waits
-// for the client's ACK.
+// if not, it pushes responses[0] again under a new nonce, which changes
+// nothing, and waits for the client's ACK of that nonce.
 func (s *PushServer) RunUpdates(b *testing.B, w *Countdown, responses [2]*discoveryv3.DiscoveryResponse, changed bool) {
 	i := 0
+	same := proto.Clone(responses[0]).(*discoveryv3.DiscoveryResponse)
 	for b.Loop() {
 		i++
 		w.Reset()
 		if changed {
 			s.Push <- responses[i%2]
 			w.Wait()
-		} else {
-			s.Push <- responses[0]
-			<-s.Requests
+			continue
+		}
+		// The server is done with same once the ACK of its last nonce is
+		// in: it may be given a new one.
+		same.Nonce = "unchanged-" + strconv.Itoa(i)
+		s.Push <- same
+		for req := range s.Requests {
+			if req.GetResponseNonce() == same.Nonce {
+				break
+			}
 		}
 	}
 }
