@@ -129,7 +129,7 @@ func AlertRules(o AlertOptions) []RuleGroup {
 	rules := []Rule{
 		{
 			Alert:    AlertServerDisconnected,
-			Expr:     connectedOrFailed() + " == 0",
+			Expr:     sel(MetricConnected) + " == 0",
 			For:      o.DisconnectedFor,
 			Severity: "critical",
 			Summary:  "xDS client has no working ADS stream to {{ $labels.grpc_xds_server }}",

@@ -111,19 +111,3 @@ var stateColors = map[string]string{
 	"received_error":            "purple",
 	"received_error_but_cached": "light-purple",
 }
-
-// serverKey are the labels that name one server of one client in one
-// process.
-const serverKey = "job, instance, " + LabelTarget + ", " + LabelServer
-
-// connectedOrFailed returns the connected gauge of the servers that match
-// matchers, completed with 0 for each server that has a failure counter but
-// no connected gauge. Package telemetry reports the gauge only once a
-// server's connected state has changed, so a server the client has never
-// reached (a wrong URI, a server down since the client started) has
-// failures but no gauge; without this, it would look absent rather than
-// disconnected.
-func connectedOrFailed(matchers ...string) string {
-	return "(" + sel(MetricConnected, matchers...) + " or on (" + serverKey + ") (0 * " +
-		sel(MetricServerFailures, matchers...) + "))"
-}

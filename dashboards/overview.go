@@ -22,9 +22,8 @@ const (
 // Queries shared by both dashboards.
 var (
 	// exprConnected is the connected gauge of the selected clients and
-	// servers, with 0 for the servers that have failed but never had the
-	// gauge (see connectedOrFailed).
-	exprConnected = connectedOrFailed(mTarget, mServer)
+	// servers (0 also for a server never reached).
+	exprConnected = sel(MetricConnected, mTarget, mServer)
 	// exprNotAcked counts the cache entries outside acked, per target,
 	// authority, type and state.
 	exprNotAcked = sumBy(
@@ -223,7 +222,7 @@ func activeServerTable() cog.Builder[dashboard.Panel] {
 		WithTarget(instantTable("A",
 			"("+sel(MetricAuthorityServer, mTarget, mAuthority, mServer)+" == 1)"+
 				" * on (job, instance, "+LabelTarget+", "+LabelServer+") group_left() "+
-				"max by (job, instance, "+LabelTarget+", "+LabelServer+") ("+connectedOrFailed()+")")).
+				"max by (job, instance, "+LabelTarget+", "+LabelServer+") ("+sel(MetricConnected)+")")).
 		OverrideByName("Value", []dashboard.DynamicConfigValue{
 			{Id: "mappings", Value: connectedMapping()},
 			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background"}},
