@@ -27,12 +27,7 @@ func DrillDown() (dashboard.Dashboard, error) {
 		WithPanel(size(updatesByTypeServer("invalid"), 12, 8)).
 		WithPanel(size(fetchP99ByTypeOutcome(), 12, 8)).
 		WithPanel(size(notificationsByTypeKind(), 12, 8))
-	d, err := b.Build()
-	if err != nil {
-		return dashboard.Dashboard{}, fmt.Errorf("dashboard %q: %w", DrillDownUID, err)
-	}
-	setIDs(&d)
-	return d, nil
+	return build(b, DrillDownUID)
 }
 
 func resourcesByAuthority() cog.Builder[dashboard.Panel] {

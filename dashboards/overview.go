@@ -61,12 +61,7 @@ func Overview() (dashboard.Dashboard, error) {
 		WithPanel(size(fetchHeatmap(), 12, 8)).
 		WithPanel(size(fetchQuantiles(), 12, 8)).
 		WithPanel(size(fetchOutcomes(), 24, 8))
-	d, err := b.Build()
-	if err != nil {
-		return dashboard.Dashboard{}, fmt.Errorf("dashboard %q: %w", OverviewUID, err)
-	}
-	setIDs(&d)
-	return d, nil
+	return build(b, OverviewUID)
 }
 
 func connectedStat() cog.Builder[dashboard.Panel] {

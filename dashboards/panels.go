@@ -324,6 +324,16 @@ func tablePanel(title, description string, rename map[string]string) *table.Pane
 		})
 }
 
+// build builds b and numbers its panels; errors name the dashboard.
+func build(b *dashboard.DashboardBuilder, uid string) (dashboard.Dashboard, error) {
+	d, err := b.Build()
+	if err != nil {
+		return dashboard.Dashboard{}, fmt.Errorf("dashboard %q: %w", uid, err)
+	}
+	setIDs(&d)
+	return d, nil
+}
+
 // setIDs numbers the panels and rows of d from 1 in the order they
 // appear, as Grafana does when it saves a dashboard.
 func setIDs(d *dashboard.Dashboard) {

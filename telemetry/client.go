@@ -209,26 +209,27 @@ func (cm *clientMetrics) connectedChanged(i xdsclient.ConnectedInfo) {
 	}
 }
 
-func (cm *clientMetrics) serverFailure(i xdsclient.ServerFailureInfo) {
+// serverAttrs returns the target and server attributes of server, false
+// once cm is closed.
+func (cm *clientMetrics) serverAttrs(server string) (metric.MeasurementOption, bool) {
 	cm.mu.Lock()
+	defer cm.mu.Unlock()
 	if cm.closed {
-		cm.mu.Unlock()
-		return
+		return nil, false
 	}
-	attrs := cm.server(i.Server).attrs
-	cm.mu.Unlock()
-	cm.inst.serverFailure.Add(context.Background(), 1, attrs)
+	return cm.server(server).attrs, true
+}
+
+func (cm *clientMetrics) serverFailure(i xdsclient.ServerFailureInfo) {
+	if attrs, ok := cm.serverAttrs(i.Server); ok {
+		cm.inst.serverFailure.Add(context.Background(), 1, attrs)
+	}
 }
 
 func (cm *clientMetrics) streamStarted(i xdsclient.StreamInfo) {
-	cm.mu.Lock()
-	if cm.closed {
-		cm.mu.Unlock()
-		return
+	if attrs, ok := cm.serverAttrs(i.Server); ok {
+		cm.inst.streamsStarted.Add(context.Background(), 1, attrs)
 	}
-	attrs := cm.server(i.Server).attrs
-	cm.mu.Unlock()
-	cm.inst.streamsStarted.Add(context.Background(), 1, attrs)
 }
 
 // streamEnded counts the end, and closes as interrupted the fetches on
