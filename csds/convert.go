@@ -48,10 +48,13 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 	if len(entries) == 0 {
 		return nil
 	}
-	nts, nerr := 0, 0
+	nts, nerr, ncached := 0, 0, 0
 	for i := range entries {
 		e := &entries[i]
-		if e.Resource != nil || b.zeroLastUpdated {
+		if e.Cached {
+			ncached++
+		}
+		if e.Cached || b.zeroLastUpdated {
 			nts++
 		}
 		if e.Err != nil {
@@ -65,6 +68,10 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 	out := make([]*statusv3.ClientConfig_GenericXdsConfig, len(entries))
 	tss := make([]timestamppb.Timestamp, nts)
 	errs := make([]adminv3.UpdateFailureState, nerr)
+	var anys []anypb.Any
+	if !b.exclude {
+		anys = make([]anypb.Any, ncached)
+	}
 	ts := func(t time.Time) *timestamppb.Timestamp {
 		p := &tss[0]
 		tss = tss[1:]
@@ -80,10 +87,13 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 		g.TypeUrl = e.TypeURL
 		g.Name = e.Name
 		g.ClientStatus = ClientStatus(e.State)
-		if e.Resource != nil {
+		if e.Cached {
 			g.VersionInfo = e.Version
 			if !b.exclude {
-				g.XdsConfig = e.Resource.Raw
+				a := &anys[0]
+				anys = anys[1:]
+				a.TypeUrl, a.Value = e.TypeURL, e.Raw
+				g.XdsConfig = a
 			}
 			g.LastUpdated = ts(e.UpdatedAt)
 		} else if b.zeroLastUpdated {

@@ -55,7 +55,7 @@ func TestGenericXdsConfigFields(t *testing.T) {
 	nack := status.Error(codes.InvalidArgument, `cds "c1": rejected`)
 	entries := []xdsclient.EntrySnapshot{
 		// NACKED with an older version held.
-		{TypeURL: url, Name: "c1", State: xdsclient.StateNACKed, Resource: &xdsclient.Resource{Raw: good}, Version: "1", UpdatedAt: t1,
+		{TypeURL: url, Name: "c1", State: xdsclient.StateNACKed, Cached: true, Raw: good.GetValue(), Version: "1", UpdatedAt: t1,
 			Err: nack, FailedVersion: "2", FailedAt: t2, FailedRaw: rejected},
 		// Rejected bytes that do not parse: no failed_configuration.
 		{TypeURL: url, Name: "c2", State: xdsclient.StateNACKed, Err: nack, FailedVersion: "2", FailedAt: t2, FailedRaw: []byte{0xff, 0xff}},

@@ -106,7 +106,7 @@ func TestResourcesCacheStates(t *testing.T) {
 			f.waitSeries(telemetry.MetricResources, map[string]float64{resourcesLabels(tc.state): 1})
 			// The gauge agrees with the cache.
 			d := f.c.Dump()
-			if len(d) != 1 || d[0].State.MetricLabel(d[0].Resource != nil) != tc.state {
+			if len(d) != 1 || d[0].State.MetricLabel(d[0].Cached) != tc.state {
 				t.Fatalf("cache holds %+v, want one entry in %s", d, tc.state)
 			}
 		})

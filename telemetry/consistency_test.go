@@ -278,7 +278,7 @@ func (s *sequence) check(what string) {
 		s.T.Fatalf("after %s:\n gauge %s\n cache %s", what, show(gauge), show(dump))
 	}
 	for _, e := range s.c.Dump() {
-		s.seen[e.State.MetricLabel(e.Resource != nil)] = true
+		s.seen[e.State.MetricLabel(e.Cached)] = true
 	}
 }
 
@@ -288,7 +288,7 @@ func dumpCounts(c *xdsclient.Client) map[string]float64 {
 	out := map[string]float64{}
 	for _, e := range c.Dump() {
 		out[lbl(telemetry.KeyTarget, c.Target(), telemetry.KeyAuthority, e.Authority,
-			telemetry.KeyCacheState, e.State.MetricLabel(e.Resource != nil),
+			telemetry.KeyCacheState, e.State.MetricLabel(e.Cached),
 			telemetry.KeyResourceType, strings.TrimPrefix(e.TypeURL, xdsresource.TypeURLPrefix))]++
 	}
 	return out

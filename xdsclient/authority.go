@@ -14,13 +14,14 @@ import (
 // and the fallback state of gRFC A71: which server it uses now. Entries of
 // the authority are subscribed on every server from the primary down to
 // the active one, so that a higher priority server that recovers is noticed
-// by its first response. Guarded by Client.mu.
+// by its first response. The authority's entries are those whose auth it
+// is (Client.entriesOf). Guarded by Client.mu.
 type authority struct {
+	c       *Client
 	name    string
 	servers []*bootstrap.ServerConfig
 	chans   []*channel // chans[i] serves servers[i]; nil until used
 	active  int
-	entries map[*entry]struct{}
 }
 
 func (a *authority) activeChan() *channel { return a.chans[a.active] }
@@ -35,11 +36,22 @@ func (a *authority) indexOf(ch *channel) int {
 	return -1
 }
 
-// uncachedWatched reports whether some watcher waits on a resource that is
-// not cached: neither received nor known not to exist (gRFC A71).
-func (a *authority) uncachedWatched() bool {
-	for e := range a.entries {
-		if e.res == nil && e.state != StateDoesNotExist {
+// uses reports whether a subscribes its entries on ch: ch is one of its
+// servers from the primary down to the active one.
+func (a *authority) uses(ch *channel) bool {
+	for i := 0; i <= a.active; i++ {
+		if a.chans[i] == ch {
+			return true
+		}
+	}
+	return false
+}
+
+// uncachedWatched reports whether some watcher waits on a resource of a
+// that is not cached: neither received nor known not to exist (gRFC A71).
+func (c *Client) uncachedWatched(a *authority) bool {
+	for e := range c.entriesOf(a) {
+		if !e.res.ok() && e.state != StateDoesNotExist {
 			return true
 		}
 	}
@@ -60,7 +72,7 @@ func (c *Client) authorityLocked(name string) (*authority, error) {
 	if !c.o.fallback && len(servers) > 1 {
 		servers = servers[:1]
 	}
-	a := &authority{name: key, servers: servers, chans: make([]*channel, len(servers)), entries: map[*entry]struct{}{}}
+	a := &authority{c: c, name: key, servers: servers, chans: make([]*channel, len(servers))}
 	ch, err := c.channelLocked(servers[0])
 	if err != nil {
 		return nil, err
@@ -84,15 +96,12 @@ func (c *Client) authorityServerChangedLocked(a *authority, prev, reason string)
 // addEntryLocked subscribes a new entry on every server of its authority
 // down to the active one.
 func (a *authority) addEntryLocked(e *entry) {
-	a.entries[e] = struct{}{}
-	e.ch = a.activeChan()
 	for i := 0; i <= a.active; i++ {
 		a.chans[i].subscribeLocked(e)
 	}
 }
 
 func (a *authority) removeEntryLocked(e *entry) {
-	delete(a.entries, e)
 	for i := 0; i <= a.active; i++ {
 		a.chans[i].unsubscribeLocked(e)
 	}
@@ -100,23 +109,30 @@ func (a *authority) removeEntryLocked(e *entry) {
 
 // maybeFallbackLocked moves a to its next server if gRFC A71 says so: the
 // active server ch failed and a watcher waits on a resource that is not
-// cached. It reports whether it moved.
-func (c *Client) maybeFallbackLocked(a *authority, ch *channel, reason error) bool {
-	if a.activeChan() != ch || a.active+1 >= len(a.servers) || !a.uncachedWatched() {
-		return false
+// cached.
+func (c *Client) maybeFallbackLocked(a *authority, ch *channel, reason error) {
+	if a.activeChan() == ch && a.active+1 < len(a.servers) && c.uncachedWatched(a) {
+		c.fallbackLocked(a, ch, reason)
+	}
+}
+
+// fallbackLocked moves a to its next server, if it has one, when its active
+// server ch failed and a watched resource is known to be missing.
+func (c *Client) fallbackLocked(a *authority, ch *channel, reason error) {
+	if a.activeChan() != ch || a.active+1 >= len(a.servers) {
+		return
 	}
 	next, err := c.channelLocked(a.servers[a.active+1])
 	if err != nil {
 		c.logger.Warn("xDS fallback server unusable", "authority", a.name, "server", a.servers[a.active+1].URI, "err", err)
-		return false
+		return
 	}
 	prev := ch.uri
 	a.active++
 	a.chans[a.active] = next
 	next.auths[a] = struct{}{}
-	for e := range a.entries {
+	for e := range c.entriesOf(a) {
 		ch.stopTimerLocked(e)
-		e.ch = next
 		next.subscribeLocked(e)
 	}
 	c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev, "to", next.uri, "reason", reason)
@@ -125,7 +141,6 @@ func (c *Client) maybeFallbackLocked(a *authority, ch *channel, reason error) bo
 	if next.failed {
 		c.maybeFallbackLocked(a, next, reason)
 	}
-	return true
 }
 
 // switchBackLocked makes the higher priority server at index i active again
@@ -134,13 +149,12 @@ func (c *Client) maybeFallbackLocked(a *authority, ch *channel, reason error) bo
 func (c *Client) switchBackLocked(a *authority, i int) {
 	prev := a.activeChan().uri
 	to := a.chans[i]
-	for e := range a.entries {
-		e.ch.stopTimerLocked(e)
-		e.ch = to
+	for e := range c.entriesOf(a) {
+		a.activeChan().stopTimerLocked(e)
 	}
 	for j := i + 1; j <= a.active; j++ {
 		low := a.chans[j]
-		for e := range a.entries {
+		for e := range c.entriesOf(a) {
 			low.unsubscribeLocked(e)
 		}
 		delete(low.auths, a)
@@ -150,7 +164,7 @@ func (c *Client) switchBackLocked(a *authority, i int) {
 		}
 	}
 	a.active = i
-	for e := range a.entries {
+	for e := range c.entriesOf(a) {
 		to.maybeStartTimerLocked(e)
 	}
 	c.logger.Info("xDS fallback over: back to a higher priority server", "authority", a.name, "from", prev, "to", to.uri)

@@ -59,19 +59,20 @@ type channel struct {
 // due at at.
 type timerSlot struct {
 	e   *entry
-	gen uint64
+	gen uint32
 	at  time.Time
 }
 
 // typeState is the per-type state of the SotW sub-stream on one server.
+// The entries subscribed on the server are those of the type whose
+// authority uses it (authority.uses).
 type typeState struct {
-	entries  map[string]*entry
-	version  string   // last accepted version_info; kept across streams
-	nonce    string   // last nonce on the current stream
-	dirty    bool     // a request is due
-	nack     error    // error_detail of the request that is due
-	sentOnce bool     // a request of this type went out on this stream
-	unsent   []*entry // subscribed since the last request
+	n        int    // entries of the type subscribed on the server
+	version  string // last accepted version_info; kept across streams
+	nonce    string // last nonce on the current stream
+	dirty    bool   // a request is due
+	nack     error  // error_detail of the request that is due
+	sentOnce bool   // a request of this type went out on this stream
 }
 
 func (c *Client) channelLocked(s *bootstrap.ServerConfig) (*channel, error) {
@@ -109,13 +110,12 @@ func signal(c chan struct{}) {
 }
 
 func (ch *channel) subscribeLocked(e *entry) {
-	ts := ch.types[e.typ.TypeURL()]
+	ts := ch.types[e.kind.typ.TypeURL()]
 	if ts == nil {
-		ts = &typeState{entries: map[string]*entry{}}
-		ch.types[e.typ.TypeURL()] = ts
+		ts = &typeState{}
+		ch.types[e.kind.typ.TypeURL()] = ts
 	}
-	ts.entries[e.name] = e
-	ts.unsent = append(ts.unsent, e)
+	ts.n++
 	ts.dirty = true
 	ch.nEntries++
 	signal(ch.kick)
@@ -125,8 +125,8 @@ func (ch *channel) subscribeLocked(e *entry) {
 func (ch *channel) unsubscribeLocked(e *entry) {
 	ch.stopTimerLocked(e)
 	e.forgetSent(ch)
-	ts := ch.types[e.typ.TypeURL()]
-	delete(ts.entries, e.name)
+	ts := ch.types[e.kind.typ.TypeURL()]
+	ts.n--
 	ts.dirty = true
 	ch.nEntries--
 	signal(ch.wake)
@@ -136,7 +136,7 @@ func (ch *channel) unsubscribeLocked(e *entry) {
 // the subscription went out on the current stream, the channel is READY,
 // and nothing has been received for e.
 func (ch *channel) maybeStartTimerLocked(e *entry) {
-	if e.timing || e.removed || e.ch != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
+	if e.timing || e.removed || e.active() != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
 		return
 	}
 	c := ch.c
@@ -157,7 +157,7 @@ func (ch *channel) maybeStartTimerLocked(e *entry) {
 	ch.timed[e] = struct{}{}
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStarted; f != nil {
-			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
+			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d}
 			c.hook(func() { f(info) })
 		}
 	}
@@ -215,7 +215,7 @@ func (ch *channel) stopTimerLocked(e *entry) {
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStopped; f != nil {
 			d, _ := c.resourceTimeout(ch)
-			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.typ.TypeURL(), Name: e.name, Duration: d}
+			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d}
 			c.hook(func() { f(info) })
 		}
 	}
@@ -255,10 +255,8 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	ch.ready = state == connectivity.Ready
 	switch {
 	case ch.ready && !wasReady:
-		for _, ts := range ch.types {
-			for _, e := range ts.entries {
-				ch.maybeStartTimerLocked(e)
-			}
+		for e := range c.allEntries() {
+			ch.maybeStartTimerLocked(e)
 		}
 	case !ch.ready && wasReady:
 		for e := range ch.timed {
@@ -307,7 +305,7 @@ func (ch *channel) failLocked(reason error, notify bool) {
 		if !notify {
 			continue
 		}
-		for e := range a.entries {
+		for e := range c.entriesOf(a) {
 			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", tried, reason))
 		}
 	}
@@ -425,11 +423,7 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		ts.nonce = ""
 		ts.sentOnce = false
 		ts.nack = nil
-		ts.unsent = ts.unsent[:0]
-		for _, e := range ts.entries {
-			ts.unsent = append(ts.unsent, e)
-		}
-		ts.dirty = len(ts.entries) > 0
+		ts.dirty = ts.n > 0
 	}
 	if !ch.failed {
 		ch.setConnectedLocked(true, nil)
@@ -538,12 +532,23 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 	var out []pendingRequest
 	for _, url := range c.typeOrder {
 		ts := ch.types[url]
-		if ts == nil || !ts.dirty || (len(ts.entries) == 0 && !ts.sentOnce) {
+		if ts == nil || !ts.dirty || (ts.n == 0 && !ts.sentOnce) {
 			continue
 		}
-		names := make([]string, 0, len(ts.entries))
-		for name := range ts.entries {
-			names = append(names, name)
+		// The subscriptions count as sent from here (gRFC A57 starts the
+		// timer once they are): the request is written right after, and
+		// if the write fails the stream ends and the timers stop. Starting
+		// them after the write would let a fast answer overtake them.
+		names := make([]string, 0, ts.n)
+		for e := range c.tableOf(url).all() {
+			if !e.auth.uses(ch) {
+				continue
+			}
+			names = append(names, e.name)
+			if e.sentStream(ch) != id {
+				e.markSent(ch, id)
+				ch.maybeStartTimerLocked(e)
+			}
 		}
 		req := &discoveryv3.DiscoveryRequest{
 			TypeUrl:       url,
@@ -559,18 +564,6 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 			*first = false
 		}
 		out = append(out, pendingRequest{req: req, nack: ts.nack})
-		// The subscriptions count as sent from here (gRFC A57 starts the
-		// timer once they are): the request is written right after, and
-		// if the write fails the stream ends and the timers stop. Starting
-		// them after the write would let a fast answer overtake them.
-		for _, e := range ts.unsent {
-			if e.removed || e.sentStream(ch) == id {
-				continue
-			}
-			e.markSent(ch, id)
-			ch.maybeStartTimerLocked(e)
-		}
-		ts.unsent = nil
 		ts.dirty = false
 		ts.nack = nil
 		ts.sentOnce = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -47,16 +48,15 @@ type Client struct {
 	closed      bool
 	types       map[string]xdsresource.Type // by type URL
 	typeOrder   []string                    // type URLs in the order requests are sent
-	entries     map[string]map[string]*entry
-	channels    map[string]*channel // by bootstrap.ServerConfig.Key()
+	entries     map[string]*typeEntries // by type URL
+	channels    map[string]*channel    // by bootstrap.ServerConfig.Key()
 	authorities map[string]*authority
-	byHash      map[string]map[uint64]*entry // held resources by type URL and hash of their bytes
-	toClose     []*channel                   // channels to close once c.mu is released
-	nEntries    int                          // cache entries, for Dump's allocation
-	streamSeq   uint64                       // ADS streams started, over all servers; a stream's ID
-	respGen     uint64                       // responses handled, over all servers
-	notes       []notification               // watcher callbacks to queue on unlock
-	hookq       []func()                     // hook calls to run after unlock
+	toClose     []*channel     // channels to close once c.mu is released
+	nEntries    int            // cache entries, for Dump's allocation
+	streamSeq   uint64         // ADS streams started, over all servers; a stream's ID
+	respGen     uint64         // responses handled, over all servers
+	notes       []notification // watcher callbacks to queue on unlock
+	hookq       []func()       // hook calls to run after unlock
 	draining    bool
 }
 
@@ -97,10 +97,9 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		ctx:         ctx,
 		cancel:      cancel,
 		types:       map[string]xdsresource.Type{},
-		entries:     map[string]map[string]*entry{},
+		entries:     map[string]*typeEntries{},
 		channels:    map[string]*channel{},
 		authorities: map[string]*authority{},
-		byHash:      map[string]map[uint64]*entry{},
 	}
 	hooks := append([]*Hooks(nil), o.hooks...)
 	c.hooks.Store(&hooks)
@@ -142,14 +141,12 @@ func (c *Client) AddHooks(h *Hooks) (remove func()) {
 		}
 	}
 	if f := h.CacheStateChanged; f != nil {
-		for _, m := range c.entries {
-			for _, e := range m {
-				info := CacheStateInfo{
-					Target: c.o.target, Authority: e.auth.name, TypeURL: e.typ.TypeURL(), Name: e.name,
-					Old: StateNone, New: e.state, NewCached: e.res != nil, Server: e.ch.uri, Err: e.errLocked(),
-				}
-				c.hook(func() { f(info) })
+		for e := range c.allEntries() {
+			info := CacheStateInfo{
+				Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
+				Old: StateNone, New: e.state, NewCached: e.res.ok(), Server: e.active().uri, Err: e.errLocked(),
 			}
+			c.hook(func() { f(info) })
 		}
 	}
 	var once sync.Once
@@ -198,55 +195,81 @@ func (c *Client) registerTypeLocked(t xdsresource.Type) {
 // a closed client is reported through the watcher's ResourceChanged with an
 // error, and cancel is then a no-op.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
-	ref := &watcherRef{w: w, typeURL: typ.TypeURL(), name: name}
 	c.mu.Lock()
 	defer c.unlock()
-	if c.closed {
-		c.notes = append(c.notes, notification{w: ref, err: status.Error(codes.Unavailable, ErrClosed.Error())})
+	refuse := func(err error) func() {
+		ref := &watcherRef{w: w, e: &entry{kind: &typeEntries{typ: typ}, name: name, removed: true}}
+		c.notes = append(c.notes, notification{w: ref, err: err})
 		return func() {}
+	}
+	if c.closed {
+		return refuse(status.Error(codes.Unavailable, ErrClosed.Error()))
 	}
 	c.registerTypeLocked(typ)
 	name, err := canonicalName(typ, name)
 	if err != nil {
-		c.notes = append(c.notes, notification{w: ref, err: status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err)})
-		return func() {}
+		return refuse(status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
 	}
-	byName := c.entries[typ.TypeURL()]
-	if byName == nil {
-		byName = map[string]*entry{}
-		c.entries[typ.TypeURL()] = byName
-	}
-	e := byName[name]
+	e := c.kindLocked(typ).table.get(name)
 	if e == nil {
-		var err error
-		e, err = c.newEntryLocked(typ, name)
-		if err != nil {
-			c.notes = append(c.notes, notification{w: ref, err: err})
-			return func() {}
+		if e, err = c.newEntryLocked(typ, name); err != nil {
+			return refuse(err)
 		}
-		byName[name] = e
-		c.nEntries++
 	}
-	e.watchers = append(e.watchers, ref)
+	ref := &watcherRef{w: w, e: e}
+	e.addWatcher(ref)
 	switch {
-	case e.res != nil:
-		if e.res.Version != e.version {
-			// The same bytes came again in later responses: a new watcher
-			// sees the version the cache holds.
-			r := *e.res
-			r.Version = e.version
-			e.res = &r
+	case e.res.ok():
+		res, err := c.resourceLocked(e)
+		c.notes = append(c.notes, notification{w: ref, res: res, err: err})
+		if amb := e.ambient(); amb != nil {
+			c.notes = append(c.notes, notification{w: ref, err: amb, ambient: true})
 		}
-		c.notes = append(c.notes, notification{w: ref, res: e.res})
-		if e.ambient != nil {
-			c.notes = append(c.notes, notification{w: ref, err: e.ambient, ambient: true})
-		}
-	case e.notifyErr != nil:
-		c.notes = append(c.notes, notification{w: ref, err: e.notifyErr})
+	case e.notifyErr() != nil:
+		c.notes = append(c.notes, notification{w: ref, err: e.notifyErr()})
 	}
-	return func() {
-		if ref.cancelled.CompareAndSwap(false, true) {
-			c.cancelWatch(e, ref)
+	return ref.cancel
+}
+
+// kindLocked returns the entries of typ, making the table on first use.
+func (c *Client) kindLocked(typ xdsresource.Type) *typeEntries {
+	k := c.entries[typ.TypeURL()]
+	if k == nil {
+		k = &typeEntries{typ: typ}
+		c.entries[typ.TypeURL()] = k
+	}
+	return k
+}
+
+// tableOf returns the entries of the type with that URL, nil if none.
+func (c *Client) tableOf(typeURL string) *entryTable {
+	if k := c.entries[typeURL]; k != nil {
+		return &k.table
+	}
+	return nil
+}
+
+// allEntries yields every cache entry. Entries must not be added or removed
+// meanwhile.
+func (c *Client) allEntries() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, k := range c.entries {
+			for e := range k.table.all() {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// entriesOf yields the cache entries of a, of every type.
+func (c *Client) entriesOf(a *authority) iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for e := range c.allEntries() {
+			if e.auth == a && !yield(e) {
+				return
+			}
 		}
 	}
 }
@@ -256,37 +279,36 @@ func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, erro
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
 	}
-	e := &entry{typ: typ, name: name, auth: a}
+	k := c.kindLocked(typ)
+	e := &entry{kind: k, name: name, auth: a}
+	k.table.add(e)
+	c.nEntries++
 	a.addEntryLocked(e)
-	c.setStateLocked(e, StateRequested, nil, 0)
+	c.setStateLocked(e, StateRequested, held{})
 	if ch := a.activeChan(); ch.failed {
-		// A new resource is wanted while the server is down (gRFC A71).
-		c.maybeFallbackLocked(a, ch, ch.lastFailure)
+		// A new resource is wanted while the server is down (gRFC A71):
+		// this one is missing, so there is no need to look for another.
+		c.fallbackLocked(a, ch, ch.lastFailure)
 	}
 	return e, nil
 }
 
-func (c *Client) cancelWatch(e *entry, ref *watcherRef) {
-	ref.cancelled.Store(true)
+func (c *Client) cancelWatch(ref *watcherRef) {
+	e := ref.e
 	c.mu.Lock()
 	defer c.unlock()
-	for i, r := range e.watchers {
-		if r == ref {
-			e.watchers = append(e.watchers[:i:i], e.watchers[i+1:]...)
-			break
-		}
-	}
-	if len(e.watchers) > 0 || e.removed || c.closed {
+	e.removeWatcher(ref)
+	if e.watcher != nil || e.removed || c.closed {
 		return
 	}
 	e.removed = true
 	if e.deletionIgnored {
-		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.typ), "name", e.name, "server", e.ch.uri)
+		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.kind.typ), "name", e.name, "server", e.active().uri)
 	}
 	e.auth.removeEntryLocked(e)
-	delete(c.entries[e.typ.TypeURL()], e.name)
+	e.kind.table.remove(e)
 	c.nEntries--
-	c.setStateLocked(e, StateNone, nil, 0)
+	c.setStateLocked(e, StateNone, held{})
 }
 
 // Close stops every stream and timer, drops the cache and waits for the
@@ -299,7 +321,7 @@ func (c *Client) Close() {
 		return
 	}
 	c.closed = true
-	c.entries = map[string]map[string]*entry{}
+	c.entries = map[string]*typeEntries{}
 	c.nEntries = 0
 	chans := make([]*channel, 0, len(c.channels))
 	for _, ch := range c.channels {
@@ -375,7 +397,7 @@ func (c *Client) beforeCallback(n notification) {
 	}
 	for _, h := range c.hookList() {
 		if h.WatcherNotified != nil {
-			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: n.w.typeURL, Name: n.w.name, Kind: kind, Err: n.err})
+			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: n.w.e.kind.typ.TypeURL(), Name: n.w.e.name, Kind: kind, Err: n.err})
 		}
 	}
 }
@@ -406,12 +428,16 @@ type EntrySnapshot struct {
 	Server string
 	// State is the A88 cache state.
 	State CacheState
-	// Resource is the resource held, nil when none is.
-	Resource *Resource
-	// Version is the version_info of the response that last carried the
-	// held resource; UpdatedAt is when it arrived.
-	Version   string
-	UpdatedAt time.Time
+	// Cached reports whether the entry holds a resource. Raw is the held
+	// resource as received, the value of an Any of type TypeURL; Version is
+	// the version_info of the response that last carried it, UpdatedAt when
+	// that response arrived, and ResourceServer the URI of the server that
+	// sent it.
+	Cached         bool
+	Raw            []byte
+	Version        string
+	UpdatedAt      time.Time
+	ResourceServer string
 	// Err is the data error the entry carries (NACK, TP3 error, deletion,
 	// timeout), nil in REQUESTED and ACKED.
 	Err error
@@ -427,31 +453,26 @@ type EntrySnapshot struct {
 
 // Dump returns every cache entry, sorted by type URL and name. It holds the
 // client's lock only to copy the entries' fields; the snapshots share the
-// cache's resources and bytes (Resource, FailedRaw), which must not be
-// modified. A closed client has no entries.
+// cache's bytes (Raw, FailedRaw), which must not be modified. A closed
+// client has no entries.
 func (c *Client) Dump() []EntrySnapshot {
 	c.mu.Lock()
 	n := c.nEntries
 	c.mu.Unlock()
 	out := make([]EntrySnapshot, 0, n)
 	c.mu.Lock()
-	for _, m := range c.entries {
-		for _, e := range m {
-			s := EntrySnapshot{
-				TypeURL: e.typ.TypeURL(), Name: e.name, Authority: e.auth.name, Server: e.ch.uri,
-				State: e.state, Resource: e.res, Watchers: len(e.watchers),
-			}
-			if e.res != nil {
-				s.Version, s.UpdatedAt = e.version, e.updatedAt
-			}
-			if f := e.fail; f != nil {
-				s.Err, s.FailedVersion, s.FailedAt = f.err, f.version, f.at
-				if f.raw != nil {
-					s.FailedRaw = f.raw.GetValue()
-				}
-			}
-			out = append(out, s)
+	for e := range c.allEntries() {
+		s := EntrySnapshot{
+			TypeURL: e.kind.typ.TypeURL(), Name: e.name, Authority: e.auth.name, Server: e.active().uri,
+			State: e.state, Watchers: e.watcherCount(),
 		}
+		if r := e.res; r.ok() {
+			s.Cached, s.Raw, s.Version, s.UpdatedAt, s.ResourceServer = true, r.raw, r.from.version, r.from.at, r.from.ch.uri
+		}
+		if f := e.failure(); f != nil {
+			s.Err, s.FailedVersion, s.FailedAt, s.FailedRaw = f.err, f.version, f.at, f.raw
+		}
+		out = append(out, s)
 	}
 	c.mu.Unlock()
 	slices.SortFunc(out, func(a, b EntrySnapshot) int {

@@ -35,7 +35,7 @@ var ErrClosed = errors.New("xdsclient: client is closed")
 // it names the resource, the server and the node, as gRFC A88 asks.
 func (c *Client) resourceErrorf(code codes.Code, e *entry, server, format string, args ...any) error {
 	cause := fmt.Sprintf(format, args...)
-	return status.Errorf(code, "%s %q from xDS server %q (node ID %q): %s", shortName(e.typ), e.name, server, c.nodeID, cause)
+	return status.Errorf(code, "%s %q from xDS server %q (node ID %q): %s", shortName(e.kind.typ), e.name, server, c.nodeID, cause)
 }
 
 func shortName(t interface {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,21 +20,20 @@ import (
 
 const resourceWrapperURL = xdsresource.TypeURLPrefix + "envoy.service.discovery.v3.Resource"
 
-var hashSeed = maphash.MakeSeed()
-
 // item is one resource of a response on its way into the cache.
 type item struct {
-	raw   *anypb.Any
-	name  string
-	hash  uint64
-	value any
-	err   error
-	held  *entry // set when unchanged: the entry already holding these bytes
+	raw     *anypb.Any
+	name    string
+	rawName []byte // the name read without decoding (xdsresource.NameReader), nil if not
+	value   any
+	err     error
+	held    *entry // set when unchanged: the entry already holding these bytes
 }
 
 // unwrap takes one entry of a response's resources: it unwraps the
-// envoy.service.discovery.v3.Resource wrapper and checks the type URL.
-func unwrap(a *anypb.Any, typeURL string) item {
+// envoy.service.discovery.v3.Resource wrapper, checks the type URL and reads
+// the name if reader can.
+func unwrap(a *anypb.Any, typeURL string, reader xdsresource.NameReader) item {
 	it := item{raw: a}
 	if a.GetTypeUrl() == resourceWrapperURL {
 		w := &discoveryv3.Resource{}
@@ -56,7 +54,11 @@ func unwrap(a *anypb.Any, typeURL string) item {
 	}
 	// Every resource of the response shares one copy of the type URL.
 	it.raw.TypeUrl = typeURL
-	it.hash = maphash.Bytes(hashSeed, it.raw.GetValue())
+	if reader != nil {
+		if name, ok := reader.ReadName(it.raw.GetValue()); ok {
+			it.rawName = name
+		}
+	}
 	return it
 }
 
@@ -108,18 +110,21 @@ func decodeItem(typ xdsresource.Type, opts xdsresource.DecodeOptions, it *item) 
 
 // handleResponse applies one DiscoveryResponse: it decodes what changed,
 // updates the cache entries (gRFC A88), and queues the ACK or NACK.
-// Resources whose bytes equal the held ones are recognised by hash and not
-// decoded again.
+// Resources whose bytes equal the held ones are recognised by name (when
+// the type can read it without decoding) and not decoded again.
 func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse) {
 	c := ch.c
 	typeURL := resp.GetTypeUrl()
+	c.mu.Lock()
+	typ := c.types[typeURL]
+	c.mu.Unlock()
+	reader, _ := typ.(xdsresource.NameReader)
 	items := make([]item, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
-		items[i] = unwrap(a, typeURL)
+		items[i] = unwrap(a, typeURL, reader)
 	}
 
 	c.mu.Lock()
-	typ := c.types[typeURL]
 	ts := ch.types[typeURL]
 	if c.closed || typ == nil || ts == nil {
 		c.mu.Unlock()
@@ -128,18 +133,19 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		return
 	}
-	byHash := c.byHash[typeURL]
+	table := c.tableOf(typeURL)
 	changed := 0
 	for i := range items {
 		it := &items[i]
 		if it.err != nil {
 			continue
 		}
-		if e := byHash[it.hash]; e != nil && e.res != nil && bytes.Equal(e.res.Raw.GetValue(), it.raw.GetValue()) {
-			it.held = e
-			it.name = e.name
-			it.raw = e.res.Raw
-			continue
+		if it.rawName != nil {
+			if e := table.getBytes(it.rawName); e != nil && e.res.ok() && bytes.Equal(e.res.raw, it.raw.GetValue()) {
+				it.held = e
+				it.name = e.name
+				continue
+			}
 		}
 		changed++
 	}
@@ -168,6 +174,8 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	}
 	c.respGen++
 	gen := c.respGen
+	table = c.tableOf(typeURL)
+	u := &update{version: version, at: now, ch: ch}
 	var nacks []string
 	valid, invalid, tp3, seen := 0, 0, 0, 0
 	// Room for a callback per changed resource, and for the flow-control
@@ -175,7 +183,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	c.notes = slices.Grow(c.notes, changed+1)
 	for i := range items {
 		it := &items[i]
-		if h := it.held; h != nil && (h.removed || h.res == nil || h.res.Raw != it.raw) {
+		if h := it.held; h != nil && (h.removed || !h.res.ok() || !bytes.Equal(h.res.raw, it.raw.GetValue())) {
 			// What h held changed while c.mu was released: decode after all.
 			it.held = nil
 			decodeItem(typ, opts, it)
@@ -185,14 +193,11 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			nacks = append(nacks, fmt.Sprintf("resources[%d]: %v", i, it.err))
 			continue
 		}
-		// An entry that is not removed is in the entries of every server
-		// it is subscribed on, among them e.ch: the held entry needs no
-		// lookup.
 		e := it.held
 		if e == nil {
-			e = ts.entries[it.name]
+			e = table.get(it.name)
 		}
-		if e == nil || e.ch != ch {
+		if e == nil || e.active() != ch {
 			continue // not subscribed, or not from the server in use: ignored, not counted
 		}
 		if e.seenGen == gen {
@@ -205,16 +210,18 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		if it.err != nil {
 			invalid++
 			nacks = append(nacks, it.err.Error())
-			c.applyInvalidLocked(e, it.raw, it.err, version, now)
+			c.applyInvalidLocked(e, it.raw.GetValue(), it.err, version, now)
 			continue
 		}
 		valid++
-		unchanged := it.held != nil
+		// A type without a NameReader is decoded in full; its unchanged
+		// resources are recognised here.
+		unchanged := it.held != nil || (e.res.ok() && bytes.Equal(e.res.raw, it.raw.GetValue()))
 		var res *Resource
 		if !unchanged {
-			res = &Resource{Type: typ, Name: it.name, Version: version, Value: it.value, Raw: it.raw, Server: ch.uri, ReceivedAt: now}
+			res = newResource(typ, it.name, it.value, it.raw, u)
 		}
-		c.applyValidLocked(e, res, it.hash, unchanged, version, now)
+		c.applyValidLocked(e, res, it.raw.GetValue(), unchanged, u)
 	}
 	if !c.o.legacy {
 		for i, re := range resp.GetResourceErrors() {
@@ -230,8 +237,8 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 				nacks = append(nacks, fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, name))
 				continue
 			}
-			e := ts.entries[name]
-			if e == nil || e.ch != ch {
+			e := table.get(name)
+			if e == nil || e.active() != ch {
 				continue
 			}
 			if e.seenGen == gen {
@@ -248,12 +255,12 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	}
 	// When every subscribed entry was seen, none was deleted: the scan is
 	// skipped.
-	if typ.FullState() && seen < len(ts.entries) {
-		for _, e := range ts.entries {
+	if typ.FullState() && seen < ts.n {
+		for e := range table.all() {
 			// A name never received, already deleted, or carrying a TP3
 			// error (which the server sends once and the client keeps) is
 			// not deleted by its absence.
-			if e.ch != ch || e.seenGen == gen || e.res == nil || e.state == StateDoesNotExist || e.state == StateReceivedError {
+			if e.active() != ch || e.seenGen == gen || !e.res.ok() || e.state == StateDoesNotExist || e.state == StateReceivedError {
 				continue
 			}
 			c.applyDeletionLocked(e, version, now)

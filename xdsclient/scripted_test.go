@@ -70,8 +70,8 @@ func (f *fixture) entry(typeURL, name string) xdsclient.EntrySnapshot {
 func (f *fixture) checkEntry(typeURL, name string, state xdsclient.CacheState, cached bool) xdsclient.EntrySnapshot {
 	f.T.Helper()
 	e := f.entry(typeURL, name)
-	if e.State != state || (e.Resource != nil) != cached {
-		f.T.Fatalf("entry %q: state %v cached %v, want %v cached %v", name, e.State, e.Resource != nil, state, cached)
+	if e.State != state || (e.Cached) != cached {
+		f.T.Fatalf("entry %q: state %v cached %v, want %v cached %v", name, e.State, e.Cached, state, cached)
 	}
 	return e
 }

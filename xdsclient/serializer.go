@@ -113,10 +113,17 @@ func (s *callbackSerializer) run(ctx context.Context) {
 	}
 }
 
-// watcherRef is one registered watcher.
+// watcherRef is one registered watcher of the cache entry e. A watch that
+// was refused has an entry of its own that is in no cache.
 type watcherRef struct {
 	w         Watcher
-	typeURL   string
-	name      string
+	e         *entry
 	cancelled atomic.Bool
+}
+
+// cancel ends the watch, once.
+func (r *watcherRef) cancel() {
+	if r.cancelled.CompareAndSwap(false, true) {
+		r.e.auth.c.cancelWatch(r)
+	}
 }

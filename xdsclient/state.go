@@ -3,7 +3,7 @@ package xdsclient
 // CacheState is the state of one cache entry, exactly as gRFC A88 defines
 // them. The same states are shown over CSDS (ClientResourceStatus) and in
 // the grpc.xds.cache_state metric label.
-type CacheState int
+type CacheState uint8
 
 // The cache states. StateNone is not a state of an entry: hooks use it as
 // the old state of a new entry and the new state of a removed one.
@@ -33,7 +33,7 @@ var stateNames = [...]string{"NONE", "REQUESTED", "DOES_NOT_EXIST", "ACKED", "NA
 
 // String returns the state as CSDS spells it, for example "NACKED".
 func (s CacheState) String() string {
-	if s < 0 || int(s) >= len(stateNames) {
+	if int(s) >= len(stateNames) {
 		return "UNKNOWN"
 	}
 	return stateNames[s]

@@ -221,7 +221,8 @@ func (o *observer) settled() <-chan struct{} {
 
 // fleet is one watcher per cluster. A watcher only counts its callbacks and
 // keeps the connect timeout it was last given; the fleet signals when the
-// total count reaches a target.
+// total count reaches a target. It keeps the cancel func of every watch, as
+// a user would, so that the heap measured includes them.
 type fleet struct {
 	total    atomic.Int64
 	target   atomic.Int64
@@ -229,10 +230,11 @@ type fleet struct {
 	reached  chan struct{}
 	watchers []clusterWatcher
 	names    []string
+	cancels  []func()
 }
 
 func newFleet(n int) *fleet {
-	f := &fleet{reached: make(chan struct{}, 1), watchers: make([]clusterWatcher, n), names: clusterNames(n)}
+	f := &fleet{reached: make(chan struct{}, 1), watchers: make([]clusterWatcher, n), names: clusterNames(n), cancels: make([]func(), n)}
 	for i := range f.watchers {
 		f.watchers[i].f = f
 	}
@@ -246,7 +248,7 @@ func (f *fleet) expect(k int) { f.target.Store(f.total.Load() + int64(k)) }
 // c is closed.
 func (f *fleet) watchAll(c *xdsclient.Client) {
 	for i, name := range f.names {
-		xdsclient.WatchCluster(c, name, &f.watchers[i])
+		f.cancels[i] = xdsclient.WatchCluster(c, name, &f.watchers[i])
 	}
 }
 

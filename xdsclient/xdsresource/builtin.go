@@ -92,6 +92,10 @@ func (t *builtinType) TypeURL() string   { return t.url }
 func (t *builtinType) ShortName() string { return t.short }
 func (t *builtinType) FullState() bool   { return t.fullState }
 
+// ReadName reads the name of a built-in resource: field 1 (name, or
+// cluster_name for a ClusterLoadAssignment) of each of the four messages.
+func (t *builtinType) ReadName(b []byte) ([]byte, bool) { return ReadStringField(b, 1) }
+
 func (t *builtinType) Decode(opts DecodeOptions, r *anypb.Any) (string, any, error) {
 	if got := r.GetTypeUrl(); got != t.url {
 		return "", nil, fmt.Errorf("%s: resource has type URL %q, want %q", t.short, got, t.url)

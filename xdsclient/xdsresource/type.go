@@ -16,6 +16,7 @@ package xdsresource
 import (
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -40,6 +41,50 @@ type Type interface {
 	// is invalid, so that the error can be attributed to it. A nil error
 	// means value is valid and ready for use.
 	Decode(opts DecodeOptions, resource *anypb.Any) (name string, value any, err error)
+}
+
+// NameReader is implemented by a Type that can read a resource's name from
+// its serialized bytes without decoding the rest. The client uses it to
+// recognise, before decoding, the resources of a response whose bytes it
+// already holds, so that an unchanged resource costs a name lookup and a
+// byte comparison. A Type without it is decoded in full every time; an
+// unchanged resource is then recognised after decoding and, as with a
+// NameReader, not delivered again.
+type NameReader interface {
+	// ReadName returns the name that Decode would return for the
+	// serialized resource b (the value of its Any), and false when it
+	// cannot tell without decoding. The name may share b's memory.
+	ReadName(b []byte) (name []byte, ok bool)
+}
+
+// ReadStringField returns the value of the string or bytes field num of the
+// serialized message b (its last occurrence, as decoding would keep) without
+// decoding the message. ok is false when the field is absent or b is
+// malformed. It helps implement [NameReader] for messages whose name is a
+// top-level field.
+func ReadStringField(b []byte, num protowire.Number) (value []byte, ok bool) {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil, false
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return nil, false
+			}
+			value, ok = v, true
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return nil, false
+		}
+		b = b[l:]
+	}
+	return value, ok
 }
 
 // DecodeOptions carries what a Type may need to know about where a resource

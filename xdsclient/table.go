@@ -1,0 +1,128 @@
+package xdsclient
+
+import (
+	"hash/maphash"
+	"iter"
+)
+
+// entryTable is the set of cache entries of one resource type, keyed by
+// name. It is an open-addressing hash table of entry pointers with linear
+// probing: a slot costs 8 bytes where a map[string]*entry costs about 40 per
+// entry, which matters for a client holding tens of thousands of small
+// resources. It is not safe for concurrent use (Client.mu guards it), and
+// entries must not be added or removed while iterating.
+type entryTable struct {
+	slots []*entry // len is zero or a power of two
+	n     int
+}
+
+var tableSeed = maphash.MakeSeed()
+
+// Sizing: the table grows when more than 3/4 full and shrinks when less
+// than 1/8 full, so that a large subscription that ends gives its memory
+// back.
+const minTableSlots = 8
+
+// slot returns the first slot to probe for a name with hash h.
+func (t *entryTable) slot(h uint64) int { return int(h & uint64(len(t.slots)-1)) }
+
+// get returns the entry named name, or nil.
+func (t *entryTable) get(name string) *entry {
+	if t == nil || t.n == 0 {
+		return nil
+	}
+	for i := t.slot(maphash.String(tableSeed, name)); ; i = (i + 1) & (len(t.slots) - 1) {
+		e := t.slots[i]
+		if e == nil || e.name == name {
+			return e
+		}
+	}
+}
+
+// getBytes is get for a name held as bytes, without copying it.
+func (t *entryTable) getBytes(name []byte) *entry {
+	if t == nil || t.n == 0 {
+		return nil
+	}
+	for i := t.slot(maphash.Bytes(tableSeed, name)); ; i = (i + 1) & (len(t.slots) - 1) {
+		e := t.slots[i]
+		if e == nil || e.name == string(name) {
+			return e
+		}
+	}
+}
+
+// add inserts e, whose name must not be in the table.
+func (t *entryTable) add(e *entry) {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		t.resize(max(minTableSlots, 2*len(t.slots)))
+	}
+	t.place(e)
+	t.n++
+}
+
+// place puts e in the first free slot of its probe sequence.
+func (t *entryTable) place(e *entry) {
+	i := t.slot(maphash.String(tableSeed, e.name))
+	for t.slots[i] != nil {
+		i = (i + 1) & (len(t.slots) - 1)
+	}
+	t.slots[i] = e
+}
+
+// remove deletes e if it is in the table. Later entries of the probe run
+// are moved back into the gap (backward-shift deletion), so lookups need no
+// tombstones.
+func (t *entryTable) remove(e *entry) {
+	if t.n == 0 {
+		return
+	}
+	mask := len(t.slots) - 1
+	i := t.slot(maphash.String(tableSeed, e.name))
+	for t.slots[i] != e {
+		if t.slots[i] == nil {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	t.slots[i] = nil
+	t.n--
+	for j := (i + 1) & mask; t.slots[j] != nil; j = (j + 1) & mask {
+		home := t.slot(maphash.String(tableSeed, t.slots[j].name))
+		// Move slots[j] into the gap at i unless its home lies in (i, j]:
+		// then it is already reachable from its home without crossing i.
+		if (j-home)&mask >= (j-i)&mask {
+			t.slots[i], t.slots[j] = t.slots[j], nil
+			i = j
+		}
+	}
+	if len(t.slots) > minTableSlots && t.n*8 < len(t.slots) {
+		t.resize(len(t.slots) / 2)
+	}
+}
+
+// resize rehashes every entry into size slots.
+func (t *entryTable) resize(size int) {
+	old := t.slots
+	t.slots = make([]*entry, size)
+	for _, e := range old {
+		if e != nil {
+			t.place(e)
+		}
+	}
+}
+
+// all yields every entry, in no particular order. A nil table has none.
+func (t *entryTable) all() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		if t == nil {
+			return
+		}
+		for _, e := range t.slots {
+			if e != nil && !yield(e) {
+				return
+			}
+		}
+	}
+}
+

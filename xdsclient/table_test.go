@@ -1,0 +1,155 @@
+package xdsclient
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"unsafe"
+)
+
+// The table agrees with a map through random adds and removes, across
+// growth and shrinking, and its iteration yields each entry once.
+func TestEntryTableMatchesMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tab entryTable
+	model := map[string]*entry{}
+	check := func(step int) {
+		t.Helper()
+		if tab.n != len(model) {
+			t.Fatalf("step %d: table has %d entries, want %d", step, tab.n, len(model))
+		}
+		seen := map[*entry]bool{}
+		for e := range tab.all() {
+			if seen[e] || model[e.name] != e {
+				t.Fatalf("step %d: iteration yielded %q twice or not in the model", step, e.name)
+			}
+			seen[e] = true
+		}
+		if len(seen) != len(model) {
+			t.Fatalf("step %d: iteration yielded %d entries, want %d", step, len(seen), len(model))
+		}
+		for name, e := range model {
+			if got := tab.get(name); got != e {
+				t.Fatalf("step %d: get(%q) = %p, want %p", step, name, got, e)
+			}
+			if got := tab.getBytes([]byte(name)); got != e {
+				t.Fatalf("step %d: getBytes(%q) = %p, want %p", step, name, got, e)
+			}
+		}
+	}
+	// Grow to 3,000 names, then shrink to a few, twice; names are drawn
+	// from a small space so that removes hit and miss.
+	for step := 0; step < 20000; step++ {
+		name := fmt.Sprintf("c%d", rng.IntN(4000))
+		adding := (step/5000)%2 == 0
+		if e := model[name]; e != nil {
+			if !adding || rng.IntN(4) == 0 {
+				tab.remove(e)
+				delete(model, name)
+			}
+		} else if adding {
+			e := &entry{name: name}
+			tab.add(e)
+			model[name] = e
+		} else if tab.get(name) != nil {
+			t.Fatalf("step %d: get(%q) found a name never added or removed", step, name)
+		}
+		if step%997 == 0 {
+			check(step)
+		}
+	}
+	check(-1)
+	if len(model) < 1000 && len(tab.slots) > 8*max(len(model), minTableSlots) {
+		t.Errorf("%d entries keep %d slots: the table did not shrink", len(model), len(tab.slots))
+	}
+	for _, e := range model {
+		tab.remove(e)
+	}
+	if tab.n != 0 || len(tab.slots) != minTableSlots {
+		t.Errorf("emptied table: %d entries, %d slots; want 0 and %d", tab.n, len(tab.slots), minTableSlots)
+	}
+	var nilTable *entryTable
+	if nilTable.get("x") != nil || nilTable.getBytes([]byte("x")) != nil {
+		t.Error("a nil table found an entry")
+	}
+	for range nilTable.all() {
+		t.Error("a nil table yielded an entry")
+	}
+}
+
+// Removing an entry keeps every other entry of a long probe run reachable
+// (backward-shift deletion), whichever entry of the run goes.
+func TestEntryTableRemoveInProbeRun(t *testing.T) {
+	for victim := 0; victim < 6; victim++ {
+		var tab entryTable
+		var entries []*entry
+		for i := 0; i < 6; i++ {
+			e := &entry{name: fmt.Sprintf("n%d", i)}
+			tab.add(e)
+			entries = append(entries, e)
+		}
+		tab.remove(entries[victim])
+		for i, e := range entries {
+			want := e
+			if i == victim {
+				want = nil
+			}
+			if got := tab.get(e.name); got != want {
+				t.Fatalf("after removing %q: get(%q) = %v, want %v", entries[victim].name, e.name, got, want)
+			}
+		}
+	}
+}
+
+// A cache entry stays within its size class: a client may hold tens of
+// thousands, and the retained heap target depends on it.
+func TestEntrySize(t *testing.T) {
+	if got := unsafe.Sizeof(entry{}); got > 112 {
+		t.Errorf("entry is %d bytes, want at most 112", got)
+	}
+	if got := unsafe.Sizeof(watcherRef{}); got > 32 {
+		t.Errorf("watcherRef is %d bytes, want at most 32", got)
+	}
+}
+
+// Watchers after the first and subscriptions on more than one server go to
+// the side struct, which is dropped once they are gone.
+func TestEntrySideStruct(t *testing.T) {
+	e := &entry{}
+	refs := []*watcherRef{{}, {}, {}}
+	for _, r := range refs {
+		e.addWatcher(r)
+	}
+	order := func() []*watcherRef { return slices.Collect(e.watchers) }
+	if got := order(); !slices.Equal(got, refs) || e.watcherCount() != 3 {
+		t.Fatalf("watchers %v (count %d), want %v", got, e.watcherCount(), refs)
+	}
+	e.removeWatcher(refs[0])
+	if got := order(); !slices.Equal(got, refs[1:]) {
+		t.Fatalf("after removing the first: %v, want %v", got, refs[1:])
+	}
+	e.removeWatcher(refs[2])
+	e.removeWatcher(refs[1])
+	if e.watcherCount() != 0 || e.x != nil {
+		t.Fatalf("no watchers left: count %d, side struct %v", e.watcherCount(), e.x)
+	}
+
+	a, b, c := &channel{}, &channel{}, &channel{}
+	e.markSent(a, 1)
+	e.markSent(b, 2)
+	e.markSent(c, 3)
+	e.markSent(b, 4)
+	if e.sentStream(a) != 1 || e.sentStream(b) != 4 || e.sentStream(c) != 3 {
+		t.Fatalf("sent streams %d %d %d, want 1 4 3", e.sentStream(a), e.sentStream(b), e.sentStream(c))
+	}
+	e.forgetSent(a)
+	if e.sentStream(a) != 0 || e.sentStream(b) != 4 || e.sentStream(c) != 3 {
+		t.Fatalf("after forgetting a: %d %d %d, want 0 4 3", e.sentStream(a), e.sentStream(b), e.sentStream(c))
+	}
+	e.forgetSent(c)
+	e.forgetSent(b)
+	if e.x != nil || e.sent != (sentOn{}) {
+		t.Fatalf("no subscriptions left: sent %v, side struct %v", e.sent, e.x)
+	}
+}
