@@ -48,8 +48,8 @@ type Client struct {
 	closed      bool
 	types       map[string]xdsresource.Type // by type URL
 	typeOrder   []string                    // type URLs in the order requests are sent
-	entries     map[string]*typeEntries // by type URL
-	channels    map[string]*channel    // by bootstrap.ServerConfig.Key()
+	entries     map[string]*typeEntries     // by type URL
+	channels    map[string]*channel         // by bootstrap.ServerConfig.Key()
 	authorities map[string]*authority
 	toClose     []*channel     // channels to close once c.mu is released
 	nEntries    int            // cache entries, for Dump's allocation

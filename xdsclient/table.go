@@ -125,4 +125,3 @@ func (t *entryTable) all() iter.Seq[*entry] {
 		}
 	}
 }
-
