@@ -2,10 +2,12 @@ package xdsclient_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -57,5 +59,77 @@ func TestCustomResourceType(t *testing.T) {
 	}
 	if nack := f.RecvType(st, extensionURL); nack.GetErrorDetail() == nil {
 		t.Error("invalid custom resource not NACKed")
+	}
+}
+
+// countingType is extensionType counting its decodes; with names set it
+// also reads names without decoding (xdsresource.NameReader).
+type countingType struct {
+	extensionType
+	decodes *atomic.Int64
+}
+
+func (t countingType) Decode(opts xdsresource.DecodeOptions, a *anypb.Any) (string, any, error) {
+	t.decodes.Add(1)
+	return t.extensionType.Decode(opts, a)
+}
+
+type namingCountingType struct{ countingType }
+
+func (namingCountingType) ReadName(b []byte) ([]byte, bool) { return xdsresource.ReadStringField(b, 1) }
+
+// A resource whose bytes did not change is neither decoded again (when the
+// type reads names without decoding) nor delivered again (either way); a
+// watcher that joins later gets the held bytes decoded afresh, equal to
+// what the first watcher got.
+func TestUnchangedResourceOfCustomType(t *testing.T) {
+	for _, tc := range []struct {
+		desc          string
+		naming        bool
+		decodesBefore int64 // decodes once the same bytes came twice
+	}{
+		{"NameReader", true, 1},
+		{"no NameReader", false, 2},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var n atomic.Int64
+			var typ xdsresource.Type = countingType{decodes: &n}
+			if tc.naming {
+				typ = namingCountingType{countingType{decodes: &n}}
+			}
+			f := newFixture(t, nil)
+			first := xdstest.NewWatcher()
+			defer f.c.Watch(typ, "ext", first)()
+			st := f.NextStream()
+			f.RecvType(st, extensionURL)
+			cfg, _ := anypb.New(&corev3.Node{Id: "payload"})
+			res := &corev3.TypedExtensionConfig{Name: "ext", TypedConfig: cfg}
+			f.send(st, extensionURL, "1", res)
+			got := first.Expect(t, xdsclient.NotifyResource, 0)
+			f.RecvType(st, extensionURL) // ACK of 1
+			f.send(st, extensionURL, "2", res)
+			if ack := f.RecvType(st, extensionURL); ack.GetVersionInfo() != "2" || ack.GetErrorDetail() != nil {
+				t.Fatalf("same bytes at version 2: request %v, want an ACK of 2", ack)
+			}
+			if d := n.Load(); d != tc.decodesBefore {
+				t.Errorf("decodes after the same bytes came twice = %d, want %d", d, tc.decodesBefore)
+			}
+
+			second := xdstest.NewWatcher()
+			defer f.c.Watch(typ, "ext", second)()
+			late := second.Expect(t, xdsclient.NotifyResource, 0)
+			// Callbacks run in order: anything for the first watcher from
+			// version 2 would have come before the second watcher's.
+			first.ExpectNone(t)
+			if d := n.Load(); d != tc.decodesBefore+1 {
+				t.Errorf("decodes after a late watcher = %d, want %d", d, tc.decodesBefore+1)
+			}
+			if !proto.Equal(late.Resource.Value.(proto.Message), got.Resource.Value.(proto.Message)) {
+				t.Errorf("late watcher got %v, first got %v", late.Resource.Value, got.Resource.Value)
+			}
+			if late.Resource.Version != "2" || got.Resource.Version != "1" {
+				t.Errorf("versions: late watcher %q (want 2), first %q (want 1)", late.Resource.Version, got.Resource.Version)
+			}
+		})
 	}
 }

@@ -21,6 +21,13 @@
 // that leaves the old one in use. Errors carry gRPC status codes meant for
 // the watcher; use DataPlaneError before putting one on an RPC.
 //
+// The cache keeps each resource as the bytes the server sent, with about
+// 200 bytes of bookkeeping, and decodes only what changed: resources of a
+// response whose bytes equal the cached ones are recognised by name before
+// decoding and cost a lookup and a comparison. Watchers get decoded values
+// and keep what they need; a watcher added later gets the cached bytes
+// decoded again.
+//
 // Every transition — connectivity, streams, server failures, requests,
 // responses, cache states, timers and watcher callbacks — is reported
 // through Hooks, which is how metrics (package telemetry) and the CSDS

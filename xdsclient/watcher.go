@@ -29,8 +29,14 @@ type Watcher interface {
 	AmbientError(err error)
 }
 
-// Resource is one valid resource as the client holds it. It is shared by
-// all watchers and must not be modified.
+// Resource is one valid resource as delivered to watchers. The watchers
+// notified of one update share it, and it must not be modified.
+//
+// The client's cache keeps a resource as the bytes it received, not as a
+// decoded value: a watcher that needs the value keeps the Resource (or its
+// Value). A watcher added while the resource is cached gets the cached bytes
+// decoded again, equal to what earlier watchers got, with the version of the
+// latest response that carried them.
 type Resource struct {
 	// Type is the resource's type.
 	Type xdsresource.Type
@@ -47,7 +53,7 @@ type Resource struct {
 	Raw *anypb.Any
 	// Server is the URI of the xDS server that sent it.
 	Server string
-	// ReceivedAt is when it was accepted.
+	// ReceivedAt is when the response of Version arrived.
 	ReceivedAt time.Time
 }
 

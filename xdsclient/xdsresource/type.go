@@ -39,7 +39,9 @@ type Type interface {
 	// Decode unmarshals and validates one resource. It returns the
 	// resource's name whenever it can be determined, even when the resource
 	// is invalid, so that the error can be attributed to it. A nil error
-	// means value is valid and ready for use.
+	// means value is valid and ready for use. Decode must be deterministic:
+	// the client keeps valid resources as bytes and decodes them again for
+	// a watcher added later.
 	Decode(opts DecodeOptions, resource *anypb.Any) (name string, value any, err error)
 }
 
