@@ -296,17 +296,20 @@ func (ch *channel) failLocked(reason error, notify bool) {
 		}
 	}
 	ch.setConnectedLocked(false, reason)
+	tried := map[*authority]string{} // the failing authorities, with the servers they tried
 	for _, a := range ch.sortedAuths() {
 		if a.activeChan() != ch {
 			continue
 		}
-		tried := serverList(a, a.active)
+		tried[a] = serverList(a, a.active)
 		c.maybeFallbackLocked(a, ch, reason)
-		if !notify {
-			continue
-		}
-		for e := range c.entriesOf(a) {
-			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", tried, reason))
+	}
+	if !notify || len(tried) == 0 {
+		return
+	}
+	for e := range c.allEntries() {
+		if servers, ok := tried[e.auth]; ok {
+			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", servers, reason))
 		}
 	}
 }

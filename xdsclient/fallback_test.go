@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -396,4 +398,49 @@ func TestFederationNames(t *testing.T) {
 	bad := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "xdstp://a/envoy.config.listener.v3.Listener/x", bad)()
 	bad.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+}
+
+// The same bytes from another server are a new resource: what a server may
+// set depends on whether it is trusted (gRFC A81), and watchers learn which
+// server the resource now comes from. Here the untrusted fallback's route
+// has auto_host_rewrite ignored; the trusted primary's identical bytes,
+// after the switch back, have it honoured.
+func TestSameBytesFromAnotherServerRedelivered(t *testing.T) {
+	m := newMultiFixture(t, 2, func(addrs []string) string {
+		return fmt.Sprintf(`{"a": {"xds_servers": [%s, %s]}}`, xdstest.ServerJSON(addrs[0], "trusted_xds_server"), xdstest.ServerJSON(addrs[1]))
+	})
+	rdsURL := xdsresource.RouteConfigType.TypeURL()
+	name := "xdstp://a/envoy.config.route.v3.RouteConfiguration/r1"
+	rc := controlplane.RouteConfig(name, []string{"*"}, "c1")
+	rc.VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)}
+	rewrite := func(e xdstest.Callback) bool {
+		return e.Resource.Value.(*xdsresource.RouteConfiguration).VirtualHosts[0].Routes[0].AutoHostRewrite
+	}
+
+	m.srvs[0].Stop()
+	rec := xdstest.NewWatcher()
+	defer m.c.Watch(xdsresource.RouteConfigType, name, rec)()
+	fst := m.streamOn(1)
+	m.RecvType(fst, rdsURL)
+	m.send(fst, rdsURL, "1", rc)
+	var e xdstest.Callback
+	for e = rec.Next(t); e.Kind != xdsclient.NotifyResource; e = rec.Next(t) {
+	}
+	if e.Resource.Server != m.srvs[1].Addr() || rewrite(e) {
+		t.Fatalf("from the fallback: server %s, auto_host_rewrite %v; want %s and false (untrusted)", e.Resource.Server, rewrite(e), m.srvs[1].Addr())
+	}
+
+	if err := m.srvs[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	pst := m.streamOn(0)
+	m.RecvType(pst, rdsURL)
+	m.send(pst, rdsURL, "1", rc)
+	e = rec.Expect(t, xdsclient.NotifyResource, 0)
+	if e.Resource.Server != m.srvs[0].Addr() || !rewrite(e) {
+		t.Fatalf("same bytes from the primary: server %s, auto_host_rewrite %v; want %s and true (trusted)", e.Resource.Server, rewrite(e), m.srvs[0].Addr())
+	}
+	if got := m.entry(rdsURL, name); got.ResourceServer != m.srvs[0].Addr() || got.State != xdsclient.StateACKed {
+		t.Errorf("cache entry from %s in %v, want the primary's, ACKED", got.ResourceServer, got.State)
+	}
 }

@@ -140,8 +140,10 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		if it.err != nil {
 			continue
 		}
+		// Bytes validated as sent by another server are validated again:
+		// what a server may set depends on whether it is trusted (gRFC A81).
 		if it.rawName != nil {
-			if e := table.getBytes(it.rawName); e != nil && e.res.ok() && bytes.Equal(e.res.raw, it.raw.GetValue()) {
+			if e := table.getBytes(it.rawName); e != nil && e.res.ok() && e.res.from.ch == ch && bytes.Equal(e.res.raw, it.raw.GetValue()) {
 				it.held = e
 				it.name = e.name
 				continue
@@ -183,7 +185,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	c.notes = slices.Grow(c.notes, changed+1)
 	for i := range items {
 		it := &items[i]
-		if h := it.held; h != nil && (h.removed || !h.res.ok() || !bytes.Equal(h.res.raw, it.raw.GetValue())) {
+		if h := it.held; h != nil && (h.removed || !h.res.ok() || h.res.from.ch != ch || !bytes.Equal(h.res.raw, it.raw.GetValue())) {
 			// What h held changed while c.mu was released: decode after all.
 			it.held = nil
 			decodeItem(typ, opts, it)
@@ -215,8 +217,9 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		valid++
 		// A type without a NameReader is decoded in full; its unchanged
-		// resources are recognised here.
-		unchanged := it.held != nil || (e.res.ok() && bytes.Equal(e.res.raw, it.raw.GetValue()))
+		// resources are recognised here. The same bytes from another server
+		// are a change: the value may differ (gRFC A81), and the server does.
+		unchanged := it.held != nil || (e.res.ok() && e.res.from.ch == ch && bytes.Equal(e.res.raw, it.raw.GetValue()))
 		var res *Resource
 		if !unchanged {
 			res = newResource(typ, it.name, it.value, it.raw, u)
