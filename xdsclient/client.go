@@ -210,25 +210,46 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 	if err != nil {
 		return refuse(status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
 	}
-	e := c.kindLocked(typ).table.get(name)
-	if e == nil {
-		if e, err = c.newEntryLocked(typ, name); err != nil {
-			return refuse(err)
+	// A cached resource is decoded for the new watcher with c.mu released,
+	// so that a large resource does not hold up the client; if the entry
+	// holds another update by the time c.mu is taken again, the new one is
+	// decoded.
+	var (
+		res        *Resource
+		resErr     error
+		decodedFor *update
+	)
+	for {
+		e := c.kindLocked(typ).table.get(name)
+		if e != nil && e.res.ok() && e.res.from != decodedFor {
+			h := e.res
+			c.mu.Unlock()
+			res, resErr = c.decodeHeld(e, h)
+			decodedFor = h.from
+			c.mu.Lock()
+			if c.closed {
+				return refuse(status.Error(codes.Unavailable, ErrClosed.Error()))
+			}
+			continue
 		}
-	}
-	ref := &watcherRef{w: w, e: e}
-	e.addWatcher(ref)
-	switch {
-	case e.res.ok():
-		res, err := c.resourceLocked(e)
-		c.notes = append(c.notes, notification{w: ref, res: res, err: err})
-		if amb := e.ambient(); amb != nil {
-			c.notes = append(c.notes, notification{w: ref, err: amb, ambient: true})
+		if e == nil {
+			if e, err = c.newEntryLocked(typ, name); err != nil {
+				return refuse(err)
+			}
 		}
-	case e.notifyErr() != nil:
-		c.notes = append(c.notes, notification{w: ref, err: e.notifyErr()})
+		ref := &watcherRef{w: w, e: e}
+		e.addWatcher(ref)
+		switch {
+		case e.res.ok():
+			c.notes = append(c.notes, notification{w: ref, res: res, err: resErr})
+			if amb := e.ambient(); amb != nil {
+				c.notes = append(c.notes, notification{w: ref, err: amb, ambient: true})
+			}
+		case e.notifyErr() != nil:
+			c.notes = append(c.notes, notification{w: ref, err: e.notifyErr()})
+		}
+		return ref.cancel
 	}
-	return ref.cancel
 }
 
 // kindLocked returns the entries of typ, making the table on first use.

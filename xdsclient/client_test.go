@@ -3,6 +3,7 @@ package xdsclient_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -272,4 +273,90 @@ func TestAddHooksReplaysState(t *testing.T) {
 	if got := len(late.states.snapshot()); got != n {
 		t.Errorf("removed hooks saw %d more events", got-n)
 	}
+}
+
+// Watchers added while the cached resource keeps changing each get the
+// cached resource, with the value of its version, then every later version,
+// ending with the last: a cached resource is decoded for a new watcher
+// outside the client's lock, and decoded again if an update lands meanwhile
+// (a stale decode would show as a version skipped).
+func TestLateWatchersDuringUpdates(t *testing.T) {
+	const versions = 40
+	f := newFixture(t, nil)
+	_, st := f.watchCached("c1")
+
+	type late struct {
+		mu    sync.Mutex
+		seen  []int
+		first chan struct{}
+		last  chan struct{}
+	}
+	var (
+		mu      sync.Mutex
+		watches []*late
+		stop    = make(chan struct{})
+		adding  sync.WaitGroup
+	)
+	adding.Add(1)
+	go func() {
+		defer adding.Done()
+		// One watcher at a time, the next once the last has its resource,
+		// so that watches keep landing among the updates.
+		for range 500 {
+			l := &late{first: make(chan struct{}), last: make(chan struct{})}
+			cancel := f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{OnResourceChanged: func(r *xdsclient.Resource, err error) {
+				if err != nil {
+					t.Errorf("late watcher got %v", err)
+					return
+				}
+				v, _ := strconv.Atoi(r.Version)
+				if got := r.Value.(*xdsresource.Cluster).EDSServiceName; got != fmt.Sprintf("v%d", v) && !(v == 1 && got == "c1") {
+					t.Errorf("version %d delivered with the value of %q", v, got)
+				}
+				l.mu.Lock()
+				l.seen = append(l.seen, v)
+				if len(l.seen) == 1 {
+					close(l.first)
+				}
+				l.mu.Unlock()
+				if v == versions {
+					close(l.last)
+				}
+			}})
+			t.Cleanup(cancel)
+			mu.Lock()
+			watches = append(watches, l)
+			mu.Unlock()
+			select {
+			case <-l.first:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	for v := 2; v <= versions; v++ {
+		f.send(st, cdsURL, strconv.Itoa(v), controlplane.Cluster("c1", fmt.Sprintf("v%d", v)))
+		f.RecvType(st, cdsURL) // ACK
+	}
+	close(stop)
+	adding.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for i, l := range watches {
+		select {
+		case <-l.last:
+		case <-f.Ctx.Done():
+			t.Fatalf("late watcher %d never got version %d", i, versions)
+		}
+		l.mu.Lock()
+		for j := 1; j < len(l.seen); j++ {
+			if l.seen[j] != l.seen[j-1]+1 {
+				t.Errorf("late watcher %d saw versions %v: want the cached one, then every later one", i, l.seen)
+				break
+			}
+		}
+		l.mu.Unlock()
+	}
+	t.Logf("%d watchers added during %d updates", len(watches), versions-1)
 }

@@ -261,19 +261,22 @@ func (c *Client) setStateLocked(e *entry, state CacheState, res held) {
 	}
 }
 
-// resourceLocked returns the resource e holds for delivery, decoding its
+// decodeHeld returns the resource h, held by e, for delivery, decoding its
 // bytes again: the cache keeps bytes, not decoded values, which watchers
-// keep if they need them. It returns an error if the bytes no longer decode,
-// which a Type that is deterministic, as it must be, never does.
-func (c *Client) resourceLocked(e *entry) (*Resource, error) {
-	ch := e.res.from.ch
-	raw := &anypb.Any{TypeUrl: e.kind.typ.TypeURL(), Value: e.res.raw}
+// keep if they need them. It reads only what never changes (e's type and
+// name, h's bytes and update), so c.mu need not be held. It returns an error
+// if the bytes no longer decode, which a Type that is deterministic, as it
+// must be, never does.
+func (c *Client) decodeHeld(e *entry, h held) (*Resource, error) {
+	ch := h.from.ch
+	typ := e.kind.typ
+	raw := &anypb.Any{TypeUrl: typ.TypeURL(), Value: h.raw}
 	opts := xdsresource.DecodeOptions{ServerURI: ch.uri, TrustedServer: ch.server.TrustedXDSServer}
-	_, value, err := e.kind.typ.Decode(opts, raw)
+	_, value, err := typ.Decode(opts, raw)
 	if err != nil {
 		return nil, c.resourceErrorf(codes.Internal, e, ch.uri, "held resource no longer decodes: %v", err)
 	}
-	return newResource(e.kind.typ, e.name, value, raw, e.res.from), nil
+	return newResource(typ, e.name, value, raw, h.from), nil
 }
 
 // newResource makes the Resource delivered for value, decoded from raw,
@@ -340,7 +343,7 @@ func (c *Client) applyValidLocked(e *entry, res *Resource, raw []byte, unchanged
 			return
 		}
 		var err error
-		if res, err = c.resourceLocked(e); err != nil {
+		if res, err = c.decodeHeld(e, e.res); err != nil {
 			c.dataErrorLocked(e, StateNACKed, err)
 			return
 		}
