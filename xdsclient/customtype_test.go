@@ -133,3 +133,28 @@ func TestUnchangedResourceOfCustomType(t *testing.T) {
 		})
 	}
 }
+
+// An xdstp:// name whose context parameters are not in canonical order is
+// still recognised, before decoding, when its bytes come again.
+func TestUnchangedXdstpNameNotDecodedAgain(t *testing.T) {
+	var n atomic.Int64
+	typ := namingCountingType{countingType{decodes: &n}}
+	m := newMultiFixture(t, 1, func([]string) string { return `{"a": {}}` })
+	name := "xdstp://a/envoy.config.core.v3.TypedExtensionConfig/ext?b=2&a=1"
+	rec := xdstest.NewWatcher()
+	defer m.c.Watch(typ, name, rec)()
+	st := m.streamOn(0)
+	m.RecvType(st, extensionURL)
+	cfg, _ := anypb.New(&corev3.Node{Id: "payload"})
+	res := &corev3.TypedExtensionConfig{Name: name, TypedConfig: cfg}
+	m.send(st, extensionURL, "1", res)
+	rec.Expect(t, xdsclient.NotifyResource, 0)
+	m.RecvType(st, extensionURL) // ACK of 1
+	m.send(st, extensionURL, "2", res)
+	if ack := m.RecvType(st, extensionURL); ack.GetVersionInfo() != "2" || ack.GetErrorDetail() != nil {
+		t.Fatalf("same bytes at version 2: request %v, want an ACK of 2", ack)
+	}
+	if d := n.Load(); d != 1 {
+		t.Errorf("decodes after the same bytes came twice = %d, want 1", d)
+	}
+}

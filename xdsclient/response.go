@@ -32,8 +32,8 @@ type item struct {
 
 // unwrap takes one entry of a response's resources: it unwraps the
 // envoy.service.discovery.v3.Resource wrapper, checks the type URL and reads
-// the name if reader can.
-func unwrap(a *anypb.Any, typeURL string, reader xdsresource.NameReader) item {
+// the name if typ can without decoding.
+func unwrap(a *anypb.Any, typ xdsresource.Type, typeURL string) item {
 	it := item{raw: a}
 	if a.GetTypeUrl() == resourceWrapperURL {
 		w := &discoveryv3.Resource{}
@@ -54,8 +54,14 @@ func unwrap(a *anypb.Any, typeURL string, reader xdsresource.NameReader) item {
 	}
 	// Every resource of the response shares one copy of the type URL.
 	it.raw.TypeUrl = typeURL
-	if reader != nil {
+	if reader, ok := typ.(xdsresource.NameReader); ok {
 		if name, ok := reader.ReadName(it.raw.GetValue()); ok {
+			if bytes.HasPrefix(name, []byte("xdstp://")) && bytes.ContainsAny(name, "?#") {
+				// Named as subscribed: context parameters sorted.
+				if n, err := canonicalName(typ, string(name)); err == nil {
+					name = []byte(n)
+				}
+			}
 			it.rawName = name
 		}
 	}
@@ -118,10 +124,9 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	c.mu.Lock()
 	typ := c.types[typeURL]
 	c.mu.Unlock()
-	reader, _ := typ.(xdsresource.NameReader)
 	items := make([]item, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
-		items[i] = unwrap(a, typeURL, reader)
+		items[i] = unwrap(a, typ, typeURL)
 	}
 
 	c.mu.Lock()
