@@ -115,11 +115,7 @@ func newFixture(t *testing.T, features []string, opts ...xdsclient.Option) *fixt
 // client asked for it.
 func (f *fixture) watch(name string) (*xdstest.Watcher, *xdstest.Stream) {
 	f.T.Helper()
-	rec := xdstest.NewWatcher()
-	f.T.Cleanup(f.c.Watch(xdsresource.ClusterType, name, rec))
-	st := f.NextStream()
-	f.RecvType(st, cdsURL)
-	return rec, st
+	return f.WatchCluster(f.c, name)
 }
 
 // watchCached watches cds name and has the server deliver version 1 of it,

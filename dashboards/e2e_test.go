@@ -470,7 +470,7 @@ func startXdswatch(t *testing.T, bin string, args ...string) *xdswatchProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &xdstest.SyncBuffer{}
 	cmd.Stderr = stderr
 	p := startProcess(t, "xdswatch", cmd)
 	t.Cleanup(func() {
@@ -506,29 +506,11 @@ func (x *xdswatchProcess) command(t *testing.T, line string) {
 	}
 }
 
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // promServer is a running Prometheus.
 type promServer struct {
 	*process
 	base string
-	log  *lockedBuffer
+	log  *xdstest.SyncBuffer
 }
 
 // startPrometheus runs Prometheus on loopback, scraping target every
@@ -553,7 +535,7 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	log := &lockedBuffer{}
+	log := &xdstest.SyncBuffer{}
 	cmd := exec.Command(bin,
 		"--config.file="+config,
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),

@@ -77,8 +77,6 @@ const (
 	// outcomesAnswered matches the fetches the server answered: the
 	// resource arrived (valid or not) or the server sent an error for it.
 	outcomesAnswered = "acked|nacked|received_error"
-	// outcomesTimer matches the fetches ended by the does-not-exist timer.
-	outcomesTimer = "does_not_exist|timeout"
 )
 
 // CacheStates are the values of [LabelCacheState] (gRFC A78 with the gRFC

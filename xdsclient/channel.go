@@ -44,7 +44,6 @@ type channel struct {
 	connected   bool   // gRFC A78's connected gauge
 	streamID    uint64 // current stream, 0 when none
 	attempts    int
-	respGen     uint64
 	lastStream  error // how the last stream failed, for connectivity errors
 
 	// The does-not-exist timers of the entries in timed share one runtime

@@ -14,11 +14,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
-var (
-	ldsURL = xdsresource.ListenerType.TypeURL()
-	cdsURL = xdsresource.ClusterType.TypeURL()
-	edsURL = xdsresource.EndpointsType.TypeURL()
-)
+var cdsURL = xdsresource.ClusterType.TypeURL()
 
 // fixture is a client connected to a scripted ADS server, with every hook
 // recorded.
@@ -45,10 +41,7 @@ func (f *fixture) send(st *xdstest.Stream, typeURL, version string, res ...proto
 // watchCached watches cds c1 and has the server deliver version 1 of it.
 func (f *fixture) watchCached(name string) (*xdstest.Watcher, *xdstest.Stream) {
 	f.T.Helper()
-	rec := xdstest.NewWatcher()
-	f.T.Cleanup(f.c.Watch(xdsresource.ClusterType, name, rec))
-	st := f.NextStream()
-	f.RecvType(st, cdsURL)
+	rec, st := f.WatchCluster(f.c, name)
 	f.send(st, cdsURL, "1", controlplane.Cluster(name, name))
 	rec.Expect(f.T, xdsclient.NotifyResource, 0)
 	f.RecvType(st, cdsURL) // ACK

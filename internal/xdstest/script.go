@@ -6,6 +6,9 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // Timeout is how long the helpers of this package wait for what a test
@@ -71,4 +74,16 @@ func (s Script) Send(st *Stream, resp *discoveryv3.DiscoveryResponse) *discovery
 		s.T.Fatalf("send: %v", err)
 	}
 	return sent
+}
+
+// WatchCluster has c watch the cluster name with a new Watcher (the watch
+// ends with the test) and waits for the client's first ADS stream and its
+// CDS request.
+func (s Script) WatchCluster(c *xdsclient.Client, name string) (*Watcher, *Stream) {
+	s.T.Helper()
+	rec := NewWatcher()
+	s.T.Cleanup(c.Watch(xdsresource.ClusterType, name, rec))
+	st := s.NextStream()
+	s.RecvType(st, xdsresource.ClusterType.TypeURL())
+	return rec, st
 }
