@@ -105,6 +105,7 @@ func (cm *clientMetrics) hooks() *xdsclient.Hooks {
 		ServerFailure:          cm.serverFailure,
 		StreamStarted:          cm.streamStarted,
 		StreamEnded:            cm.streamEnded,
+		ChannelClosed:          cm.channelClosed,
 		ResponseReceived:       cm.responseReceived,
 		CacheStateChanged:      cm.cacheStateChanged,
 		WatcherNotified:        cm.watcherNotified,
@@ -206,6 +207,17 @@ func (cm *clientMetrics) connectedChanged(i xdsclient.ConnectedInfo) {
 	s.connected = 0
 	if i.Connected {
 		s.connected = 1
+	}
+}
+
+// channelClosed drops the server's connected series: the client no longer
+// has a channel to it (gRFC A78 reports the channels that exist).
+func (cm *clientMetrics) channelClosed(i xdsclient.ChannelInfo) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if s := cm.servers[i.Server]; s != nil && !cm.closed {
+		s.known = false
+		s.connected = 0
 	}
 }
 
@@ -354,6 +366,10 @@ func (cm *clientMetrics) authorityServerChanged(i xdsclient.AuthorityServerInfo)
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
 	if cm.closed {
+		return
+	}
+	if i.Server == "" {
+		delete(cm.authorities, i.Authority) // released
 		return
 	}
 	if a := cm.authorities[i.Authority]; a != nil && a.server == i.Server {

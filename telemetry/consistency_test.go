@@ -121,10 +121,12 @@ func newSequence(t *testing.T, features []string, rng *rand.Rand) *sequence {
 			}
 		}
 	})
-	// Start with a watch of each type: there is a stream, and the client
-	// takes responses of both types (it ignores types never subscribed).
-	s.watchName(xdsresource.ClusterType, "c0")
-	s.watchName(xdsresource.EndpointsType, "e0")
+	// Start with a watch of each type, never cancelled: there is a stream
+	// all along (a server whose last watch is cancelled is closed), and the
+	// client takes responses of both types (it ignores types never
+	// subscribed).
+	t.Cleanup(f.c.Watch(xdsresource.ClusterType, "c0", xdsclient.WatcherFuncs{}))
+	t.Cleanup(f.c.Watch(xdsresource.EndpointsType, "e0", xdsclient.WatcherFuncs{}))
 	s.st = f.NextStream()
 	return s
 }

@@ -95,8 +95,10 @@ func TestFetchDurationCancelAndRetry(t *testing.T) {
 	f.timerStarted("c0", 1)
 	cancel()
 	f.waitSeries(telemetry.MetricResources, map[string]float64{})
+	<-st.Done() // the server's last watch is gone: its channel closes
 
 	f.watch("c1")
+	st = f.NextStream()
 	f.RecvType(st, cdsURL)
 	f.timerStarted("c1", 1)
 	st.End(status.Error(codes.Unavailable, "scripted stream failure"))

@@ -163,11 +163,24 @@ func TestA88DeletionCached(t *testing.T) {
 	e := rec.Expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
 	checkNames(t, e.Err, "c1", f.Srv.Addr())
 	f.checkEntry(cdsURL, "c1", xdsclient.StateDoesNotExist, true)
-	// The resource comes back: ResourceChanged, ACKED again.
+	// The same resource comes back: the error is over (AmbientError(nil)),
+	// ACKED again, nothing redelivered.
 	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "3", controlplane.Cluster("c1", "c1"))
+	if e := rec.Expect(t, xdsclient.NotifyAmbientError, codes.OK); e.Err != nil {
+		t.Fatalf("got %v, want AmbientError(nil)", e)
+	}
+	f.checkEntry(cdsURL, "c1", xdsclient.StateACKed, true)
+	// Deleted again, then back changed: ResourceChanged, which clears too.
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "4")
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "5", controlplane.Cluster("c1", "c1-changed"))
 	rec.Expect(t, xdsclient.NotifyResource, 0)
 	f.checkEntry(cdsURL, "c1", xdsclient.StateACKed, true)
+	f.RecvType(st, cdsURL)
+	rec.ExpectNone(t)
 }
 
 // Row 10: LDS/CDS deletion, cached, fail_on_data_errors →

@@ -1,6 +1,7 @@
 package xdsclient
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -20,8 +21,9 @@ type authority struct {
 	c       *Client
 	name    string
 	servers []*bootstrap.ServerConfig
-	chans   []*channel // chans[i] serves servers[i]; nil until used
+	chans   []*channel // chans[i] serves servers[i]; nil until used, or if it could not be made
 	active  int
+	n       int // the authority's cache entries
 }
 
 func (a *authority) activeChan() *channel { return a.chans[a.active] }
@@ -47,11 +49,13 @@ func (a *authority) uses(ch *channel) bool {
 	return false
 }
 
-// uncachedWatched reports whether some watcher waits on a resource of a
-// that is not cached: neither received nor known not to exist (gRFC A71).
-func (c *Client) uncachedWatched(a *authority) bool {
+// hasRequested reports whether some resource of a was never received:
+// neither a resource nor an answer about it (an error, a deletion, a
+// timeout) came, so another server may have it (gRFC A71: fallback is for
+// resources that are missing, not for data errors a server reported).
+func (c *Client) hasRequested(a *authority) bool {
 	for e := range c.entriesOf(a) {
-		if !e.res.ok() && e.state != StateDoesNotExist {
+		if e.state == StateRequested {
 			return true
 		}
 	}
@@ -96,51 +100,84 @@ func (c *Client) authorityServerChangedLocked(a *authority, prev, reason string)
 // addEntryLocked subscribes a new entry on every server of its authority
 // down to the active one.
 func (a *authority) addEntryLocked(e *entry) {
+	a.n++
 	for i := 0; i <= a.active; i++ {
-		a.chans[i].subscribeLocked(e)
+		if ch := a.chans[i]; ch != nil {
+			ch.subscribeLocked(e)
+		}
 	}
 }
 
+// removeEntryLocked unsubscribes e; when it was the authority's last entry,
+// the authority lets go of its servers (and the client forgets it), and
+// each server nothing else uses is closed.
 func (a *authority) removeEntryLocked(e *entry) {
+	a.n--
 	for i := 0; i <= a.active; i++ {
-		a.chans[i].unsubscribeLocked(e)
+		if ch := a.chans[i]; ch != nil {
+			ch.unsubscribeLocked(e)
+		}
 	}
-}
-
-// maybeFallbackLocked moves a to its next server if gRFC A71 says so: the
-// active server ch failed and a watcher waits on a resource that is not
-// cached.
-func (c *Client) maybeFallbackLocked(a *authority, ch *channel, reason error) {
-	if a.activeChan() == ch && a.active+1 < len(a.servers) && c.uncachedWatched(a) {
-		c.fallbackLocked(a, ch, reason)
-	}
-}
-
-// fallbackLocked moves a to its next server, if it has one, when its active
-// server ch failed and a watched resource is known to be missing.
-func (c *Client) fallbackLocked(a *authority, ch *channel, reason error) {
-	if a.activeChan() != ch || a.active+1 >= len(a.servers) {
+	if a.n > 0 {
 		return
 	}
-	next, err := c.channelLocked(a.servers[a.active+1])
-	if err != nil {
-		c.logger.Warn("xDS fallback server unusable", "authority", a.name, "server", a.servers[a.active+1].URI, "err", err)
-		return
+	c := a.c
+	prev := a.activeChan().uri
+	for _, h := range c.hookList() {
+		if f := h.AuthorityServerChanged; f != nil {
+			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Previous: prev, Priority: -1, Reason: "released: no resource of the authority is watched"}
+			c.hook(func() { f(info) })
+		}
 	}
-	prev := ch.uri
-	a.active++
-	a.chans[a.active] = next
-	next.auths[a] = struct{}{}
-	for e := range c.entriesOf(a) {
-		ch.stopTimerLocked(e)
-		next.subscribeLocked(e)
+	for i, ch := range a.chans {
+		if ch == nil {
+			continue
+		}
+		a.chans[i] = nil
+		delete(ch.auths, a)
+		if len(ch.auths) == 0 {
+			c.closeChannelLocked(ch, errNotUsed)
+		}
 	}
-	c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev, "to", next.uri, "reason", reason)
-	c.authorityServerChangedLocked(a, prev, fmt.Sprintf("fallback: %q failed (%v) while resources were missing", prev, reason))
-	// The fallback server may itself be down already.
-	if next.failed {
-		c.maybeFallbackLocked(a, next, reason)
+	delete(c.authorities, a.name)
+}
+
+// errNotUsed is why a channel that nothing uses is closed.
+var errNotUsed = errors.New("no watched resource uses the server any more")
+
+// maybeFallbackLocked moves a, whose active server failed with reason, to
+// its next server if gRFC A71 says so: a resource of a was never received.
+// A server whose channel cannot be made is skipped (logged), as is one
+// already failing; it reports whether a now uses a server that is not known
+// to fail. When it does, a's watchers need not hear of the failure.
+func (c *Client) maybeFallbackLocked(a *authority, reason error) bool {
+	if a.active+1 >= len(a.servers) || !c.hasRequested(a) {
+		return false
 	}
+	prev := a.activeChan()
+	for i := a.active + 1; i < len(a.servers); i++ {
+		next, err := c.channelLocked(a.servers[i])
+		if err != nil {
+			c.logger.Warn("xDS fallback server unusable; trying the next one", "authority", a.name, "server", a.servers[i].URI, "priority", i, "err", err)
+			continue
+		}
+		a.chans[i] = next
+		next.auths[a] = struct{}{}
+		for e := range c.entriesOf(a) {
+			prev.stopTimerLocked(e)
+			next.subscribeLocked(e)
+		}
+		a.active = i
+		c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev.uri, "to", next.uri, "reason", reason)
+		c.authorityServerChangedLocked(a, prev.uri, fmt.Sprintf("fallback: %q failed (%v) while resources were missing", prev.uri, reason))
+		if !next.failed {
+			return true
+		}
+		// The fallback server is down already (it serves another
+		// authority): on to the next.
+		prev, reason = next, next.lastFailure
+	}
+	return false
 }
 
 // switchBackLocked makes the higher priority server at index i active again
@@ -154,13 +191,16 @@ func (c *Client) switchBackLocked(a *authority, i int) {
 	}
 	for j := i + 1; j <= a.active; j++ {
 		low := a.chans[j]
+		if low == nil {
+			continue
+		}
 		for e := range c.entriesOf(a) {
 			low.unsubscribeLocked(e)
 		}
 		delete(low.auths, a)
 		a.chans[j] = nil
 		if len(low.auths) == 0 {
-			c.closeChannelLocked(low)
+			c.closeChannelLocked(low, fmt.Errorf("switched back to %q", to.uri))
 		}
 	}
 	a.active = i

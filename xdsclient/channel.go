@@ -31,20 +31,21 @@ type channel struct {
 	cancel context.CancelFunc
 
 	// mu-guarded
-	types       map[string]*typeState
-	auths       map[*authority]struct{} // the authorities that use this server
-	closed      bool
-	lastFailure error // the last server failure, nil once a response arrives
-	nEntries    int
-	timed       map[*entry]struct{}
-	ready       bool // the channel reports READY
-	state       connectivity.State
-	stateKnown  bool
-	failed      bool   // unhealthy since the last failure (gRFC A57)
-	connected   bool   // gRFC A78's connected gauge
-	streamID    uint64 // current stream, 0 when none
-	attempts    int
-	lastStream  error // how the last stream failed, for connectivity errors
+	types           map[string]*typeState
+	auths           map[*authority]struct{} // the authorities that use this server
+	closed          bool
+	lastFailure     error // the last server failure, nil once a response arrives
+	nEntries        int
+	timed           map[*entry]struct{}
+	ready           bool // the channel reports READY
+	state           connectivity.State
+	stateKnown      bool
+	failed          bool   // unhealthy since the last failure (gRFC A57)
+	connected       bool   // gRFC A78's connected gauge
+	streamID        uint64 // current stream, 0 when none
+	streamResponded bool   // a response was read on the current stream
+	attempts        int
+	lastStream      error // how the last stream failed, for connectivity errors
 
 	// The does-not-exist timers of the entries in timed share one runtime
 	// timer, wheel, set for the first slot of timerQ: every timer of a
@@ -277,11 +278,12 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 
 // failLocked records a server failure (gRFC A57). For each authority whose
 // active server this is, it falls back to the next server when a watched
-// resource is missing (gRFC A71), and, if notify is set, reports the failure
-// to the watchers:
-// ambient if the resource is held, through ResourceChanged if not. Watchers
-// of authorities served by another server hear nothing: a failed retry of
-// a recovering primary is no news to them.
+// resource was never received (gRFC A71); the watchers of an authority that
+// falls back hear nothing, since the next server may serve them at once.
+// The watchers of the others are told, if notify is set: ambient if the
+// resource is held, through ResourceChanged if not. Watchers of authorities
+// served by another server hear nothing: a failed retry of a recovering
+// primary is no news to them.
 func (ch *channel) failLocked(reason error, notify bool) {
 	c := ch.c
 	ch.lastFailure = reason
@@ -295,20 +297,22 @@ func (ch *channel) failLocked(reason error, notify bool) {
 		}
 	}
 	ch.setConnectedLocked(false, reason)
-	tried := map[*authority]string{} // the failing authorities, with the servers they tried
+	var failing map[*authority]bool // the authorities that could not fall back
 	for _, a := range ch.sortedAuths() {
-		if a.activeChan() != ch {
+		if a.activeChan() != ch || c.maybeFallbackLocked(a, reason) {
 			continue
 		}
-		tried[a] = serverList(a, a.active)
-		c.maybeFallbackLocked(a, ch, reason)
+		if failing == nil {
+			failing = map[*authority]bool{}
+		}
+		failing[a] = true
 	}
-	if !notify || len(tried) == 0 {
+	if !notify || len(failing) == 0 {
 		return
 	}
 	for e := range c.allEntries() {
-		if servers, ok := tried[e.auth]; ok {
-			c.reportLocked(e, c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", servers, reason))
+		if failing[e.auth] {
+			c.reportLocked(e, c.unreachableErr(e, ch, reason))
 		}
 	}
 }
@@ -335,15 +339,33 @@ func (ch *channel) sortedAuths() []*authority {
 	return out
 }
 
-// closeChannelLocked stops a channel nothing uses any more; its ClientConn
-// is closed once c.mu is released.
-func (c *Client) closeChannelLocked(ch *channel) {
+// closeChannelLocked stops a channel nothing uses any more, or every
+// channel when the client closes; its ClientConn is closed once c.mu is
+// released. Observers see it go: its stream ends (reason as the error),
+// it is no longer connected, and ChannelClosed fires.
+func (c *Client) closeChannelLocked(ch *channel, reason error) {
 	if ch.closed {
 		return
 	}
-	ch.closed = true
 	for e := range ch.timed {
 		ch.stopTimerLocked(e)
+	}
+	if ch.streamID != 0 {
+		ch.streamID = 0
+		for _, h := range c.hookList() {
+			if f := h.StreamEnded; f != nil {
+				info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: ch.streamResponded, Err: reason}
+				c.hook(func() { f(info) })
+			}
+		}
+	}
+	ch.setConnectedLocked(false, reason)
+	ch.closed = true
+	for _, h := range c.hookList() {
+		if f := h.ChannelClosed; f != nil {
+			info := ChannelInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
+			c.hook(func() { f(info) })
+		}
 	}
 	ch.cancel()
 	delete(c.channels, ch.server.Key())
@@ -383,7 +405,7 @@ func (ch *channel) runStreams() {
 				return
 			}
 		}
-		gotResponse, err := ch.runStream(ads)
+		started, gotResponse, err := ch.runStream(ads)
 		if ch.ctx.Err() != nil {
 			return
 		}
@@ -394,7 +416,7 @@ func (ch *channel) runStreams() {
 			delay = c.o.backoff(retries)
 			retries++
 		}
-		ch.streamEnded(gotResponse, err, delay)
+		ch.streamEnded(started, gotResponse, err, delay)
 		if delay > 0 {
 			t := time.NewTimer(delay)
 			select {
@@ -407,17 +429,23 @@ func (ch *channel) runStreams() {
 	}
 }
 
-// runStream runs one ADS stream until it ends.
-func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (gotResponse bool, err error) {
+// runStream runs one ADS stream until it ends. started is false when the
+// stream could not be created.
+func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (started, gotResponse bool, err error) {
 	c := ch.c
 	ctx, cancel := context.WithCancel(ch.ctx)
 	defer cancel()
 	stream, err := ads.StreamAggregatedResources(ctx)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	c.mu.Lock()
+	if c.closed || ch.closed {
+		c.mu.Unlock()
+		return false, false, context.Canceled
+	}
 	ch.attempts++
+	ch.streamResponded = false
 	c.streamSeq++
 	ch.streamID = c.streamSeq
 	id := ch.streamID
@@ -451,11 +479,12 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
-			return gotResponse, err
+			return true, gotResponse, err
 		}
 		if !gotResponse {
 			gotResponse = true
 			c.mu.Lock()
+			ch.streamResponded = true
 			ch.failed = false
 			ch.lastStream = nil
 			ch.lastFailure = nil
@@ -467,12 +496,15 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		select {
 		case <-c.callbacks.barrier():
 		case <-ctx.Done():
-			return gotResponse, ctx.Err()
+			return true, gotResponse, ctx.Err()
 		}
 	}
 }
 
-func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration) {
+// streamEnded records the end of a stream (started), or the failure to
+// create one (not started): each has its own hook, so that every
+// StreamEnded matches a StreamStarted.
+func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.Duration) {
 	c := ch.c
 	c.mu.Lock()
 	defer c.unlock()
@@ -484,7 +516,11 @@ func (ch *channel) streamEnded(gotResponse bool, err error, delay time.Duration)
 		ch.stopTimerLocked(e)
 	}
 	for _, h := range c.hookList() {
-		if f := h.StreamEnded; f != nil {
+		f := h.StreamEnded
+		if !started {
+			f = h.StreamStartFailed
+		}
+		if f != nil {
 			info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: gotResponse, Err: err, Backoff: delay}
 			c.hook(func() { f(info) })
 		}

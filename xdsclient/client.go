@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +46,8 @@ type Client struct {
 
 	hooks atomic.Pointer[[]*Hooks] // copy on write, so reads need no lock
 
+	closeDone chan struct{} // closed when Close has ended
+
 	mu          sync.Mutex
 	closed      bool
 	types       map[string]xdsresource.Type // by type URL
@@ -55,9 +59,11 @@ type Client struct {
 	nEntries    int            // cache entries, for Dump's allocation
 	streamSeq   uint64         // ADS streams started, over all servers; a stream's ID
 	respGen     uint64         // responses handled, over all servers
-	notes       []notification // watcher callbacks to queue on unlock
-	hookq       []func()       // hook calls to run after unlock
-	draining    bool
+	notes       []notification // hook calls and watcher callbacks, queued on unlock
+	// While a response is applied its watcher callbacks wait in held, to
+	// be queued after its hooks.
+	holdWatchers bool
+	held         []notification
 }
 
 // New makes a client for the xDS servers of cfg. It starts no connection:
@@ -100,11 +106,15 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		entries:     map[string]*typeEntries{},
 		channels:    map[string]*channel{},
 		authorities: map[string]*authority{},
+		closeDone:   make(chan struct{}),
 	}
 	hooks := append([]*Hooks(nil), o.hooks...)
 	c.hooks.Store(&hooks)
 	for _, t := range append(xdsresource.Builtin(), o.types...) {
-		c.registerTypeLocked(t)
+		if err := c.registerTypeLocked(t); err != nil {
+			cancel()
+			return nil, fmt.Errorf("xdsclient: WithResourceTypes: %w", err)
+		}
 	}
 	c.callbacks = newCallbackSerializer(ctx, c.beforeCallback)
 	return c, nil
@@ -175,40 +185,57 @@ func (c *Client) Node() *corev3.Node { return c.node }
 // Bootstrap returns the configuration the client was made from.
 func (c *Client) Bootstrap() *bootstrap.Config { return c.cfg }
 
-func (c *Client) registerTypeLocked(t xdsresource.Type) {
-	if _, ok := c.types[t.TypeURL()]; ok {
-		return
+// registerTypeLocked makes t the Type of its type URL. A type URL has one
+// Type for the client's life: another Type for it is an error, since the
+// cache, the requests and CSDS know a resource by its type URL alone.
+func (c *Client) registerTypeLocked(t xdsresource.Type) error {
+	url := t.TypeURL()
+	if old, ok := c.types[url]; ok {
+		if sameType(old, t) {
+			return nil
+		}
+		return fmt.Errorf("type URL %q is already registered to another resource type (%T)", url, old)
 	}
-	c.types[t.TypeURL()] = t
-	c.typeOrder = append(c.typeOrder, t.TypeURL())
+	if !reflect.TypeOf(t).Comparable() {
+		return fmt.Errorf("resource type %T for %q is not comparable: use a pointer", t, url)
+	}
+	c.types[url] = t
+	c.typeOrder = append(c.typeOrder, url)
+	return nil
+}
+
+// sameType reports whether a and b are the same Type value.
+func sameType(a, b xdsresource.Type) bool {
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b
 }
 
 // Watch starts watching the resource of type typ named name. The watcher
-// gets the cached resource at once if there is one (then the pending
-// ambient error, if any), and every change after that. Watching the same
-// resource twice makes two watchers; the subscription is sent once. Call
-// cancel to stop; the server is told when the last watcher of a resource
-// leaves. cancel may be called more than once.
+// gets the cached resource at once if there is one (then the ambient error
+// in force, if any), or the error that stands for the resource if one does,
+// and every change after that. Watching the same resource twice makes two
+// watchers; the subscription is sent once. Call cancel to stop: once it
+// returns, no callback of this watch runs (called from the watch's own
+// callback, it returns at once and no later callback runs). The server is
+// told when the last watcher of a resource leaves. cancel may be called
+// more than once.
 //
 // Watch never fails: a name that cannot be served (an xdstp:// name of an
-// unknown authority or of another type, a server that cannot be dialled) or
-// a closed client is reported through the watcher's ResourceChanged with an
-// error, and cancel is then a no-op.
+// unknown authority or of another type, a server that cannot be dialled),
+// a type whose URL is registered to another Type, or a closed client is
+// reported through the watcher's ResourceChanged with an error, and the
+// watch then ends by itself.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
 	c.mu.Lock()
 	defer c.unlock()
-	refuse := func(err error) func() {
-		ref := &watcherRef{w: w, e: &entry{kind: &typeEntries{typ: typ}, name: name, removed: true}}
-		c.notes = append(c.notes, notification{w: ref, err: err})
-		return func() {}
-	}
 	if c.closed {
-		return refuse(status.Error(codes.Unavailable, ErrClosed.Error()))
+		return c.refuseClosed(typ, name, w)
 	}
-	c.registerTypeLocked(typ)
+	if err := c.registerTypeLocked(typ); err != nil {
+		return c.refuseLocked(typ, name, w, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err))
+	}
 	name, err := canonicalName(typ, name)
 	if err != nil {
-		return refuse(status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
+		return c.refuseLocked(typ, name, w, status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
 	}
 	// A cached resource is decoded for the new watcher with c.mu released,
 	// so that a large resource does not hold up the client; if the entry
@@ -228,28 +255,54 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 			decodedFor = h.from
 			c.mu.Lock()
 			if c.closed {
-				return refuse(status.Error(codes.Unavailable, ErrClosed.Error()))
+				return c.refuseClosed(typ, name, w)
 			}
 			continue
 		}
 		if e == nil {
 			if e, err = c.newEntryLocked(typ, name); err != nil {
-				return refuse(err)
+				return c.refuseLocked(typ, name, w, err)
 			}
 		}
 		ref := &watcherRef{w: w, e: e}
 		e.addWatcher(ref)
+		cur := c.currentErrLocked(e)
 		switch {
 		case e.res.ok():
-			c.notes = append(c.notes, notification{w: ref, res: res, err: resErr})
-			if amb := e.ambient(); amb != nil {
-				c.notes = append(c.notes, notification{w: ref, err: amb, ambient: true})
+			c.notifyOneLocked(ref, res, resErr, false)
+			if cur != nil {
+				c.notifyOneLocked(ref, nil, cur, true)
 			}
-		case e.notifyErr() != nil:
-			c.notes = append(c.notes, notification{w: ref, err: e.notifyErr()})
+		case cur != nil:
+			c.notifyOneLocked(ref, nil, cur, false)
 		}
 		return ref.cancel
 	}
+}
+
+// refuseLocked tells w, through ResourceChanged, that its watch cannot be
+// served: err. No cache entry is made; the watch ends with the callback,
+// which its cancel func, like any other, can stop.
+func (c *Client) refuseLocked(typ xdsresource.Type, name string, w Watcher, err error) (cancel func()) {
+	ref := &watcherRef{w: w}
+	c.hook(func() {
+		c.callbacks.runWatcher(ref, func() {
+			c.watcherNotified(typ.TypeURL(), name, NotifyResourceError, err)
+			w.ResourceChanged(nil, err)
+		})
+	})
+	return func() {
+		ref.cancelled.Store(true)
+		c.callbacks.waitCallback(ref)
+	}
+}
+
+// refuseClosed tells w that the client is closed. The callback runs on a
+// goroutine of its own, since a closed client runs no more callbacks.
+func (c *Client) refuseClosed(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
+	err := status.Errorf(codes.Unavailable, "%s %q: %v", shortName(typ), name, ErrClosed)
+	go w.ResourceChanged(nil, err)
+	return func() {}
 }
 
 // kindLocked returns the entries of typ, making the table on first use.
@@ -309,7 +362,7 @@ func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, erro
 	if ch := a.activeChan(); ch.failed {
 		// A new resource is wanted while the server is down (gRFC A71):
 		// this one is missing, so there is no need to look for another.
-		c.fallbackLocked(a, ch, ch.lastFailure)
+		c.maybeFallbackLocked(a, ch.lastFailure)
 	}
 	return e, nil
 }
@@ -326,87 +379,63 @@ func (c *Client) cancelWatch(ref *watcherRef) {
 	if e.deletionIgnored {
 		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.kind.typ), "name", e.name, "server", e.active().uri)
 	}
-	e.auth.removeEntryLocked(e)
+	c.setStateLocked(e, StateNone, held{})
 	e.kind.table.remove(e)
 	c.nEntries--
-	c.setStateLocked(e, StateNone, held{})
+	e.auth.removeEntryLocked(e)
 }
 
-// Close stops every stream and timer, drops the cache and waits for the
-// client's goroutines to end. Watchers get no callback after Close returns.
-// Close must not be called from a watcher callback or a hook.
+// Close stops every stream and timer, closes every channel (their hooks
+// fire: stream ended, not connected, channel closed), drops the cache and
+// waits for the client's goroutines to end. Hooks queued before Close run
+// before it returns; watchers get no callback after Close returns. Close
+// may be called from a watcher callback or a hook: it then returns without
+// waiting for the goroutine that runs callbacks, which ends as soon as the
+// callback that called Close returns.
 func (c *Client) Close() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		if !c.callbacks.onSerializer() {
+			<-c.closeDone
+		}
 		return
 	}
 	c.closed = true
+	for _, key := range slices.Sorted(maps.Keys(c.channels)) {
+		c.closeChannelLocked(c.channels[key], ErrClosed)
+	}
 	c.entries = map[string]*typeEntries{}
+	c.authorities = map[string]*authority{}
 	c.nEntries = 0
-	chans := make([]*channel, 0, len(c.channels))
-	for _, ch := range c.channels {
-		chans = append(chans, ch)
-		for e := range ch.timed {
-			ch.stopTimerLocked(e)
-		}
-	}
-	c.mu.Unlock()
-	c.flushHooks()
+	c.unlock()
 	c.cancel()
-	for _, ch := range chans {
-		ch.cc.Close()
-	}
 	c.wg.Wait()
-	<-c.callbacks.stopped
+	if !c.callbacks.onSerializer() {
+		<-c.callbacks.stopped
+	}
+	close(c.closeDone)
 }
 
-// unlock queues the watcher callbacks gathered under c.mu, releases it and
-// runs the pending hooks.
+// unlock queues the hook calls and watcher callbacks gathered under c.mu,
+// in the order their events happened, and releases c.mu; connections of
+// channels closed meanwhile are closed after.
 func (c *Client) unlock() {
 	if len(c.notes) > 0 {
 		c.notes = c.callbacks.addAll(c.notes)
 	}
 	closing := c.toClose
 	c.toClose = nil
-	// Hooks queued by others are run by their own unlock, or by the
-	// goroutine draining: flushing is needed only when this one queued some.
-	flush := len(c.hookq) > 0 && !c.draining
 	c.mu.Unlock()
 	for _, ch := range closing {
 		ch.cc.Close()
 	}
-	if flush {
-		c.flushHooks()
-	}
 }
 
-// flushHooks runs queued hook calls in order, outside c.mu. One goroutine
-// drains at a time; hooks queued meanwhile (even by a hook) run in the same
-// drain.
-func (c *Client) flushHooks() {
-	c.mu.Lock()
-	if c.draining || len(c.hookq) == 0 {
-		c.mu.Unlock()
-		return
-	}
-	c.draining = true
-	for len(c.hookq) > 0 {
-		q := c.hookq
-		c.hookq = nil
-		c.mu.Unlock()
-		for _, f := range q {
-			f()
-		}
-		c.mu.Lock()
-	}
-	c.draining = false
-	c.mu.Unlock()
-}
-
-// hook queues f to run after c.mu is released. Callers check first that some
-// hook of the kind is set, so that no closure is made for nothing.
-func (c *Client) hook(f func()) { c.hookq = append(c.hookq, f) }
+// hook queues f, a hook call, after the events queued so far. Callers check
+// first that some hook of the kind is set, so that no closure is made for
+// nothing.
+func (c *Client) hook(f func()) { c.notes = append(c.notes, notification{hook: f}) }
 
 func (c *Client) beforeCallback(n notification) {
 	kind := NotifyResource
@@ -416,9 +445,14 @@ func (c *Client) beforeCallback(n notification) {
 	case n.err != nil:
 		kind = NotifyResourceError
 	}
+	c.watcherNotified(n.w.e.kind.typ.TypeURL(), n.w.e.name, kind, n.err)
+}
+
+// watcherNotified calls the WatcherNotified hooks.
+func (c *Client) watcherNotified(typeURL, name string, kind NotificationKind, err error) {
 	for _, h := range c.hookList() {
 		if h.WatcherNotified != nil {
-			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: n.w.e.kind.typ.TypeURL(), Name: n.w.e.name, Kind: kind, Err: n.err})
+			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: typeURL, Name: name, Kind: kind, Err: err})
 		}
 	}
 }

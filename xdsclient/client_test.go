@@ -95,6 +95,7 @@ func TestHookMayCallClient(t *testing.T) {
 func TestFlowControlSlowWatcher(t *testing.T) {
 	f := newFixture(t, nil)
 	release := make(chan struct{})
+	var releaseOnce sync.Once
 	got := make(chan string, 10)
 	defer f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
 		OnResourceChanged: func(r *xdsclient.Resource, err error) {
@@ -102,6 +103,9 @@ func TestFlowControlSlowWatcher(t *testing.T) {
 			<-release
 		},
 	})()
+	// cancel waits for a running callback: release it first if the test
+	// fails while the watcher blocks.
+	defer releaseOnce.Do(func() { close(release) })
 	st := f.NextStream()
 	f.RecvType(st, cdsURL)
 	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
@@ -115,7 +119,7 @@ func TestFlowControlSlowWatcher(t *testing.T) {
 	if n := len(f.hooks.responses.snapshot()); n != 1 {
 		t.Fatalf("%d responses processed while the watcher blocked, want 1", n)
 	}
-	close(release)
+	releaseOnce.Do(func() { close(release) })
 	if v := <-got; v != "2" {
 		t.Fatalf("second delivery version %q", v)
 	}

@@ -62,11 +62,9 @@ type typeEntries struct {
 
 // entryExtra holds the fields of an entry that most entries never need.
 type entryExtra struct {
-	fail      failure       // the data error the entry carries, in the cache; zero when none
-	ambient   error         // pending ambient error, given to new watchers after the resource
-	notifyErr error         // error last given through ResourceChanged while nothing is held
-	watchers  []*watcherRef // watchers after the first
-	sent      []sentOn      // subscriptions on other servers than sent's (gRFC A71)
+	fail     failure       // the data error the entry carries, in the cache; zero when none
+	watchers []*watcherRef // watchers after the first
+	sent     []sentOn      // subscriptions on other servers than sent's (gRFC A71)
 }
 
 // failure is the data error of a cache entry (NACK, TP3 error, deletion,
@@ -92,34 +90,9 @@ func (e *entry) extra() *entryExtra {
 
 // tidy drops e.x once all of it is zero.
 func (e *entry) tidy() {
-	if x := e.x; x != nil && x.fail.err == nil && x.ambient == nil && x.notifyErr == nil && len(x.watchers) == 0 && len(x.sent) == 0 {
+	if x := e.x; x != nil && x.fail.err == nil && len(x.watchers) == 0 && len(x.sent) == 0 {
 		e.x = nil
 	}
-}
-
-func (e *entry) ambient() error {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.ambient
-}
-
-func (e *entry) notifyErr() error {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.notifyErr
-}
-
-// setErrs records the pending ambient error and the last error delivered
-// through ResourceChanged.
-func (e *entry) setErrs(ambient, notifyErr error) {
-	if ambient == nil && notifyErr == nil && e.x == nil {
-		return
-	}
-	x := e.extra()
-	x.ambient, x.notifyErr = ambient, notifyErr
-	e.tidy()
 }
 
 // failure returns the data error e carries, nil when none.
@@ -285,33 +258,81 @@ func newResource(typ xdsresource.Type, name string, value any, raw *anypb.Any, u
 	return &Resource{Type: typ, Name: name, Version: u.version, Value: value, Raw: raw, Server: u.ch.uri, ReceivedAt: u.at}
 }
 
-// notifyLocked queues a callback for every watcher of e.
+// notifyLocked queues a callback for every watcher of e, and records for
+// each whether it now carries an ambient error.
 func (c *Client) notifyLocked(e *entry, res *Resource, err error, ambient bool) {
 	for w := range e.watchers {
-		c.notes = append(c.notes, notification{w: w, res: res, err: err, ambient: ambient})
+		c.notifyOneLocked(w, res, err, ambient)
 	}
 }
 
-// resourceChangedLocked records and delivers ResourceChanged(res, err).
-func (c *Client) resourceChangedLocked(e *entry, res *Resource, err error) {
-	e.setErrs(nil, err)
-	c.notifyLocked(e, res, err, false)
+func (c *Client) notifyOneLocked(w *watcherRef, res *Resource, err error, ambient bool) {
+	w.heardAmbient = ambient && err != nil
+	n := notification{w: w, res: res, err: err, ambient: ambient}
+	if c.holdWatchers {
+		c.held = append(c.held, n)
+		return
+	}
+	c.notes = append(c.notes, n)
 }
 
-// ambientLocked records and delivers AmbientError(err).
-func (c *Client) ambientLocked(e *entry, err error) {
-	e.setErrs(err, e.notifyErr())
-	c.notifyLocked(e, nil, err, true)
+// releaseWatchersLocked queues the watcher callbacks held back while a
+// response was applied, after the response's hooks.
+func (c *Client) releaseWatchersLocked() {
+	c.holdWatchers = false
+	if len(c.held) == 0 {
+		return
+	}
+	c.notes = append(c.notes, c.held...)
+	clear(c.held)
+	c.held = c.held[:0]
+	if cap(c.held) > 1024 {
+		c.held = nil // a large response leaves no large buffer behind
+	}
+}
+
+// clearAmbientLocked tells the watchers of e that heard an ambient error
+// that its cause is over: AmbientError(nil), once (gRFC A88).
+func (c *Client) clearAmbientLocked(e *entry) {
+	for w := range e.watchers {
+		if w.heardAmbient {
+			c.notifyOneLocked(w, nil, nil, true)
+		}
+	}
+}
+
+// resourceChangedLocked delivers ResourceChanged(res, err).
+func (c *Client) resourceChangedLocked(e *entry, res *Resource, err error) {
+	c.notifyLocked(e, res, err, false)
 }
 
 // reportLocked delivers an error according to whether a resource is held:
 // AmbientError if one is, ResourceChanged otherwise (gRFC A88).
 func (c *Client) reportLocked(e *entry, err error) {
-	if e.res.ok() {
-		c.ambientLocked(e, err)
-	} else {
-		c.resourceChangedLocked(e, nil, err)
+	c.notifyLocked(e, nil, err, e.res.ok())
+}
+
+// currentErrLocked returns the error a watcher joining e now is told: with
+// a resource held, the ambient error in force (the entry's data error, else
+// the failure of the server in use), given after the resource; without
+// one, the error that stands for the resource (its data error, or the
+// failure of the server in use while nothing was received). Nothing is
+// stored for this: an error whose cause is over is not found.
+func (c *Client) currentErrLocked(e *entry) error {
+	switch e.state {
+	case StateACKed, StateRequested:
+		if ch := e.active(); ch.lastFailure != nil {
+			return c.unreachableErr(e, ch, ch.lastFailure)
+		}
+		return nil
 	}
+	return e.errLocked()
+}
+
+// unreachableErr is the error of e's watchers when ch, the server e uses,
+// failed with reason.
+func (c *Client) unreachableErr(e *entry, ch *channel, reason error) error {
+	return c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", serverList(e.auth, e.auth.active), reason)
 }
 
 func (c *Client) recordFailureLocked(e *entry, err error, version string, raw []byte, now time.Time) {
@@ -327,8 +348,8 @@ func (c *Client) clearFailureLocked(e *entry) {
 
 // applyValidLocked accepts a valid resource, raw, that update u carried and
 // that was decoded into res. unchanged is set when raw equals the bytes
-// already held (res is then nil): nothing is delivered unless the entry was
-// not ACKED.
+// already held from the same server (res is then nil): the watchers, who
+// have it, hear only that the error they were told of is over, if one was.
 func (c *Client) applyValidLocked(e *entry, res *Resource, raw []byte, unchanged bool, u *update) {
 	e.active().stopTimerLocked(e)
 	if e.deletionIgnored {
@@ -336,19 +357,13 @@ func (c *Client) applyValidLocked(e *entry, res *Resource, raw []byte, unchanged
 		c.logger.Info("xDS resource deletion no longer ignored: the server sends the resource again",
 			"type", shortName(e.kind.typ), "name", e.name, "server", e.active().uri)
 	}
-	if unchanged {
-		raw = e.res.raw
-		e.res.from = u
-		if e.state == StateACKed {
-			return
-		}
-		var err error
-		if res, err = c.decodeHeld(e, e.res); err != nil {
-			c.dataErrorLocked(e, StateNACKed, err)
-			return
-		}
-	}
 	c.clearFailureLocked(e)
+	if unchanged {
+		e.res.from = u
+		c.setStateLocked(e, StateACKed, e.res)
+		c.clearAmbientLocked(e)
+		return
+	}
 	c.setStateLocked(e, StateACKed, held{raw: raw, from: u})
 	c.resourceChangedLocked(e, res, nil)
 }

@@ -8,10 +8,20 @@ import (
 
 // Hooks reports every transition of a Client, in the style of
 // net/http/httptrace: each field is an optional func called when its event
-// happens. A nil field costs nothing. Hooks are called synchronously, in
-// the order the events happened, and never while the client holds a lock:
-// a hook may call the Client's methods. Hooks must be cheap; they run on the
-// client's own goroutines.
+// happens. A nil field costs nothing.
+//
+// Which goroutine, and in what order: every hook call and every watcher
+// callback of a client runs on one goroutine of the client, the one that
+// runs watcher callbacks, one at a time and in the order the events
+// happened. The client queues them while it holds its lock, at the moment
+// of the event, so a hook never sees events out of order, and the hooks of
+// an event (CacheStateChanged, ResponseReceived, ...) have returned before
+// the WatcherNotified hook and the watcher callback it caused run. Hooks
+// run a little after their event, never under a client lock: a hook may
+// call the Client's methods, Close included (Close then does not wait for
+// the callback goroutine). A hook that blocks holds up every later hook and
+// watcher callback, and the reading of responses (flow control), so hooks
+// must be cheap. Hook calls queued before Close run before Close returns.
 //
 // Several Hooks may be given to one client (WithHooks more than once); all
 // of them are called. Event details travel in Info structs so that fields
@@ -23,13 +33,27 @@ type Hooks struct {
 	// ConnectedChanged is called when the client's view of whether it has a
 	// working ADS stream to a server changes (gRFC A78's
 	// grpc.xds_client.connected): true when the first stream is created or a
-	// response arrives after a failure, false on a server failure.
+	// response arrives after a failure, false on a server failure and when
+	// the channel closes.
 	ConnectedChanged func(ConnectedInfo)
 	// StreamStarted is called when an ADS stream to a server is created.
 	StreamStarted func(StreamInfo)
 	// StreamEnded is called when an ADS stream ends, with whether any
-	// response was read on it.
+	// response was read on it. Every StreamEnded follows the StreamStarted
+	// of its stream.
 	StreamEnded func(StreamEndInfo)
+	// StreamStartFailed is called when an ADS stream could not be created
+	// (the channel is not connected, for instance); no StreamStarted or
+	// StreamEnded is called for it. It is a server failure (gRFC A57) like
+	// a stream that ends without a response.
+	StreamStartFailed func(StreamEndInfo)
+	// ChannelClosed is called when the client closes its channel to a
+	// server: nothing uses the server any more (after switching back from
+	// a fallback server, or when the last watch of its resources was
+	// cancelled), or the client is closing. The stream's StreamEnded and a
+	// ConnectedChanged to false come first. The server is no longer one the
+	// client has a channel to, until a watch needs it again.
+	ChannelClosed func(ChannelInfo)
 	// ServerFailure is called when a server goes from healthy to unhealthy
 	// as gRFC A57 defines it: its channel reports TRANSIENT_FAILURE, or an
 	// ADS stream ended before any response.
@@ -50,7 +74,9 @@ type Hooks struct {
 	// AuthorityServerChanged is called when an authority starts using a
 	// server: its first server when the authority is first used, a lower
 	// priority server on fallback (gRFC A71), a higher priority one when
-	// the client switches back.
+	// the client switches back; and, with Server "" and Priority -1, when
+	// the authority is released because none of its resources is watched
+	// any more.
 	AuthorityServerChanged func(AuthorityServerInfo)
 	// ResourceTimerStarted is called when a does-not-exist timer starts
 	// for a resource; ResourceTimerStopped when it stops without firing.
@@ -76,6 +102,14 @@ type ConnectedInfo struct {
 	Connected bool
 	// Reason is the failure that made the server unconnected, nil when it
 	// becomes connected.
+	Reason error
+}
+
+// ChannelInfo describes the channel to one xDS server.
+type ChannelInfo struct {
+	Target string
+	Server string
+	// Reason says why the channel closed.
 	Reason error
 }
 
@@ -195,11 +229,12 @@ type NotificationInfo struct {
 type AuthorityServerInfo struct {
 	Target    string
 	Authority string
-	// Server is the URI of the server now in use; Previous the one before
-	// ("" when the authority was first used).
+	// Server is the URI of the server now in use ("" when the authority
+	// is released); Previous the one before ("" when the authority was
+	// first used).
 	Server, Previous string
 	// Priority is the index of Server in the authority's server list (0 is
-	// the primary).
+	// the primary), -1 when the authority is released.
 	Priority int
 	// Reason says why: "initial", "fallback" or "primary recovered"-style
 	// text naming the failure or the response that caused the change.

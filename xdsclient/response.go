@@ -185,9 +185,12 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	u := &update{version: version, at: now, ch: ch}
 	var nacks []string
 	valid, invalid, tp3, seen := 0, 0, 0, 0
-	// Room for a callback per changed resource, and for the flow-control
-	// barrier that follows, so that the queue is allocated once.
-	c.notes = slices.Grow(c.notes, changed+1)
+	// The watcher callbacks of the response are held back until its hooks
+	// are queued (ResponseReceived last), so that observers hear of the
+	// update before watchers act on it. Room for a callback per changed
+	// resource, so that the queue is allocated once.
+	c.holdWatchers = true
+	c.held = slices.Grow(c.held, changed)
 	for i := range items {
 		it := &items[i]
 		if h := it.held; h != nil && (h.removed || !h.res.ok() || h.res.from.ch != ch || !bytes.Equal(h.res.raw, it.raw.GetValue())) {
@@ -297,4 +300,5 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			c.hook(func() { f(info) })
 		}
 	}
+	c.releaseWatchersLocked()
 }

@@ -1,33 +1,51 @@
 package xdsclient
 
 import (
+	"bytes"
 	"context"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
 
-// notification is one queued watcher callback, or a barrier (done set).
+// notification is one queued event for the serializer: a watcher callback
+// (w set), a hook call (hook set), or a barrier (done set).
 type notification struct {
 	w       *watcherRef
 	res     *Resource
 	err     error
 	ambient bool
+	hook    func()
 	done    chan struct{}
 }
 
-// callbackSerializer runs watcher callbacks one at a time, in order, on its
-// own goroutine.
+// callbackSerializer runs hook calls and watcher callbacks one at a time, in
+// the order they were queued, on its own goroutine. The client queues them
+// while it holds its lock, in the order the events happened, so hooks and
+// watchers see one history.
 type callbackSerializer struct {
 	mu      sync.Mutex
 	queue   []notification
 	wake    chan struct{}
 	stopped chan struct{}
-	hook    func(notification)
+	before  func(notification) // called before each watcher callback
+	gid     atomic.Int64       // the serializer goroutine's ID
+
+	// current is the watcher whose callback runs now. A cancel of that
+	// watcher from another goroutine waits for the callback to return;
+	// waiting counts such cancels, and cond (on mu) wakes them.
+	current atomic.Pointer[watcherRef]
+	waiting atomic.Int32
+	cond    sync.Cond
 }
 
-func newCallbackSerializer(ctx context.Context, hook func(notification)) *callbackSerializer {
-	s := &callbackSerializer{wake: make(chan struct{}, 1), stopped: make(chan struct{}), hook: hook}
-	go s.run(ctx)
+func newCallbackSerializer(ctx context.Context, before func(notification)) *callbackSerializer {
+	s := &callbackSerializer{wake: make(chan struct{}, 1), stopped: make(chan struct{}), before: before}
+	s.cond.L = &s.mu
+	started := make(chan struct{})
+	go s.run(ctx, started)
+	<-started
 	return s
 }
 
@@ -35,10 +53,7 @@ func (s *callbackSerializer) add(n ...notification) {
 	s.mu.Lock()
 	s.queue = append(s.queue, n...)
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	signal(s.wake)
 }
 
 // addAll queues ns. When nothing is queued it takes ns over and returns
@@ -53,10 +68,7 @@ func (s *callbackSerializer) addAll(ns []notification) []notification {
 		s.queue = append(s.queue, ns...)
 	}
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	signal(s.wake)
 	clear(ns)
 	return ns[:0]
 }
@@ -69,29 +81,37 @@ func (s *callbackSerializer) barrier() <-chan struct{} {
 	return done
 }
 
-func (s *callbackSerializer) run(ctx context.Context) {
+// onSerializer reports whether the caller runs on the serializer's
+// goroutine, that is inside a hook or a watcher callback.
+func (s *callbackSerializer) onSerializer() bool { return s.gid.Load() == goid() }
+
+// waitCallback returns once no callback of r runs, unless the caller is that
+// callback: then it returns at once (the callbacks after it find r
+// cancelled).
+func (s *callbackSerializer) waitCallback(r *watcherRef) {
+	if s.current.Load() != r || s.onSerializer() {
+		return
+	}
+	s.waiting.Add(1)
+	s.mu.Lock()
+	for s.current.Load() == r {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+	s.waiting.Add(-1)
+}
+
+func (s *callbackSerializer) run(ctx context.Context, started chan struct{}) {
 	defer close(s.stopped)
+	s.gid.Store(goid())
+	close(started)
 	for {
 		s.mu.Lock()
 		q := s.queue
 		s.queue = nil
 		s.mu.Unlock()
 		for i := range q {
-			n := &q[i]
-			if n.done != nil {
-				close(n.done)
-				continue
-			}
-			if ctx.Err() != nil || n.w.cancelled.Load() {
-				continue
-			}
-			s.hook(*n)
-			switch {
-			case n.ambient:
-				n.w.w.AmbientError(n.err)
-			default:
-				n.w.w.ResourceChanged(n.res, n.err)
-			}
+			s.runOne(&q[i], ctx.Err() == nil)
 		}
 		if len(q) > 0 {
 			continue
@@ -99,31 +119,95 @@ func (s *callbackSerializer) run(ctx context.Context) {
 		select {
 		case <-s.wake:
 		case <-ctx.Done():
-			s.mu.Lock()
-			q := s.queue
-			s.queue = nil
-			s.mu.Unlock()
-			for _, n := range q {
-				if n.done != nil {
-					close(n.done)
+			// The client is closed: hooks queued before Close still run,
+			// so observers see what Close did; watchers hear nothing more.
+			for {
+				s.mu.Lock()
+				q := s.queue
+				s.queue = nil
+				s.mu.Unlock()
+				if len(q) == 0 {
+					return
+				}
+				for i := range q {
+					s.runOne(&q[i], false)
 				}
 			}
-			return
 		}
 	}
 }
 
-// watcherRef is one registered watcher of the cache entry e. A watch that
-// was refused has an entry of its own that is in no cache.
+// runOne runs one queued notification; watcher callbacks only if watchers
+// is set.
+func (s *callbackSerializer) runOne(n *notification, watchers bool) {
+	switch {
+	case n.done != nil:
+		close(n.done)
+	case n.hook != nil:
+		n.hook()
+	case watchers:
+		s.runWatcher(n.w, func() {
+			s.before(*n)
+			if n.ambient {
+				n.w.w.AmbientError(n.err)
+			} else {
+				n.w.w.ResourceChanged(n.res, n.err)
+			}
+		})
+	}
+	*n = notification{}
+}
+
+// runWatcher runs call, a callback of w, unless w is cancelled.
+func (s *callbackSerializer) runWatcher(w *watcherRef, call func()) {
+	// current is published before cancelled is read, and cancel sets
+	// cancelled before reading current: either this sees the cancel or the
+	// cancel sees this callback and waits for it.
+	s.current.Store(w)
+	if !w.cancelled.Load() {
+		call()
+	}
+	s.current.Store(nil)
+	if s.waiting.Load() > 0 {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// goid returns the ID of the calling goroutine, read from its stack header
+// ("goroutine 18 [running]:"). It is used only on paths that may re-enter
+// the serializer (Close, and cancel racing a running callback).
+func goid() int64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return id
+}
+
+// watcherRef is one registered watcher of the cache entry e. The fields
+// after cancelled are guarded by Client.mu.
 type watcherRef struct {
 	w         Watcher
 	e         *entry
 	cancelled atomic.Bool
+	// heardAmbient: the last notification queued to w was an ambient error
+	// whose cause is not over; when it ends, w gets AmbientError(nil).
+	heardAmbient bool
 }
 
-// cancel ends the watch, once.
+// cancel ends the watch. Once it returns, no callback of the watch runs.
 func (r *watcherRef) cancel() {
+	c := r.e.auth.c
 	if r.cancelled.CompareAndSwap(false, true) {
-		r.e.auth.c.cancelWatch(r)
+		c.cancelWatch(r)
 	}
+	c.callbacks.waitCallback(r)
 }

@@ -3,6 +3,9 @@ package xdsclient
 import (
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -92,10 +95,16 @@ type TypedWatcher[T any] interface {
 
 type typedAdapter[T any] struct{ w TypedWatcher[T] }
 
+// ResourceChanged passes r's value on. A value of another Go type than T
+// (the type URL is served by a Type other than the one the typed helper
+// expects) is delivered as an error, never as a zero value with no error.
 func (a typedAdapter[T]) ResourceChanged(r *Resource, err error) {
 	var v T
-	if r != nil {
-		v, _ = r.Value.(T)
+	if r != nil && err == nil {
+		var ok bool
+		if v, ok = r.Value.(T); !ok {
+			err = status.Errorf(codes.Internal, "%s %q: decoded value is a %T, not the %T this watcher takes", r.Type.TypeURL(), r.Name, r.Value, v)
+		}
 	}
 	a.w.ResourceChanged(v, err)
 }
