@@ -245,14 +245,6 @@ func TestNoGoroutineAfterClose(t *testing.T) {
 	cp.Stop()
 }
 
-func TestWatchAfterClose(t *testing.T) {
-	f := newFixture(t, nil)
-	f.c.Close()
-	rec := xdstest.NewWatcher()
-	f.c.Watch(xdsresource.ClusterType, "c1", rec)
-	rec.ExpectNone(t)
-}
-
 // Hooks added to a running client first see its current state.
 func TestAddHooksReplaysState(t *testing.T) {
 	f := newFixture(t, nil)

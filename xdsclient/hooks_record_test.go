@@ -68,9 +68,11 @@ func (r *recordedHooks) hooks() *xdsclient.Hooks {
 		CacheStateChanged: both(r, r.states, func(i xdsclient.CacheStateInfo) string {
 			return fmt.Sprintf("state %s %v->%v", i.Name, i.Old, i.New)
 		}),
-		WatcherNotified:        both(r, r.notified, func(i xdsclient.NotificationInfo) string { return "notified " + i.Name + " " + i.Kind.String() }),
-		ResourceTimerStarted:   both(r, r.timerStarts, func(i xdsclient.ResourceTimerInfo) string { return "timer-started " + i.Name }),
-		ResourceTimerStopped:   both(r, r.timerStops, func(i xdsclient.ResourceTimerInfo) string { return "timer-stopped " + i.Name }),
-		AuthorityServerChanged: both(r, r.authServer, func(i xdsclient.AuthorityServerInfo) string { return "authority-server " + i.Authority + " " + i.Server }),
+		WatcherNotified:      both(r, r.notified, func(i xdsclient.NotificationInfo) string { return "notified " + i.Name + " " + i.Kind.String() }),
+		ResourceTimerStarted: both(r, r.timerStarts, func(i xdsclient.ResourceTimerInfo) string { return "timer-started " + i.Name }),
+		ResourceTimerStopped: both(r, r.timerStops, func(i xdsclient.ResourceTimerInfo) string { return "timer-stopped " + i.Name }),
+		AuthorityServerChanged: both(r, r.authServer, func(i xdsclient.AuthorityServerInfo) string {
+			return "authority-server " + i.Authority + " " + i.Server
+		}),
 	}
 }

@@ -1,0 +1,193 @@
+package xdsclient_test
+
+// Every call order works or fails clearly, never hangs: Close, a pool
+// release and cancel from inside callbacks and hooks; Watch after Close;
+// no callback once cancel has returned.
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// waitDone fails t unless done is closed within the test's deadline.
+func waitDone(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-xdstest.Context(t).Done():
+		t.Fatalf("%s never returned (deadlock?)", what)
+	}
+}
+
+func TestCloseFromWatcherCallback(t *testing.T) {
+	f := newFixture(t, nil)
+	returned := make(chan struct{})
+	defer f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+		OnResourceChanged: func(*xdsclient.Resource, error) {
+			f.c.Close()
+			close(returned)
+		},
+	})()
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	waitDone(t, returned, "Close from a watcher callback")
+	<-st.Done()
+	// A second Close from outside waits for the first to end, and returns.
+	done := make(chan struct{})
+	go func() { f.c.Close(); close(done) }()
+	waitDone(t, done, "a second Close")
+}
+
+func TestCloseFromHook(t *testing.T) {
+	f := newFixture(t, nil)
+	returned := make(chan struct{})
+	var once sync.Once
+	f.c.AddHooks(&xdsclient.Hooks{ResponseReceived: func(xdsclient.ResponseInfo) {
+		once.Do(func() {
+			f.c.Close()
+			close(returned)
+		})
+	}})
+	rec := xdstest.NewWatcher()
+	defer f.c.Watch(xdsresource.ClusterType, "c1", rec)()
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	waitDone(t, returned, "Close from a hook")
+	// The watcher's callback was queued after the hook, and the client
+	// closed first: it never runs.
+	rec.ExpectNone(t)
+}
+
+func TestPoolReleaseFromWatcherCallback(t *testing.T) {
+	srv := xdstest.NewADSServer(t)
+	pool := xdsclient.NewPool(bootstrapFor(t, srv.Addr()), xdstest.ClientOptions()...)
+	c, release, err := pool.Get("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned := make(chan struct{})
+	c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+		OnResourceChanged: func(*xdsclient.Resource, error) {
+			release() // the last reference: closes the client
+			close(returned)
+		},
+	})
+	s := xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: srv}
+	st := s.NextStream()
+	s.RecvType(st, cdsURL)
+	s.Send(st, xdstest.Response(cdsURL, "1", controlplane.Cluster("c1", "c1")))
+	waitDone(t, returned, "the pool's last release from a watcher callback")
+	<-st.Done()
+	if n := len(pool.Clients()); n != 0 {
+		t.Fatalf("%d clients left in the pool", n)
+	}
+}
+
+func TestCancelFromOwnCallback(t *testing.T) {
+	f := newFixture(t, nil)
+	var cancel func()
+	var calls atomic.Int32
+	ready := make(chan struct{})
+	cancel = f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+		OnResourceChanged: func(*xdsclient.Resource, error) {
+			<-ready
+			calls.Add(1)
+			cancel()
+		},
+	})
+	close(ready)
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	f.hooks.notified.waitFor(t, "the callback", func(xdsclient.NotificationInfo) bool { return true })
+	f.hooks.closed.waitFor(t, "the channel closed after the last cancel", func(xdsclient.ChannelInfo) bool { return true })
+	if calls.Load() != 1 {
+		t.Fatalf("%d callbacks, want 1", calls.Load())
+	}
+}
+
+func TestWatchAfterClose(t *testing.T) {
+	f := newFixture(t, nil)
+	f.c.Close()
+	rec := xdstest.NewWatcher()
+	cancel := f.c.Watch(xdsresource.ClusterType, "c1", rec)
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	if !contains(e.Err, "closed") || !contains(e.Err, `"c1"`) {
+		t.Errorf("error %v does not say the client is closed and name the resource", e.Err)
+	}
+	cancel()
+}
+
+// Under churn (updates flowing while watches are cancelled from other
+// goroutines), no callback of a watch runs once its cancel has returned.
+func TestNoCallbackAfterCancelReturns(t *testing.T) {
+	f := newFixture(t, nil)
+	defer f.c.Watch(xdsresource.ClusterType, "keep", xdsclient.WatcherFuncs{})()
+	st := f.NextStream()
+	stop := make(chan struct{})
+	var pushes sync.WaitGroup
+	pushes.Go(func() {
+		for v := 0; ; v++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := st.RecvType(f.Ctx, cdsURL); err != nil {
+				return
+			}
+			resp := xdstest.Response(cdsURL, fmt.Sprint(v), controlplane.Cluster("keep", "k"), controlplane.Cluster("c1", fmt.Sprint("c1-", v)))
+			if st.Send(resp) != nil {
+				return
+			}
+		}
+	})
+	var late atomic.Int32
+	var churn sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		churn.Go(func() {
+			for i := 0; i < 20; i++ {
+				var cancelled atomic.Bool
+				started := make(chan struct{}, 100)
+				cancel := f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+					OnResourceChanged: func(*xdsclient.Resource, error) {
+						started <- struct{}{}
+						for range 1000 {
+							runtime.Gosched() // the cancel below runs meanwhile
+						}
+						if cancelled.Load() {
+							late.Add(1) // this callback was still running after cancel returned
+						}
+					},
+				})
+				select {
+				case <-started: // the cached resource is being delivered: cancel now
+				case <-f.Ctx.Done():
+					return
+				}
+				cancel()
+				cancelled.Store(true)
+			}
+		})
+	}
+	churn.Wait()
+	close(stop)
+	st.End(status.Error(codes.Unavailable, "done"))
+	pushes.Wait()
+	if n := late.Load(); n > 0 {
+		t.Fatalf("%d callbacks ran after their watch's cancel returned", n)
+	}
+}
