@@ -557,6 +557,16 @@ func runA88Row(t *testing.T, row a88Row, v a88Variant) {
 		}
 	}
 
+	if row.live && row.after == a88AfterIgnore {
+		// The same resource again: the error is over (A88's
+		// OnAmbientError(OK)), once for every watcher, all of which heard it.
+		r.send("2b", a88Cluster("c1", "1"))
+		for range r.watchers {
+			if e := r.next(); e.Event != eventAmbientError || e.Name != "c1" || e.Code != "OK" || e.Message != "" {
+				t.Fatalf("got %v, want ambient_error c1 OK with no message", e)
+			}
+		}
+	}
 	if row.live {
 		r.send("3", a88Cluster("c1", "3"))
 		for range r.watchers {

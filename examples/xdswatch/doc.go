@@ -35,9 +35,12 @@
 //	15:04:05.000 cds c1 v3: cluster c1: EDS service "c1", round_robin
 //	15:04:05.000 cds c1 ERROR NOT_FOUND: <message>
 //	15:04:05.000 cds c1 AMBIENT UNAVAILABLE: <message>
+//	15:04:05.000 cds c1 ambient error cleared
 //
 // ERROR lines come from ResourceChanged with an error (stop using the
-// resource); AMBIENT lines from AmbientError (keep using it).
+// resource); AMBIENT lines from AmbientError (keep using it); "ambient
+// error cleared" from AmbientError(nil), gRFC A88's OnAmbientError(OK): the
+// error reported before is over.
 //
 // With --output json, the first line is
 //
@@ -51,7 +54,8 @@
 //	{"ts":"<RFC3339Nano>","event":"ambient_error","type":"cds","name":"c1","code":"UNAVAILABLE","message":"..."}
 //
 // type is the short name of the resource type, code the gRPC status code
-// name.
+// name. An ambient_error with code "OK" and an empty message is
+// AmbientError(nil): the error reported before is over.
 //
 // # Exit status
 //

@@ -122,6 +122,11 @@ func (o *output) watchError(event string, typ xdsresource.Type, name string, err
 		})
 		return
 	}
+	if err == nil {
+		// AmbientError(nil): the error reported before is over.
+		o.writeText(fmt.Sprintf("%s %s %s ambient error cleared", ts.Format(textTime), typeLabel(typ), name))
+		return
+	}
 	word := "ERROR"
 	if event == eventAmbientError {
 		word = "AMBIENT"

@@ -161,6 +161,26 @@ func TestResourceTimeoutIsNotFound(t *testing.T) {
 	p.interrupt(t)
 }
 
+// TestAmbientErrorClearedText: a deleted cluster that comes back unchanged
+// ends the ambient error, printed as "ambient error cleared".
+func TestAmbientErrorClearedText(t *testing.T) {
+	cp := startControlPlane(t, controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "cds:c1")
+	if l := p.line(t); !strings.Contains(l, " cds c1 v1: ") {
+		t.Fatalf("first line %q, want c1 at version 1", l)
+	}
+	cp.set("2", controlplane.Cluster("c2", ""))
+	if l := p.line(t); !strings.Contains(l, " cds c1 AMBIENT NOT_FOUND: ") {
+		t.Fatalf("after the deletion: %q, want an AMBIENT NOT_FOUND line", l)
+	}
+	cp.set("3", controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
+	re := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} cds c1 ambient error cleared$`)
+	if l := p.line(t); !re.MatchString(l) {
+		t.Fatalf("after c1 came back unchanged: %q, want it to match %v", l, re)
+	}
+	p.interrupt(t)
+}
+
 // TestResourceErrorText checks the text line of a resource error.
 func TestResourceErrorText(t *testing.T) {
 	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
