@@ -69,7 +69,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.c.Close)
-	e.csds = csds.NewServer(csds.ForClient(e.c))
+	e.csds = csds.NewServer(e.c)
 
 	w := xdstest.NewCountdown(n)
 	for i := 0; i < n; i++ {

@@ -4,12 +4,13 @@
 // gRFC A71 and the cache states of gRFC A88. Tools such as grpcdebug
 // (`grpcdebug HOST:PORT xds status`, `xds config`) read it.
 //
-// A [Server] reads a [Source]: one client ([ForClient]) or every client of
-// an [xdsclient.Pool] at the time of each request ([ForPool]). Register it
-// on a grpc.Server of your own:
+// A [Server] reads a [Source], given as it is, the same way telemetry.New
+// takes one: a *xdsclient.Client, or a *xdsclient.Pool (every client of the
+// pool at the time of each request). Register it on a grpc.Server of your
+// own:
 //
 //	srv := grpc.NewServer()
-//	csds.NewServer(csds.ForPool(pool)).Register(srv)
+//	csds.NewServer(pool).Register(srv)
 //
 // # What a response holds
 //

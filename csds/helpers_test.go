@@ -48,7 +48,7 @@ func newClient(t testing.TB, cfg *bootstrap.Config, opts ...xdsclient.Option) *x
 
 // serveCSDS serves a csds.Server over src on loopback and returns a CSDS
 // client connected to it.
-func serveCSDS(t testing.TB, src csds.Source, opts ...csds.Option) statusv3.ClientStatusDiscoveryServiceClient {
+func serveCSDS(t testing.TB, src csds.SourceFunc, opts ...csds.Option) statusv3.ClientStatusDiscoveryServiceClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

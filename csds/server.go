@@ -20,7 +20,7 @@ import (
 // Server is a ClientStatusDiscoveryService server over a Source. It is safe
 // for concurrent use; every request reads the clients afresh.
 type Server struct {
-	src             Source
+	src             SourceFunc
 	logger          *slog.Logger
 	zeroLastUpdated bool
 }
@@ -53,9 +53,10 @@ func WithZeroLastUpdated() Option {
 	return optionFunc(func(s *Server) { s.zeroLastUpdated = true })
 }
 
-// NewServer returns a server that reports the clients of src.
-func NewServer(src Source, opts ...Option) *Server {
-	s := &Server{src: src, logger: slog.Default()}
+// NewServer returns a server that reports the clients of src: a
+// *xdsclient.Client, a *xdsclient.Pool or a SourceFunc.
+func NewServer[S Source](src S, opts ...Option) *Server {
+	s := &Server{src: sourceFunc(src), logger: slog.Default()}
 	for _, o := range opts {
 		o.apply(s)
 	}

@@ -19,28 +19,48 @@ type Client interface {
 
 var _ Client = (*xdsclient.Client)(nil)
 
-// Source lists the clients a Server reports. It is called once per
-// request; the order does not matter (the Server sorts by target).
+// Source is what a Server reports, given to NewServer as it is, the same
+// way telemetry.New takes a client or a pool:
+//
+//   - a *xdsclient.Client: that one client (exactly one ClientConfig, as
+//     older grpcdebug builds expect);
+//   - a *xdsclient.Pool: every client of the pool at the time of each
+//     request (gRFC A71: one ClientConfig per client, scoped by its target);
+//   - a SourceFunc: the clients it lists, called once per request.
 type Source interface {
-	Clients() []Client
+	*xdsclient.Client | *xdsclient.Pool | SourceFunc
 }
 
-// SourceFunc adapts a func to a Source.
+// SourceFunc lists the clients a Server reports. It is called once per
+// request; the order does not matter (the Server sorts by target).
 type SourceFunc func() []Client
 
 // Clients returns f().
 func (f SourceFunc) Clients() []Client { return f() }
 
-// ForClient returns a Source of the one client c. A Server over it returns
-// exactly one ClientConfig, as older grpcdebug builds expect.
-func ForClient(c Client) Source {
+// sourceFunc turns src into the func a Server calls per request.
+func sourceFunc[S Source](src S) SourceFunc {
+	switch s := any(src).(type) {
+	case *xdsclient.Client:
+		return ForClient(s)
+	case *xdsclient.Pool:
+		return ForPool(s)
+	case SourceFunc:
+		return s
+	}
+	panic("unreachable: Source has three types")
+}
+
+// ForClient returns a SourceFunc of the one client c, for a Client that is
+// not an *xdsclient.Client.
+func ForClient(c Client) SourceFunc {
 	return SourceFunc(func() []Client { return []Client{c} })
 }
 
-// ForPool returns a Source of every client of p at the time of each request
-// (gRFC A71: one ClientConfig per client, scoped by its target). A client
-// that p closes while a request reads it is still reported.
-func ForPool(p *xdsclient.Pool) Source {
+// ForPool returns a SourceFunc of every client of p at the time of each
+// request. A client that p closes while a request reads it is still
+// reported.
+func ForPool(p *xdsclient.Pool) SourceFunc {
 	return SourceFunc(func() []Client {
 		cs := p.Clients()
 		out := make([]Client, len(cs))

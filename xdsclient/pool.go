@@ -25,6 +25,20 @@ type Pool struct {
 	clients   map[string]*pooledClient
 	observers map[int]*poolObserver
 	nextObs   int
+	// Observer calls are queued under mu, in the order of their events,
+	// and run with mu released by one goroutine at a time (draining, on
+	// goroutine drainer).
+	events   []poolEvent
+	draining bool
+	drainer  int64
+}
+
+// poolEvent is one queued observer call: added or removed of c for o.
+type poolEvent struct {
+	o     *poolObserver
+	c     *Client
+	added bool
+	done  chan struct{} // a marker: closed once the calls before it have run
 }
 
 type pooledClient struct {
@@ -34,6 +48,7 @@ type pooledClient struct {
 
 type poolObserver struct {
 	added, removed func(*Client)
+	stopped        bool // guarded by Pool.mu
 }
 
 // NewPool makes a pool whose clients use cfg and opts (WithTarget is set by
@@ -95,13 +110,11 @@ func (p *Pool) Get(target string) (c *Client, release func(), err error) {
 		pc = &pooledClient{c: c}
 		p.clients[target] = pc
 		for _, o := range p.sortedObservers() {
-			if o.added != nil {
-				o.added(c)
-			}
+			p.events = append(p.events, poolEvent{o: o, c: c, added: true})
 		}
 	}
 	pc.refs++
-	p.mu.Unlock()
+	p.runEventsLocked()
 	var once sync.Once
 	return pc.c, func() { once.Do(func() { p.release(target, pc) }) }, nil
 }
@@ -114,14 +127,59 @@ func (p *Pool) release(target string, pc *pooledClient) {
 		return
 	}
 	delete(p.clients, target)
-	obs := p.sortedObservers()
-	p.mu.Unlock()
-	for _, o := range obs {
-		if o.removed != nil {
-			o.removed(pc.c)
-		}
+	for _, o := range p.sortedObservers() {
+		p.events = append(p.events, poolEvent{o: o, c: pc.c})
 	}
+	p.runEventsLocked()
+	// The observers have heard of the removal: close.
 	pc.c.Close()
+}
+
+// runEventsLocked releases p.mu and returns once the observer calls queued
+// so far have run, running them itself unless another goroutine does.
+// Called from inside an observer call, it cannot wait for the calls queued
+// behind that one, and returns at once.
+func (p *Pool) runEventsLocked() {
+	done := make(chan struct{})
+	p.events = append(p.events, poolEvent{done: done})
+	inside := p.draining && p.drainer == goid()
+	p.mu.Unlock()
+	p.drain()
+	if !inside {
+		<-done
+	}
+}
+
+// drain runs the queued observer calls, with p.mu released, unless another
+// goroutine is running them (it runs these too).
+func (p *Pool) drain() {
+	p.mu.Lock()
+	if p.draining {
+		p.mu.Unlock()
+		return
+	}
+	p.draining = true
+	p.drainer = goid()
+	for len(p.events) > 0 {
+		ev := p.events[0]
+		p.events = p.events[1:]
+		stopped := ev.o != nil && ev.o.stopped
+		p.mu.Unlock()
+		switch {
+		case ev.done != nil:
+			close(ev.done)
+		case stopped:
+		case ev.added && ev.o.added != nil:
+			ev.o.added(ev.c)
+		case !ev.added && ev.o.removed != nil:
+			ev.o.removed(ev.c)
+		}
+		p.mu.Lock()
+	}
+	p.events = nil
+	p.draining = false
+	p.drainer = 0
+	p.mu.Unlock()
 }
 
 // Clients returns the pool's clients, sorted by target.
@@ -138,26 +196,29 @@ func (p *Pool) Clients() []*Client {
 
 // Observe calls added for every client of the pool now and for every client
 // made later, and removed for every client just before it is closed. It
-// returns a func that stops the calls. added runs under the pool's lock: it
-// must not call the Pool (it may call the Client, for example AddHooks).
+// returns a func that stops the calls. Calls run one at a time, in the
+// order of their events (a client's added before its removed), and never
+// under a lock: they may call the Pool and the Client. Get returns once
+// the added calls of the client it made have run, unless called from an
+// observer call.
 func (p *Pool) Observe(added, removed func(*Client)) (stop func()) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	id := p.nextObs
 	p.nextObs++
-	p.observers[id] = &poolObserver{added: added, removed: removed}
-	if added != nil {
-		targets := make([]string, 0, len(p.clients))
-		for t := range p.clients {
-			targets = append(targets, t)
-		}
-		sort.Strings(targets)
-		for _, t := range targets {
-			added(p.clients[t].c)
-		}
+	o := &poolObserver{added: added, removed: removed}
+	p.observers[id] = o
+	targets := make([]string, 0, len(p.clients))
+	for t := range p.clients {
+		targets = append(targets, t)
 	}
+	sort.Strings(targets)
+	for _, t := range targets {
+		p.events = append(p.events, poolEvent{o: o, c: p.clients[t].c, added: true})
+	}
+	p.runEventsLocked()
 	return func() {
 		p.mu.Lock()
+		o.stopped = true
 		delete(p.observers, id)
 		p.mu.Unlock()
 	}

@@ -2,6 +2,8 @@ package xdsclient_test
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,5 +134,48 @@ func TestDefaultPoolFromEnvironment(t *testing.T) {
 	defer release()
 	if c.Node().GetId() != "env-node" {
 		t.Fatalf("node %q, want env-node from GRPC_XDS_BOOTSTRAP_CONFIG", c.Node().GetId())
+	}
+}
+
+// Observer calls run under no lock: an observer may call the Pool, even Get
+// and release, and its calls come in the order of their events.
+func TestPoolObserverMayCallThePool(t *testing.T) {
+	pool := xdsclient.NewPool(bootstrapFor(t, "127.0.0.1:1"), xdstest.ClientOptions()...)
+	var mu sync.Mutex
+	var events []string
+	record := func(s string) {
+		mu.Lock()
+		events = append(events, s)
+		mu.Unlock()
+	}
+	stop := pool.Observe(func(c *xdsclient.Client) {
+		record("added " + c.Target())
+		if c.Target() == "a" {
+			record(fmt.Sprintf("clients seen from added: %d", len(pool.Clients())))
+			_, release, err := pool.Get("b")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			release()
+		}
+	}, func(c *xdsclient.Client) { record("removed " + c.Target()) })
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, release, err := pool.Get("a")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		release()
+	}()
+	waitDone(t, done, "Get with an observer that calls the pool")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"added a", "clients seen from added: 1", "added b", "removed b", "removed a"}
+	if !slices.Equal(events, want) {
+		t.Fatalf("observer calls %q, want %q", events, want)
 	}
 }
