@@ -309,3 +309,33 @@ func TestConnectedZeroForUnreachedServer(t *testing.T) {
 		lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, srv.Addr()): 0,
 	})
 }
+
+// grpc.xds_client.connected reports the channels that exist: after the
+// client switches back to the primary, the fallback server it closed has no
+// series (it does not read 1 forever), nor does the primary once its last
+// watch is cancelled; the authority_server series goes with the authority.
+func TestConnectedDropsClosedChannels(t *testing.T) {
+	primary, fallback := xdstest.NewADSServer(t), xdstest.NewADSServer(t)
+	b := xdstest.Bootstrap{Servers: []string{primary.Addr(), fallback.Addr()}, Node: `{"id": "` + testNodeID + `"}`}
+	f := newFixtureOn(t, primary, b, xdsclient.WithFallback(true))
+	server := func(addr string) string { return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, addr) }
+	primary.Stop()
+	cancel := f.watch("c1")
+	fs := xdstest.Script{T: t, Ctx: f.Ctx, Srv: fallback}
+	fst := fs.NextStream()
+	fs.RecvType(fst, cdsURL)
+	fs.Send(fst, response(cdsURL, "fb-1", cluster("c1")))
+	f.waitSeries(telemetry.MetricConnected, map[string]float64{server(primary.Addr()): 0, server(fallback.Addr()): 1})
+
+	if err := primary.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	pst := f.NextStream()
+	f.RecvType(pst, cdsURL)
+	f.Send(pst, response(cdsURL, "p-1", cluster("c1")))
+	f.waitSeries(telemetry.MetricConnected, map[string]float64{server(primary.Addr()): 1})
+
+	cancel()
+	f.waitSeries(telemetry.MetricConnected, map[string]float64{})
+	f.waitSeries(telemetry.MetricAuthorityServer, map[string]float64{})
+}
