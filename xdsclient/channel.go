@@ -312,7 +312,7 @@ func (ch *channel) failLocked(reason error, notify bool) {
 	}
 	for e := range c.allEntries() {
 		if failing[e.auth] {
-			c.reportLocked(e, c.unreachableErr(e, ch, reason))
+			c.applyLocked(e, event{kind: evUnreachable}, details{cause: unreachableCause(e, reason)})
 		}
 	}
 }

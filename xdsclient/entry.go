@@ -1,6 +1,7 @@
 package xdsclient
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -301,17 +302,6 @@ func (c *Client) clearAmbientLocked(e *entry) {
 	}
 }
 
-// resourceChangedLocked delivers ResourceChanged(res, err).
-func (c *Client) resourceChangedLocked(e *entry, res *Resource, err error) {
-	c.notifyLocked(e, res, err, false)
-}
-
-// reportLocked delivers an error according to whether a resource is held:
-// AmbientError if one is, ResourceChanged otherwise (gRFC A88).
-func (c *Client) reportLocked(e *entry, err error) {
-	c.notifyLocked(e, nil, err, e.res.ok())
-}
-
 // currentErrLocked returns the error a watcher joining e now is told: with
 // a resource held, the ambient error in force (the entry's data error, else
 // the failure of the server in use), given after the resource; without
@@ -332,11 +322,11 @@ func (c *Client) currentErrLocked(e *entry) error {
 // unreachableErr is the error of e's watchers when ch, the server e uses,
 // failed with reason.
 func (c *Client) unreachableErr(e *entry, ch *channel, reason error) error {
-	return c.resourceErrorf(codes.Unavailable, e, ch.uri, "xDS server unreachable (servers tried: %s): %v", serverList(e.auth, e.auth.active), reason)
+	return c.resourceErrorf(codes.Unavailable, e, ch.uri, "%s", unreachableCause(e, reason))
 }
 
-func (c *Client) recordFailureLocked(e *entry, err error, version string, raw []byte, now time.Time) {
-	e.extra().fail = failure{err: err, version: version, at: now, raw: raw}
+func unreachableCause(e *entry, reason error) string {
+	return fmt.Sprintf("xDS server unreachable (servers tried: %s): %v", serverList(e.auth, e.auth.active), reason)
 }
 
 func (c *Client) clearFailureLocked(e *entry) {
@@ -346,92 +336,105 @@ func (c *Client) clearFailureLocked(e *entry) {
 	}
 }
 
-// applyValidLocked accepts a valid resource, raw, that update u carried and
-// that was decoded into res. unchanged is set when raw equals the bytes
-// already held from the same server (res is then nil): the watchers, who
-// have it, hear only that the error they were told of is over, if one was.
-func (c *Client) applyValidLocked(e *entry, res *Resource, raw []byte, unchanged bool, u *update) {
-	e.active().stopTimerLocked(e)
-	if e.deletionIgnored {
-		e.deletionIgnored = false
-		c.logger.Info("xDS resource deletion no longer ignored: the server sends the resource again",
-			"type", shortName(e.kind.typ), "name", e.name, "server", e.active().uri)
-	}
-	c.clearFailureLocked(e)
-	if unchanged {
-		e.res.from = u
-		c.setStateLocked(e, StateACKed, e.res)
-		c.clearAmbientLocked(e)
-		return
-	}
-	c.setStateLocked(e, StateACKed, held{raw: raw, from: u})
-	c.resourceChangedLocked(e, res, nil)
+// featuresOf returns what decides e's behaviour on server ch (transition).
+func (c *Client) featuresOf(ch *channel) features {
+	s := ch.server
+	return features{legacy: c.o.legacy, failOnDataErrors: s.FailOnDataErrors, ignoreDeletion: s.IgnoreResourceDeletion, transientTimer: s.ResourceTimerIsTransientError}
 }
 
-// dataErrorLocked applies a data error (NACK, deletion, TP3 NOT_FOUND or
-// PERMISSION_DENIED) as gRFC A88 says: with fail_on_data_errors the held
-// resource is dropped and ResourceChanged delivers the error; otherwise it
-// is kept and the error is ambient. In legacy mode the feature is not used.
-func (c *Client) dataErrorLocked(e *entry, state CacheState, err error) {
-	keep := e.res
-	if keep.ok() && !c.o.legacy && e.active().server.FailOnDataErrors {
-		keep = held{}
+// details are what an event brings besides its kind: the resource of a
+// valid event (decoded, as bytes, and the update that carried it), and for
+// an error its cause (the text after the resource, server and node the
+// error names) and what the cache records of the failed update.
+type details struct {
+	res     *Resource
+	raw     []byte
+	u       *update
+	cause   string
+	version string
+	at      time.Time
+	failRaw []byte
+}
+
+// applyLocked is where every event of a cache entry takes effect: it asks
+// transition what ev does to e and carries that out: the timer, the A53
+// logs, the failure record, the state and resource (setStateLocked, which
+// fires CacheStateChanged), then the watchers. Nothing else changes an
+// entry's state or tells its watchers of an event.
+func (c *Client) applyLocked(e *entry, ev event, d details) {
+	ch := e.active()
+	out := transition(entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}, ev, c.featuresOf(ch))
+	if out.stopTimer {
+		ch.stopTimerLocked(e)
 	}
-	c.setStateLocked(e, state, keep)
-	c.reportLocked(e, err)
+	switch {
+	case out.logIgnored:
+		c.logger.Warn("xDS resource deletion ignored (ignore_resource_deletion): keeping the cached resource",
+			"type", shortName(e.kind.typ), "name", e.name, "server", ch.uri, "version", d.version)
+	case out.logUnignored:
+		c.logger.Info("xDS resource deletion no longer ignored: the server sends the resource again",
+			"type", shortName(e.kind.typ), "name", e.name, "server", ch.uri)
+	}
+	e.deletionIgnored = out.deletionIgnored
+	var err error
+	if out.notify == notifyError || out.notify == notifyAmbient || out.failure == recordFailure {
+		err = c.resourceErrorf(out.errCode, e, ch.uri, "%s", d.cause)
+	}
+	switch out.failure {
+	case recordFailure:
+		e.extra().fail = failure{err: err, version: d.version, at: d.at, raw: d.failRaw}
+	case clearFailure:
+		c.clearFailureLocked(e)
+	}
+	res := e.res
+	switch out.resource {
+	case holdNew:
+		res = held{raw: d.raw, from: d.u}
+	case dropResource:
+		res = held{}
+	}
+	if ev.kind == evValid && ev.unchanged && res.ok() {
+		res.from = d.u // the latest update carried the held bytes
+	}
+	c.setStateLocked(e, out.state, res)
+	switch out.notify {
+	case notifyResource:
+		c.notifyLocked(e, d.res, nil, false)
+	case notifyError:
+		c.notifyLocked(e, nil, err, false)
+	case notifyAmbient:
+		c.notifyLocked(e, nil, err, true)
+	case notifyCleared:
+		c.clearAmbientLocked(e)
+	}
+}
+
+// applyValidLocked accepts a valid resource, raw, that update u carried and
+// that was decoded into res. unchanged is set when raw equals the bytes
+// already held from the same server (res is then nil).
+func (c *Client) applyValidLocked(e *entry, res *Resource, raw []byte, unchanged bool, u *update) {
+	c.applyLocked(e, event{kind: evValid, unchanged: unchanged}, details{res: res, raw: raw, u: u})
 }
 
 // applyInvalidLocked records a resource that failed validation (NACK).
 func (c *Client) applyInvalidLocked(e *entry, raw []byte, cause error, version string, now time.Time) {
-	ch := e.active()
-	ch.stopTimerLocked(e)
-	err := c.resourceErrorf(codes.InvalidArgument, e, ch.uri, "rejected (NACK) version %q: %v", version, cause)
-	if f := e.failure(); e.state == StateNACKed && f != nil && f.raw != nil && string(f.raw) == string(raw) {
-		// The same invalid bytes again: the cache records the new attempt,
-		// watchers have nothing new to learn.
-		c.recordFailureLocked(e, err, version, raw, now)
-		return
-	}
-	c.recordFailureLocked(e, err, version, raw, now)
-	c.dataErrorLocked(e, StateNACKed, err)
+	f := e.failure()
+	same := f != nil && f.raw != nil && string(f.raw) == string(raw)
+	c.applyLocked(e, event{kind: evInvalid, sameBytes: same}, details{
+		cause: fmt.Sprintf("rejected (NACK) version %q: %v", version, cause), version: version, at: now, failRaw: raw})
 }
 
 // applyReceivedErrorLocked applies a TP3 error sent by the server.
 func (c *Client) applyReceivedErrorLocked(e *entry, code codes.Code, msg, version string, now time.Time) {
-	ch := e.active()
-	ch.stopTimerLocked(e)
-	err := c.resourceErrorf(code, e, ch.uri, "control plane reported %s: %s", code, msg)
-	c.recordFailureLocked(e, err, version, nil, now)
-	if code == codes.NotFound || code == codes.PermissionDenied {
-		c.dataErrorLocked(e, StateReceivedError, err)
-		return
-	}
-	c.setStateLocked(e, StateReceivedError, e.res)
-	c.reportLocked(e, err)
+	c.applyLocked(e, event{kind: evServerError, code: code}, details{
+		cause: fmt.Sprintf("control plane reported %s: %s", code, msg), version: version, at: now})
 }
 
 // applyDeletionLocked handles an LDS or CDS resource missing from a full
 // state response.
 func (c *Client) applyDeletionLocked(e *entry, version string, now time.Time) {
-	ch := e.active()
-	if c.o.legacy {
-		if ch.server.IgnoreResourceDeletion {
-			if !e.deletionIgnored {
-				e.deletionIgnored = true
-				c.logger.Warn("xDS resource deletion ignored (ignore_resource_deletion): keeping the cached resource",
-					"type", shortName(e.kind.typ), "name", e.name, "server", ch.uri, "version", version)
-			}
-			return
-		}
-		err := c.resourceErrorf(codes.NotFound, e, ch.uri, "deleted by the server (absent from the response at version %q)", version)
-		c.recordFailureLocked(e, err, version, nil, now)
-		c.setStateLocked(e, StateDoesNotExist, held{})
-		c.resourceChangedLocked(e, nil, err)
-		return
-	}
-	err := c.resourceErrorf(codes.NotFound, e, ch.uri, "deleted by the server (absent from the response at version %q)", version)
-	c.recordFailureLocked(e, err, version, nil, now)
-	c.dataErrorLocked(e, StateDoesNotExist, err)
+	c.applyLocked(e, event{kind: evDeletion}, details{
+		cause: fmt.Sprintf("deleted by the server (absent from the response at version %q)", version), version: version, at: now})
 }
 
 // resourceTimeout is the does-not-exist timer for resources on a server.
@@ -451,19 +454,10 @@ func (c *Client) onTimerLocked(e *entry, gen uint32) {
 	ch := e.active()
 	e.timing = false
 	ch.untime(e)
-	if e.state != StateRequested {
-		return
-	}
 	d, transient := c.resourceTimeout(ch)
-	var err error
-	state := StateDoesNotExist
+	cause := fmt.Sprintf("does not exist: not received within %v of subscribing", d)
 	if transient {
-		state = StateTimeout
-		err = c.resourceErrorf(codes.Unavailable, e, ch.uri, "not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", d)
-	} else {
-		err = c.resourceErrorf(codes.NotFound, e, ch.uri, "does not exist: not received within %v of subscribing", d)
+		cause = fmt.Sprintf("not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", d)
 	}
-	c.recordFailureLocked(e, err, "", nil, time.Time{})
-	c.setStateLocked(e, state, held{})
-	c.resourceChangedLocked(e, nil, err)
+	c.applyLocked(e, event{kind: evTimer}, details{cause: cause})
 }

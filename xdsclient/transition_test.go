@@ -1,0 +1,130 @@
+package xdsclient
+
+import (
+	"testing"
+
+	"google.golang.org/grpc/codes"
+)
+
+// The state machine alone, with no gRPC: each row is a row of gRFC A88's
+// "Summary of Behavior Changes" table (the "New Behavior" column), or one of
+// the cases around it (recovery, legacy mode, repeats).
+func TestTransitionTable(t *testing.T) {
+	var (
+		requested    = entryState{state: StateRequested}
+		acked        = entryState{state: StateACKed, cached: true}
+		nackedCached = entryState{state: StateNACKed, cached: true}
+		nacked       = entryState{state: StateNACKed}
+		fode         = features{failOnDataErrors: true}
+		none         = features{}
+		legacy       = features{legacy: true}
+	)
+	type want struct {
+		state   CacheState
+		cached  bool
+		notify  notifyEffect
+		code    codes.Code
+		failure failureEffect
+	}
+	for _, tc := range []struct {
+		row  string
+		from entryState
+		ev   event
+		f    features
+		want want
+	}{
+		// A88 table, in its order.
+		{"channel TRANSIENT_FAILURE / stream failed, not cached", requested, event{kind: evUnreachable}, none,
+			want{StateRequested, false, notifyError, codes.Unavailable, keepFailure}},
+		{"channel TRANSIENT_FAILURE / stream failed, cached", acked, event{kind: evUnreachable}, fode,
+			want{StateACKed, true, notifyAmbient, codes.Unavailable, keepFailure}},
+		{"NACK, not cached", requested, event{kind: evInvalid}, fode,
+			want{StateNACKed, false, notifyError, codes.InvalidArgument, recordFailure}},
+		{"NACK, cached", acked, event{kind: evInvalid}, none,
+			want{StateNACKed, true, notifyAmbient, codes.InvalidArgument, recordFailure}},
+		{"NACK, cached, fail_on_data_errors", acked, event{kind: evInvalid}, fode,
+			want{StateNACKed, false, notifyError, codes.InvalidArgument, recordFailure}},
+		{"resource timeout", requested, event{kind: evTimer}, none,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+		{"resource timeout, resource_timer_is_transient_error", requested, event{kind: evTimer}, features{transientTimer: true},
+			want{StateTimeout, false, notifyError, codes.Unavailable, recordFailure}},
+		{"LDS/CDS deletion, cached", acked, event{kind: evDeletion}, none,
+			want{StateDoesNotExist, true, notifyAmbient, codes.NotFound, recordFailure}},
+		{"LDS/CDS deletion, cached, fail_on_data_errors", acked, event{kind: evDeletion}, fode,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+		{"TP3 NOT_FOUND, not cached", requested, event{kind: evServerError, code: codes.NotFound}, fode,
+			want{StateReceivedError, false, notifyError, codes.NotFound, recordFailure}},
+		{"TP3 PERMISSION_DENIED, cached", acked, event{kind: evServerError, code: codes.PermissionDenied}, none,
+			want{StateReceivedError, true, notifyAmbient, codes.PermissionDenied, recordFailure}},
+		{"TP3 NOT_FOUND, cached, fail_on_data_errors", acked, event{kind: evServerError, code: codes.NotFound}, fode,
+			want{StateReceivedError, false, notifyError, codes.NotFound, recordFailure}},
+		{"TP3 other status, not cached", requested, event{kind: evServerError, code: codes.Internal}, none,
+			want{StateReceivedError, false, notifyError, codes.Internal, recordFailure}},
+		{"TP3 other status, cached, fail_on_data_errors", acked, event{kind: evServerError, code: codes.Unavailable}, fode,
+			want{StateReceivedError, true, notifyAmbient, codes.Unavailable, recordFailure}},
+
+		// Around the table.
+		{"valid, new", requested, event{kind: evValid}, none,
+			want{StateACKed, true, notifyResource, codes.OK, clearFailure}},
+		{"valid, changed after a NACK", nackedCached, event{kind: evValid}, none,
+			want{StateACKed, true, notifyResource, codes.OK, clearFailure}},
+		{"valid, unchanged after a NACK: the error is over", nackedCached, event{kind: evValid, unchanged: true}, none,
+			want{StateACKed, true, notifyCleared, codes.OK, clearFailure}},
+		{"valid, unchanged while ACKED: a failure may be over", acked, event{kind: evValid, unchanged: true}, none,
+			want{StateACKed, true, notifyCleared, codes.OK, clearFailure}},
+		{"the same invalid bytes again: recorded, nobody told", nacked, event{kind: evInvalid, sameBytes: true}, none,
+			want{StateNACKed, false, notifyNone, codes.OK, recordFailure}},
+		{"timer after an answer: nothing", nacked, event{kind: evTimer}, none,
+			want{StateNACKed, false, notifyNone, codes.OK, keepFailure}},
+		{"legacy: NACK, cached, fail_on_data_errors not used", acked, event{kind: evInvalid}, features{legacy: true, failOnDataErrors: true},
+			want{StateNACKed, true, notifyAmbient, codes.InvalidArgument, recordFailure}},
+		{"legacy: deletion drops", acked, event{kind: evDeletion}, legacy,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+		{"legacy: deletion ignored (gRFC A53)", acked, event{kind: evDeletion}, features{legacy: true, ignoreDeletion: true},
+			want{StateACKed, true, notifyNone, codes.OK, keepFailure}},
+		{"A88 ignores ignore_resource_deletion", acked, event{kind: evDeletion}, features{ignoreDeletion: true},
+			want{StateDoesNotExist, true, notifyAmbient, codes.NotFound, recordFailure}},
+		{"legacy: transient timer not used", requested, event{kind: evTimer}, features{legacy: true, transientTimer: true},
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+	} {
+		t.Run(tc.row, func(t *testing.T) {
+			o := transition(tc.from, tc.ev, tc.f)
+			got := want{o.state, o.cachedAfter(tc.from.cached), o.notify, o.errCode, o.failure}
+			if got != tc.want {
+				t.Errorf("transition = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The A53 flag and its two log lines.
+func TestTransitionIgnoredDeletion(t *testing.T) {
+	f := features{legacy: true, ignoreDeletion: true}
+	o := transition(entryState{state: StateACKed, cached: true}, event{kind: evDeletion}, f)
+	if !o.deletionIgnored || !o.logIgnored {
+		t.Fatalf("first ignored deletion: %+v, want the flag set and the WARNING", o)
+	}
+	o = transition(entryState{state: StateACKed, cached: true, deletionIgnored: true}, event{kind: evDeletion}, f)
+	if !o.deletionIgnored || o.logIgnored {
+		t.Fatalf("second ignored deletion: %+v, want the flag kept and no second WARNING", o)
+	}
+	o = transition(entryState{state: StateACKed, cached: true, deletionIgnored: true}, event{kind: evValid, unchanged: true}, f)
+	if o.deletionIgnored || !o.logUnignored {
+		t.Fatalf("resource back: %+v, want the flag cleared and the INFO line", o)
+	}
+}
+
+// Every event that carries something from the server stops the timer; the
+// others do not.
+func TestTransitionStopsTimer(t *testing.T) {
+	for _, ev := range []event{{kind: evValid}, {kind: evInvalid}, {kind: evServerError, code: codes.Internal}} {
+		if !transition(entryState{state: StateRequested}, ev, features{}).stopTimer {
+			t.Errorf("%+v does not stop the timer", ev)
+		}
+	}
+	for _, ev := range []event{{kind: evUnreachable}, {kind: evTimer}, {kind: evDeletion}} {
+		if transition(entryState{state: StateRequested}, ev, features{}).stopTimer {
+			t.Errorf("%+v stops the timer", ev)
+		}
+	}
+}
