@@ -28,9 +28,33 @@
 // and keep what they need; a watcher added later gets the cached bytes
 // decoded again.
 //
-// Every transition — connectivity, streams, server failures, requests,
-// responses, cache states, timers and watcher callbacks — is reported
-// through Hooks, which is how metrics (package telemetry) and the CSDS
-// server (package csds) observe the client. The cache itself is read with
-// Dump.
+// An error a watcher heard as ambient ends when its cause ends: when the
+// server sends the resource again, valid, the watcher gets AmbientError(nil)
+// (or ResourceChanged if the resource changed). A watcher added later hears
+// only the error in force now.
+//
+// Every transition — connectivity, streams, server failures, channels,
+// requests, responses, cache states, timers and watcher callbacks — is
+// reported through Hooks, which is how metrics (package telemetry) and the
+// CSDS server (package csds) observe the client. The cache itself is read
+// with Dump.
+//
+// # The state machine and the lock
+//
+// What an event does to a cache entry (a valid or invalid resource, a TP3
+// error, a deletion, a timer, an unreachable server) is decided by one
+// function, transition, and carried out in one place, applyLocked: the new
+// state and resource, the failure record, the CacheStateChanged hook and
+// the watcher callbacks all come from its outcome, so none of them can
+// disagree with the cache.
+//
+// A Client has one mutex. The goroutines of a client (one per channel for
+// connectivity, one per channel for streams, one sending requests, the
+// does-not-exist timer wheel, and the callback goroutine) take it for short
+// steps and never hold it while they block, call a hook or call a watcher:
+// hook calls and watcher callbacks are queued while it is held, in event
+// order, and run on the callback goroutine after it is released. Locks are
+// taken in one order, outer first: a Pool's, then a Client's, then the
+// callback queue's; observers such as telemetry take their own lock only
+// inside a hook, where no client lock is held.
 package xdsclient
