@@ -62,9 +62,10 @@ func (c *Client) hasRequested(a *authority) bool {
 	return false
 }
 
-// authorityLocked returns the authority that serves name, making it on
+// authority returns the authority that serves name, making it on
 // first use.
-func (c *Client) authorityLocked(name string) (*authority, error) {
+func (tx *txn) authority(name string) (*authority, error) {
+	c := tx.c
 	key := authorityOf(name)
 	if a := c.authorities[key]; a != nil {
 		return a, nil
@@ -77,45 +78,46 @@ func (c *Client) authorityLocked(name string) (*authority, error) {
 		servers = servers[:1]
 	}
 	a := &authority{c: c, name: key, servers: servers, chans: make([]*channel, len(servers))}
-	ch, err := c.channelLocked(servers[0])
+	ch, err := tx.channel(servers[0])
 	if err != nil {
 		return nil, err
 	}
 	a.chans[0] = ch
 	ch.auths[a] = struct{}{}
 	c.authorities[key] = a
-	c.authorityServerChangedLocked(a, "", "initial")
+	tx.authorityServerChanged(a, "", "initial")
 	return a, nil
 }
 
-func (c *Client) authorityServerChangedLocked(a *authority, prev, reason string) {
+func (tx *txn) authorityServerChanged(a *authority, prev, reason string) {
+	c := tx.c
 	for _, h := range c.hookList() {
 		if f := h.AuthorityServerChanged; f != nil {
 			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Server: a.activeChan().uri, Previous: prev, Priority: a.active, Reason: reason}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 }
 
-// addEntryLocked subscribes a new entry on every server of its authority
+// addEntry subscribes a new entry on every server of its authority
 // down to the active one.
-func (a *authority) addEntryLocked(e *entry) {
+func (a *authority) addEntry(tx *txn, e *entry) {
 	a.n++
 	for i := 0; i <= a.active; i++ {
 		if ch := a.chans[i]; ch != nil {
-			ch.subscribeLocked(e)
+			ch.subscribe(tx, e)
 		}
 	}
 }
 
-// removeEntryLocked unsubscribes e; when it was the authority's last entry,
+// removeEntry unsubscribes e; when it was the authority's last entry,
 // the authority lets go of its servers (and the client forgets it), and
 // each server nothing else uses is closed.
-func (a *authority) removeEntryLocked(e *entry) {
+func (a *authority) removeEntry(tx *txn, e *entry) {
 	a.n--
 	for i := 0; i <= a.active; i++ {
 		if ch := a.chans[i]; ch != nil {
-			ch.unsubscribeLocked(e)
+			ch.unsubscribe(tx, e)
 		}
 	}
 	if a.n > 0 {
@@ -126,7 +128,7 @@ func (a *authority) removeEntryLocked(e *entry) {
 	for _, h := range c.hookList() {
 		if f := h.AuthorityServerChanged; f != nil {
 			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Previous: prev, Priority: -1, Reason: "released: no resource of the authority is watched"}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	for i, ch := range a.chans {
@@ -136,7 +138,7 @@ func (a *authority) removeEntryLocked(e *entry) {
 		a.chans[i] = nil
 		delete(ch.auths, a)
 		if len(ch.auths) == 0 {
-			c.closeChannelLocked(ch, errNotUsed)
+			tx.closeChannel(ch, errNotUsed)
 		}
 	}
 	delete(c.authorities, a.name)
@@ -145,18 +147,19 @@ func (a *authority) removeEntryLocked(e *entry) {
 // errNotUsed is why a channel that nothing uses is closed.
 var errNotUsed = errors.New("no watched resource uses the server any more")
 
-// maybeFallbackLocked moves a, whose active server failed with reason, to
+// maybeFallback moves a, whose active server failed with reason, to
 // its next server if gRFC A71 says so: a resource of a was never received.
 // A server whose channel cannot be made is skipped (logged), as is one
 // already failing; it reports whether a now uses a server that is not known
 // to fail. When it does, a's watchers need not hear of the failure.
-func (c *Client) maybeFallbackLocked(a *authority, reason error) bool {
+func (tx *txn) maybeFallback(a *authority, reason error) bool {
+	c := tx.c
 	if a.active+1 >= len(a.servers) || !c.hasRequested(a) {
 		return false
 	}
 	prev := a.activeChan()
 	for i := a.active + 1; i < len(a.servers); i++ {
-		next, err := c.channelLocked(a.servers[i])
+		next, err := tx.channel(a.servers[i])
 		if err != nil {
 			c.logger.Warn("xDS fallback server unusable; trying the next one", "authority", a.name, "server", a.servers[i].URI, "priority", i, "err", err)
 			continue
@@ -164,12 +167,12 @@ func (c *Client) maybeFallbackLocked(a *authority, reason error) bool {
 		a.chans[i] = next
 		next.auths[a] = struct{}{}
 		for e := range c.entriesOf(a) {
-			prev.stopTimerLocked(e)
-			next.subscribeLocked(e)
+			prev.stopTimer(tx, e)
+			next.subscribe(tx, e)
 		}
 		a.active = i
 		c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev.uri, "to", next.uri, "reason", reason)
-		c.authorityServerChangedLocked(a, prev.uri, fmt.Sprintf("fallback: %q failed (%v) while resources were missing", prev.uri, reason))
+		tx.authorityServerChanged(a, prev.uri, fmt.Sprintf("fallback: %q failed (%v) while resources were missing", prev.uri, reason))
 		if !next.failed {
 			return true
 		}
@@ -180,14 +183,15 @@ func (c *Client) maybeFallbackLocked(a *authority, reason error) bool {
 	return false
 }
 
-// switchBackLocked makes the higher priority server at index i active again
+// switchBack makes the higher priority server at index i active again
 // after it delivered a resource: lower priority servers are unsubscribed
 // and, when nothing else uses them, closed (gRFC A71).
-func (c *Client) switchBackLocked(a *authority, i int) {
+func (tx *txn) switchBack(a *authority, i int) {
+	c := tx.c
 	prev := a.activeChan().uri
 	to := a.chans[i]
 	for e := range c.entriesOf(a) {
-		a.activeChan().stopTimerLocked(e)
+		a.activeChan().stopTimer(tx, e)
 	}
 	for j := i + 1; j <= a.active; j++ {
 		low := a.chans[j]
@@ -195,20 +199,20 @@ func (c *Client) switchBackLocked(a *authority, i int) {
 			continue
 		}
 		for e := range c.entriesOf(a) {
-			low.unsubscribeLocked(e)
+			low.unsubscribe(tx, e)
 		}
 		delete(low.auths, a)
 		a.chans[j] = nil
 		if len(low.auths) == 0 {
-			c.closeChannelLocked(low, fmt.Errorf("switched back to %q", to.uri))
+			tx.closeChannel(low, fmt.Errorf("switched back to %q", to.uri))
 		}
 	}
 	a.active = i
 	for e := range c.entriesOf(a) {
-		to.maybeStartTimerLocked(e)
+		to.maybeStartTimer(tx, e)
 	}
 	c.logger.Info("xDS fallback over: back to a higher priority server", "authority", a.name, "from", prev, "to", to.uri)
-	c.authorityServerChangedLocked(a, prev, fmt.Sprintf("%q delivered a resource again", to.uri))
+	tx.authorityServerChanged(a, prev, fmt.Sprintf("%q delivered a resource again", to.uri))
 }
 
 // canonicalName normalises an xdstp:// name (gRFC A47): context parameters

@@ -75,7 +75,8 @@ type typeState struct {
 	sentOnce bool   // a request of this type went out on this stream
 }
 
-func (c *Client) channelLocked(s *bootstrap.ServerConfig) (*channel, error) {
+func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
+	c := tx.c
 	key := s.Key()
 	if ch := c.channels[key]; ch != nil {
 		return ch, nil
@@ -109,7 +110,7 @@ func signal(c chan struct{}) {
 	}
 }
 
-func (ch *channel) subscribeLocked(e *entry) {
+func (ch *channel) subscribe(tx *txn, e *entry) {
 	ts := ch.types[e.kind.typ.TypeURL()]
 	if ts == nil {
 		ts = &typeState{}
@@ -122,8 +123,8 @@ func (ch *channel) subscribeLocked(e *entry) {
 	signal(ch.wake)
 }
 
-func (ch *channel) unsubscribeLocked(e *entry) {
-	ch.stopTimerLocked(e)
+func (ch *channel) unsubscribe(tx *txn, e *entry) {
+	ch.stopTimer(tx, e)
 	e.forgetSent(ch)
 	ts := ch.types[e.kind.typ.TypeURL()]
 	ts.n--
@@ -132,10 +133,10 @@ func (ch *channel) unsubscribeLocked(e *entry) {
 	signal(ch.wake)
 }
 
-// maybeStartTimerLocked starts e's does-not-exist timer if gRFC A57 allows:
+// maybeStartTimer starts e's does-not-exist timer if gRFC A57 allows:
 // the subscription went out on the current stream, the channel is READY,
 // and nothing has been received for e.
-func (ch *channel) maybeStartTimerLocked(e *entry) {
+func (ch *channel) maybeStartTimer(tx *txn, e *entry) {
 	if e.timing || e.removed || e.active() != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
 		return
 	}
@@ -158,7 +159,7 @@ func (ch *channel) maybeStartTimerLocked(e *entry) {
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStarted; f != nil {
 			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 }
@@ -181,8 +182,8 @@ func (ch *channel) untime(e *entry) {
 // slot.
 func (ch *channel) onWheel() {
 	c := ch.c
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	if c.closed || ch.closed {
 		return
 	}
@@ -192,7 +193,7 @@ func (ch *channel) onWheel() {
 		ch.timerQ[0] = timerSlot{}
 		ch.timerQ = ch.timerQ[1:]
 		if _, ok := ch.timed[s.e]; ok {
-			c.onTimerLocked(s.e, s.gen)
+			tx.onTimer(s.e, s.gen)
 		}
 	}
 	if len(ch.timerQ) > 0 {
@@ -200,8 +201,8 @@ func (ch *channel) onWheel() {
 	}
 }
 
-// stopTimerLocked stops e's timer if it runs for this channel.
-func (ch *channel) stopTimerLocked(e *entry) {
+// stopTimer stops e's timer if it runs for this channel.
+func (ch *channel) stopTimer(tx *txn, e *entry) {
 	if !e.timing {
 		return
 	}
@@ -216,7 +217,7 @@ func (ch *channel) stopTimerLocked(e *entry) {
 		if f := h.ResourceTimerStopped; f != nil {
 			d, _ := c.resourceTimeout(ch)
 			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 }
@@ -239,8 +240,8 @@ func (ch *channel) watchConnectivity() {
 
 func (ch *channel) onConnectivity(state connectivity.State) {
 	c := ch.c
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	if c.closed || ch.closed || (ch.stateKnown && ch.state == state) {
 		return
 	}
@@ -248,7 +249,7 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	for _, h := range c.hookList() {
 		if f := h.ConnectivityChanged; f != nil {
 			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: state}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	wasReady := ch.ready
@@ -256,11 +257,11 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	switch {
 	case ch.ready && !wasReady:
 		for e := range c.allEntries() {
-			ch.maybeStartTimerLocked(e)
+			ch.maybeStartTimer(tx, e)
 		}
 	case !ch.ready && wasReady:
 		for e := range ch.timed {
-			ch.stopTimerLocked(e)
+			ch.stopTimer(tx, e)
 		}
 	}
 	if state == connectivity.TransientFailure {
@@ -272,11 +273,11 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 		if ch.lastStream != nil {
 			reason += " (last ADS stream error: " + ch.lastStream.Error() + ")"
 		}
-		ch.failLocked(errors.New(reason), false)
+		ch.fail(tx, errors.New(reason), false)
 	}
 }
 
-// failLocked records a server failure (gRFC A57). For each authority whose
+// fail records a server failure (gRFC A57). For each authority whose
 // active server this is, it falls back to the next server when a watched
 // resource was never received (gRFC A71); the watchers of an authority that
 // falls back hear nothing, since the next server may serve them at once.
@@ -284,7 +285,7 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 // resource is held, through ResourceChanged if not. Watchers of authorities
 // served by another server hear nothing: a failed retry of a recovering
 // primary is no news to them.
-func (ch *channel) failLocked(reason error, notify bool) {
+func (ch *channel) fail(tx *txn, reason error, notify bool) {
 	c := ch.c
 	ch.lastFailure = reason
 	if !ch.failed {
@@ -292,14 +293,14 @@ func (ch *channel) failLocked(reason error, notify bool) {
 		for _, h := range c.hookList() {
 			if f := h.ServerFailure; f != nil {
 				info := ServerFailureInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
-				c.hook(func() { f(info) })
+				tx.hook(func() { f(info) })
 			}
 		}
 	}
-	ch.setConnectedLocked(false, reason)
+	ch.setConnected(tx, false, reason)
 	var failing map[*authority]bool // the authorities that could not fall back
 	for _, a := range ch.sortedAuths() {
-		if a.activeChan() != ch || c.maybeFallbackLocked(a, reason) {
+		if a.activeChan() != ch || tx.maybeFallback(a, reason) {
 			continue
 		}
 		if failing == nil {
@@ -312,7 +313,7 @@ func (ch *channel) failLocked(reason error, notify bool) {
 	}
 	for e := range c.allEntries() {
 		if failing[e.auth] {
-			c.applyLocked(e, event{kind: evUnreachable}, details{cause: unreachableCause(e, reason)})
+			tx.apply(e, event{kind: evUnreachable}, details{cause: unreachableCause(e, reason)})
 		}
 	}
 }
@@ -339,32 +340,33 @@ func (ch *channel) sortedAuths() []*authority {
 	return out
 }
 
-// closeChannelLocked stops a channel nothing uses any more, or every
-// channel when the client closes; its ClientConn is closed once c.mu is
+// closeChannel stops a channel nothing uses any more, or every
+// channel when the client closes; its ClientConn is closed once the lock is
 // released. Observers see it go: its stream ends (reason as the error),
 // it is no longer connected, and ChannelClosed fires.
-func (c *Client) closeChannelLocked(ch *channel, reason error) {
+func (tx *txn) closeChannel(ch *channel, reason error) {
+	c := tx.c
 	if ch.closed {
 		return
 	}
 	for e := range ch.timed {
-		ch.stopTimerLocked(e)
+		ch.stopTimer(tx, e)
 	}
 	if ch.streamID != 0 {
 		ch.streamID = 0
 		for _, h := range c.hookList() {
 			if f := h.StreamEnded; f != nil {
 				info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: ch.streamResponded, Err: reason}
-				c.hook(func() { f(info) })
+				tx.hook(func() { f(info) })
 			}
 		}
 	}
-	ch.setConnectedLocked(false, reason)
+	ch.setConnected(tx, false, reason)
 	ch.closed = true
 	for _, h := range c.hookList() {
 		if f := h.ChannelClosed; f != nil {
 			info := ChannelInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	ch.cancel()
@@ -372,7 +374,7 @@ func (c *Client) closeChannelLocked(ch *channel, reason error) {
 	c.toClose = append(c.toClose, ch)
 }
 
-func (ch *channel) setConnectedLocked(connected bool, reason error) {
+func (ch *channel) setConnected(tx *txn, connected bool, reason error) {
 	if ch.connected == connected {
 		return
 	}
@@ -381,7 +383,7 @@ func (ch *channel) setConnectedLocked(connected bool, reason error) {
 	for _, h := range c.hookList() {
 		if f := h.ConnectedChanged; f != nil {
 			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: connected, Reason: reason}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 }
@@ -394,9 +396,9 @@ func (ch *channel) runStreams() {
 	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(ch.cc)
 	retries := 0
 	for {
-		c.mu.Lock()
+		tx := c.lock()
 		n := ch.nEntries
-		c.mu.Unlock()
+		tx.unlock()
 		if n == 0 {
 			select {
 			case <-ch.kick:
@@ -439,9 +441,9 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	if err != nil {
 		return false, false, err
 	}
-	c.mu.Lock()
+	tx := c.lock()
 	if c.closed || ch.closed {
-		c.mu.Unlock()
+		tx.unlock()
 		return false, false, context.Canceled
 	}
 	ch.attempts++
@@ -456,15 +458,15 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		ts.dirty = ts.n > 0
 	}
 	if !ch.failed {
-		ch.setConnectedLocked(true, nil)
+		ch.setConnected(tx, true, nil)
 	}
 	for _, h := range c.hookList() {
 		if f := h.StreamStarted; f != nil {
 			info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.attempts}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
-	c.unlock()
+	tx.unlock()
 	signal(ch.wake)
 
 	sendDone := make(chan struct{})
@@ -483,13 +485,13 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		}
 		if !gotResponse {
 			gotResponse = true
-			c.mu.Lock()
+			tx := c.lock()
 			ch.streamResponded = true
 			ch.failed = false
 			ch.lastStream = nil
 			ch.lastFailure = nil
-			ch.setConnectedLocked(true, nil)
-			c.unlock()
+			ch.setConnected(tx, true, nil)
+			tx.unlock()
 		}
 		ch.handleResponse(id, resp)
 		// Flow control: read on only once watchers have taken this update.
@@ -506,14 +508,14 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 // StreamEnded matches a StreamStarted.
 func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.Duration) {
 	c := ch.c
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	if c.closed || ch.closed {
 		return
 	}
 	ch.streamID = 0
 	for e := range ch.timed {
-		ch.stopTimerLocked(e)
+		ch.stopTimer(tx, e)
 	}
 	for _, h := range c.hookList() {
 		f := h.StreamEnded
@@ -522,7 +524,7 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 		}
 		if f != nil {
 			info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: gotResponse, Err: err, Backoff: delay}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	if gotResponse {
@@ -531,7 +533,7 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 	}
 	ch.lastStream = err
 	c.logger.Warn("ADS stream failed before any response", "server", ch.uri, "err", err, "backoff", delay)
-	ch.failLocked(fmt.Errorf("ADS stream failed before any response: %w", err), true)
+	ch.fail(tx, fmt.Errorf("ADS stream failed before any response: %w", err), true)
 }
 
 // pendingRequest is a request ready to send, with the NACK it carries.
@@ -562,8 +564,8 @@ func (ch *channel) sendLoop(ctx context.Context, stream discoveryv3.AggregatedDi
 
 func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 	c := ch.c
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	if ch.streamID != id || c.closed || ch.closed {
 		return nil
 	}
@@ -585,7 +587,7 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 			names = append(names, e.name)
 			if e.sentStream(ch) != id {
 				e.markSent(ch, id)
-				ch.maybeStartTimerLocked(e)
+				ch.maybeStartTimer(tx, e)
 			}
 		}
 		req := &discoveryv3.DiscoveryRequest{
@@ -611,8 +613,8 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 
 func (ch *channel) afterSend(id uint64, p pendingRequest) {
 	c := ch.c
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	if ch.streamID != id || c.closed {
 		return
 	}
@@ -620,7 +622,7 @@ func (ch *channel) afterSend(id uint64, p pendingRequest) {
 		if f := h.RequestSent; f != nil {
 			info := RequestInfo{Target: c.o.target, Server: ch.uri, TypeURL: p.req.TypeUrl, Names: len(p.req.ResourceNames),
 				Version: p.req.VersionInfo, Nonce: p.req.ResponseNonce, NACK: p.nack}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 }

@@ -48,6 +48,9 @@ type Client struct {
 
 	closeDone chan struct{} // closed when Close has ended
 
+	// mu guards the fields below; it is taken through lock, which returns
+	// tx, and released through tx.unlock.
+	tx          txn
 	mu          sync.Mutex
 	closed      bool
 	types       map[string]xdsresource.Type // by type URL
@@ -55,7 +58,7 @@ type Client struct {
 	entries     map[string]*typeEntries     // by type URL
 	channels    map[string]*channel         // by bootstrap.ServerConfig.Key()
 	authorities map[string]*authority
-	toClose     []*channel     // channels to close once c.mu is released
+	toClose     []*channel     // channels to close once the lock is released
 	nEntries    int            // cache entries, for Dump's allocation
 	streamSeq   uint64         // ADS streams started, over all servers; a stream's ID
 	respGen     uint64         // responses handled, over all servers
@@ -108,15 +111,18 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		authorities: map[string]*authority{},
 		closeDone:   make(chan struct{}),
 	}
+	c.tx.c = c
 	hooks := append([]*Hooks(nil), o.hooks...)
 	c.hooks.Store(&hooks)
+	c.callbacks = newCallbackSerializer(ctx, c.beforeCallback)
+	tx := c.lock()
+	defer tx.unlock()
 	for _, t := range append(xdsresource.Builtin(), o.types...) {
-		if err := c.registerTypeLocked(t); err != nil {
+		if err := tx.registerType(t); err != nil {
 			cancel()
 			return nil, fmt.Errorf("xdsclient: WithResourceTypes: %w", err)
 		}
 	}
-	c.callbacks = newCallbackSerializer(ctx, c.beforeCallback)
 	return c, nil
 }
 
@@ -130,40 +136,40 @@ func (c *Client) hookList() []*Hooks { return *c.hooks.Load() }
 // and a CacheStateChanged from StateNone for every cache entry — and then every later event, so that an observer attached late
 // (metrics, a debugging tool) keeps an exact picture.
 func (c *Client) AddHooks(h *Hooks) (remove func()) {
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	list := append(append([]*Hooks(nil), c.hookList()...), h)
 	c.hooks.Store(&list)
 	for _, ch := range c.channels {
 		if f := h.ConnectivityChanged; f != nil && ch.stateKnown {
 			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: ch.state}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 		if f := h.ConnectedChanged; f != nil && ch.connected {
 			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: true}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	if f := h.AuthorityServerChanged; f != nil {
 		for _, a := range c.authorities {
 			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Server: a.activeChan().uri, Priority: a.active, Reason: "current"}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	if f := h.CacheStateChanged; f != nil {
 		for e := range c.allEntries() {
 			info := CacheStateInfo{
 				Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
-				Old: StateNone, New: e.state, NewCached: e.res.ok(), Server: e.active().uri, Err: e.errLocked(),
+				Old: StateNone, New: e.state, NewCached: e.res.ok(), Server: e.active().uri, Err: e.failureErr(),
 			}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
+			tx := c.lock()
+			defer tx.unlock()
 			var kept []*Hooks
 			for _, x := range c.hookList() {
 				if x != h {
@@ -185,10 +191,11 @@ func (c *Client) Node() *corev3.Node { return c.node }
 // Bootstrap returns the configuration the client was made from.
 func (c *Client) Bootstrap() *bootstrap.Config { return c.cfg }
 
-// registerTypeLocked makes t the Type of its type URL. A type URL has one
+// registerType makes t the Type of its type URL. A type URL has one
 // Type for the client's life: another Type for it is an error, since the
 // cache, the requests and CSDS know a resource by its type URL alone.
-func (c *Client) registerTypeLocked(t xdsresource.Type) error {
+func (tx *txn) registerType(t xdsresource.Type) error {
+	c := tx.c
 	url := t.TypeURL()
 	if old, ok := c.types[url]; ok {
 		if sameType(old, t) {
@@ -225,21 +232,21 @@ func sameType(a, b xdsresource.Type) bool {
 // reported through the watcher's ResourceChanged with an error, and the
 // watch then ends by itself.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	if c.closed {
 		return c.refuseClosed(typ, name, w)
 	}
-	if err := c.registerTypeLocked(typ); err != nil {
-		return c.refuseLocked(typ, name, w, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err))
+	if err := tx.registerType(typ); err != nil {
+		return tx.refuse(typ, name, w, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err))
 	}
 	name, err := canonicalName(typ, name)
 	if err != nil {
-		return c.refuseLocked(typ, name, w, status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
+		return tx.refuse(typ, name, w, status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
 	}
-	// A cached resource is decoded for the new watcher with c.mu released,
+	// A cached resource is decoded for the new watcher with the lock released,
 	// so that a large resource does not hold up the client; if the entry
-	// holds another update by the time c.mu is taken again, the new one is
+	// holds another update by the time the lock is taken again, the new one is
 	// decoded.
 	var (
 		res        *Resource
@@ -247,45 +254,46 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 		decodedFor *update
 	)
 	for {
-		e := c.kindLocked(typ).table.get(name)
+		e := tx.kind(typ).table.get(name)
 		if e != nil && e.res.ok() && e.res.from != decodedFor {
 			h := e.res
-			c.mu.Unlock()
+			tx.unlock()
 			res, resErr = c.decodeHeld(e, h)
 			decodedFor = h.from
-			c.mu.Lock()
+			tx = c.lock()
 			if c.closed {
 				return c.refuseClosed(typ, name, w)
 			}
 			continue
 		}
 		if e == nil {
-			if e, err = c.newEntryLocked(typ, name); err != nil {
-				return c.refuseLocked(typ, name, w, err)
+			if e, err = tx.newEntry(typ, name); err != nil {
+				return tx.refuse(typ, name, w, err)
 			}
 		}
 		ref := &watcherRef{w: w, e: e}
 		e.addWatcher(ref)
-		cur := c.currentErrLocked(e)
+		cur := tx.currentErr(e)
 		switch {
 		case e.res.ok():
-			c.notifyOneLocked(ref, res, resErr, false)
+			tx.notifyOne(ref, res, resErr, false)
 			if cur != nil {
-				c.notifyOneLocked(ref, nil, cur, true)
+				tx.notifyOne(ref, nil, cur, true)
 			}
 		case cur != nil:
-			c.notifyOneLocked(ref, nil, cur, false)
+			tx.notifyOne(ref, nil, cur, false)
 		}
 		return ref.cancel
 	}
 }
 
-// refuseLocked tells w, through ResourceChanged, that its watch cannot be
+// refuse tells w, through ResourceChanged, that its watch cannot be
 // served: err. No cache entry is made; the watch ends with the callback,
 // which its cancel func, like any other, can stop.
-func (c *Client) refuseLocked(typ xdsresource.Type, name string, w Watcher, err error) (cancel func()) {
+func (tx *txn) refuse(typ xdsresource.Type, name string, w Watcher, err error) (cancel func()) {
+	c := tx.c
 	ref := &watcherRef{w: w}
-	c.hook(func() {
+	tx.hook(func() {
 		c.callbacks.runWatcher(ref, func() {
 			c.watcherNotified(typ.TypeURL(), name, NotifyResourceError, err)
 			w.ResourceChanged(nil, err)
@@ -305,8 +313,9 @@ func (c *Client) refuseClosed(typ xdsresource.Type, name string, w Watcher) (can
 	return func() {}
 }
 
-// kindLocked returns the entries of typ, making the table on first use.
-func (c *Client) kindLocked(typ xdsresource.Type) *typeEntries {
+// kind returns the entries of typ, making the table on first use.
+func (tx *txn) kind(typ xdsresource.Type) *typeEntries {
+	c := tx.c
 	k := c.entries[typ.TypeURL()]
 	if k == nil {
 		k = &typeEntries{typ: typ}
@@ -348,29 +357,30 @@ func (c *Client) entriesOf(a *authority) iter.Seq[*entry] {
 	}
 }
 
-func (c *Client) newEntryLocked(typ xdsresource.Type, name string) (*entry, error) {
-	a, err := c.authorityLocked(name)
+func (tx *txn) newEntry(typ xdsresource.Type, name string) (*entry, error) {
+	c := tx.c
+	a, err := tx.authority(name)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
 	}
-	k := c.kindLocked(typ)
+	k := tx.kind(typ)
 	e := &entry{kind: k, name: name, auth: a}
 	k.table.add(e)
 	c.nEntries++
-	a.addEntryLocked(e)
-	c.setStateLocked(e, StateRequested, held{})
+	a.addEntry(tx, e)
+	tx.setState(e, StateRequested, held{})
 	if ch := a.activeChan(); ch.failed {
 		// A new resource is wanted while the server is down (gRFC A71):
 		// this one is missing, so there is no need to look for another.
-		c.maybeFallbackLocked(a, ch.lastFailure)
+		tx.maybeFallback(a, ch.lastFailure)
 	}
 	return e, nil
 }
 
 func (c *Client) cancelWatch(ref *watcherRef) {
 	e := ref.e
-	c.mu.Lock()
-	defer c.unlock()
+	tx := c.lock()
+	defer tx.unlock()
 	e.removeWatcher(ref)
 	if e.watcher != nil || e.removed || c.closed {
 		return
@@ -379,10 +389,10 @@ func (c *Client) cancelWatch(ref *watcherRef) {
 	if e.deletionIgnored {
 		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.kind.typ), "name", e.name, "server", e.active().uri)
 	}
-	c.setStateLocked(e, StateNone, held{})
+	tx.setState(e, StateNone, held{})
 	e.kind.table.remove(e)
 	c.nEntries--
-	e.auth.removeEntryLocked(e)
+	e.auth.removeEntry(tx, e)
 }
 
 // Close stops every stream and timer, closes every channel (their hooks
@@ -393,9 +403,9 @@ func (c *Client) cancelWatch(ref *watcherRef) {
 // waiting for the goroutine that runs callbacks, which ends as soon as the
 // callback that called Close returns.
 func (c *Client) Close() {
-	c.mu.Lock()
+	tx := c.lock()
 	if c.closed {
-		c.mu.Unlock()
+		tx.unlock()
 		if !c.callbacks.onSerializer() {
 			<-c.closeDone
 		}
@@ -403,12 +413,12 @@ func (c *Client) Close() {
 	}
 	c.closed = true
 	for _, key := range slices.Sorted(maps.Keys(c.channels)) {
-		c.closeChannelLocked(c.channels[key], ErrClosed)
+		tx.closeChannel(c.channels[key], ErrClosed)
 	}
 	c.entries = map[string]*typeEntries{}
 	c.authorities = map[string]*authority{}
 	c.nEntries = 0
-	c.unlock()
+	tx.unlock()
 	c.cancel()
 	c.wg.Wait()
 	if !c.callbacks.onSerializer() {
@@ -417,10 +427,24 @@ func (c *Client) Close() {
 	close(c.closeDone)
 }
 
-// unlock queues the hook calls and watcher callbacks gathered under c.mu,
-// in the order their events happened, and releases c.mu; connections of
-// channels closed meanwhile are closed after.
-func (c *Client) unlock() {
+// txn is the client's lock, held. It is the only way to reach what
+// Client.mu guards and to queue effects (hook calls, watcher callbacks,
+// channels to close): the functions that need the lock are methods of txn
+// or take one. Client.lock takes the lock and returns the client's txn;
+// txn.unlock is the only way to release it.
+type txn struct{ c *Client }
+
+// lock takes the client's lock.
+func (c *Client) lock() *txn {
+	c.mu.Lock()
+	return &c.tx
+}
+
+// unlock queues the hook calls and watcher callbacks gathered while the
+// lock was held, in the order their events happened, and releases it;
+// connections of channels closed meanwhile are closed after.
+func (tx *txn) unlock() {
+	c := tx.c
 	if len(c.notes) > 0 {
 		c.notes = c.callbacks.addAll(c.notes)
 	}
@@ -435,7 +459,7 @@ func (c *Client) unlock() {
 // hook queues f, a hook call, after the events queued so far. Callers check
 // first that some hook of the kind is set, so that no closure is made for
 // nothing.
-func (c *Client) hook(f func()) { c.notes = append(c.notes, notification{hook: f}) }
+func (tx *txn) hook(f func()) { tx.c.notes = append(tx.c.notes, notification{hook: f}) }
 
 func (c *Client) beforeCallback(n notification) {
 	kind := NotifyResource
@@ -511,11 +535,11 @@ type EntrySnapshot struct {
 // cache's bytes (Raw, FailedRaw), which must not be modified. A closed
 // client has no entries.
 func (c *Client) Dump() []EntrySnapshot {
-	c.mu.Lock()
+	tx := c.lock()
 	n := c.nEntries
-	c.mu.Unlock()
+	tx.unlock()
 	out := make([]EntrySnapshot, 0, n)
-	c.mu.Lock()
+	tx = c.lock()
 	for e := range c.allEntries() {
 		s := EntrySnapshot{
 			TypeURL: e.kind.typ.TypeURL(), Name: e.name, Authority: e.auth.name, Server: e.active().uri,
@@ -529,7 +553,7 @@ func (c *Client) Dump() []EntrySnapshot {
 		}
 		out = append(out, s)
 	}
-	c.mu.Unlock()
+	tx.unlock()
 	slices.SortFunc(out, func(a, b EntrySnapshot) int {
 		if c := strings.Compare(a.TypeURL, b.TypeURL); c != 0 {
 			return c

@@ -43,7 +43,7 @@
 //
 // What an event does to a cache entry (a valid or invalid resource, a TP3
 // error, a deletion, a timer, an unreachable server) is decided by one
-// function, transition, and carried out in one place, applyLocked: the new
+// function, transition, and carried out in one place, apply: the new
 // state and resource, the failure record, the CacheStateChanged hook and
 // the watcher callbacks all come from its outcome, so none of them can
 // disagree with the cache.

@@ -104,8 +104,8 @@ func (e *entry) failure() *failure {
 	return &e.x.fail
 }
 
-// errLocked returns the data error e carries, nil when none.
-func (e *entry) errLocked() error {
+// failureErr returns the data error e carries, nil when none.
+func (e *entry) failureErr() error {
 	if f := e.failure(); f != nil {
 		return f.err
 	}
@@ -214,10 +214,11 @@ func (e *entry) forgetSent(ch *channel) {
 	e.tidy()
 }
 
-// setStateLocked is the one place where a cache entry changes state or
+// setState is the one place where a cache entry changes state or
 // starts or stops holding a resource; CacheStateChanged hooks see every
 // change here.
-func (c *Client) setStateLocked(e *entry, state CacheState, res held) {
+func (tx *txn) setState(e *entry, state CacheState, res held) {
+	c := tx.c
 	old, oldCached := e.state, e.res.ok()
 	e.res = res
 	e.state = state
@@ -228,9 +229,9 @@ func (c *Client) setStateLocked(e *entry, state CacheState, res held) {
 		if f := h.CacheStateChanged; f != nil {
 			info := CacheStateInfo{
 				Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
-				Old: old, New: state, OldCached: oldCached, NewCached: res.ok(), Server: e.active().uri, Err: e.errLocked(),
+				Old: old, New: state, OldCached: oldCached, NewCached: res.ok(), Server: e.active().uri, Err: e.failureErr(),
 			}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
 }
@@ -238,7 +239,7 @@ func (c *Client) setStateLocked(e *entry, state CacheState, res held) {
 // decodeHeld returns the resource h, held by e, for delivery, decoding its
 // bytes again: the cache keeps bytes, not decoded values, which watchers
 // keep if they need them. It reads only what never changes (e's type and
-// name, h's bytes and update), so c.mu need not be held. It returns an error
+// name, h's bytes and update), so the lock need not be held. It returns an error
 // if the bytes no longer decode, which a Type that is deterministic, as it
 // must be, never does.
 func (c *Client) decodeHeld(e *entry, h held) (*Resource, error) {
@@ -259,15 +260,16 @@ func newResource(typ xdsresource.Type, name string, value any, raw *anypb.Any, u
 	return &Resource{Type: typ, Name: name, Version: u.version, Value: value, Raw: raw, Server: u.ch.uri, ReceivedAt: u.at}
 }
 
-// notifyLocked queues a callback for every watcher of e, and records for
+// notify queues a callback for every watcher of e, and records for
 // each whether it now carries an ambient error.
-func (c *Client) notifyLocked(e *entry, res *Resource, err error, ambient bool) {
+func (tx *txn) notify(e *entry, res *Resource, err error, ambient bool) {
 	for w := range e.watchers {
-		c.notifyOneLocked(w, res, err, ambient)
+		tx.notifyOne(w, res, err, ambient)
 	}
 }
 
-func (c *Client) notifyOneLocked(w *watcherRef, res *Resource, err error, ambient bool) {
+func (tx *txn) notifyOne(w *watcherRef, res *Resource, err error, ambient bool) {
+	c := tx.c
 	w.heardAmbient = ambient && err != nil
 	n := notification{w: w, res: res, err: err, ambient: ambient}
 	if c.holdWatchers {
@@ -277,9 +279,10 @@ func (c *Client) notifyOneLocked(w *watcherRef, res *Resource, err error, ambien
 	c.notes = append(c.notes, n)
 }
 
-// releaseWatchersLocked queues the watcher callbacks held back while a
+// releaseWatchers queues the watcher callbacks held back while a
 // response was applied, after the response's hooks.
-func (c *Client) releaseWatchersLocked() {
+func (tx *txn) releaseWatchers() {
+	c := tx.c
 	c.holdWatchers = false
 	if len(c.held) == 0 {
 		return
@@ -292,23 +295,24 @@ func (c *Client) releaseWatchersLocked() {
 	}
 }
 
-// clearAmbientLocked tells the watchers of e that heard an ambient error
+// clearAmbient tells the watchers of e that heard an ambient error
 // that its cause is over: AmbientError(nil), once (gRFC A88).
-func (c *Client) clearAmbientLocked(e *entry) {
+func (tx *txn) clearAmbient(e *entry) {
 	for w := range e.watchers {
 		if w.heardAmbient {
-			c.notifyOneLocked(w, nil, nil, true)
+			tx.notifyOne(w, nil, nil, true)
 		}
 	}
 }
 
-// currentErrLocked returns the error a watcher joining e now is told: with
+// currentErr returns the error a watcher joining e now is told: with
 // a resource held, the ambient error in force (the entry's data error, else
 // the failure of the server in use), given after the resource; without
 // one, the error that stands for the resource (its data error, or the
 // failure of the server in use while nothing was received). Nothing is
 // stored for this: an error whose cause is over is not found.
-func (c *Client) currentErrLocked(e *entry) error {
+func (tx *txn) currentErr(e *entry) error {
+	c := tx.c
 	switch e.state {
 	case StateACKed, StateRequested:
 		if ch := e.active(); ch.lastFailure != nil {
@@ -316,7 +320,7 @@ func (c *Client) currentErrLocked(e *entry) error {
 		}
 		return nil
 	}
-	return e.errLocked()
+	return e.failureErr()
 }
 
 // unreachableErr is the error of e's watchers when ch, the server e uses,
@@ -329,7 +333,7 @@ func unreachableCause(e *entry, reason error) string {
 	return fmt.Sprintf("xDS server unreachable (servers tried: %s): %v", serverList(e.auth, e.auth.active), reason)
 }
 
-func (c *Client) clearFailureLocked(e *entry) {
+func (tx *txn) clearFailure(e *entry) {
 	if e.x != nil {
 		e.x.fail = failure{}
 		e.tidy()
@@ -356,16 +360,17 @@ type details struct {
 	failRaw []byte
 }
 
-// applyLocked is where every event of a cache entry takes effect: it asks
+// apply is where every event of a cache entry takes effect: it asks
 // transition what ev does to e and carries that out: the timer, the A53
-// logs, the failure record, the state and resource (setStateLocked, which
+// logs, the failure record, the state and resource (setState, which
 // fires CacheStateChanged), then the watchers. Nothing else changes an
 // entry's state or tells its watchers of an event.
-func (c *Client) applyLocked(e *entry, ev event, d details) {
+func (tx *txn) apply(e *entry, ev event, d details) {
+	c := tx.c
 	ch := e.active()
 	out := transition(entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}, ev, c.featuresOf(ch))
 	if out.stopTimer {
-		ch.stopTimerLocked(e)
+		ch.stopTimer(tx, e)
 	}
 	switch {
 	case out.logIgnored:
@@ -384,7 +389,7 @@ func (c *Client) applyLocked(e *entry, ev event, d details) {
 	case recordFailure:
 		e.extra().fail = failure{err: err, version: d.version, at: d.at, raw: d.failRaw}
 	case clearFailure:
-		c.clearFailureLocked(e)
+		tx.clearFailure(e)
 	}
 	res := e.res
 	switch out.resource {
@@ -396,44 +401,44 @@ func (c *Client) applyLocked(e *entry, ev event, d details) {
 	if ev.kind == evValid && ev.unchanged && res.ok() {
 		res.from = d.u // the latest update carried the held bytes
 	}
-	c.setStateLocked(e, out.state, res)
+	tx.setState(e, out.state, res)
 	switch out.notify {
 	case notifyResource:
-		c.notifyLocked(e, d.res, nil, false)
+		tx.notify(e, d.res, nil, false)
 	case notifyError:
-		c.notifyLocked(e, nil, err, false)
+		tx.notify(e, nil, err, false)
 	case notifyAmbient:
-		c.notifyLocked(e, nil, err, true)
+		tx.notify(e, nil, err, true)
 	case notifyCleared:
-		c.clearAmbientLocked(e)
+		tx.clearAmbient(e)
 	}
 }
 
-// applyValidLocked accepts a valid resource, raw, that update u carried and
+// applyValid accepts a valid resource, raw, that update u carried and
 // that was decoded into res. unchanged is set when raw equals the bytes
 // already held from the same server (res is then nil).
-func (c *Client) applyValidLocked(e *entry, res *Resource, raw []byte, unchanged bool, u *update) {
-	c.applyLocked(e, event{kind: evValid, unchanged: unchanged}, details{res: res, raw: raw, u: u})
+func (tx *txn) applyValid(e *entry, res *Resource, raw []byte, unchanged bool, u *update) {
+	tx.apply(e, event{kind: evValid, unchanged: unchanged}, details{res: res, raw: raw, u: u})
 }
 
-// applyInvalidLocked records a resource that failed validation (NACK).
-func (c *Client) applyInvalidLocked(e *entry, raw []byte, cause error, version string, now time.Time) {
+// applyInvalid records a resource that failed validation (NACK).
+func (tx *txn) applyInvalid(e *entry, raw []byte, cause error, version string, now time.Time) {
 	f := e.failure()
 	same := f != nil && f.raw != nil && string(f.raw) == string(raw)
-	c.applyLocked(e, event{kind: evInvalid, sameBytes: same}, details{
+	tx.apply(e, event{kind: evInvalid, sameBytes: same}, details{
 		cause: fmt.Sprintf("rejected (NACK) version %q: %v", version, cause), version: version, at: now, failRaw: raw})
 }
 
-// applyReceivedErrorLocked applies a TP3 error sent by the server.
-func (c *Client) applyReceivedErrorLocked(e *entry, code codes.Code, msg, version string, now time.Time) {
-	c.applyLocked(e, event{kind: evServerError, code: code}, details{
+// applyReceivedError applies a TP3 error sent by the server.
+func (tx *txn) applyReceivedError(e *entry, code codes.Code, msg, version string, now time.Time) {
+	tx.apply(e, event{kind: evServerError, code: code}, details{
 		cause: fmt.Sprintf("control plane reported %s: %s", code, msg), version: version, at: now})
 }
 
-// applyDeletionLocked handles an LDS or CDS resource missing from a full
+// applyDeletion handles an LDS or CDS resource missing from a full
 // state response.
-func (c *Client) applyDeletionLocked(e *entry, version string, now time.Time) {
-	c.applyLocked(e, event{kind: evDeletion}, details{
+func (tx *txn) applyDeletion(e *entry, version string, now time.Time) {
+	tx.apply(e, event{kind: evDeletion}, details{
 		cause: fmt.Sprintf("deleted by the server (absent from the response at version %q)", version), version: version, at: now})
 }
 
@@ -445,9 +450,10 @@ func (c *Client) resourceTimeout(ch *channel) (time.Duration, bool) {
 	return c.o.resourceTimeout, false
 }
 
-// onTimerLocked fires the does-not-exist timer of e started as generation
+// onTimer fires the does-not-exist timer of e started as generation
 // gen.
-func (c *Client) onTimerLocked(e *entry, gen uint32) {
+func (tx *txn) onTimer(e *entry, gen uint32) {
+	c := tx.c
 	if e.removed || !e.timing || e.timerGen != gen {
 		return
 	}
@@ -459,5 +465,5 @@ func (c *Client) onTimerLocked(e *entry, gen uint32) {
 	if transient {
 		cause = fmt.Sprintf("not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", d)
 	}
-	c.applyLocked(e, event{kind: evTimer}, details{cause: cause})
+	tx.apply(e, event{kind: evTimer}, details{cause: cause})
 }

@@ -121,18 +121,18 @@ func decodeItem(typ xdsresource.Type, opts xdsresource.DecodeOptions, it *item) 
 func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse) {
 	c := ch.c
 	typeURL := resp.GetTypeUrl()
-	c.mu.Lock()
+	tx := c.lock()
 	typ := c.types[typeURL]
-	c.mu.Unlock()
+	tx.unlock()
 	items := make([]item, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
 		items[i] = unwrap(a, typ, typeURL)
 	}
 
-	c.mu.Lock()
+	tx = c.lock()
 	ts := ch.types[typeURL]
 	if c.closed || typ == nil || ts == nil {
-		c.mu.Unlock()
+		tx.unlock()
 		if !c.closed {
 			c.logger.Warn("xDS response of a type that was never subscribed; ignored", "server", ch.uri, "type", typeURL)
 		}
@@ -157,14 +157,14 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		changed++
 	}
 	opts := xdsresource.DecodeOptions{ServerURI: ch.uri, TrustedServer: ch.server.TrustedXDSServer}
-	c.mu.Unlock()
+	tx.unlock()
 
 	decodeItems(typ, opts, items, changed)
 
 	now := time.Now()
 	version := resp.GetVersionInfo()
-	c.mu.Lock()
-	defer c.unlock()
+	tx = c.lock()
+	defer tx.unlock()
 	if c.closed {
 		return
 	}
@@ -175,7 +175,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		// A higher priority server that delivers again is used again (A71).
 		for _, a := range ch.sortedAuths() {
 			if i := a.indexOf(ch); i >= 0 && i < a.active {
-				c.switchBackLocked(a, i)
+				tx.switchBack(a, i)
 			}
 		}
 	}
@@ -194,7 +194,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	for i := range items {
 		it := &items[i]
 		if h := it.held; h != nil && (h.removed || !h.res.ok() || h.res.from.ch != ch || !bytes.Equal(h.res.raw, it.raw.GetValue())) {
-			// What h held changed while c.mu was released: decode after all.
+			// What h held changed while the lock was released: decode after all.
 			it.held = nil
 			decodeItem(typ, opts, it)
 		}
@@ -220,7 +220,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		if it.err != nil {
 			invalid++
 			nacks = append(nacks, it.err.Error())
-			c.applyInvalidLocked(e, it.raw.GetValue(), it.err, version, now)
+			tx.applyInvalid(e, it.raw.GetValue(), it.err, version, now)
 			continue
 		}
 		valid++
@@ -232,7 +232,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		if !unchanged {
 			res = newResource(typ, it.name, it.value, it.raw, u)
 		}
-		c.applyValidLocked(e, res, it.raw.GetValue(), unchanged, u)
+		tx.applyValid(e, res, it.raw.GetValue(), unchanged, u)
 	}
 	if !c.o.legacy {
 		for i, re := range resp.GetResourceErrors() {
@@ -261,7 +261,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			seen++
 			invalid++
 			tp3++
-			c.applyReceivedErrorLocked(e, codes.Code(st.GetCode()), st.GetMessage(), version, now)
+			tx.applyReceivedError(e, codes.Code(st.GetCode()), st.GetMessage(), version, now)
 		}
 	}
 	// When every subscribed entry was seen, none was deleted: the scan is
@@ -274,7 +274,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			if e.active() != ch || e.seenGen == gen || !e.res.ok() || e.state == StateDoesNotExist || e.state == StateReceivedError {
 				continue
 			}
-			c.applyDeletionLocked(e, version, now)
+			tx.applyDeletion(e, version, now)
 		}
 	}
 
@@ -297,8 +297,8 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		if f := h.ResponseReceived; f != nil {
 			info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: resp.GetNonce(),
 				Valid: valid, Invalid: invalid, Errors: tp3, NACK: nack}
-			c.hook(func() { f(info) })
+			tx.hook(func() { f(info) })
 		}
 	}
-	c.releaseWatchersLocked()
+	tx.releaseWatchers()
 }

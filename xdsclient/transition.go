@@ -5,7 +5,7 @@ import "google.golang.org/grpc/codes"
 // The behaviour of a cache entry under gRFCs A88, A57 and A53 is one
 // function, transition: an event and the entry's state in, the entry's new
 // state and the effects out. It knows nothing of gRPC, locks, watchers or
-// hooks; applyLocked (entry.go) carries its outcome out, and everything an
+// hooks; apply (entry.go) carries its outcome out, and everything an
 // observer sees (watcher callbacks, CacheStateChanged, CSDS, metrics) comes
 // from that one place. transition_test.go checks it row by row against
 // A88's "Summary of Behavior Changes" table.
