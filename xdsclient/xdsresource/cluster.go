@@ -112,9 +112,9 @@ type Cluster struct {
 	LRSServer bool
 	// ConnectTimeout is connect_timeout, zero when unset.
 	ConnectTimeout time.Duration
-	// TransportSocket is transport_socket as received, nil when unset. It
-	// is not validated.
-	TransportSocket *corev3.TransportSocket
+	// Security is the validated UpstreamTlsContext of transport_socket
+	// (gRFC A29), nil when the cluster is plaintext.
+	Security *SecurityConfig
 }
 
 // RingHashConfig holds the ring sizes of a ring_hash policy:
@@ -163,40 +163,39 @@ func (c *Cluster) Summary() string {
 
 // clusterPool holds empty Cluster messages for decodeCluster. A decoded
 // Cluster keeps pointers to some sub-messages of the message it came from
-// (transport_socket, outlier_detection, load_balancing_policy), never to the
+// (outlier_detection, load_balancing_policy), never to the
 // message itself, which can therefore be reused: that saves its ~550 bytes
 // for every cluster of every full-state update.
 var clusterPool = sync.Pool{New: func() any { return new(clusterv3.Cluster) }}
 
-func decodeCluster(_ DecodeOptions, b []byte) (string, any, error) {
+func decodeCluster(opts DecodeOptions, b []byte) (string, any, error) {
 	m := clusterPool.Get().(*clusterv3.Cluster)
-	name, c, err := decodeClusterMessage(b, m)
+	name, c, err := decodeClusterMessage(opts, b, m)
 	m.Reset() // drops the pointers to sub-messages before it is pooled
 	clusterPool.Put(m)
 	return name, c, err
 }
 
 // decodeClusterMessage unmarshals b into the empty m and validates it.
-func decodeClusterMessage(b []byte, m *clusterv3.Cluster) (string, any, error) {
+func decodeClusterMessage(opts DecodeOptions, b []byte, m *clusterv3.Cluster) (string, any, error) {
 	if err := unmarshal(b, m); err != nil {
 		return "", nil, err
 	}
 	if m.GetName() == "" {
 		return "", nil, errNoName
 	}
-	c, err := validateCluster(m)
+	c, err := validateCluster(opts, m)
 	if err != nil {
 		return m.GetName(), nil, err
 	}
 	return m.GetName(), c, nil
 }
 
-func validateCluster(m *clusterv3.Cluster) (*Cluster, error) {
+func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error) {
 	c := &Cluster{
 		Name:             m.GetName(),
 		MaxRequests:      DefaultMaxRequests,
 		ConnectTimeout:   m.GetConnectTimeout().AsDuration(),
-		TransportSocket:  m.GetTransportSocket(),
 		OutlierDetection: m.GetOutlierDetection(),
 	}
 	if err := clusterKind(m, c); err != nil {
@@ -232,6 +231,11 @@ func validateCluster(m *clusterv3.Cluster) (*Cluster, error) {
 	if len(m.GetTransportSocketMatches()) != 0 {
 		return nil, errors.New("transport_socket_matches is not supported")
 	}
+	sc, err := validateUpstreamTLS(opts, m.GetTransportSocket())
+	if err != nil {
+		return nil, fmt.Errorf("transport_socket.%v", err)
+	}
+	c.Security = sc
 	return c, nil
 }
 

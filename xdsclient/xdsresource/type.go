@@ -98,6 +98,11 @@ type DecodeOptions struct {
 	// "trusted_xds_server" feature (gRFC A81), which allows settings that
 	// are honoured only from trusted servers.
 	TrustedServer bool
+	// HasCertificateProvider reports whether the bootstrap has a
+	// certificate provider instance of that name in its
+	// "certificate_providers" (gRFC A29). TLS settings that name an
+	// instance it does not know are rejected; nil knows none.
+	HasCertificateProvider func(instance string) bool
 }
 
 // TypeName returns the type URL of t without its "type.googleapis.com/"

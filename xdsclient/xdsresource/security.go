@@ -1,0 +1,233 @@
+package xdsresource
+
+import (
+	"errors"
+	"fmt"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Type URLs of the TLS transport socket configs (gRFC A29).
+const (
+	UpstreamTLSContextTypeURL   = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	DownstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+)
+
+// tlsTransportSocketName is the only transport_socket name gRPC accepts.
+const tlsTransportSocketName = "envoy.transport_sockets.tls"
+
+// SecurityConfig is a validated TLS configuration (gRFC A29): the
+// UpstreamTlsContext of a Cluster or the DownstreamTlsContext of a server
+// filter chain. Certificates come only from certificate provider instances
+// of the bootstrap's "certificate_providers", named here.
+type SecurityConfig struct {
+	// IdentityInstance and IdentityCertName are
+	// tls_certificate_provider_instance: where this side's certificate
+	// comes from. IdentityInstance is always set on a server; on a client
+	// it is empty when the client presents no certificate.
+	IdentityInstance, IdentityCertName string
+	// RootInstance and RootCertName are the validation context's
+	// ca_certificate_provider_instance: the roots that the peer's
+	// certificate is checked against. Always set on a client; on a server
+	// it is empty when client certificates are not checked.
+	RootInstance, RootCertName string
+	// SANMatchers are the validation context's match_subject_alt_names: a
+	// peer certificate is accepted when one of its SANs matches one of
+	// them, or always when there are none. Clients only.
+	SANMatchers []StringMatcher
+	// RequireClientCert is the DownstreamTlsContext's
+	// require_client_certificate. Servers only; RootInstance is set
+	// whenever it is true.
+	RequireClientCert bool
+}
+
+// StringMatcher is a validated envoy.type.matcher.v3.StringMatcher. Kind is
+// HeaderExact, HeaderPrefix, HeaderSuffix, HeaderContains or HeaderRegex.
+type StringMatcher struct {
+	Kind HeaderMatchKind
+	// Value is the string, prefix, suffix or substring to compare with, or
+	// the RE2 expression that must match the whole value.
+	Value string
+	// IgnoreCase makes all but HeaderRegex compare without case.
+	IgnoreCase bool
+}
+
+// validateStringMatcher checks m as gRPC does: prefix, suffix and contains
+// need a value, a regex must compile.
+func validateStringMatcher(m *matcherv3.StringMatcher) (StringMatcher, error) {
+	var hm HeaderMatcher
+	if err := fromStringMatcher(m, &hm); err != nil {
+		return StringMatcher{}, err
+	}
+	sm := StringMatcher{Kind: hm.Kind, Value: hm.Value, IgnoreCase: hm.IgnoreCase}
+	switch sm.Kind {
+	case HeaderPrefix, HeaderSuffix, HeaderContains:
+		if sm.Value == "" {
+			return sm, fmt.Errorf("empty %v", sm.Kind)
+		}
+	case HeaderRegex:
+		if err := checkRegex(sm.Value); err != nil {
+			return sm, err
+		}
+	}
+	return sm, nil
+}
+
+// validateUpstreamTLS validates a Cluster's transport_socket. A nil socket
+// means plaintext and gives a nil config. Errors start with the field path
+// below transport_socket.
+func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*SecurityConfig, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	m := new(tlsv3.UpstreamTlsContext)
+	if err := tlsContextOf(ts, UpstreamTLSContextTypeURL, m); err != nil {
+		return nil, err
+	}
+	const at = "typed_config"
+	if m.GetCommonTlsContext() == nil {
+		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
+	}
+	sc, err := validateCommonTLS(opts, m.GetCommonTlsContext(), false)
+	if err != nil {
+		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
+	}
+	return sc, nil
+}
+
+// validateDownstreamTLS validates a server filter chain's
+// transport_socket, nil meaning plaintext.
+func validateDownstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*SecurityConfig, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	m := new(tlsv3.DownstreamTlsContext)
+	if err := tlsContextOf(ts, DownstreamTLSContextTypeURL, m); err != nil {
+		return nil, err
+	}
+	const at = "typed_config"
+	switch {
+	case m.GetRequireSni().GetValue():
+		return nil, fmt.Errorf("%s.require_sni: not supported", at)
+	case m.GetOcspStaplePolicy() != tlsv3.DownstreamTlsContext_LENIENT_STAPLING:
+		return nil, fmt.Errorf("%s.ocsp_staple_policy: %v is not supported, want LENIENT_STAPLING", at, m.GetOcspStaplePolicy())
+	case m.GetCommonTlsContext() == nil:
+		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
+	}
+	sc, err := validateCommonTLS(opts, m.GetCommonTlsContext(), true)
+	if err != nil {
+		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
+	}
+	sc.RequireClientCert = m.GetRequireClientCertificate().GetValue()
+	if sc.RequireClientCert && sc.RootInstance == "" {
+		return nil, fmt.Errorf("%s.require_client_certificate: true, but common_tls_context has no ca_certificate_provider_instance", at)
+	}
+	return sc, nil
+}
+
+// tlsContextOf checks the name and type of ts and unmarshals its config
+// into the empty m.
+func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) error {
+	if ts.GetName() != tlsTransportSocketName {
+		return fmt.Errorf("name: %q is not supported, want %q", ts.GetName(), tlsTransportSocketName)
+	}
+	cfg := ts.GetTypedConfig()
+	if cfg.GetTypeUrl() != typeURL {
+		return fmt.Errorf("typed_config: type %q is not supported, want %q", cfg.GetTypeUrl(), typeURL)
+	}
+	if err := unmarshal(cfg.GetValue(), m); err != nil {
+		return fmt.Errorf("typed_config: %v", err)
+	}
+	return nil
+}
+
+// validateCommonTLS applies gRFC A29 to a CommonTlsContext, for a server
+// or a client. Errors start with the field below common_tls_context.
+func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server bool) (*SecurityConfig, error) {
+	switch {
+	case c.GetTlsParams() != nil:
+		return nil, errors.New("tls_params: not supported")
+	case c.GetCustomHandshaker() != nil:
+		return nil, errors.New("custom_handshaker: not supported")
+	}
+	sc := &SecurityConfig{}
+	if id := c.GetTlsCertificateProviderInstance(); id != nil {
+		if err := checkProviderInstance(opts, id.GetInstanceName()); err != nil {
+			return nil, fmt.Errorf("tls_certificate_provider_instance.%v", err)
+		}
+		sc.IdentityInstance, sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	} else {
+		switch {
+		case len(c.GetTlsCertificates()) != 0:
+			return nil, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
+		case len(c.GetTlsCertificateSdsSecretConfigs()) != 0:
+			return nil, errors.New("tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance")
+		case server:
+			return nil, errors.New("tls_certificate_provider_instance: missing, a server needs an identity certificate")
+		}
+	}
+
+	var vc *tlsv3.CertificateValidationContext
+	var at string
+	switch t := c.GetValidationContextType().(type) {
+	case nil:
+		if !server {
+			return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance")
+		}
+		return sc, nil
+	case *tlsv3.CommonTlsContext_ValidationContext:
+		vc, at = t.ValidationContext, "validation_context"
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		vc, at = t.CombinedValidationContext.GetDefaultValidationContext(), "combined_validation_context.default_validation_context"
+	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
+		return nil, errors.New("validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance")
+	default:
+		return nil, fmt.Errorf("validation_context_type %T: not supported", t)
+	}
+	switch {
+	case len(vc.GetVerifyCertificateSpki()) != 0:
+		return nil, fmt.Errorf("%s.verify_certificate_spki: not supported", at)
+	case len(vc.GetVerifyCertificateHash()) != 0:
+		return nil, fmt.Errorf("%s.verify_certificate_hash: not supported", at)
+	case vc.GetRequireSignedCertificateTimestamp().GetValue():
+		return nil, fmt.Errorf("%s.require_signed_certificate_timestamp: not supported", at)
+	case vc.GetCrl() != nil:
+		return nil, fmt.Errorf("%s.crl: not supported", at)
+	case vc.GetCustomValidatorConfig() != nil:
+		return nil, fmt.Errorf("%s.custom_validator_config: not supported", at)
+	}
+	ca := vc.GetCaCertificateProviderInstance()
+	if ca == nil {
+		return nil, fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
+	}
+	if err := checkProviderInstance(opts, ca.GetInstanceName()); err != nil {
+		return nil, fmt.Errorf("%s.ca_certificate_provider_instance.%v", at, err)
+	}
+	sc.RootInstance, sc.RootCertName = ca.GetInstanceName(), ca.GetCertificateName()
+	for i, m := range vc.GetMatchSubjectAltNames() {
+		if server {
+			return nil, fmt.Errorf("%s.match_subject_alt_names: not supported on servers", at)
+		}
+		sm, err := validateStringMatcher(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s.match_subject_alt_names[%d]: %v", at, i, err)
+		}
+		sc.SANMatchers = append(sc.SANMatchers, sm)
+	}
+	return sc, nil
+}
+
+// checkProviderInstance reports an error, starting with "instance_name", when
+// name is not an instance of the bootstrap's certificate_providers.
+func checkProviderInstance(opts DecodeOptions, name string) error {
+	if name == "" {
+		return errors.New("instance_name: empty")
+	}
+	if opts.HasCertificateProvider == nil || !opts.HasCertificateProvider(name) {
+		return fmt.Errorf("instance_name: %q is not in the bootstrap's certificate_providers", name)
+	}
+	return nil
+}
