@@ -249,7 +249,9 @@ func TestServerListenerErrors(t *testing.T) {
 	const fc0 = lds + `filter_chains[0].`
 	const tls0 = fc0 + `transport_socket.typed_config.`
 	runErrorCases(t, ListenerType, serverName, []errorCase{
-		{name: "listener_filters", build: lis(func(m *listenerv3.Listener) { m.ListenerFilters = []*listenerv3.ListenerFilter{{Name: "tls_inspector"}} }),
+		{name: "listener_filters", build: lis(func(m *listenerv3.Listener) {
+			m.ListenerFilters = []*listenerv3.ListenerFilter{{Name: "tls_inspector"}}
+		}),
 			want: lds + `listener_filters: not supported (1 entry)`},
 		{name: "use_original_dst", build: lis(func(m *listenerv3.Listener) { m.UseOriginalDst = wrapperspb.Bool(true) }),
 			want: lds + `use_original_dst: true is not supported`},
@@ -314,7 +316,9 @@ func TestServerListenerErrors(t *testing.T) {
 		{name: "client-only filter on a server", build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 			h.HttpFilters = append([]*hcmv3.HttpFilter{httpFilter(t, "fault", &faultv3.HTTPFault{})}, h.HttpFilters...)
 		}), want: fc0 + `filters[0] "hcm": http_filters[0] "fault": filter type "` + FaultFilterTypeURL + `" is not supported on servers`},
-		{name: "no router", build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{})} }),
+		{name: "no router", build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+			h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{})}
+		}),
 			want: fc0 + `filters[0] "hcm": http_filters: last filter "rbac" is not the router`},
 		{name: "bad default chain", build: lis(func(m *listenerv3.Listener) {
 			m.DefaultFilterChain = chain(t, "d", nil)
