@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -84,9 +86,9 @@ type Cluster struct {
 	// priority first; never empty.
 	PrioritizedClusters []string
 
-	// LBPolicy is the load balancing policy, one of the LB* names. It
-	// comes from load_balancing_policy (the first supported entry) when
-	// that is set, else from lb_policy.
+	// LBPolicy is the load balancing policy, one of the LB* names or the
+	// name of a custom policy. It comes from load_balancing_policy (the
+	// first supported entry) when that is set, else from lb_policy.
 	LBPolicy string
 	// LBChildPolicy is the endpoint-picking policy when LBPolicy is
 	// wrr_locality.
@@ -96,6 +98,13 @@ type Cluster struct {
 	// LeastRequestChoiceCount is set (at least 2) when least_request is the
 	// policy or wrr_locality's child.
 	LeastRequestChoiceCount uint32
+	// WeightedRoundRobin is set when weighted_round_robin is the policy or
+	// wrr_locality's child.
+	WeightedRoundRobin *WeightedRoundRobinConfig
+	// CustomLBConfig is the JSON config of a custom policy (gRFC A52), set
+	// when LBPolicy or LBChildPolicy names a balancer registered with gRPC
+	// in this program rather than one of the LB* policies.
+	CustomLBConfig json.RawMessage
 	// LoadBalancingPolicy is load_balancing_policy as received, nil when
 	// unset, for the policy parameters not copied above.
 	LoadBalancingPolicy *clusterv3.LoadBalancingPolicy
@@ -370,7 +379,26 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 		case pickFirstURL:
 			return LBPickFirst, nil
 		case cswrrURL:
-			return LBWeightedRoundRobin, nil
+			w := new(cswrrv3.ClientSideWeightedRoundRobin)
+			if err = unmarshal(cfg.GetValue(), w); err == nil {
+				c.WeightedRoundRobin, err = validateWRR(w)
+			}
+			if err == nil {
+				return LBWeightedRoundRobin, nil
+			}
+		case xdsTypedStructURL, udpaTypedStructURL:
+			var typeURL string
+			var value *structpb.Struct
+			if typeURL, value, err = typedStructPolicy(cfg.GetTypeUrl(), cfg.GetValue()); err == nil {
+				var name string
+				var ok bool
+				if name, c.CustomLBConfig, ok, err = customPolicy(typeURL, value); err == nil {
+					if !ok {
+						continue
+					}
+					return name, nil
+				}
+			}
 		case ringHashURL:
 			rh := new(ringhashv3.RingHash)
 			if err = unmarshal(cfg.GetValue(), rh); err == nil {
