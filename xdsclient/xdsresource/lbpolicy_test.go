@@ -27,7 +27,7 @@ const testLBName = "xdslens_test_lb"
 type testLBBuilder struct{}
 
 func (testLBBuilder) Build(balancer.ClientConn, balancer.BuildOptions) balancer.Balancer { return nil }
-func (testLBBuilder) Name() string                                                      { return testLBName }
+func (testLBBuilder) Name() string                                                       { return testLBName }
 func (testLBBuilder) ParseConfig(js json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
 	var cfg struct{ Bad bool }
 	if err := json.Unmarshal(js, &cfg); err != nil {
