@@ -54,7 +54,8 @@ type HTTPFilter struct {
 }
 
 // Summary returns a one-line description of l, for example
-// `listener l1: RDS "r1", 2 HTTP filters`.
+// `listener l1: RDS "r1", 2 HTTP filters` or, for a server listener,
+// `server listener s1: 0.0.0.0:8443, 2 filter chains and a default`.
 func (l *Listener) Summary() string {
 	if l.Server != nil {
 		return l.Server.summary(l.Name)

@@ -1,16 +1,3 @@
-// Package xdsresource decodes and validates xDS resources into typed Go
-// values.
-//
-// Each kind of resource is described by a [Type]: its type URL, whether the
-// State-of-the-World protocol sends it as a full set, and a Decode function
-// that turns the wire bytes into a validated value. The four resource types
-// that a gRPC client uses are provided as [ListenerType], [RouteConfigType],
-// [ClusterType] and [EndpointsType]; users may implement [Type] for their
-// own resources and hand it to the client.
-//
-// Validation follows gRPC's client rules: a resource that gRPC could not use
-// is rejected with an error that names the rule it broke, and the client
-// NACKs it.
 package xdsresource
 
 import (
