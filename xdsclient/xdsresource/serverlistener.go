@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,8 +26,10 @@ type ServerListener struct {
 	// does not support (destination_port, server_names,
 	// application_protocols, a transport_protocol other than "raw_buffer")
 	// are left out, and so are chains with no transport_protocol for
-	// destination prefixes where a chain with "raw_buffer" exists. No two
-	// chains match the same connection.
+	// destination prefixes where a chain with "raw_buffer" exists: such a
+	// chain keeps only its other prefixes in Match.DestinationPrefixes, or
+	// is left out when none remain. No two chains match the same
+	// connection.
 	FilterChains []FilterChain
 	// DefaultFilterChain is default_filter_chain, nil when unset: it
 	// serves the connections that no chain of FilterChains matches. At
@@ -246,17 +249,28 @@ func validateFilterChains(opts DecodeOptions, chains []*listenerv3.FilterChain) 
 		}
 		validated[i] = c
 	}
-	used := make(map[int]bool)
-	for _, st := range byDst {
+	// A chain is used when it still holds a match; a chain replaced by a
+	// raw_buffer chain for some of its destination prefixes keeps the
+	// others.
+	live := make(map[int]map[netip.Prefix]bool)
+	for d, st := range byDst {
 		for _, i := range st.owners {
-			used[i] = true
+			if live[i] == nil {
+				live[i] = make(map[netip.Prefix]bool)
+			}
+			live[i][d] = true
 		}
 	}
 	var out []FilterChain
 	for i := range chains {
-		if used[i] {
-			out = append(out, *validated[i])
+		if live[i] == nil {
+			continue
 		}
+		c := validated[i]
+		if c.Match.DestinationPrefixes != nil {
+			c.Match.DestinationPrefixes = slices.DeleteFunc(c.Match.DestinationPrefixes, func(p netip.Prefix) bool { return !live[i][p] })
+		}
+		out = append(out, *c)
 	}
 	return out, nil
 }

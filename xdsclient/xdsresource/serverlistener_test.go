@@ -354,3 +354,19 @@ func TestServerListenerErrors(t *testing.T) {
 		})), want: tls0 + `common_tls_context.validation_context.match_subject_alt_names: not supported on servers`},
 	})
 }
+
+// A chain without transport_protocol loses to a raw_buffer chain only for
+// the destination prefixes they share.
+func TestServerListenerRawBufferPartly(t *testing.T) {
+	m := serverLis(
+		chain(t, "two", &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("10.0.0.0", 8), cidr("192.168.0.0", 16)}}),
+		chain(t, "raw", &listenerv3.FilterChainMatch{TransportProtocol: "raw_buffer", PrefixRanges: []*corev3.CidrRange{cidr("10.0.0.0", 8)}}),
+	)
+	s := decodeServer(t, m)
+	if got, want := chainNames(s.FilterChains), []string{"two", "raw"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("chains = %q, want %q", got, want)
+	}
+	if got, want := s.FilterChains[0].Match.DestinationPrefixes, []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DestinationPrefixes of two = %v, want %v", got, want)
+	}
+}
