@@ -22,8 +22,12 @@ const RouteLookupClusterSpecifierTypeURL = TypeURLPrefix + "grpc.lookup.v1.Route
 // Limits and defaults that gRPC's RLS policy applies to a route lookup
 // config.
 const (
-	RLSMaxAge                      = 5 * time.Minute
-	RLSMaxCacheSizeBytes           = 5 * 1024 * 1024 * 8
+	// RLSMaxAge caps max_age (unless stale_age is set) and stale_age.
+	RLSMaxAge = 5 * time.Minute
+	// RLSMaxCacheSizeBytes caps cache_size_bytes.
+	RLSMaxCacheSizeBytes = 5 * 1024 * 1024 * 8
+	// RLSDefaultLookupServiceTimeout replaces an unset or zero
+	// lookup_service_timeout.
 	RLSDefaultLookupServiceTimeout = 10 * time.Second
 )
 
@@ -64,7 +68,8 @@ type RLSKeyBuilder struct {
 	ConstantKeys map[string]string
 }
 
-// RLSMethod is one name of a key builder.
+// RLSMethod is one name of a key builder: a service, never empty, and a
+// method of it, empty for all of them.
 type RLSMethod struct{ Service, Method string }
 
 // RLSHeaderKey sends the value of the first of Names present in a request

@@ -12,7 +12,11 @@ import (
 
 // Type URLs of the TLS transport socket configs (gRFC A29).
 const (
-	UpstreamTLSContextTypeURL   = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	// UpstreamTLSContextTypeURL is the transport_socket config of a
+	// Cluster.
+	UpstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	// DownstreamTLSContextTypeURL is the transport_socket config of a
+	// server filter chain.
 	DownstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
 )
 
@@ -47,6 +51,7 @@ type SecurityConfig struct {
 // StringMatcher is a validated envoy.type.matcher.v3.StringMatcher. Kind is
 // HeaderExact, HeaderPrefix, HeaderSuffix, HeaderContains or HeaderRegex.
 type StringMatcher struct {
+	// Kind says how Value is compared.
 	Kind HeaderMatchKind
 	// Value is the string, prefix, suffix or substring to compare with, or
 	// the RE2 expression that must match the whole value.

@@ -18,9 +18,11 @@ import (
 // address an xDS-enabled gRPC server listens on and the filter chains that
 // say, per connection, which routes, HTTP filters and TLS settings apply.
 type ServerListener struct {
-	// Address and Port are address.socket_address.
+	// Address is address.socket_address.address, the IP address (or
+	// host) the server listens on.
 	Address string
-	Port    uint32
+	// Port is address.socket_address.port_value.
+	Port uint32
 	// FilterChains are the filter chains that gRPC uses, in order. Chains
 	// that gRPC ignores because their filter_chain_match uses a field it
 	// does not support (destination_port, server_names,
