@@ -49,7 +49,7 @@
 //	| Cluster, Listener | CertificateValidationContext: verify_certificate_spki, verify_certificate_hash, require_signed_certificate_timestamp, crl and custom_validator_config rejected | A29 | |
 //	| Cluster, Listener | match_subject_alt_names: prefix, suffix and contains not empty, safe_regex valid RE2 | A29 | |
 //	| Cluster, Listener | every certificate provider instance named must be in the bootstrap's certificate_providers, and have a name | A29 | C-core (grpc-go fails later, when it builds the credentials, and treats an empty client identity instance as none) |
-//	| Cluster, Listener | the deprecated tls_certificate_certificate_provider_instance and validation_context_certificate_provider_instance are not read, so a context that only has them is rejected | A29 | neither: grpc-go still falls back to them; C-core not checked |
+//	| Cluster, Listener | the deprecated tls_certificate_certificate_provider_instance and validation_context_certificate_provider_instance are read when the current fields name no provider or are invalid | A29 | grpc-go |
 //	| Cluster | load_balancing_policy: a TypedStruct (xds or udpa) names a custom policy by the last segment of its type_url; used when a balancer of that name is registered with gRPC in this program, whose parser must accept the struct as JSON; skipped otherwise | A52 | grpc-go |
 //	| Cluster | client_side_weighted_round_robin: error_utilization_penalty not negative; weight_update_period at least 100ms | A58 | grpc-go |
 //

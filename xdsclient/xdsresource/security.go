@@ -151,6 +151,13 @@ func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) e
 
 // validateCommonTLS applies gRFC A29 to a CommonTlsContext, for a server
 // or a client. Errors start with the field below common_tls_context.
+//
+// As in gRPC, certificate provider instances are read from the current
+// fields (tls_certificate_provider_instance and a validation context's
+// ca_certificate_provider_instance). When those give nothing usable, the
+// deprecated tls_certificate_certificate_provider_instance and
+// validation_context_certificate_provider_instance are read instead, if
+// any is set.
 func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server bool) (*SecurityConfig, error) {
 	switch {
 	case c.GetTlsParams() != nil:
@@ -158,20 +165,60 @@ func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server boo
 	case c.GetCustomHandshaker() != nil:
 		return nil, errors.New("custom_handshaker: not supported")
 	}
-	sc := &SecurityConfig{}
-	if id := c.GetTlsCertificateProviderInstance(); id != nil {
-		if err := checkProviderInstance(opts, id.GetInstanceName()); err != nil {
-			return nil, fmt.Errorf("tls_certificate_provider_instance.%v", err)
+	p, err := currentTLSFields(c, server)
+	if (err != nil || p.empty()) && hasDeprecatedTLSFields(c) {
+		if old, oldErr := deprecatedTLSFields(c, server); oldErr == nil {
+			p, err = old, nil
 		}
-		sc.IdentityInstance, sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case server && p.sc.IdentityInstance == "" && p.idField == "":
+		return nil, errors.New("tls_certificate_provider_instance: missing, a server needs an identity certificate")
+	case !server && p.sc.RootInstance == "" && p.rootField == "":
+		return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance")
+	}
+	if p.idField != "" {
+		if err := checkProviderInstance(opts, p.sc.IdentityInstance); err != nil {
+			return nil, fmt.Errorf("%s.%v", p.idField, err)
+		}
+	}
+	if p.rootField != "" {
+		if err := checkProviderInstance(opts, p.sc.RootInstance); err != nil {
+			return nil, fmt.Errorf("%s.%v", p.rootField, err)
+		}
+	}
+	return p.sc, nil
+}
+
+// tlsProviders is what one reading of a CommonTlsContext found: the
+// config, and the paths of the fields that named the identity and root
+// provider instances, "" when none did.
+type tlsProviders struct {
+	sc                 *SecurityConfig
+	idField, rootField string
+}
+
+// empty reports whether p names no provider and no SAN matcher.
+func (p tlsProviders) empty() bool {
+	return p.idField == "" && p.rootField == "" && len(p.sc.SANMatchers) == 0
+}
+
+// currentTLSFields reads the provider instances from the fields A29
+// specifies.
+func currentTLSFields(c *tlsv3.CommonTlsContext, server bool) (tlsProviders, error) {
+	p := tlsProviders{sc: &SecurityConfig{}}
+	if id := c.GetTlsCertificateProviderInstance(); id != nil {
+		p.idField = "tls_certificate_provider_instance"
+		p.sc.IdentityInstance, p.sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
 	} else {
 		switch {
 		case len(c.GetTlsCertificates()) != 0:
-			return nil, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
+			return p, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
 		case len(c.GetTlsCertificateSdsSecretConfigs()) != 0:
-			return nil, errors.New("tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance")
-		case server:
-			return nil, errors.New("tls_certificate_provider_instance: missing, a server needs an identity certificate")
+			return p, errors.New("tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance")
 		}
 	}
 
@@ -179,50 +226,92 @@ func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server boo
 	var at string
 	switch t := c.GetValidationContextType().(type) {
 	case nil:
-		if !server {
-			return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance")
-		}
-		return sc, nil
+		return p, nil
 	case *tlsv3.CommonTlsContext_ValidationContext:
 		vc, at = t.ValidationContext, "validation_context"
 	case *tlsv3.CommonTlsContext_CombinedValidationContext:
 		vc, at = t.CombinedValidationContext.GetDefaultValidationContext(), "combined_validation_context.default_validation_context"
 	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
-		return nil, errors.New("validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance")
+		return p, errors.New("validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance")
 	default:
-		return nil, fmt.Errorf("validation_context_type %T: not supported", t)
+		pm := c.ProtoReflect()
+		field := pm.WhichOneof(pm.Descriptor().Oneofs().ByName("validation_context_type")).Name()
+		return p, fmt.Errorf("%s: not supported, use validation_context.ca_certificate_provider_instance", field)
 	}
 	switch {
 	case len(vc.GetVerifyCertificateSpki()) != 0:
-		return nil, fmt.Errorf("%s.verify_certificate_spki: not supported", at)
+		return p, fmt.Errorf("%s.verify_certificate_spki: not supported", at)
 	case len(vc.GetVerifyCertificateHash()) != 0:
-		return nil, fmt.Errorf("%s.verify_certificate_hash: not supported", at)
+		return p, fmt.Errorf("%s.verify_certificate_hash: not supported", at)
 	case vc.GetRequireSignedCertificateTimestamp().GetValue():
-		return nil, fmt.Errorf("%s.require_signed_certificate_timestamp: not supported", at)
+		return p, fmt.Errorf("%s.require_signed_certificate_timestamp: not supported", at)
 	case vc.GetCrl() != nil:
-		return nil, fmt.Errorf("%s.crl: not supported", at)
+		return p, fmt.Errorf("%s.crl: not supported", at)
 	case vc.GetCustomValidatorConfig() != nil:
-		return nil, fmt.Errorf("%s.custom_validator_config: not supported", at)
+		return p, fmt.Errorf("%s.custom_validator_config: not supported", at)
 	}
 	ca := vc.GetCaCertificateProviderInstance()
 	if ca == nil {
-		return nil, fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
+		return p, fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
 	}
-	if err := checkProviderInstance(opts, ca.GetInstanceName()); err != nil {
-		return nil, fmt.Errorf("%s.ca_certificate_provider_instance.%v", at, err)
+	p.rootField = at + ".ca_certificate_provider_instance"
+	p.sc.RootInstance, p.sc.RootCertName = ca.GetInstanceName(), ca.GetCertificateName()
+	if err := sanMatchers(vc.GetMatchSubjectAltNames(), at, server, p.sc); err != nil {
+		return p, err
 	}
-	sc.RootInstance, sc.RootCertName = ca.GetInstanceName(), ca.GetCertificateName()
-	for i, m := range vc.GetMatchSubjectAltNames() {
+	return p, nil
+}
+
+// hasDeprecatedTLSFields reports whether c sets one of the deprecated
+// provider instance fields.
+func hasDeprecatedTLSFields(c *tlsv3.CommonTlsContext) bool {
+	return c.GetTlsCertificateCertificateProviderInstance() != nil ||
+		c.GetValidationContextCertificateProviderInstance() != nil ||
+		c.GetCombinedValidationContext().GetValidationContextCertificateProviderInstance() != nil
+}
+
+// deprecatedTLSFields reads the provider instances from the deprecated
+// fields, as gRPC still does.
+func deprecatedTLSFields(c *tlsv3.CommonTlsContext, server bool) (tlsProviders, error) {
+	p := tlsProviders{sc: &SecurityConfig{}}
+	if id := c.GetTlsCertificateCertificateProviderInstance(); id != nil {
+		p.idField = "tls_certificate_certificate_provider_instance"
+		p.sc.IdentityInstance, p.sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	}
+	var root *tlsv3.CommonTlsContext_CertificateProviderInstance
+	switch t := c.GetValidationContextType().(type) {
+	case nil:
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		const at = "combined_validation_context.default_validation_context"
+		if err := sanMatchers(t.CombinedValidationContext.GetDefaultValidationContext().GetMatchSubjectAltNames(), at, server, p.sc); err != nil {
+			return p, err
+		}
+		if root = t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); root != nil {
+			p.rootField = "combined_validation_context.validation_context_certificate_provider_instance"
+		}
+	case *tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance:
+		root, p.rootField = t.ValidationContextCertificateProviderInstance, "validation_context_certificate_provider_instance"
+	default:
+		return p, errors.New("validation_context_type: not supported")
+	}
+	p.sc.RootInstance, p.sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
+	return p, nil
+}
+
+// sanMatchers validates match_subject_alt_names, found in the validation
+// context at, into sc.
+func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *SecurityConfig) error {
+	for i, m := range ms {
 		if server {
-			return nil, fmt.Errorf("%s.match_subject_alt_names: not supported on servers", at)
+			return fmt.Errorf("%s.match_subject_alt_names: not supported on servers", at)
 		}
 		sm, err := validateStringMatcher(m)
 		if err != nil {
-			return nil, fmt.Errorf("%s.match_subject_alt_names[%d]: %v", at, i, err)
+			return fmt.Errorf("%s.match_subject_alt_names[%d]: %v", at, i, err)
 		}
 		sc.SANMatchers = append(sc.SANMatchers, sm)
 	}
-	return sc, nil
+	return nil
 }
 
 // checkProviderInstance reports an error, starting with "instance_name", when

@@ -169,3 +169,98 @@ func TestClusterSecurityWithoutProviders(t *testing.T) {
 		t.Errorf("Decode error = %v, want %s", err, want)
 	}
 }
+
+// deprecatedInstance is a CommonTlsContext.CertificateProviderInstance.
+func deprecatedInstance(instance, cert string) *tlsv3.CommonTlsContext_CertificateProviderInstance {
+	return &tlsv3.CommonTlsContext_CertificateProviderInstance{InstanceName: instance, CertificateName: cert}
+}
+
+// As gRPC does, the deprecated provider fields are read when the current
+// ones give nothing usable.
+func TestClusterSecurityDeprecatedFields(t *testing.T) {
+	exact := &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "a"}}
+	tests := []struct {
+		name   string
+		common *tlsv3.CommonTlsContext
+		want   *SecurityConfig
+	}{
+		{"validation_context_certificate_provider_instance", &tlsv3.CommonTlsContext{
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", "ca"),
+			},
+		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
+		{"combined with SAN matchers", &tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{exact}},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+			}},
+		}, &SecurityConfig{RootInstance: "roots", SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
+		// gRPC reads the deprecated fields when the current ones are
+		// invalid too, so a field it rejects there goes unnoticed.
+		{"current fields invalid", &tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{VerifyCertificateHash: []string{"h"}},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+			}},
+		}, &SecurityConfig{RootInstance: "roots"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: tt.common})
+			_, v, err := decode(t, ClusterType, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.(*Cluster).Security; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Security = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+
+	// The current fields win when they are usable: the deprecated
+	// identity is not read.
+	m := edsCluster()
+	m.TransportSocket = tlsSocket(t, upstream(func(c *tlsv3.CommonTlsContext) {
+		c.TlsCertificateCertificateProviderInstance = deprecatedInstance("identity", "")
+	}))
+	_, v, err := decode(t, ClusterType, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := v.(*Cluster).Security; sc.IdentityInstance != "" || sc.RootInstance != "roots" {
+		t.Errorf("Security = %+v, want roots only", sc)
+	}
+
+	runErrorCases(t, ClusterType, "c1", []errorCase{
+		{name: "unknown deprecated root instance", build: func() proto.Message {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
+					ValidationContextCertificateProviderInstance: deprecatedInstance("nope", ""),
+				},
+			}})
+			return m
+		}, want: `cds "c1": transport_socket.typed_config.common_tls_context.validation_context_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},
+		{name: "deprecated fields invalid too", build: func() proto.Message {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+				TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
+				ValidationContextType:                     caContext("roots", &matcherv3.StringMatcher{}),
+			}})
+			return m
+		}, want: `cds "c1": transport_socket.typed_config.common_tls_context.validation_context.match_subject_alt_names[0]: no match pattern`},
+	})
+}
+
+func TestServerSecurityDeprecatedIdentity(t *testing.T) {
+	m := serverLis(chain(t, "c", nil))
+	m.FilterChains[0].TransportSocket = tlsSocket(t, &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
+	}})
+	s := decodeServer(t, m)
+	if sc := s.FilterChains[0].Security; sc == nil || sc.IdentityInstance != "identity" || sc.IdentityCertName != "id" {
+		t.Errorf("Security = %+v, want identity from the deprecated field", sc)
+	}
+}
