@@ -246,7 +246,7 @@ func (c *Client) decodeHeld(e *entry, h held) (*Resource, error) {
 	ch := h.from.ch
 	typ := e.kind.typ
 	raw := &anypb.Any{TypeUrl: typ.TypeURL(), Value: h.raw}
-	opts := xdsresource.DecodeOptions{ServerURI: ch.uri, TrustedServer: ch.server.TrustedXDSServer}
+	opts := ch.decodeOptions()
 	_, value, err := typ.Decode(opts, raw)
 	if err != nil {
 		return nil, c.resourceErrorf(codes.Internal, e, ch.uri, "held resource no longer decodes: %v", err)

@@ -156,7 +156,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		changed++
 	}
-	opts := xdsresource.DecodeOptions{ServerURI: ch.uri, TrustedServer: ch.server.TrustedXDSServer}
+	opts := ch.decodeOptions()
 	tx.unlock()
 
 	decodeItems(typ, opts, items, changed)

@@ -121,6 +121,7 @@ func TestParseSpec(t *testing.T) {
 		{"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment:e1", xdsresource.EndpointsType, "e1", ""},
 		{"cds:xdstp://auth/envoy.config.cluster.v3.Cluster/c1", xdsresource.ClusterType, "xdstp://auth/envoy.config.cluster.v3.Cluster/c1", ""},
 		{"cds:a:b", xdsresource.ClusterType, "a:b", ""},
+		{"lds:grpc/server?xds.resource.listening_address=127.0.0.1:8443", xdsresource.ListenerType, "grpc/server?xds.resource.listening_address=127.0.0.1:8443", ""},
 		{"cds", nil, "", "want TYPE:NAME"},
 		{"cds:", nil, "", "empty resource name"},
 		{":c1", nil, "", `unknown resource type ""`},

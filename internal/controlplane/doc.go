@@ -11,9 +11,9 @@
 //	defer srv.Stop()
 //	err = srv.SetResources(ctx, "node-1", "1", controlplane.DemoResources("demo")...)
 //
-// The builders in this package ([Listener], [RouteConfig], [Cluster],
-// [Endpoints], [DemoResources]) make resources that gRPC's client
-// validation accepts.
+// The builders in this package ([Listener], [ServerListener],
+// [RouteConfig], [Cluster], [Endpoints], [DemoResources]) make resources
+// that gRPC's validation accepts.
 //
 // The server behaves as go-control-plane v0.14 does, including its quirks:
 //   - A change is pushed only to types whose version differs from the version

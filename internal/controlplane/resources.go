@@ -45,6 +45,34 @@ func ListenerInlineRoute(name string, rc *routev3.RouteConfiguration) *listenerv
 	})
 }
 
+// ServerListener returns a server-side listener (gRFC A36) named name for
+// an xDS-enabled gRPC server on host:port. Its one filter chain matches
+// every connection and holds an HttpConnectionManager that fetches
+// routeConfigName over ADS and ends with the router filter.
+func ServerListener(name, host string, port uint32, routeConfigName string) *listenerv3.Listener {
+	hcm := &hcmv3.HttpConnectionManager{
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource:    adsConfigSource(),
+			RouteConfigName: routeConfigName,
+		}},
+		HttpFilters: routerOnly(),
+	}
+	return &listenerv3.Listener{
+		Name: name,
+		Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+			Address:       host,
+			PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
+		}}},
+		FilterChains: []*listenerv3.FilterChain{{
+			Name: name + "-chain",
+			Filters: []*listenerv3.Filter{{
+				Name:       "envoy.filters.network.http_connection_manager",
+				ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)},
+			}},
+		}},
+	}
+}
+
 // RouteConfig returns a route configuration named name with one virtual
 // host for domains whose single route sends every path (prefix "/") to
 // cluster.

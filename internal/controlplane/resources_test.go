@@ -149,3 +149,25 @@ func addrOf(e *endpointv3.LbEndpoint) string {
 	sa := e.GetEndpoint().GetAddress().GetSocketAddress()
 	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
 }
+
+func TestServerListener(t *testing.T) {
+	l := controlplane.ServerListener("s", "127.0.0.1", 8443, "r")
+	if l.GetApiListener() != nil {
+		t.Fatalf("server listener has an api_listener: %v", l)
+	}
+	sa := l.GetAddress().GetSocketAddress()
+	if sa.GetAddress() != "127.0.0.1" || sa.GetPortValue() != 8443 {
+		t.Errorf("address = %v, want 127.0.0.1:8443", sa)
+	}
+	chains := l.GetFilterChains()
+	if len(chains) != 1 || len(chains[0].GetFilters()) != 1 {
+		t.Fatalf("filter_chains = %v, want one chain with one filter", chains)
+	}
+	var hcm hcmv3.HttpConnectionManager
+	if err := chains[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(&hcm); err != nil {
+		t.Fatal(err)
+	}
+	if hcm.GetRds().GetRouteConfigName() != "r" || hcm.GetRds().GetConfigSource().GetAds() == nil {
+		t.Errorf("rds = %v, want r over ads", hcm.GetRds())
+	}
+}

@@ -82,8 +82,13 @@ type CertificateProvider struct {
 	// PluginName is "plugin_name", such as "file_watcher". Never empty.
 	PluginName string
 	// Config is the plugin's "config" object exactly as written, or nil
-	// when absent. Its contents are for the plugin to check.
+	// when absent. Its contents are checked only for the plugins this
+	// package knows, which gRPC knows too: "file_watcher".
 	Config json.RawMessage
+	// FileWatcher is Config parsed and validated when PluginName is
+	// "file_watcher", else nil. Instances of other plugins are kept
+	// unchecked, as gRPC skips plugins it does not know.
+	FileWatcher *FileWatcherConfig
 }
 
 // Parse parses a bootstrap JSON document.
@@ -344,7 +349,13 @@ func parseCertificateProviders(top object) (map[string]CertificateProvider, erro
 		if ok && kindOf(config) != kindObject {
 			return nil, wrongType(p.at("config"), "a JSON object", config)
 		}
-		providers[name] = CertificateProvider{PluginName: plugin, Config: config}
+		cp := CertificateProvider{PluginName: plugin, Config: config}
+		if plugin == PluginFileWatcher {
+			if cp.FileWatcher, err = parseFileWatcher(p.at("config"), config); err != nil {
+				return nil, err
+			}
+		}
+		providers[name] = cp
 	}
 	return providers, nil
 }

@@ -26,7 +26,11 @@
 //     [Config.ServerListenerResourceName] build Listener names from the
 //     templates.
 //   - "client_default_listener_resource_name_template",
-//     "server_listener_resource_name_template" and "certificate_providers".
+//     "server_listener_resource_name_template" and "certificate_providers"
+//     (A29). The config of a "file_watcher" provider is validated as gRPC
+//     does and parsed into [FileWatcherConfig]; providers of other plugins
+//     are kept unchecked. Resources name these instances in their TLS
+//     settings, and a resource naming one that is not here is rejected.
 //
 // # Errors
 //

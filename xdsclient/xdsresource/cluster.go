@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -84,9 +86,9 @@ type Cluster struct {
 	// priority first; never empty.
 	PrioritizedClusters []string
 
-	// LBPolicy is the load balancing policy, one of the LB* names. It
-	// comes from load_balancing_policy (the first supported entry) when
-	// that is set, else from lb_policy.
+	// LBPolicy is the load balancing policy, one of the LB* names or the
+	// name of a custom policy. It comes from load_balancing_policy (the
+	// first supported entry) when that is set, else from lb_policy.
 	LBPolicy string
 	// LBChildPolicy is the endpoint-picking policy when LBPolicy is
 	// wrr_locality.
@@ -96,6 +98,13 @@ type Cluster struct {
 	// LeastRequestChoiceCount is set (at least 2) when least_request is the
 	// policy or wrr_locality's child.
 	LeastRequestChoiceCount uint32
+	// WeightedRoundRobin is set when weighted_round_robin is the policy or
+	// wrr_locality's child.
+	WeightedRoundRobin *WeightedRoundRobinConfig
+	// CustomLBConfig is the JSON config of a custom policy (gRFC A52), set
+	// when LBPolicy or LBChildPolicy names a balancer registered with gRPC
+	// in this program rather than one of the LB* policies.
+	CustomLBConfig json.RawMessage
 	// LoadBalancingPolicy is load_balancing_policy as received, nil when
 	// unset, for the policy parameters not copied above.
 	LoadBalancingPolicy *clusterv3.LoadBalancingPolicy
@@ -112,9 +121,9 @@ type Cluster struct {
 	LRSServer bool
 	// ConnectTimeout is connect_timeout, zero when unset.
 	ConnectTimeout time.Duration
-	// TransportSocket is transport_socket as received, nil when unset. It
-	// is not validated.
-	TransportSocket *corev3.TransportSocket
+	// Security is the validated UpstreamTlsContext of transport_socket
+	// (gRFC A29), nil when the cluster is plaintext.
+	Security *SecurityConfig
 }
 
 // RingHashConfig holds the ring sizes of a ring_hash policy:
@@ -163,40 +172,39 @@ func (c *Cluster) Summary() string {
 
 // clusterPool holds empty Cluster messages for decodeCluster. A decoded
 // Cluster keeps pointers to some sub-messages of the message it came from
-// (transport_socket, outlier_detection, load_balancing_policy), never to the
+// (outlier_detection, load_balancing_policy), never to the
 // message itself, which can therefore be reused: that saves its ~550 bytes
 // for every cluster of every full-state update.
 var clusterPool = sync.Pool{New: func() any { return new(clusterv3.Cluster) }}
 
-func decodeCluster(_ DecodeOptions, b []byte) (string, any, error) {
+func decodeCluster(opts DecodeOptions, b []byte) (string, any, error) {
 	m := clusterPool.Get().(*clusterv3.Cluster)
-	name, c, err := decodeClusterMessage(b, m)
+	name, c, err := decodeClusterMessage(opts, b, m)
 	m.Reset() // drops the pointers to sub-messages before it is pooled
 	clusterPool.Put(m)
 	return name, c, err
 }
 
 // decodeClusterMessage unmarshals b into the empty m and validates it.
-func decodeClusterMessage(b []byte, m *clusterv3.Cluster) (string, any, error) {
+func decodeClusterMessage(opts DecodeOptions, b []byte, m *clusterv3.Cluster) (string, any, error) {
 	if err := unmarshal(b, m); err != nil {
 		return "", nil, err
 	}
 	if m.GetName() == "" {
 		return "", nil, errNoName
 	}
-	c, err := validateCluster(m)
+	c, err := validateCluster(opts, m)
 	if err != nil {
 		return m.GetName(), nil, err
 	}
 	return m.GetName(), c, nil
 }
 
-func validateCluster(m *clusterv3.Cluster) (*Cluster, error) {
+func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error) {
 	c := &Cluster{
 		Name:             m.GetName(),
 		MaxRequests:      DefaultMaxRequests,
 		ConnectTimeout:   m.GetConnectTimeout().AsDuration(),
-		TransportSocket:  m.GetTransportSocket(),
 		OutlierDetection: m.GetOutlierDetection(),
 	}
 	if err := clusterKind(m, c); err != nil {
@@ -232,6 +240,11 @@ func validateCluster(m *clusterv3.Cluster) (*Cluster, error) {
 	if len(m.GetTransportSocketMatches()) != 0 {
 		return nil, errors.New("transport_socket_matches is not supported")
 	}
+	sc, err := validateUpstreamTLS(opts, m.GetTransportSocket())
+	if err != nil {
+		return nil, fmt.Errorf("transport_socket.%v", err)
+	}
+	c.Security = sc
 	return c, nil
 }
 
@@ -366,7 +379,26 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 		case pickFirstURL:
 			return LBPickFirst, nil
 		case cswrrURL:
-			return LBWeightedRoundRobin, nil
+			w := new(cswrrv3.ClientSideWeightedRoundRobin)
+			if err = unmarshal(cfg.GetValue(), w); err == nil {
+				c.WeightedRoundRobin, err = validateWRR(w)
+			}
+			if err == nil {
+				return LBWeightedRoundRobin, nil
+			}
+		case xdsTypedStructURL, udpaTypedStructURL:
+			var typeURL string
+			var value *structpb.Struct
+			if typeURL, value, err = typedStructPolicy(cfg.GetTypeUrl(), cfg.GetValue()); err == nil {
+				var name string
+				var ok bool
+				if name, c.CustomLBConfig, ok, err = customPolicy(typeURL, value); err == nil {
+					if !ok {
+						continue
+					}
+					return name, nil
+				}
+			}
 		case ringHashURL:
 			rh := new(ringhashv3.RingHash)
 			if err = unmarshal(cfg.GetValue(), rh); err == nil {

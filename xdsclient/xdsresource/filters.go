@@ -25,6 +25,9 @@ const (
 // httpFilters maps the type URL of each understood HTTP filter config to a
 // constructor of its message. filterOverrides does the same for the configs
 // allowed in typed_per_filter_config; the router takes no override.
+// clientFilters and serverFilters say on which side gRPC runs each filter:
+// the fault filter only on clients, RBAC only on servers, the router on
+// both.
 var (
 	httpFilters = map[string]func() proto.Message{
 		RouterFilterTypeURL: func() proto.Message { return new(routerv3.Router) },
@@ -35,6 +38,8 @@ var (
 		FaultFilterTypeURL:        func() proto.Message { return new(faultv3.HTTPFault) },
 		RBACPerRouteFilterTypeURL: func() proto.Message { return new(rbacv3.RBACPerRoute) },
 	}
+	clientFilters = map[string]bool{RouterFilterTypeURL: true, FaultFilterTypeURL: true}
+	serverFilters = map[string]bool{RouterFilterTypeURL: true, RBACFilterTypeURL: true}
 )
 
 const (

@@ -25,10 +25,18 @@ func toAny(t testing.TB, m proto.Message) *anypb.Any {
 	return a
 }
 
-// decode runs typ.Decode on m.
+// testProviders are the certificate provider instances of the bootstrap
+// that tests decode with.
+var testProviders = map[string]bool{"roots": true, "identity": true}
+
+// testOpts are the options tests decode with: the bootstrap has the
+// instances of testProviders.
+var testOpts = DecodeOptions{HasCertificateProvider: func(name string) bool { return testProviders[name] }}
+
+// decode runs typ.Decode on m with testOpts.
 func decode(t testing.TB, typ Type, m proto.Message) (string, any, error) {
 	t.Helper()
-	return typ.Decode(DecodeOptions{}, toAny(t, m))
+	return typ.Decode(testOpts, toAny(t, m))
 }
 
 // errorCase is one row of a table of invalid resources.

@@ -15,12 +15,18 @@ import (
 // Listener's api_listener must hold.
 const HTTPConnectionManagerTypeURL = TypeURLPrefix + "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
-// Listener is a validated client-side Listener: an api_listener holding an
-// HttpConnectionManager. Exactly one of RouteConfigName and
-// InlineRouteConfig is set.
+// Listener is a validated Listener: either a client-side Listener, an
+// api_listener holding an HttpConnectionManager, or a server-side Listener
+// (gRFC A36), which has no api_listener and is described by Server.
+//
+// For a client-side Listener, Server is nil and exactly one of
+// RouteConfigName and InlineRouteConfig is set. For a server-side one,
+// Server is set and the other fields but Name are zero.
 type Listener struct {
 	// Name is the Listener's name.
 	Name string
+	// Server is set for a server-side Listener.
+	Server *ServerListener
 	// RouteConfigName is the RouteConfiguration to fetch with RDS, set when
 	// the HttpConnectionManager uses rds (with config_source ads or self).
 	RouteConfigName string
@@ -48,8 +54,12 @@ type HTTPFilter struct {
 }
 
 // Summary returns a one-line description of l, for example
-// `listener l1: RDS "r1", 2 HTTP filters`.
+// `listener l1: RDS "r1", 2 HTTP filters` or, for a server listener,
+// `server listener s1: 0.0.0.0:8443, 2 filter chains and a default`.
 func (l *Listener) Summary() string {
+	if l.Server != nil {
+		return l.Server.summary(l.Name)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "listener %s: ", l.Name)
 	if l.InlineRouteConfig != nil {
@@ -81,10 +91,14 @@ func decodeListener(opts DecodeOptions, b []byte) (string, any, error) {
 }
 
 func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, error) {
-	api := m.GetApiListener().GetApiListener()
-	if api == nil {
-		return nil, errors.New("api_listener missing: only client-side API listeners are supported")
+	if m.GetApiListener() == nil {
+		srv, err := validateServerListener(opts, m)
+		if err != nil {
+			return nil, err
+		}
+		return &Listener{Name: m.GetName(), Server: srv}, nil
 	}
+	api := m.GetApiListener().GetApiListener()
 	if api.GetTypeUrl() != HTTPConnectionManagerTypeURL {
 		return nil, fmt.Errorf("api_listener holds %q, want %q", api.GetTypeUrl(), HTTPConnectionManagerTypeURL)
 	}
@@ -92,49 +106,81 @@ func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, er
 	if err := unmarshal(api.GetValue(), hcm); err != nil {
 		return nil, fmt.Errorf("api_listener: %v", err)
 	}
-	if n := hcm.GetXffNumTrustedHops(); n != 0 {
-		return nil, fmt.Errorf("xff_num_trusted_hops is %d, must be 0", n)
-	}
-	if len(hcm.GetOriginalIpDetectionExtensions()) != 0 {
-		return nil, errors.New("original_ip_detection_extensions must be empty")
-	}
-
-	l := &Listener{
-		Name:              m.GetName(),
-		MaxStreamDuration: hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration().AsDuration(),
-	}
-	switch spec := hcm.GetRouteSpecifier().(type) {
-	case *hcmv3.HttpConnectionManager_Rds:
-		if src := spec.Rds.GetConfigSource(); src.GetAds() == nil && src.GetSelf() == nil {
-			return nil, errors.New("rds.config_source must be ads or self")
-		}
-		if spec.Rds.GetRouteConfigName() == "" {
-			return nil, errors.New("rds.route_config_name is empty")
-		}
-		l.RouteConfigName = spec.Rds.GetRouteConfigName()
-	case *hcmv3.HttpConnectionManager_RouteConfig:
-		rc, err := validateRouteConfig(opts, spec.RouteConfig)
-		if err != nil {
-			return nil, fmt.Errorf("route_config: %v", err)
-		}
-		l.InlineRouteConfig = rc
-	case nil:
-		return nil, errors.New("neither rds nor route_config is set")
-	default:
-		return nil, errors.New("scoped_routes is not supported, use rds or route_config")
-	}
-
-	filters, err := validateHTTPFilters(hcm.GetHttpFilters())
+	c, err := validateHCM(opts, hcm, false)
 	if err != nil {
 		return nil, err
 	}
-	l.HTTPFilters = filters
-	return l, nil
+	return &Listener{
+		Name:              m.GetName(),
+		RouteConfigName:   c.routeConfigName,
+		InlineRouteConfig: c.inlineRouteConfig,
+		HTTPFilters:       c.httpFilters,
+		MaxStreamDuration: c.maxStreamDuration,
+	}, nil
 }
 
-// validateHTTPFilters checks the filter chain and returns the filters that
-// are understood. The router must come last and only last.
-func validateHTTPFilters(filters []*hcmv3.HttpFilter) ([]HTTPFilter, error) {
+// hcmConfig is a validated HttpConnectionManager.
+type hcmConfig struct {
+	routeConfigName   string
+	inlineRouteConfig *RouteConfiguration
+	httpFilters       []HTTPFilter
+	maxStreamDuration time.Duration
+}
+
+// validateHCM validates the HttpConnectionManager of a client's
+// api_listener or of a server's filter chain. A server's rds must use ads:
+// gRPC servers do not accept self.
+func validateHCM(opts DecodeOptions, hcm *hcmv3.HttpConnectionManager, server bool) (hcmConfig, error) {
+	var c hcmConfig
+	if n := hcm.GetXffNumTrustedHops(); n != 0 {
+		return c, fmt.Errorf("xff_num_trusted_hops is %d, must be 0", n)
+	}
+	if len(hcm.GetOriginalIpDetectionExtensions()) != 0 {
+		return c, errors.New("original_ip_detection_extensions must be empty")
+	}
+	c.maxStreamDuration = hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration().AsDuration()
+	switch spec := hcm.GetRouteSpecifier().(type) {
+	case *hcmv3.HttpConnectionManager_Rds:
+		src := spec.Rds.GetConfigSource()
+		switch {
+		case server && src.GetAds() == nil:
+			return c, errors.New("rds.config_source must be ads")
+		case !server && src.GetAds() == nil && src.GetSelf() == nil:
+			return c, errors.New("rds.config_source must be ads or self")
+		}
+		if spec.Rds.GetRouteConfigName() == "" {
+			return c, errors.New("rds.route_config_name is empty")
+		}
+		c.routeConfigName = spec.Rds.GetRouteConfigName()
+	case *hcmv3.HttpConnectionManager_RouteConfig:
+		rc, err := validateRouteConfig(opts, spec.RouteConfig)
+		if err != nil {
+			return c, fmt.Errorf("route_config: %v", err)
+		}
+		c.inlineRouteConfig = rc
+	case nil:
+		return c, errors.New("neither rds nor route_config is set")
+	default:
+		return c, errors.New("scoped_routes is not supported, use rds or route_config")
+	}
+
+	filters, err := validateHTTPFilters(hcm.GetHttpFilters(), server)
+	if err != nil {
+		return c, err
+	}
+	c.httpFilters = filters
+	return c, nil
+}
+
+// validateHTTPFilters checks the filter chain of a client's or a server's
+// HttpConnectionManager and returns the filters that are understood. The
+// router must come last and only last. A filter that gRPC runs only on the
+// other side is rejected, or left out when it is optional.
+func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter, error) {
+	side, sideName := clientFilters, "clients"
+	if server {
+		side, sideName = serverFilters, "servers"
+	}
 	var out []HTTPFilter
 	var index []int // index[i] is the position in filters of out[i]
 	seen := make(map[string]bool, len(filters))
@@ -163,6 +209,12 @@ func validateHTTPFilters(filters []*hcmv3.HttpFilter) ([]HTTPFilter, error) {
 				continue
 			}
 			return nil, fmt.Errorf("http_filters[%d] %q: unsupported filter type %q", i, name, url)
+		}
+		if !side[url] {
+			if f.GetIsOptional() {
+				continue
+			}
+			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, url, sideName)
 		}
 		out = append(out, HTTPFilter{Name: name, TypeURL: url, Config: cfg})
 		index = append(index, i)

@@ -94,16 +94,18 @@ func TestListenerOptionalFilters(t *testing.T) {
 	unknown := httpFilter(t, "unknown", &structpb.Struct{})
 	unknown.IsOptional = true
 	noConfig := &hcmv3.HttpFilter{Name: "no-config", IsOptional: true}
-	typed := httpFilter(t, "typed-rbac", &xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL})
+	typed := httpFilter(t, "typed-fault", &xdstypev3.TypedStruct{TypeUrl: FaultFilterTypeURL})
+	serverOnly := httpFilter(t, "rbac", &rbacv3.RBAC{})
+	serverOnly.IsOptional = true
 	router := httpFilter(t, "router", &udpatypev1.TypedStruct{TypeUrl: RouterFilterTypeURL})
-	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, noConfig, typed, router}
+	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, noConfig, typed, serverOnly, router}
 	_, v, err := decode(t, ListenerType, apiListener(t, hcm))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	fs := v.(*Listener).HTTPFilters
-	if len(fs) != 2 || fs[0].Name != "typed-rbac" || fs[0].TypeURL != RBACFilterTypeURL || fs[1].Name != "router" || fs[1].TypeURL != RouterFilterTypeURL {
-		t.Errorf("HTTPFilters = %+v, want typed-rbac (RBAC) and router", fs)
+	if len(fs) != 2 || fs[0].Name != "typed-fault" || fs[0].TypeURL != FaultFilterTypeURL || fs[1].Name != "router" || fs[1].TypeURL != RouterFilterTypeURL {
+		t.Errorf("HTTPFilters = %+v, want typed-fault (fault) and router", fs)
 	}
 }
 
@@ -117,9 +119,9 @@ func TestListenerErrors(t *testing.T) {
 	}
 	runErrorCases(t, ListenerType, "l1", []errorCase{
 		{
-			name:  "no api_listener",
+			name:  "neither api_listener nor address",
 			build: func() proto.Message { return &listenerv3.Listener{Name: "l1"} },
-			want:  `lds "l1": api_listener missing: only client-side API listeners are supported`,
+			want:  `lds "l1": address: missing, a listener without api_listener is a server listener and needs one`,
 		},
 		{
 			name: "api_listener not an HttpConnectionManager",
@@ -244,9 +246,23 @@ func TestListenerErrors(t *testing.T) {
 		{
 			name: "last filter is not the router",
 			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
-				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{})}
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "fault", &faultv3.HTTPFault{})}
 			}),
-			want: `lds "l1": http_filters: last filter "rbac" is not the router`,
+			want: `lds "l1": http_filters: last filter "fault" is not the router`,
+		},
+		{
+			name: "server-only filter on a client",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "rbac": filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported on clients`,
+		},
+		{
+			name: "server-only filter in a TypedStruct on a client",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "rbac": filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported on clients`,
 		},
 		{
 			name: "filter config bytes invalid",

@@ -18,6 +18,10 @@ type RouteConfiguration struct {
 	Name string
 	// VirtualHosts are the virtual hosts in order.
 	VirtualHosts []VirtualHost
+	// ClusterSpecifierPlugins are the RLS cluster specifier plugins (gRFC
+	// A28) that routes use, by name; nil when there are none. Plugins no
+	// route uses are left out, as gRPC does.
+	ClusterSpecifierPlugins map[string]*RouteLookupConfig
 }
 
 // VirtualHost is one virtual host of a RouteConfiguration.
@@ -65,7 +69,7 @@ func (k PathMatchKind) String() string {
 //
 // Following gRPC, a route whose match has query_parameters, or whose route
 // action names no cluster specifier that gRPC understands, or points to an
-// optional cluster_specifier_plugin that is not supported, is left out of
+// optional cluster_specifier_plugin of a type other than RLS, is left out of
 // its VirtualHost rather than rejected.
 type Route struct {
 	// PathMatch says which of Prefix, Path and SafeRegex applies.
@@ -115,6 +119,9 @@ const (
 	ActionClusterHeader
 	// ActionNonForwarding is non_forwarding_action, used by servers.
 	ActionNonForwarding
+	// ActionClusterSpecifierPlugin sends requests to the cluster that the
+	// RLS plugin RouteAction.ClusterSpecifierPlugin picks (gRFC A28).
+	ActionClusterSpecifierPlugin
 	// ActionUnsupported is any other action (redirect, direct_response,
 	// filter_action): gRPC keeps the route but fails the requests it
 	// matches.
@@ -132,6 +139,8 @@ func (k ActionKind) String() string {
 		return "cluster_header"
 	case ActionNonForwarding:
 		return "non_forwarding"
+	case ActionClusterSpecifierPlugin:
+		return "cluster_specifier_plugin"
 	case ActionUnsupported:
 		return "unsupported"
 	}
@@ -149,6 +158,9 @@ type RouteAction struct {
 	WeightedClusters []WeightedCluster
 	// ClusterHeader is set for ActionClusterHeader.
 	ClusterHeader string
+	// ClusterSpecifierPlugin is set for ActionClusterSpecifierPlugin: the
+	// name of an entry of RouteConfiguration.ClusterSpecifierPlugins.
+	ClusterSpecifierPlugin string
 }
 
 // WeightedCluster is one entry of a weighted_clusters action.
@@ -260,31 +272,50 @@ func decodeRouteConfig(opts DecodeOptions, b []byte) (string, any, error) {
 // validateRouteConfig is shared by RDS and by Listeners with an inline
 // route_config.
 func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*RouteConfiguration, error) {
-	// No cluster specifier plugin is supported: a required one makes the
-	// resource invalid, routes to an optional one are ignored.
-	optionalPlugins := make(map[string]bool)
+	// RLS is the only cluster specifier plugin gRPC supports. Another type
+	// makes the resource invalid unless the plugin is optional: then the
+	// routes that use it are ignored. plugins maps each name to its config,
+	// nil for those ignored.
+	plugins := make(map[string]*RouteLookupConfig)
 	for i, p := range m.GetClusterSpecifierPlugins() {
 		ext := p.GetExtension()
-		if !p.GetIsOptional() {
-			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: unsupported plugin type %q",
-				i, ext.GetName(), ext.GetTypedConfig().GetTypeUrl())
+		cfg := ext.GetTypedConfig()
+		if cfg.GetTypeUrl() != RouteLookupClusterSpecifierTypeURL {
+			if !p.GetIsOptional() {
+				return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: unsupported plugin type %q",
+					i, ext.GetName(), cfg.GetTypeUrl())
+			}
+			plugins[ext.GetName()] = nil
+			continue
 		}
-		optionalPlugins[ext.GetName()] = true
+		rl, err := validateRouteLookup(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: %v", i, ext.GetName(), err)
+		}
+		plugins[ext.GetName()] = rl
 	}
 
 	rc := &RouteConfiguration{Name: m.GetName()}
 	for i, vh := range m.GetVirtualHosts() {
-		v, err := validateVirtualHost(opts, vh, fmt.Sprintf("virtual_hosts[%d]", i), optionalPlugins)
+		v, err := validateVirtualHost(opts, vh, fmt.Sprintf("virtual_hosts[%d]", i), plugins)
 		if err != nil {
 			return nil, err
 		}
 		rc.VirtualHosts = append(rc.VirtualHosts, v)
+		for _, r := range v.Routes {
+			if r.Action.Kind == ActionClusterSpecifierPlugin {
+				if rc.ClusterSpecifierPlugins == nil {
+					rc.ClusterSpecifierPlugins = make(map[string]*RouteLookupConfig)
+				}
+				rc.ClusterSpecifierPlugins[r.Action.ClusterSpecifierPlugin] = plugins[r.Action.ClusterSpecifierPlugin]
+			}
+		}
 	}
 	return rc, nil
 }
 
 // validateVirtualHost validates m; errors start with at, the path of m.
-func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, optionalPlugins map[string]bool) (VirtualHost, error) {
+func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, plugins map[string]*RouteLookupConfig) (VirtualHost, error) {
 	vh := VirtualHost{Name: m.GetName(), Domains: m.GetDomains()}
 	if len(vh.Domains) == 0 {
 		return vh, fmt.Errorf("%s: domains is empty", at)
@@ -302,7 +333,7 @@ func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, 
 		return vh, fmt.Errorf("%s.%v", at, err)
 	}
 	for i, r := range m.GetRoutes() {
-		route, keep, err := validateRoute(opts, r, optionalPlugins)
+		route, keep, err := validateRoute(opts, r, plugins)
 		if err != nil {
 			return vh, fmt.Errorf("%s.routes[%d]: %v", at, i, err)
 		}
@@ -327,7 +358,7 @@ func validDomainPattern(d string) bool {
 }
 
 // validateRoute returns the route and whether gRPC uses it.
-func validateRoute(opts DecodeOptions, m *routev3.Route, optionalPlugins map[string]bool) (Route, bool, error) {
+func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*RouteLookupConfig) (Route, bool, error) {
 	var r Route
 	match := m.GetMatch()
 	if match == nil {
@@ -376,7 +407,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, optionalPlugins map[str
 
 	switch a := m.GetAction().(type) {
 	case *routev3.Route_Route:
-		keep, err := validateRouteAction(opts, a.Route, &r, optionalPlugins)
+		keep, err := validateRouteAction(opts, a.Route, &r, plugins)
 		if err != nil || !keep {
 			return r, false, err
 		}
@@ -388,7 +419,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, optionalPlugins map[str
 	return r, true, nil
 }
 
-func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, optionalPlugins map[string]bool) (keep bool, err error) {
+func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, plugins map[string]*RouteLookupConfig) (keep bool, err error) {
 	switch cs := a.GetClusterSpecifier().(type) {
 	case *routev3.RouteAction_Cluster:
 		if cs.Cluster == "" {
@@ -424,10 +455,14 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, o
 		}
 		r.Action = RouteAction{Kind: ActionClusterHeader, ClusterHeader: cs.ClusterHeader}
 	case *routev3.RouteAction_ClusterSpecifierPlugin:
-		if !optionalPlugins[cs.ClusterSpecifierPlugin] {
+		rl, ok := plugins[cs.ClusterSpecifierPlugin]
+		switch {
+		case !ok:
 			return false, fmt.Errorf("route.cluster_specifier_plugin %q is not in cluster_specifier_plugins", cs.ClusterSpecifierPlugin)
+		case rl == nil:
+			return false, nil // an optional plugin that is not supported
 		}
-		return false, nil
+		r.Action = RouteAction{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: cs.ClusterSpecifierPlugin}
 	default:
 		return false, nil
 	}

@@ -1,16 +1,3 @@
-// Package xdsresource decodes and validates xDS resources into typed Go
-// values.
-//
-// Each kind of resource is described by a [Type]: its type URL, whether the
-// State-of-the-World protocol sends it as a full set, and a Decode function
-// that turns the wire bytes into a validated value. The four resource types
-// that a gRPC client uses are provided as [ListenerType], [RouteConfigType],
-// [ClusterType] and [EndpointsType]; users may implement [Type] for their
-// own resources and hand it to the client.
-//
-// Validation follows gRPC's client rules: a resource that gRPC could not use
-// is rejected with an error that names the rule it broke, and the client
-// NACKs it.
 package xdsresource
 
 import (
@@ -98,6 +85,11 @@ type DecodeOptions struct {
 	// "trusted_xds_server" feature (gRFC A81), which allows settings that
 	// are honoured only from trusted servers.
 	TrustedServer bool
+	// HasCertificateProvider reports whether the bootstrap has a
+	// certificate provider instance of that name in its
+	// "certificate_providers" (gRFC A29). TLS settings that name an
+	// instance it does not know are rejected; nil knows none.
+	HasCertificateProvider func(instance string) bool
 }
 
 // TypeName returns the type URL of t without its "type.googleapis.com/"

@@ -1,0 +1,327 @@
+package xdsresource
+
+import (
+	"errors"
+	"fmt"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Type URLs of the TLS transport socket configs (gRFC A29).
+const (
+	// UpstreamTLSContextTypeURL is the transport_socket config of a
+	// Cluster.
+	UpstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	// DownstreamTLSContextTypeURL is the transport_socket config of a
+	// server filter chain.
+	DownstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+)
+
+// tlsTransportSocketName is the only transport_socket name gRPC accepts.
+const tlsTransportSocketName = "envoy.transport_sockets.tls"
+
+// SecurityConfig is a validated TLS configuration (gRFC A29): the
+// UpstreamTlsContext of a Cluster or the DownstreamTlsContext of a server
+// filter chain. Certificates come only from certificate provider instances
+// of the bootstrap's "certificate_providers", named here.
+type SecurityConfig struct {
+	// IdentityInstance and IdentityCertName are
+	// tls_certificate_provider_instance: where this side's certificate
+	// comes from. IdentityInstance is always set on a server; on a client
+	// it is empty when the client presents no certificate.
+	IdentityInstance, IdentityCertName string
+	// RootInstance and RootCertName are the validation context's
+	// ca_certificate_provider_instance: the roots that the peer's
+	// certificate is checked against. Always set on a client; on a server
+	// it is empty when client certificates are not checked.
+	RootInstance, RootCertName string
+	// SANMatchers are the validation context's match_subject_alt_names: a
+	// peer certificate is accepted when one of its SANs matches one of
+	// them, or always when there are none. Clients only.
+	SANMatchers []StringMatcher
+	// RequireClientCert is the DownstreamTlsContext's
+	// require_client_certificate. Servers only; RootInstance is set
+	// whenever it is true.
+	RequireClientCert bool
+}
+
+// StringMatcher is a validated envoy.type.matcher.v3.StringMatcher. Kind is
+// HeaderExact, HeaderPrefix, HeaderSuffix, HeaderContains or HeaderRegex.
+type StringMatcher struct {
+	// Kind says how Value is compared.
+	Kind HeaderMatchKind
+	// Value is the string, prefix, suffix or substring to compare with, or
+	// the RE2 expression that must match the whole value.
+	Value string
+	// IgnoreCase makes all but HeaderRegex compare without case.
+	IgnoreCase bool
+}
+
+// validateStringMatcher checks m as gRPC does: prefix, suffix and contains
+// need a value, a regex must compile.
+func validateStringMatcher(m *matcherv3.StringMatcher) (StringMatcher, error) {
+	var hm HeaderMatcher
+	if err := fromStringMatcher(m, &hm); err != nil {
+		return StringMatcher{}, err
+	}
+	sm := StringMatcher{Kind: hm.Kind, Value: hm.Value, IgnoreCase: hm.IgnoreCase}
+	switch sm.Kind {
+	case HeaderPrefix, HeaderSuffix, HeaderContains:
+		if sm.Value == "" {
+			return sm, fmt.Errorf("empty %v", sm.Kind)
+		}
+	case HeaderRegex:
+		if err := checkRegex(sm.Value); err != nil {
+			return sm, err
+		}
+	}
+	return sm, nil
+}
+
+// validateUpstreamTLS validates a Cluster's transport_socket. A nil socket
+// means plaintext and gives a nil config. Errors start with the field path
+// below transport_socket.
+func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*SecurityConfig, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	m := new(tlsv3.UpstreamTlsContext)
+	if err := tlsContextOf(ts, UpstreamTLSContextTypeURL, m); err != nil {
+		return nil, err
+	}
+	const at = "typed_config"
+	if m.GetCommonTlsContext() == nil {
+		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
+	}
+	sc, err := validateCommonTLS(opts, m.GetCommonTlsContext(), false)
+	if err != nil {
+		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
+	}
+	return sc, nil
+}
+
+// validateDownstreamTLS validates a server filter chain's
+// transport_socket, nil meaning plaintext.
+func validateDownstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*SecurityConfig, error) {
+	if ts == nil {
+		return nil, nil
+	}
+	m := new(tlsv3.DownstreamTlsContext)
+	if err := tlsContextOf(ts, DownstreamTLSContextTypeURL, m); err != nil {
+		return nil, err
+	}
+	const at = "typed_config"
+	switch {
+	case m.GetRequireSni().GetValue():
+		return nil, fmt.Errorf("%s.require_sni: not supported", at)
+	case m.GetOcspStaplePolicy() != tlsv3.DownstreamTlsContext_LENIENT_STAPLING:
+		return nil, fmt.Errorf("%s.ocsp_staple_policy: %v is not supported, want LENIENT_STAPLING", at, m.GetOcspStaplePolicy())
+	case m.GetCommonTlsContext() == nil:
+		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
+	}
+	sc, err := validateCommonTLS(opts, m.GetCommonTlsContext(), true)
+	if err != nil {
+		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
+	}
+	sc.RequireClientCert = m.GetRequireClientCertificate().GetValue()
+	if sc.RequireClientCert && sc.RootInstance == "" {
+		return nil, fmt.Errorf("%s.require_client_certificate: true, but common_tls_context has no ca_certificate_provider_instance", at)
+	}
+	return sc, nil
+}
+
+// tlsContextOf checks the name and type of ts and unmarshals its config
+// into the empty m.
+func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) error {
+	if ts.GetName() != tlsTransportSocketName {
+		return fmt.Errorf("name: %q is not supported, want %q", ts.GetName(), tlsTransportSocketName)
+	}
+	cfg := ts.GetTypedConfig()
+	if cfg.GetTypeUrl() != typeURL {
+		return fmt.Errorf("typed_config: type %q is not supported, want %q", cfg.GetTypeUrl(), typeURL)
+	}
+	if err := unmarshal(cfg.GetValue(), m); err != nil {
+		return fmt.Errorf("typed_config: %v", err)
+	}
+	return nil
+}
+
+// validateCommonTLS applies gRFC A29 to a CommonTlsContext, for a server
+// or a client. Errors start with the field below common_tls_context.
+//
+// As in gRPC, certificate provider instances are read from the current
+// fields (tls_certificate_provider_instance and a validation context's
+// ca_certificate_provider_instance). When those give nothing usable, the
+// deprecated tls_certificate_certificate_provider_instance and
+// validation_context_certificate_provider_instance are read instead, if
+// any is set.
+func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server bool) (*SecurityConfig, error) {
+	switch {
+	case c.GetTlsParams() != nil:
+		return nil, errors.New("tls_params: not supported")
+	case c.GetCustomHandshaker() != nil:
+		return nil, errors.New("custom_handshaker: not supported")
+	}
+	p, err := currentTLSFields(c, server)
+	if (err != nil || p.empty()) && hasDeprecatedTLSFields(c) {
+		if old, oldErr := deprecatedTLSFields(c, server); oldErr == nil {
+			p, err = old, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case server && p.sc.IdentityInstance == "" && p.idField == "":
+		return nil, errors.New("tls_certificate_provider_instance: missing, a server needs an identity certificate")
+	case !server && p.sc.RootInstance == "" && p.rootField == "":
+		return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance")
+	}
+	if p.idField != "" {
+		if err := checkProviderInstance(opts, p.sc.IdentityInstance); err != nil {
+			return nil, fmt.Errorf("%s.%v", p.idField, err)
+		}
+	}
+	if p.rootField != "" {
+		if err := checkProviderInstance(opts, p.sc.RootInstance); err != nil {
+			return nil, fmt.Errorf("%s.%v", p.rootField, err)
+		}
+	}
+	return p.sc, nil
+}
+
+// tlsProviders is what one reading of a CommonTlsContext found: the
+// config, and the paths of the fields that named the identity and root
+// provider instances, "" when none did.
+type tlsProviders struct {
+	sc                 *SecurityConfig
+	idField, rootField string
+}
+
+// empty reports whether p names no provider and no SAN matcher.
+func (p tlsProviders) empty() bool {
+	return p.idField == "" && p.rootField == "" && len(p.sc.SANMatchers) == 0
+}
+
+// currentTLSFields reads the provider instances from the fields A29
+// specifies.
+func currentTLSFields(c *tlsv3.CommonTlsContext, server bool) (tlsProviders, error) {
+	p := tlsProviders{sc: &SecurityConfig{}}
+	if id := c.GetTlsCertificateProviderInstance(); id != nil {
+		p.idField = "tls_certificate_provider_instance"
+		p.sc.IdentityInstance, p.sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	} else {
+		switch {
+		case len(c.GetTlsCertificates()) != 0:
+			return p, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
+		case len(c.GetTlsCertificateSdsSecretConfigs()) != 0:
+			return p, errors.New("tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance")
+		}
+	}
+
+	var vc *tlsv3.CertificateValidationContext
+	var at string
+	switch t := c.GetValidationContextType().(type) {
+	case nil:
+		return p, nil
+	case *tlsv3.CommonTlsContext_ValidationContext:
+		vc, at = t.ValidationContext, "validation_context"
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		vc, at = t.CombinedValidationContext.GetDefaultValidationContext(), "combined_validation_context.default_validation_context"
+	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
+		return p, errors.New("validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance")
+	default:
+		pm := c.ProtoReflect()
+		field := pm.WhichOneof(pm.Descriptor().Oneofs().ByName("validation_context_type")).Name()
+		return p, fmt.Errorf("%s: not supported, use validation_context.ca_certificate_provider_instance", field)
+	}
+	switch {
+	case len(vc.GetVerifyCertificateSpki()) != 0:
+		return p, fmt.Errorf("%s.verify_certificate_spki: not supported", at)
+	case len(vc.GetVerifyCertificateHash()) != 0:
+		return p, fmt.Errorf("%s.verify_certificate_hash: not supported", at)
+	case vc.GetRequireSignedCertificateTimestamp().GetValue():
+		return p, fmt.Errorf("%s.require_signed_certificate_timestamp: not supported", at)
+	case vc.GetCrl() != nil:
+		return p, fmt.Errorf("%s.crl: not supported", at)
+	case vc.GetCustomValidatorConfig() != nil:
+		return p, fmt.Errorf("%s.custom_validator_config: not supported", at)
+	}
+	ca := vc.GetCaCertificateProviderInstance()
+	if ca == nil {
+		return p, fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
+	}
+	p.rootField = at + ".ca_certificate_provider_instance"
+	p.sc.RootInstance, p.sc.RootCertName = ca.GetInstanceName(), ca.GetCertificateName()
+	if err := sanMatchers(vc.GetMatchSubjectAltNames(), at, server, p.sc); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// hasDeprecatedTLSFields reports whether c sets one of the deprecated
+// provider instance fields.
+func hasDeprecatedTLSFields(c *tlsv3.CommonTlsContext) bool {
+	return c.GetTlsCertificateCertificateProviderInstance() != nil ||
+		c.GetValidationContextCertificateProviderInstance() != nil ||
+		c.GetCombinedValidationContext().GetValidationContextCertificateProviderInstance() != nil
+}
+
+// deprecatedTLSFields reads the provider instances from the deprecated
+// fields, as gRPC still does.
+func deprecatedTLSFields(c *tlsv3.CommonTlsContext, server bool) (tlsProviders, error) {
+	p := tlsProviders{sc: &SecurityConfig{}}
+	if id := c.GetTlsCertificateCertificateProviderInstance(); id != nil {
+		p.idField = "tls_certificate_certificate_provider_instance"
+		p.sc.IdentityInstance, p.sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	}
+	var root *tlsv3.CommonTlsContext_CertificateProviderInstance
+	switch t := c.GetValidationContextType().(type) {
+	case nil:
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		const at = "combined_validation_context.default_validation_context"
+		if err := sanMatchers(t.CombinedValidationContext.GetDefaultValidationContext().GetMatchSubjectAltNames(), at, server, p.sc); err != nil {
+			return p, err
+		}
+		if root = t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); root != nil {
+			p.rootField = "combined_validation_context.validation_context_certificate_provider_instance"
+		}
+	case *tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance:
+		root, p.rootField = t.ValidationContextCertificateProviderInstance, "validation_context_certificate_provider_instance"
+	default:
+		return p, errors.New("validation_context_type: not supported")
+	}
+	p.sc.RootInstance, p.sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
+	return p, nil
+}
+
+// sanMatchers validates match_subject_alt_names, found in the validation
+// context at, into sc.
+func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *SecurityConfig) error {
+	for i, m := range ms {
+		if server {
+			return fmt.Errorf("%s.match_subject_alt_names: not supported on servers", at)
+		}
+		sm, err := validateStringMatcher(m)
+		if err != nil {
+			return fmt.Errorf("%s.match_subject_alt_names[%d]: %v", at, i, err)
+		}
+		sc.SANMatchers = append(sc.SANMatchers, sm)
+	}
+	return nil
+}
+
+// checkProviderInstance reports an error, starting with "instance_name", when
+// name is not an instance of the bootstrap's certificate_providers.
+func checkProviderInstance(opts DecodeOptions, name string) error {
+	if name == "" {
+		return errors.New("instance_name: empty")
+	}
+	if opts.HasCertificateProvider == nil || !opts.HasCertificateProvider(name) {
+		return fmt.Errorf("instance_name: %q is not in the bootstrap's certificate_providers", name)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package xdsresource
+
+import (
+	"reflect"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// provider returns a CertificateProviderPluginInstance.
+func provider(instance, cert string) *tlsv3.CertificateProviderPluginInstance {
+	return &tlsv3.CertificateProviderPluginInstance{InstanceName: instance, CertificateName: cert}
+}
+
+// caContext is a validation context whose roots come from instance.
+func caContext(instance string, sans ...*matcherv3.StringMatcher) *tlsv3.CommonTlsContext_ValidationContext {
+	return &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+		CaCertificateProviderInstance: provider(instance, "ca"),
+		MatchSubjectAltNames:          sans,
+	}}
+}
+
+// tlsSocket wraps a TLS context in a transport_socket.
+func tlsSocket(t testing.TB, ctx proto.Message) *corev3.TransportSocket {
+	return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: toAny(t, ctx)}}
+}
+
+// upstream returns an UpstreamTlsContext with roots from "roots" and the
+// given changes made to its CommonTlsContext.
+func upstream(change func(c *tlsv3.CommonTlsContext)) *tlsv3.UpstreamTlsContext {
+	c := &tlsv3.CommonTlsContext{ValidationContextType: caContext("roots")}
+	if change != nil {
+		change(c)
+	}
+	return &tlsv3.UpstreamTlsContext{CommonTlsContext: c}
+}
+
+func TestClusterSecurity(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  *tlsv3.UpstreamTlsContext
+		want *SecurityConfig
+	}{
+		{"roots only", upstream(nil), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
+		{"mutual TLS with SAN matchers", upstream(func(c *tlsv3.CommonTlsContext) {
+			c.TlsCertificateProviderInstance = provider("identity", "id")
+			c.ValidationContextType = caContext("roots",
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "spiffe://a/b"}},
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x"}, IgnoreCase: true})
+		}), &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca",
+			SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "spiffe://a/b"}, {Kind: HeaderPrefix, Value: "x", IgnoreCase: true}}}},
+		{"combined validation context", upstream(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext: &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: provider("roots", "")},
+			}}
+		}), &SecurityConfig{RootInstance: "roots"}},
+		{"ignored fields", upstream(func(c *tlsv3.CommonTlsContext) {
+			c.AlpnProtocols = []string{"h2"}
+			c.GetValidationContext().AllowExpiredCertificate = true
+		}), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, tt.ctx)
+			_, v, err := decode(t, ClusterType, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.(*Cluster).Security; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Security = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+
+	_, v, err := decode(t, ClusterType, edsCluster())
+	if err != nil || v.(*Cluster).Security != nil {
+		t.Errorf("plaintext cluster: Security = %+v, err %v, want nil", v, err)
+	}
+}
+
+func TestClusterSecurityErrors(t *testing.T) {
+	with := func(ts func(t *testing.T) *corev3.TransportSocket) func() proto.Message {
+		return func() proto.Message {
+			m := edsCluster()
+			m.TransportSocket = ts(t)
+			return m
+		}
+	}
+	ctx := func(change func(c *tlsv3.CommonTlsContext)) func() proto.Message {
+		return with(func(t *testing.T) *corev3.TransportSocket { return tlsSocket(t, upstream(change)) })
+	}
+	const at = `cds "c1": transport_socket.typed_config.common_tls_context.`
+	runErrorCases(t, ClusterType, "c1", []errorCase{
+		{name: "wrong socket name", build: with(func(t *testing.T) *corev3.TransportSocket {
+			ts := tlsSocket(t, upstream(nil))
+			ts.Name = "raw"
+			return ts
+		}), want: `cds "c1": transport_socket.name: "raw" is not supported, want "envoy.transport_sockets.tls"`},
+		{name: "downstream context on a cluster", build: with(func(t *testing.T) *corev3.TransportSocket {
+			return tlsSocket(t, &tlsv3.DownstreamTlsContext{})
+		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext" is not supported, want "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"`},
+		{name: "no common_tls_context", build: with(func(t *testing.T) *corev3.TransportSocket {
+			return tlsSocket(t, &tlsv3.UpstreamTlsContext{Sni: "x"})
+		}), want: `cds "c1": transport_socket.typed_config.common_tls_context: missing`},
+		{name: "inline certificate and key", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.TlsCertificates = []*tlsv3.TlsCertificate{{PrivateKey: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "KEY"}}}}
+		}), want: at + `tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "sds certificates", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{{Name: "s"}}
+		}), want: at + `tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance`},
+		{name: "sds validation context", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig{ValidationContextSdsSecretConfig: &tlsv3.SdsSecretConfig{Name: "s"}}
+		}), want: at + `validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance`},
+		{name: "tls_params", build: ctx(func(c *tlsv3.CommonTlsContext) { c.TlsParams = &tlsv3.TlsParameters{} }),
+			want: at + `tls_params: not supported`},
+		{name: "custom_handshaker", build: ctx(func(c *tlsv3.CommonTlsContext) { c.CustomHandshaker = &corev3.TypedExtensionConfig{Name: "h"} }),
+			want: at + `custom_handshaker: not supported`},
+		{name: "no validation context", build: ctx(func(c *tlsv3.CommonTlsContext) { c.ValidationContextType = nil }),
+			want: at + `validation_context: missing, a client needs ca_certificate_provider_instance`},
+		{name: "no ca provider", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.GetValidationContext().CaCertificateProviderInstance = nil
+			c.GetValidationContext().SystemRootCerts = &tlsv3.CertificateValidationContext_SystemRootCerts{}
+		}), want: at + `validation_context.ca_certificate_provider_instance: missing`},
+		{name: "unknown root instance", build: ctx(func(c *tlsv3.CommonTlsContext) { c.ValidationContextType = caContext("nope") }),
+			want: at + `validation_context.ca_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},
+		{name: "unknown identity instance", build: ctx(func(c *tlsv3.CommonTlsContext) { c.TlsCertificateProviderInstance = provider("nope", "") }),
+			want: at + `tls_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},
+		{name: "empty identity instance", build: ctx(func(c *tlsv3.CommonTlsContext) { c.TlsCertificateProviderInstance = provider("", "x") }),
+			want: at + `tls_certificate_provider_instance.instance_name: empty`},
+		{name: "verify_certificate_spki", build: ctx(func(c *tlsv3.CommonTlsContext) { c.GetValidationContext().VerifyCertificateSpki = []string{"x"} }),
+			want: at + `validation_context.verify_certificate_spki: not supported`},
+		{name: "verify_certificate_hash", build: ctx(func(c *tlsv3.CommonTlsContext) { c.GetValidationContext().VerifyCertificateHash = []string{"x"} }),
+			want: at + `validation_context.verify_certificate_hash: not supported`},
+		{name: "require_signed_certificate_timestamp", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.GetValidationContext().RequireSignedCertificateTimestamp = wrapperspb.Bool(true)
+		}), want: at + `validation_context.require_signed_certificate_timestamp: not supported`},
+		{name: "crl", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.GetValidationContext().Crl = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: "crl"}}
+		}), want: at + `validation_context.crl: not supported`},
+		{name: "custom_validator_config", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.GetValidationContext().CustomValidatorConfig = &corev3.TypedExtensionConfig{Name: "v"}
+		}), want: at + `validation_context.custom_validator_config: not supported`},
+		{name: "empty SAN prefix", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: ""}},
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}})
+		}), want: at + `validation_context.match_subject_alt_names[1]: empty prefix`},
+		{name: "bad SAN regex", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "("}}})
+		}), want: at + `validation_context.match_subject_alt_names[0]: invalid regex "(": `, prefix: true},
+		{name: "SAN matcher without pattern", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{})
+		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern`},
+	})
+}
+
+// A bootstrap without certificate_providers makes every TLS cluster
+// invalid.
+func TestClusterSecurityWithoutProviders(t *testing.T) {
+	m := edsCluster()
+	m.TransportSocket = tlsSocket(t, upstream(nil))
+	_, _, err := ClusterType.Decode(DecodeOptions{}, toAny(t, m))
+	want := `cds "c1": transport_socket.typed_config.common_tls_context.validation_context.ca_certificate_provider_instance.instance_name: "roots" is not in the bootstrap's certificate_providers`
+	if err == nil || err.Error() != want {
+		t.Errorf("Decode error = %v, want %s", err, want)
+	}
+}
+
+// deprecatedInstance is a CommonTlsContext.CertificateProviderInstance.
+func deprecatedInstance(instance, cert string) *tlsv3.CommonTlsContext_CertificateProviderInstance {
+	return &tlsv3.CommonTlsContext_CertificateProviderInstance{InstanceName: instance, CertificateName: cert}
+}
+
+// As gRPC does, the deprecated provider fields are read when the current
+// ones give nothing usable.
+func TestClusterSecurityDeprecatedFields(t *testing.T) {
+	exact := &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "a"}}
+	tests := []struct {
+		name   string
+		common *tlsv3.CommonTlsContext
+		want   *SecurityConfig
+	}{
+		{"validation_context_certificate_provider_instance", &tlsv3.CommonTlsContext{
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", "ca"),
+			},
+		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
+		{"combined with SAN matchers", &tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{exact}},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+			}},
+		}, &SecurityConfig{RootInstance: "roots", SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
+		// gRPC reads the deprecated fields when the current ones are
+		// invalid too, so a field it rejects there goes unnoticed.
+		{"current fields invalid", &tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{VerifyCertificateHash: []string{"h"}},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+			}},
+		}, &SecurityConfig{RootInstance: "roots"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: tt.common})
+			_, v, err := decode(t, ClusterType, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.(*Cluster).Security; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Security = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+
+	// The current fields win when they are usable: the deprecated
+	// identity is not read.
+	m := edsCluster()
+	m.TransportSocket = tlsSocket(t, upstream(func(c *tlsv3.CommonTlsContext) {
+		c.TlsCertificateCertificateProviderInstance = deprecatedInstance("identity", "")
+	}))
+	_, v, err := decode(t, ClusterType, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := v.(*Cluster).Security; sc.IdentityInstance != "" || sc.RootInstance != "roots" {
+		t.Errorf("Security = %+v, want roots only", sc)
+	}
+
+	runErrorCases(t, ClusterType, "c1", []errorCase{
+		{name: "unknown deprecated root instance", build: func() proto.Message {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
+					ValidationContextCertificateProviderInstance: deprecatedInstance("nope", ""),
+				},
+			}})
+			return m
+		}, want: `cds "c1": transport_socket.typed_config.common_tls_context.validation_context_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},
+		{name: "deprecated fields invalid too", build: func() proto.Message {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+				TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
+				ValidationContextType:                     caContext("roots", &matcherv3.StringMatcher{}),
+			}})
+			return m
+		}, want: `cds "c1": transport_socket.typed_config.common_tls_context.validation_context.match_subject_alt_names[0]: no match pattern`},
+	})
+}
+
+func TestServerSecurityDeprecatedIdentity(t *testing.T) {
+	m := serverLis(chain(t, "c", nil))
+	m.FilterChains[0].TransportSocket = tlsSocket(t, &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
+	}})
+	s := decodeServer(t, m)
+	if sc := s.FilterChains[0].Security; sc == nil || sc.IdentityInstance != "identity" || sc.IdentityCertName != "id" {
+		t.Errorf("Security = %+v, want identity from the deprecated field", sc)
+	}
+}
