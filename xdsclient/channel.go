@@ -9,10 +9,12 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/genproto/googleapis/rpc/status"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
@@ -85,7 +87,9 @@ func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
 	}
-	cc, err := grpc.NewClient(s.URI, grpc.WithTransportCredentials(creds))
+	cc, err := grpc.NewClient(s.URI, grpc.WithTransportCredentials(creds),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: c.o.keepaliveTime, Timeout: c.o.keepaliveWait}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.o.maxResponseSize)))
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
 	}
@@ -411,10 +415,14 @@ func (ch *channel) runStreams() {
 		if ch.ctx.Err() != nil {
 			return
 		}
+		err = c.explainStreamError(err)
 		var delay time.Duration
-		if gotResponse {
+		if gotResponse && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrKeepaliveTimeout) {
 			retries = 0
 		} else {
+			// A response too large to read comes again on the next stream,
+			// and a server that stopped answering pings is failing: back
+			// off even if earlier responses were read.
 			delay = c.o.backoff(retries)
 			retries++
 		}
@@ -503,6 +511,19 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	}
 }
 
+// explainStreamError names the failures the client detects itself: a
+// response over the size limit is ErrResponseTooLarge, a keepalive ping
+// left unanswered ErrKeepaliveTimeout, each with the setting involved.
+func (c *Client) explainStreamError(err error) error {
+	if status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "larger than max") {
+		return fmt.Errorf("%w: the limit is %d bytes (xdsclient.WithMaxResponseSize): %v", ErrResponseTooLarge, c.o.maxResponseSize, err)
+	}
+	if status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "keepalive ping failed") {
+		return fmt.Errorf("%w (keepalive time %v, timeout %v): %v", ErrKeepaliveTimeout, c.o.keepaliveTime, c.o.keepaliveWait, err)
+	}
+	return err
+}
+
 // streamEnded records the end of a stream (started), or the failure to
 // create one (not started): each has its own hook, so that every
 // StreamEnded matches a StreamStarted.
@@ -527,7 +548,18 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 			tx.hook(func() { f(info) })
 		}
 	}
-	if gotResponse {
+	switch {
+	case gotResponse && errors.Is(err, ErrKeepaliveTimeout):
+		// The connection died silently: a connectivity failure (gRFC A57)
+		// although the stream had responses.
+		ch.lastStream = err
+		c.logger.Warn("xDS server stopped answering keepalive pings", "server", ch.uri, "err", err, "backoff", delay)
+		ch.fail(tx, err, true)
+		return
+	case gotResponse && errors.Is(err, ErrResponseTooLarge):
+		c.logger.Error("ADS response too large; reconnecting with backoff", "server", ch.uri, "err", err, "backoff", delay)
+		return
+	case gotResponse:
 		c.logger.Debug("ADS stream ended after a response; reconnecting", "server", ch.uri, "err", err)
 		return
 	}
@@ -597,7 +629,7 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 			ResourceNames: names,
 		}
 		if ts.nack != nil {
-			req.ErrorDetail = &status.Status{Code: int32(codes.InvalidArgument), Message: ts.nack.Error()}
+			req.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: ts.nack.Error()}
 		}
 		if *first {
 			req.Node = c.node

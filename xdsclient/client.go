@@ -85,6 +85,15 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 	if o.resourceTimeout <= 0 {
 		return nil, fmt.Errorf("xdsclient: resource timeout %v: must be positive", o.resourceTimeout)
 	}
+	if o.keepaliveTime < MinKeepaliveTime {
+		return nil, fmt.Errorf("xdsclient: keepalive time %v: must be at least %v (gRPC's minimum)", o.keepaliveTime, MinKeepaliveTime)
+	}
+	if o.keepaliveWait <= 0 {
+		return nil, fmt.Errorf("xdsclient: keepalive timeout %v: must be positive", o.keepaliveWait)
+	}
+	if o.maxResponseSize <= 0 {
+		return nil, fmt.Errorf("xdsclient: max response size %d: must be positive", o.maxResponseSize)
+	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}

@@ -27,6 +27,18 @@ func DataPlaneError(err error) error {
 	return status.Errorf(codes.Unavailable, "xDS %s: %s", st.Code(), st.Message())
 }
 
+// ErrResponseTooLarge is the cause of a stream failure when the server sent
+// a DiscoveryResponse over the client's size limit (WithMaxResponseSize).
+// Watchers get it inside an UNAVAILABLE status; hooks (StreamEnded) with
+// errors.Is.
+var ErrResponseTooLarge = errors.New("xDS response larger than the client accepts")
+
+// ErrKeepaliveTimeout is the cause of a server failure when the server left
+// an HTTP/2 keepalive ping unanswered (WithKeepalive): the connection is
+// gone though nothing closed it, which gRFC A57 counts as a connectivity
+// failure even on a stream that had responses.
+var ErrKeepaliveTimeout = errors.New("xDS server did not answer a keepalive ping in time")
+
 // ErrClosed is returned (inside a status) to watchers of a client that is
 // closed.
 var ErrClosed = errors.New("xdsclient: client is closed")

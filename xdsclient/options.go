@@ -23,6 +23,30 @@ const (
 	EnvFallback = "GRPC_EXPERIMENTAL_XDS_FALLBACK"
 )
 
+// The HTTP/2 keepalive of xDS channels, as gRPC's xDS clients set it: a
+// ping after DefaultKeepaliveTime without any frame from the server, and
+// the connection counts as failed (gRFC A57) if DefaultKeepaliveTimeout
+// passes with no answer. grpc-go servers refuse pings more often than every
+// 5 minutes by default (GOAWAY too_many_pings), so shorter times need a
+// server that allows them.
+const (
+	DefaultKeepaliveTime    = 5 * time.Minute
+	DefaultKeepaliveTimeout = 20 * time.Second
+)
+
+// MinKeepaliveTime is the shortest keepalive time gRPC-Go allows a client;
+// WithKeepalive refuses shorter ones rather than let them be raised
+// silently.
+const MinKeepaliveTime = 10 * time.Second
+
+// DefaultMaxResponseSize is the largest DiscoveryResponse a client accepts
+// by default: 64 MiB. gRPC's 4 MiB default for RPCs is far too small for
+// xDS (100,000 clusters in one CDS response are about 8.6 MB) and gRPC
+// C-core does not cap xDS responses at all; 64 MiB holds about 750,000
+// such clusters while still bounding what a server can make the client
+// allocate for one message.
+const DefaultMaxResponseSize = 64 << 20
+
 // DefaultResourceTimeout is the does-not-exist timer of the xDS protocol.
 // Servers with resource_timer_is_transient_error use twice this.
 const DefaultResourceTimeout = 15 * time.Second
@@ -43,6 +67,9 @@ type options struct {
 	legacy          bool
 	fallback        bool
 	types           []xdsresource.Type
+	keepaliveTime   time.Duration
+	keepaliveWait   time.Duration
+	maxResponseSize int
 }
 
 func defaultOptions() options {
@@ -53,6 +80,9 @@ func defaultOptions() options {
 		logger:          slog.Default(),
 		legacy:          strings.EqualFold(strings.TrimSpace(os.Getenv(EnvDataErrorHandling)), "false"),
 		fallback:        !strings.EqualFold(strings.TrimSpace(os.Getenv(EnvFallback)), "false"),
+		keepaliveTime:   DefaultKeepaliveTime,
+		keepaliveWait:   DefaultKeepaliveTimeout,
+		maxResponseSize: DefaultMaxResponseSize,
 	}
 }
 
@@ -109,4 +139,24 @@ func WithFallback(on bool) Option {
 // so that responses of those types are decoded.
 func WithResourceTypes(types ...xdsresource.Type) Option {
 	return optionFunc(func(o *options) { o.types = append(o.types, types...) })
+}
+
+// WithKeepalive sets the HTTP/2 keepalive of the client's xDS channels: a
+// ping after interval without any frame from the server, and the
+// connection is closed, a server failure (gRFC A57: watchers are told,
+// fallback may start), if no answer comes within timeout. The defaults are
+// gRPC's, DefaultKeepaliveTime and DefaultKeepaliveTimeout. interval must
+// be at least MinKeepaliveTime, timeout positive; pings more often than the
+// server allows (5 minutes for grpc-go servers by default) make it close
+// the connection.
+func WithKeepalive(interval, timeout time.Duration) Option {
+	return optionFunc(func(o *options) { o.keepaliveTime, o.keepaliveWait = interval, timeout })
+}
+
+// WithMaxResponseSize sets the largest DiscoveryResponse, in bytes, the
+// client accepts (default DefaultMaxResponseSize). A larger one fails its
+// ADS stream with an error that says so, like any stream that fails before
+// a response (gRFC A57).
+func WithMaxResponseSize(bytes int) Option {
+	return optionFunc(func(o *options) { o.maxResponseSize = bytes })
 }

@@ -183,7 +183,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	gen := c.respGen
 	table = c.tableOf(typeURL)
 	u := &update{version: version, at: now, ch: ch}
-	var nacks []string
+	var nacks nackDetail
 	valid, invalid, tp3, seen := 0, 0, 0, 0
 	// The watcher callbacks of the response are held back until its hooks
 	// are queued (ResponseReceived last), so that observers hear of the
@@ -200,7 +200,9 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		if it.name == "" {
 			invalid++
-			nacks = append(nacks, fmt.Sprintf("resources[%d]: %v", i, it.err))
+			if nacks.room() {
+				nacks.add(fmt.Sprintf("resources[%d]: %v", i, it.err))
+			}
 			continue
 		}
 		e := it.held
@@ -212,14 +214,18 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		if e.seenGen == gen {
 			invalid++
-			nacks = append(nacks, fmt.Sprintf("%s %q: appears more than once in the response", shortName(typ), it.name))
+			if nacks.room() {
+				nacks.add(fmt.Sprintf("%s %q: appears more than once in the response", shortName(typ), it.name))
+			}
 			continue
 		}
 		e.seenGen = gen
 		seen++
 		if it.err != nil {
 			invalid++
-			nacks = append(nacks, it.err.Error())
+			if nacks.room() {
+				nacks.add(it.err.Error())
+			}
 			tx.applyInvalid(e, it.raw.GetValue(), it.err, version, now)
 			continue
 		}
@@ -241,11 +247,15 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			switch {
 			case name == "":
 				invalid++
-				nacks = append(nacks, fmt.Sprintf("resource_errors[%d]: empty resource_name", i))
+				if nacks.room() {
+					nacks.add(fmt.Sprintf("resource_errors[%d]: empty resource_name", i))
+				}
 				continue
 			case st == nil || st.GetCode() == int32(codes.OK):
 				invalid++
-				nacks = append(nacks, fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, name))
+				if nacks.room() {
+					nacks.add(fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, name))
+				}
 				continue
 			}
 			e := table.get(name)
@@ -254,7 +264,9 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			}
 			if e.seenGen == gen {
 				invalid++
-				nacks = append(nacks, fmt.Sprintf("%s %q: appears in both resources and resource_errors", shortName(typ), name))
+				if nacks.room() {
+					nacks.add(fmt.Sprintf("%s %q: appears in both resources and resource_errors", shortName(typ), name))
+				}
 				continue
 			}
 			e.seenGen = gen
@@ -279,8 +291,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	}
 
 	var nack error
-	if len(nacks) > 0 {
-		nack = errors.New(strings.Join(nacks, "; "))
+	if nack = nacks.err(); nack != nil {
 		if valid > 0 {
 			ts.version = version // gRFC A46: the valid resources were accepted
 		}
@@ -301,4 +312,57 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 	}
 	tx.releaseWatchers()
+}
+
+// The error_detail of a NACK is bounded, so that a response of many invalid
+// resources cannot make a request the server refuses (which would end the
+// stream, and the client would reconnect to get the same response again):
+// it holds the first maxNACKErrors messages, each cut at maxNACKMessage
+// bytes, in at most maxNACKBytes, then the count of the others. Each cache
+// entry keeps its own full error, which CSDS shows in error_state.
+const (
+	maxNACKErrors  = 50
+	maxNACKMessage = 1 << 10
+	maxNACKBytes   = 16 << 10
+)
+
+// nackDetail builds the error_detail of a NACK.
+type nackDetail struct {
+	b     strings.Builder
+	n     int // errors
+	shown int // errors in b
+}
+
+// room reports whether another message would be shown. When it would not,
+// the error is counted: callers then skip formatting it.
+func (d *nackDetail) room() bool {
+	if d.shown < maxNACKErrors && d.b.Len() < maxNACKBytes-maxNACKMessage-2 {
+		return true
+	}
+	d.n++
+	return false
+}
+
+// add adds msg, cut at maxNACKMessage bytes.
+func (d *nackDetail) add(msg string) {
+	d.n++
+	if len(msg) > maxNACKMessage {
+		msg = strings.ToValidUTF8(msg[:maxNACKMessage], "") + "..."
+	}
+	if d.b.Len() > 0 {
+		d.b.WriteString("; ")
+	}
+	d.b.WriteString(msg)
+	d.shown++
+}
+
+// err returns the NACK's error, nil when nothing was invalid.
+func (d *nackDetail) err() error {
+	if d.n == 0 {
+		return nil
+	}
+	if more := d.n - d.shown; more > 0 {
+		fmt.Fprintf(&d.b, "; and %d more invalid (the error of each subscribed resource is in its cache entry)", more)
+	}
+	return errors.New(d.b.String())
 }

@@ -18,6 +18,10 @@
 //	--csds-addr HOST:PORT    serve CSDS there (":0" style ports allowed)
 //	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (the metrics of package telemetry)
 //	--resource-timeout DUR   base does-not-exist timer (default 15s)
+//	--keepalive-time DUR     HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
+//	                         at least 10s)
+//	--keepalive-timeout DUR  how long a ping may go unanswered before the connection
+//	                         counts as failed (default 20s, gRPC's)
 //	--output text|json       text for people (default), JSON lines for programs
 //	--stdin                  also read commands from standard input, one a line:
 //	                         +TYPE:NAME starts one more watcher, -TYPE:NAME cancels

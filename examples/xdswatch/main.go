@@ -47,6 +47,9 @@ type config struct {
 	metricsAddr string
 	// resourceTimeout is --resource-timeout.
 	resourceTimeout time.Duration
+	// keepaliveTime and keepaliveTimeout are --keepalive-time and
+	// --keepalive-timeout.
+	keepaliveTime, keepaliveTimeout time.Duration
 	// output is --output: outputText or outputJSON.
 	output string
 	// stdin is --stdin.
@@ -68,6 +71,10 @@ Flags:
   --csds-addr HOST:PORT     serve CSDS there (":0" style ports allowed)
   --metrics-addr HOST:PORT  serve Prometheus text on /metrics there
   --resource-timeout DUR    base does-not-exist timer (default 15s)
+  --keepalive-time DUR      HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
+                            at least 10s)
+  --keepalive-timeout DUR   how long a ping may go unanswered before the connection
+                            counts as failed (default 20s, gRPC's)
   --output text|json        text for people (default), JSON lines for programs
   --stdin                   also read commands from standard input, one a line:
                             +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
@@ -141,6 +148,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	pool := xdsclient.NewPool(bc,
 		xdsclient.WithResourceTimeout(cfg.resourceTimeout),
+		xdsclient.WithKeepalive(cfg.keepaliveTime, cfg.keepaliveTimeout),
 		xdsclient.WithLogger(logger),
 	)
 	client, release, err := pool.Get(cfg.target)
@@ -201,6 +209,8 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&cfg.csdsAddr, "csds-addr", "", "serve CSDS on HOST:PORT")
 	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on HOST:PORT")
 	fs.DurationVar(&cfg.resourceTimeout, "resource-timeout", xdsclient.DefaultResourceTimeout, "base does-not-exist timer")
+	fs.DurationVar(&cfg.keepaliveTime, "keepalive-time", xdsclient.DefaultKeepaliveTime, "HTTP/2 keepalive ping interval")
+	fs.DurationVar(&cfg.keepaliveTimeout, "keepalive-timeout", xdsclient.DefaultKeepaliveTimeout, "keepalive ping timeout")
 	fs.StringVar(&cfg.output, "output", outputText, "text or json")
 	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
 
@@ -228,6 +238,12 @@ func parseArgs(args []string) (*config, error) {
 	}
 	if cfg.resourceTimeout <= 0 {
 		return nil, fmt.Errorf("--resource-timeout %v: must be positive", cfg.resourceTimeout)
+	}
+	if cfg.keepaliveTime < xdsclient.MinKeepaliveTime {
+		return nil, fmt.Errorf("--keepalive-time %v: must be at least %v (gRPC's minimum)", cfg.keepaliveTime, xdsclient.MinKeepaliveTime)
+	}
+	if cfg.keepaliveTimeout <= 0 {
+		return nil, fmt.Errorf("--keepalive-timeout %v: must be positive", cfg.keepaliveTimeout)
 	}
 	for _, arg := range positional {
 		s, err := parseSpec(arg)

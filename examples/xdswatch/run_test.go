@@ -163,8 +163,12 @@ func TestParseArgs(t *testing.T) {
 	if _, err := parseArgs([]string{"--", "--stdin"}); err == nil || !strings.Contains(err.Error(), `"--stdin"`) {
 		t.Errorf("parseArgs(--, --stdin) = %v, want an error about TYPE:NAME \"--stdin\"", err)
 	}
-	if cfg, err := parseArgs(nil); err != nil || cfg.output != outputText || cfg.target != "xdswatch" || len(cfg.specs) != 0 {
+	if cfg, err := parseArgs(nil); err != nil || cfg.output != outputText || cfg.target != "xdswatch" || len(cfg.specs) != 0 ||
+		cfg.keepaliveTime != 5*time.Minute || cfg.keepaliveTimeout != 20*time.Second {
 		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+	if cfg, err := parseArgs([]string{"--keepalive-time", "30s", "--keepalive-timeout", "2s", "cds:c1"}); err != nil || cfg.keepaliveTime != 30*time.Second || cfg.keepaliveTimeout != 2*time.Second {
+		t.Errorf("keepalive flags: %+v, %v", cfg, err)
 	}
 	if _, err := parseArgs([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: %v, want flag.ErrHelp", err)

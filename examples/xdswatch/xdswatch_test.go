@@ -298,6 +298,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad output", nil, []string{"--output", "yaml", "cds:c1"}, `"yaml"`},
 		{"bad duration", nil, []string{"--resource-timeout", "soon", "cds:c1"}, "soon"},
 		{"negative duration", nil, []string{"--resource-timeout", "-1s", "cds:c1"}, "-1s"},
+		{"keepalive under gRPC's minimum", nil, []string{"--keepalive-time", "1s", "cds:c1"}, "--keepalive-time 1s: must be at least 10s"},
+		{"zero keepalive timeout", nil, []string{"--keepalive-timeout", "0s", "cds:c1"}, "--keepalive-timeout 0s"},
 		{"bad type", nil, []string{"xds:c1"}, `"xds"`},
 		{"unsupported type URL", nil, []string{"type.googleapis.com/envoy.config.core.v3.Node:n"}, `"type.googleapis.com/envoy.config.core.v3.Node"`},
 		{"no colon", nil, []string{"cds"}, `"cds"`},

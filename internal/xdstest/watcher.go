@@ -63,11 +63,18 @@ func (w *Watcher) AmbientError(err error) {
 // one, and fails t if none comes.
 func (w *Watcher) Next(t testing.TB) Callback {
 	t.Helper()
+	return w.NextWithin(t, Timeout)
+}
+
+// NextWithin is Next with a wait of d, for events that a test cannot make
+// come sooner (a keepalive of gRPC's minimum interval).
+func (w *Watcher) NextWithin(t testing.TB, d time.Duration) Callback {
+	t.Helper()
 	select {
 	case c := <-w.ch:
 		return c
-	case <-time.After(Timeout):
-		t.Fatalf("no watcher callback within %v", Timeout)
+	case <-time.After(d):
+		t.Fatalf("no watcher callback within %v", d)
 		return Callback{}
 	}
 }

@@ -1,0 +1,166 @@
+package xdsclient_test
+
+// What a network or a control plane can do to the client: a connection that
+// goes silent, a response over the size limit, a response of many invalid
+// resources.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// A connection that stops carrying anything (a half-open TCP connection, a
+// silent network) is found by the HTTP/2 keepalive and is a server failure
+// (gRFC A57), though its stream had responses: the watcher hears of it as an
+// ambient error, and the error ends when the server answers again.
+func TestKeepaliveFindsASilentConnection(t *testing.T) {
+	t.Parallel()
+	srv := xdstest.NewADSServer(t)
+	proxy := xdstest.NewProxy(t, srv.Addr())
+	hooks := newRecordedHooks()
+	c := newClient(t, bootstrapFor(t, proxy.Addr()), xdsclient.WithHooks(hooks.hooks()),
+		xdsclient.WithKeepalive(xdsclient.MinKeepaliveTime, 300*time.Millisecond))
+	// gRPC's shortest keepalive interval is 10s: the ping goes out 10-20s
+	// after the connection falls silent.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := xdstest.Script{T: t, Ctx: ctx, Srv: srv}
+	rec, st := s.WatchCluster(c, "c1")
+	s.Send(st, xdstest.Response(cdsURL, "1", controlplane.Cluster("c1", "c1")))
+	rec.Expect(t, xdsclient.NotifyResource, 0)
+	s.RecvType(st, cdsURL)
+
+	proxy.Stall()
+	e := rec.NextWithin(t, 45*time.Second)
+	if e.Kind != xdsclient.NotifyAmbientError || status.Code(e.Err) != codes.Unavailable {
+		t.Fatalf("got %v, want an ambient UNAVAILABLE", e)
+	}
+	if f := hooks.failures.snapshot(); len(f) == 0 || !errors.Is(f[0].Reason, xdsclient.ErrKeepaliveTimeout) {
+		t.Errorf("server failures %+v, want one caused by ErrKeepaliveTimeout", f)
+	}
+	if !contains(e.Err, "keepalive") {
+		t.Errorf("ambient error %v does not say a keepalive ping went unanswered", e.Err)
+	}
+	proxy.Resume()
+	st2 := s.NextStream()
+	s.RecvType(st2, cdsURL)
+	s.Send(st2, xdstest.Response(cdsURL, "1", controlplane.Cluster("c1", "c1")))
+	expectCleared(t, rec)
+}
+
+// A response over the size limit fails its stream with an error that names
+// the limit; the default limit takes a response far over gRPC's 4 MiB.
+func TestResponseSizeLimit(t *testing.T) {
+	big := controlplane.Cluster("c1", strings.Repeat("e", 2048))
+	f := newFixture(t, nil, xdsclient.WithMaxResponseSize(1024))
+	rec, st := f.WatchCluster(f.c, "c1")
+	f.send(st, cdsURL, "1", big)
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	for _, want := range []string{"larger than the client accepts", "1024 bytes", "WithMaxResponseSize"} {
+		if !contains(e.Err, want) {
+			t.Errorf("error %v does not say %q", e.Err, want)
+		}
+	}
+	end := f.hooks.ended.waitFor(t, "the stream's end", func(xdsclient.StreamEndInfo) bool { return true })
+	if !errors.Is(end.Err, xdsclient.ErrResponseTooLarge) {
+		t.Errorf("StreamEnded error %v is not ErrResponseTooLarge", end.Err)
+	}
+
+	// 100,000 clusters in one response, about 9 MB: received.
+	g := newFixture(t, nil)
+	w, gst := g.WatchCluster(g.c, "c0")
+	resp := xdstest.FullStateClusters(100_000, 0)
+	if n := proto.Size(resp); n < 4<<20 {
+		t.Fatalf("the response is %d bytes, not over gRPC's 4 MiB default", n)
+	}
+	g.Send(gst, resp)
+	w.Expect(t, xdsclient.NotifyResource, 0)
+}
+
+// A response of many invalid resources gets a bounded NACK: the first
+// errors and a count of the others, small enough for any server to read,
+// so the stream stays up; each subscribed entry keeps its own full error.
+func TestNACKIsBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	const named, garbage = 100, 20_000
+	var watchers []*xdstest.Watcher
+	for i := range named {
+		w := xdstest.NewWatcher()
+		watchers = append(watchers, w)
+		defer f.c.Watch(xdsresource.ClusterType, fmt.Sprint("c", i), w)()
+	}
+	st := f.NextStream()
+	for {
+		if req := f.RecvType(st, cdsURL); len(req.GetResourceNames()) == named {
+			break
+		}
+	}
+	resp := xdstest.Response(cdsURL, "1")
+	for i := range named {
+		bad := xdstest.InvalidCluster(fmt.Sprint("c", i))
+		bad.ConnectTimeout = durationpb.New(time.Duration(i+1) * time.Second)
+		a, err := anypb.New(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Resources = append(resp.Resources, a)
+	}
+	for range garbage {
+		resp.Resources = append(resp.Resources, &anypb.Any{TypeUrl: cdsURL, Value: []byte{0xff}})
+	}
+	f.Send(st, resp)
+	for _, w := range watchers {
+		w.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	}
+	nack := f.RecvType(st, cdsURL)
+	msg := nack.GetErrorDetail().GetMessage()
+	if len(msg) > 17<<10 {
+		t.Fatalf("NACK error_detail is %d bytes, want at most about 16 KiB", len(msg))
+	}
+	if !strings.Contains(msg, fmt.Sprintf("and %d more invalid", named+garbage-50)) {
+		t.Errorf("NACK does not count the errors it leaves out: ...%s", msg[max(0, len(msg)-200):])
+	}
+	for i, s := range f.c.Dump() {
+		if s.Err == nil || !contains(s.Err, `"`+s.Name+`"`) || s.State != xdsclient.StateNACKed {
+			t.Fatalf("entry %d %q: state %v error %v, want NACKED with its own error", i, s.Name, s.State, s.Err)
+		}
+	}
+	// The stream is still up: the next response arrives on it.
+	f.send(st, cdsURL, "2", controlplane.Cluster("c0", "c0"))
+	watchers[0].Expect(t, xdsclient.NotifyResource, 0)
+	if n := len(f.hooks.started.snapshot()); n != 1 {
+		t.Errorf("%d streams started, want 1: the NACK ended the stream", n)
+	}
+}
+
+// Settings a client cannot honour are refused, naming the setting and why.
+func TestTransportOptionErrors(t *testing.T) {
+	cfg := bootstrapFor(t, "127.0.0.1:1")
+	for _, tc := range []struct {
+		opt  xdsclient.Option
+		want string
+	}{
+		{xdsclient.WithKeepalive(time.Second, time.Second), "keepalive time 1s: must be at least 10s"},
+		{xdsclient.WithKeepalive(time.Minute, 0), "keepalive timeout 0s: must be positive"},
+		{xdsclient.WithMaxResponseSize(0), "max response size 0: must be positive"},
+	} {
+		if _, err := xdsclient.New(cfg, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New: %v, want an error saying %q", err, tc.want)
+		}
+	}
+}
