@@ -503,6 +503,21 @@ func authorityOf(name string) string {
 	return rest
 }
 
+// snapshotOf copies e's fields. The lock is held.
+func snapshotOf(e *entry) EntrySnapshot {
+	s := EntrySnapshot{
+		TypeURL: e.kind.typ.TypeURL(), Name: e.name, Authority: e.auth.name, Server: e.active().uri,
+		State: e.state, Watchers: e.watcherCount(),
+	}
+	if r := e.res; r.ok() {
+		s.Cached, s.Raw, s.Version, s.UpdatedAt, s.ResourceServer = true, r.raw, r.from.version, r.from.at, r.from.ch.uri
+	}
+	if f := e.failure(); f != nil {
+		s.Err, s.FailedVersion, s.FailedAt, s.FailedRaw = f.err, f.version, f.at, f.raw
+	}
+	return s
+}
+
 // EntrySnapshot is one cache entry as Dump saw it.
 type EntrySnapshot struct {
 	// TypeURL is the entry's resource type URL.
@@ -539,30 +554,42 @@ type EntrySnapshot struct {
 	Watchers int
 }
 
-// Dump returns every cache entry, sorted by type URL and name. It holds the
-// client's lock only to copy the entries' fields; the snapshots share the
-// cache's bytes (Raw, FailedRaw), which must not be modified. A closed
-// client has no entries.
+// dumpChunk is how many entries Dump copies per holding of the lock: an
+// update never waits behind more than this many copies, however large the
+// cache.
+const dumpChunk = 256
+
+// Dump returns every cache entry, sorted by type URL and name. It never
+// holds the client's lock for long, whatever the size of the cache: it
+// takes the list of entries (pointers) at once, then copies their fields a
+// few hundred entries at a time, so an update or a watch waits at most for
+// one such step. Each snapshot is one entry exactly as the cache held it;
+// entries removed meanwhile are left out, entries added meanwhile are not
+// seen, and a dump taken while updates flow shows each entry as it was when
+// its step ran. The snapshots share the cache's bytes (Raw, FailedRaw),
+// which must not be modified. A closed client has no entries.
 func (c *Client) Dump() []EntrySnapshot {
 	tx := c.lock()
-	n := c.nEntries
-	tx.unlock()
-	out := make([]EntrySnapshot, 0, n)
-	tx = c.lock()
+	entries := make([]*entry, 0, c.nEntries)
 	for e := range c.allEntries() {
-		s := EntrySnapshot{
-			TypeURL: e.kind.typ.TypeURL(), Name: e.name, Authority: e.auth.name, Server: e.active().uri,
-			State: e.state, Watchers: e.watcherCount(),
-		}
-		if r := e.res; r.ok() {
-			s.Cached, s.Raw, s.Version, s.UpdatedAt, s.ResourceServer = true, r.raw, r.from.version, r.from.at, r.from.ch.uri
-		}
-		if f := e.failure(); f != nil {
-			s.Err, s.FailedVersion, s.FailedAt, s.FailedRaw = f.err, f.version, f.at, f.raw
-		}
-		out = append(out, s)
+		entries = append(entries, e)
 	}
 	tx.unlock()
+	out := make([]EntrySnapshot, 0, len(entries))
+	for lo := 0; lo < len(entries); lo += dumpChunk {
+		tx := c.lock()
+		if c.closed {
+			tx.unlock()
+			return nil
+		}
+		for _, e := range entries[lo:min(lo+dumpChunk, len(entries))] {
+			if !e.removed {
+				out = append(out, snapshotOf(e))
+			}
+		}
+		tx.unlock()
+	}
+	clear(entries)
 	slices.SortFunc(out, func(a, b EntrySnapshot) int {
 		if c := strings.Compare(a.TypeURL, b.TypeURL); c != 0 {
 			return c

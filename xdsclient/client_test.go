@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -355,4 +356,54 @@ func TestLateWatchersDuringUpdates(t *testing.T) {
 		l.mu.Unlock()
 	}
 	t.Logf("%d watchers added during %d updates", len(watches), versions-1)
+}
+
+// Dump copies a large cache a step at a time: while watches come and go it
+// returns each entry at most once, sorted, never one that was removed
+// before the dump began, and every entry that stayed all along.
+func TestDumpDuringChurn(t *testing.T) {
+	f := newFixture(t, nil)
+	const stable = 2000
+	for i := range stable {
+		defer f.c.Watch(xdsresource.ClusterType, fmt.Sprintf("stable-%04d", i), xdsclient.WatcherFuncs{})()
+	}
+	gone := f.c.Watch(xdsresource.ClusterType, "gone", xdsclient.WatcherFuncs{})
+	gone()
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	churn.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f.c.Watch(xdsresource.ClusterType, fmt.Sprintf("churn-%d", i%50), xdsclient.WatcherFuncs{})()
+		}
+	})
+	defer churn.Wait()
+	defer close(stop)
+	for range 20 {
+		d := f.c.Dump()
+		seen := map[string]bool{}
+		n := 0
+		for i, s := range d {
+			if seen[s.Name] {
+				t.Fatalf("%q twice in one dump", s.Name)
+			}
+			seen[s.Name] = true
+			if i > 0 && d[i-1].Name > s.Name {
+				t.Fatalf("dump not sorted: %q before %q", d[i-1].Name, s.Name)
+			}
+			if strings.HasPrefix(s.Name, "stable-") {
+				n++
+			}
+			if s.Name == "gone" {
+				t.Fatal("a dump shows an entry removed before it began")
+			}
+		}
+		if n != stable {
+			t.Fatalf("dump has %d of the %d entries watched all along", n, stable)
+		}
+	}
 }
