@@ -48,8 +48,12 @@ type Client struct {
 
 	closeDone chan struct{} // closed when Close has ended
 
-	// mu guards the fields below; it is taken through lock, which returns
-	// tx, and released through tx.unlock.
+	// mu guards the fields below, and the fields of the client's
+	// authorities, channels and entries that say so; it is taken through
+	// lock, which returns tx, and released through tx.unlock. Lock order:
+	// Pool.mu, then mu, then callbackSerializer.mu; no hook or watcher runs
+	// while mu is held, so an observer's own lock (telemetry's) is never
+	// taken under it.
 	tx          txn
 	mu          sync.Mutex
 	closed      bool
