@@ -3,11 +3,9 @@ package xdsclient
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"sort"
-	"strings"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -215,50 +213,45 @@ func (tx *txn) switchBack(a *authority, i int) {
 	tx.authorityServerChanged(a, prev, fmt.Sprintf("%q delivered a resource again", to.uri))
 }
 
-// canonicalName normalises an xdstp:// name (gRFC A47): context parameters
-// sorted by key. It checks that the type segment names typ. Old-style names
-// are returned as they are.
+// canonicalName returns the canonical form of a resource name (see package
+// xdstp) and checks that the type segment of an xdstp:// name names typ.
+// Old-style names are returned as they are.
 func canonicalName(typ xdsresource.Type, name string) (string, error) {
-	rest, ok := strings.CutPrefix(name, "xdstp://")
-	if !ok {
+	if !xdstp.Is(name) {
 		return name, nil
 	}
-	slash := strings.IndexByte(rest, '/')
-	if slash < 0 {
-		return "", fmt.Errorf("xdstp name %q has no resource type", name)
-	}
-	auth, path := rest[:slash], rest[slash+1:]
-	if i := strings.IndexByte(path, '#'); i >= 0 {
-		path = path[:i] // processing directives are not supported
-	}
-	query := ""
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path, query = path[:i], path[i+1:]
-	}
-	typeName, _, _ := strings.Cut(path, "/")
-	if typeName != xdsresource.TypeName(typ) {
-		return "", fmt.Errorf("xdstp name %q names type %q, watched as %q", name, typeName, xdsresource.TypeName(typ))
-	}
-	if query == "" {
-		return "xdstp://" + auth + "/" + path, nil
-	}
-	params, err := url.ParseQuery(query)
+	n, err := xdstp.Parse(name)
 	if err != nil {
-		return "", fmt.Errorf("xdstp name %q: context parameters: %v", name, err)
+		return "", err
 	}
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
+	if n.Type != xdsresource.TypeName(typ) {
+		return "", fmt.Errorf("resource name %q names type %q, watched as %q", name, n.Type, xdsresource.TypeName(typ))
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("xdstp://" + auth + "/" + path + "?")
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		v := params[k]
-		b.WriteString(url.QueryEscape(k) + "=" + url.QueryEscape(v[len(v)-1]))
+	return n.String(), nil
+}
+
+// canonicalReceived is canonicalName for a name a server sent: a name that
+// is already canonical costs no allocation, and one that cannot be
+// canonicalised is kept as it is (no watch can match it).
+func canonicalReceived(typ xdsresource.Type, name string) string {
+	if xdstp.IsCanonical(name) {
+		return name
 	}
-	return b.String(), nil
+	if n, err := canonicalName(typ, name); err == nil {
+		return n
+	}
+	return name
+}
+
+// authorityOf returns the xDS authority of a canonical resource name: the
+// decoded authority of an xdstp:// name, or "#old" for an old-style name.
+func authorityOf(name string) string {
+	if !xdstp.Is(name) {
+		return "#old"
+	}
+	auth, err := xdstp.Authority(name)
+	if err != nil {
+		return name
+	}
+	return auth
 }

@@ -494,19 +494,6 @@ func (c *Client) watcherNotified(typeURL, name string, kind NotificationKind, er
 	}
 }
 
-// authorityOf returns the xDS authority of a resource name: the authority
-// of an xdstp:// name, or "#old" for an old-style name.
-func authorityOf(name string) string {
-	rest, ok := strings.CutPrefix(name, "xdstp://")
-	if !ok {
-		return "#old"
-	}
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return rest[:i]
-	}
-	return rest
-}
-
 // snapshotOf copies e's fields. The lock is held.
 func snapshotOf(e *entry) EntrySnapshot {
 	s := EntrySnapshot{

@@ -5,6 +5,7 @@ package xdsclient_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -398,6 +399,51 @@ func TestFederationNames(t *testing.T) {
 	bad := xdstest.NewWatcher()
 	defer m.c.Watch(xdsresource.ClusterType, "xdstp://a/envoy.config.listener.v3.Listener/x", bad)()
 	bad.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+}
+
+// Names that canonicalise to one another are one resource, whichever side
+// wrote which form: empty context parameters, percent-encoding and
+// parameter order do not matter, also for names in TP3 resource_errors, and
+// a subscription is always made with the canonical form.
+func TestFederationNamesCanonicalForms(t *testing.T) {
+	m := newMultiFixture(t, 1, func(addrs []string) string { return `{"a": {}}` })
+	const prefix = "xdstp://a/envoy.config.cluster.v3.Cluster/"
+	watches := []struct{ watched, served, canonical string }{
+		{prefix + "x?&", prefix + "x", prefix + "x"},
+		{prefix + "%79", prefix + "y", prefix + "y"},
+		{prefix + "z?b=2&x=1", prefix + "z?x=1&b=2", prefix + "z?b=2&x=1"},
+	}
+	recs := make([]*xdstest.Watcher, len(watches))
+	for i, w := range watches {
+		recs[i] = xdstest.NewWatcher()
+		defer m.c.Watch(xdsresource.ClusterType, w.watched, recs[i])()
+	}
+	st := m.streamOn(0)
+	req := m.RecvType(st, cdsURL)
+	for len(req.GetResourceNames()) < len(watches) {
+		req = m.RecvType(st, cdsURL)
+	}
+	want := []string{prefix + "x", prefix + "y", prefix + "z?b=2&x=1"}
+	if got := names(req); !slices.Equal(got, want) {
+		t.Fatalf("subscribed %q, want %q", got, want)
+	}
+	m.send(st, cdsURL, "1", controlplane.Cluster(watches[0].served, "s"), controlplane.Cluster(watches[1].served, "s"), controlplane.Cluster(watches[2].served, "s"))
+	for i, rec := range recs {
+		if e := rec.Expect(t, xdsclient.NotifyResource, 0); e.Resource.Name != watches[i].canonical {
+			t.Errorf("watch of %q got %q, want %q", watches[i].watched, e.Resource.Name, watches[i].canonical)
+		}
+	}
+	// A TP3 error naming the resource in another form reaches its watcher
+	// (ambient: the resource is cached).
+	resp := xdstest.ErrorResponse(cdsURL, "2", xdstest.ResourceError(prefix+"z?x=1&b=2&", codes.PermissionDenied, "not for you"))
+	resp.Resources = xdstest.Response(cdsURL, "2", controlplane.Cluster(watches[0].served, "s"), controlplane.Cluster(watches[1].served, "s")).Resources
+	m.Send(st, resp)
+	recs[2].Expect(t, xdsclient.NotifyAmbientError, codes.PermissionDenied)
+	for _, e := range m.c.Dump() {
+		if e.Name == want[2] && e.State != xdsclient.StateReceivedError {
+			t.Errorf("%s: state %v, want RECEIVED_ERROR", e.Name, e.State)
+		}
+	}
 }
 
 // The same bytes from another server are a new resource: what a server may

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -56,11 +57,9 @@ func unwrap(a *anypb.Any, typ xdsresource.Type, typeURL string) item {
 	it.raw.TypeUrl = typeURL
 	if reader, ok := typ.(xdsresource.NameReader); ok {
 		if name, ok := reader.ReadName(it.raw.GetValue()); ok {
-			if bytes.HasPrefix(name, []byte("xdstp://")) && bytes.ContainsAny(name, "?#") {
-				// Named as subscribed: context parameters sorted.
-				if n, err := canonicalName(typ, string(name)); err == nil {
-					name = []byte(n)
-				}
+			if !xdstp.IsCanonical(name) {
+				// Named as subscribed: canonical form.
+				name = []byte(canonicalReceived(typ, string(name)))
 			}
 			it.rawName = name
 		}
@@ -106,11 +105,7 @@ func decodeItem(typ xdsresource.Type, opts xdsresource.DecodeOptions, it *item) 
 	if name != "" {
 		it.name = name
 	}
-	if strings.HasPrefix(it.name, "xdstp://") && strings.ContainsAny(it.name, "?#") {
-		if n, nerr := canonicalName(typ, it.name); nerr == nil {
-			it.name = n
-		}
-	}
+	it.name = canonicalReceived(typ, it.name)
 	it.value, it.err = value, err
 }
 
@@ -242,7 +237,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	}
 	if !c.o.legacy {
 		for i, re := range resp.GetResourceErrors() {
-			name := re.GetResourceName().GetName()
+			name := canonicalReceived(typ, re.GetResourceName().GetName())
 			st := re.GetErrorDetail()
 			switch {
 			case name == "":

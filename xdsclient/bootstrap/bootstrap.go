@@ -11,6 +11,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
 
 // Environment variables that [FromEnv] reads.
@@ -397,7 +399,7 @@ func (c *Config) ServersFor(resourceName string) ([]*ServerConfig, error) {
 // authorityOf returns the entry of Authorities that the xdstp: name
 // selects; the entry may be nil in a hand-built Config.
 func (c *Config) authorityOf(name string) (*Authority, error) {
-	auth, err := xdstpAuthority(name)
+	auth, err := xdstp.Authority(name)
 	if err != nil {
 		return nil, err
 	}

@@ -2,34 +2,18 @@ package bootstrap
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
 
 // xdstpScheme starts every new-style resource name (xRFC TP1).
-const xdstpScheme = "xdstp:"
+const xdstpScheme = xdstp.Scheme
 
 // authorityPrefix is how every client Listener template of the authority
 // name starts: "xdstp://<percent-encoded name>/".
 func authorityPrefix(name string) string {
-	return "xdstp://" + percentEncodeAuthority(name) + "/"
-}
-
-// xdstpAuthority returns the authority of an xdstp: resource name, with its
-// percent-encoding undone.
-func xdstpAuthority(name string) (string, error) {
-	rest, ok := strings.CutPrefix(name, "xdstp://")
-	if !ok {
-		return "", fmt.Errorf("resource %q: an xdstp: name must start with \"xdstp://\" and an authority", name)
-	}
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-		rest = rest[:end]
-	}
-	auth, err := url.PathUnescape(rest)
-	if err != nil {
-		return "", fmt.Errorf("resource %q: authority %q: %w", name, rest, err)
-	}
-	return auth, nil
+	return "xdstp://" + xdstp.EscapeAuthority(name) + "/"
 }
 
 // ClientListenerResourceName returns the name of the Listener that a client
@@ -57,7 +41,7 @@ func (c *Config) ClientListenerResourceName(authority, path string) (string, err
 		if tmpl == "" {
 			tmpl = authorityPrefix(authority) + "envoy.config.listener.v3.Listener/%s"
 		}
-		return strings.ReplaceAll(tmpl, "%s", percentEncodePath(host)), nil
+		return strings.ReplaceAll(tmpl, "%s", xdstp.EscapePath(host)), nil
 	}
 	tmpl := c.ClientDefaultListenerResourceNameTemplate
 	if tmpl == "" {
@@ -83,7 +67,7 @@ func (c *Config) ServerListenerResourceName(addr string) (string, error) {
 // templates, and checks the authority of an xdstp: result.
 func (c *Config) fillTemplate(tmpl, value string) (string, error) {
 	if strings.HasPrefix(tmpl, xdstpScheme) {
-		value = percentEncodePath(value)
+		value = xdstp.EscapePath(value)
 	}
 	name := strings.ReplaceAll(tmpl, "%s", value)
 	if strings.HasPrefix(name, xdstpScheme) {
@@ -92,43 +76,4 @@ func (c *Config) fillTemplate(tmpl, value string) (string, error) {
 		}
 	}
 	return name, nil
-}
-
-// percentEncodePath encodes every byte that RFC 3986 does not allow in a
-// path, keeping "/".
-func percentEncodePath(s string) string {
-	return percentEncode(s, func(b byte) bool { return b == ':' || b == '@' || b == '/' })
-}
-
-// percentEncodeAuthority encodes every byte that RFC 3986 does not allow in
-// an authority.
-func percentEncodeAuthority(s string) string {
-	return percentEncode(s, func(b byte) bool { return b == ':' || b == '@' || b == '[' || b == ']' })
-}
-
-// percentEncode writes every byte of s that is neither unreserved, nor a
-// sub-delimiter, nor allowed by extra as %XX with upper-case hex.
-func percentEncode(s string, extra func(byte) bool) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if isUnreserved(c) || isSubDelim(c) || extra(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&0xF])
-	}
-	return b.String()
-}
-
-func isUnreserved(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-func isSubDelim(c byte) bool {
-	return strings.IndexByte("!$&'()*+,;=", c) >= 0
 }

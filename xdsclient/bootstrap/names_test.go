@@ -61,15 +61,16 @@ func TestServersFor(t *testing.T) {
 			[]string{"top-primary:443", "top-fallback:443"}, ""},
 		{"empty authority", "xdstp:///envoy.config.listener.v3.Listener/foo", []string{"empty-authority:443"}, ""},
 		{"percent-encoded authority", "xdstp://a%20b/envoy.config.listener.v3.Listener/foo", []string{"spaced:443"}, ""},
-		{"authority only", "xdstp://xds.example.com", []string{"ex-primary:443", "ex-fallback:443"}, ""},
+		{"authority only", "xdstp://xds.example.com", nil,
+			`resource name "xdstp://xds.example.com" has no resource type after its authority`},
 		{"unknown authority", "xdstp://other.example.com/envoy.config.listener.v3.Listener/foo", nil,
 			`authority "other.example.com" not found in xds bootstrap for resource "xdstp://other.example.com/envoy.config.listener.v3.Listener/foo"`},
 		{"authority differs by case", "xdstp://XDS.example.com/envoy.config.listener.v3.Listener/foo", nil,
 			`authority "XDS.example.com" not found in xds bootstrap for resource "xdstp://XDS.example.com/envoy.config.listener.v3.Listener/foo"`},
 		{"xdstp name without authority part", "xdstp:foo", nil,
-			`resource "xdstp:foo": an xdstp: name must start with "xdstp://" and an authority`},
-		{"bad percent-encoding in authority", "xdstp://a%zz/x", nil,
-			`resource "xdstp://a%zz/x": authority "a%zz": invalid URL escape "%zz"`},
+			`resource name "xdstp:foo" starts with "xdstp:" but not with "xdstp://" and an authority`},
+		{"bad percent-encoding in authority", "xdstp://a%zz/T/x", nil,
+			`resource name "xdstp://a%zz/T/x": authority: bad percent-encoding "%zz"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,28 +192,5 @@ func TestServerListenerResourceName(t *testing.T) {
 				t.Errorf("ServerListenerResourceName(%q) = %q, %v; want %q", tt.addr, got, err, tt.want)
 			}
 		})
-	}
-}
-
-func TestPercentEncode(t *testing.T) {
-	tests := []struct {
-		in, path, authority string
-	}{
-		{"abcXYZ019-._~", "abcXYZ019-._~", "abcXYZ019-._~"},
-		{"!$&'()*+,;=", "!$&'()*+,;=", "!$&'()*+,;="},
-		{"a/b:c@d", "a/b:c@d", "a%2Fb:c@d"},
-		{"[::1]", "%5B::1%5D", "[::1]"},
-		{"a b%?#\"<>\\^`{|}", "a%20b%25%3F%23%22%3C%3E%5C%5E%60%7B%7C%7D", "a%20b%25%3F%23%22%3C%3E%5C%5E%60%7B%7C%7D"},
-		{"é", "%C3%A9", "%C3%A9"},
-		{"\x00\x7f", "%00%7F", "%00%7F"},
-		{"", "", ""},
-	}
-	for _, tt := range tests {
-		if got := percentEncodePath(tt.in); got != tt.path {
-			t.Errorf("percentEncodePath(%q) = %q, want %q", tt.in, got, tt.path)
-		}
-		if got := percentEncodeAuthority(tt.in); got != tt.authority {
-			t.Errorf("percentEncodeAuthority(%q) = %q, want %q", tt.in, got, tt.authority)
-		}
 	}
 }

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
 
 // ClusterKind is the kind of a Cluster.
@@ -271,7 +273,7 @@ func clusterKind(m *clusterv3.Cluster, c *Cluster) error {
 		if src := eds.GetEdsConfig(); src.GetAds() == nil && src.GetSelf() == nil {
 			return errors.New("eds_cluster_config.eds_config must be ads or self")
 		}
-		if eds.GetServiceName() == "" && isXdstp(m.GetName()) {
+		if eds.GetServiceName() == "" && xdstp.Is(m.GetName()) {
 			return errors.New("EDS cluster with xdstp:// name needs eds_cluster_config.service_name")
 		}
 		c.Kind, c.EDSServiceName = ClusterEDS, eds.GetServiceName()
