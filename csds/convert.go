@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/xdslens/xdslens/xdsclient"
+
+	"github.com/xdslens/xdslens/internal/redact"
 )
 
 // builder turns cache entries into GenericXdsConfig messages.
@@ -92,7 +94,8 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 			if !b.exclude {
 				a := &anys[0]
 				anys = anys[1:]
-				a.TypeUrl, a.Value = e.TypeURL, e.Raw
+				a.TypeUrl = e.TypeURL
+				a.Value, _ = redact.Bytes(e.TypeURL, e.Raw)
 				g.XdsConfig = a
 			}
 			g.LastUpdated = ts(e.UpdatedAt)
@@ -108,7 +111,9 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 				fs.LastUpdateAttempt = ts(e.FailedAt)
 			}
 			if e.FailedRaw != nil && !b.exclude && parses(e.TypeURL, e.FailedRaw) {
-				fs.FailedConfiguration = &anypb.Any{TypeUrl: e.TypeURL, Value: e.FailedRaw}
+				if b, _ := redact.Bytes(e.TypeURL, e.FailedRaw); b != nil {
+					fs.FailedConfiguration = &anypb.Any{TypeUrl: e.TypeURL, Value: b}
+				}
 			}
 			g.ErrorState = fs
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+
+	"github.com/xdslens/xdslens/internal/redact"
 )
 
 // Values of the "event" key of the JSON output.
@@ -163,11 +165,13 @@ func summary(r *xdsclient.Resource) string {
 	return fmt.Sprintf("%s, %d bytes", r.Raw.GetTypeUrl(), len(r.Raw.GetValue()))
 }
 
-// resourceJSON is r's message as protojson. When the message or a message
-// nested in it cannot be resolved, it falls back to the Any's type URL and
-// base64 bytes, so a line is always printed.
+// resourceJSON is r's message as protojson, with secrets redacted (see
+// package redact). When the message or a message nested in it cannot be
+// resolved, it falls back to the Any's type URL and base64 bytes, so a line
+// is always printed.
 func resourceJSON(r *xdsclient.Resource) json.RawMessage {
-	if m, err := r.Raw.UnmarshalNew(); err == nil {
+	raw := redact.Any(r.Raw)
+	if m, err := raw.UnmarshalNew(); err == nil {
 		if b, err := protojson.Marshal(m); err == nil {
 			return b
 		}
@@ -175,7 +179,7 @@ func resourceJSON(r *xdsclient.Resource) json.RawMessage {
 	b, _ := json.Marshal(struct {
 		Type  string `json:"@type"`
 		Value []byte `json:"value"`
-	}{r.Raw.GetTypeUrl(), r.Raw.GetValue()})
+	}{raw.GetTypeUrl(), raw.GetValue()})
 	return b
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -120,17 +121,37 @@ func ParseFile(path string) (*Config, error) {
 	return c, nil
 }
 
-// readFileAt reads a file, with an error that does not repeat its name.
+// MaxFileSize bounds the bootstrap file ParseFile reads: far above any real
+// bootstrap (a few KiB, or some hundreds of KiB with thousands of
+// authorities), and small enough that naming a wrong file, or a device
+// such as /dev/zero, fails at once instead of filling memory.
+const MaxFileSize = 4 << 20
+
+// readFileAt reads a file of at most MaxFileSize bytes, with an error that
+// does not repeat its name.
 func readFileAt(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: %w", pe.Op, pe.Err)
-		}
-		return nil, err
+		return nil, pathError(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, pathError(err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("larger than %d MiB: not a bootstrap file", MaxFileSize>>20)
 	}
 	return data, nil
+}
+
+// pathError drops the path from a file error: callers name the file.
+func pathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // FromEnv loads the bootstrap named by the environment: the file named by

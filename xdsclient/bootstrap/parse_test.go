@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -659,5 +660,17 @@ func TestParseFile(t *testing.T) {
 	_, err = ParseFile(bad)
 	if want := `xds bootstrap file "` + bad + `": xds_servers: empty`; err == nil || err.Error() != want {
 		t.Errorf("ParseFile(bad) error = %v, want %q", err, want)
+	}
+	// A device that never ends, or a file too large to be a bootstrap, is
+	// refused after MaxFileSize bytes.
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, append([]byte(withServers("")), bytes.Repeat([]byte(" "), MaxFileSize)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/dev/zero", big} {
+		_, err = ParseFile(path)
+		if want := `xds bootstrap file "` + path + `": larger than 4 MiB: not a bootstrap file`; err == nil || err.Error() != want {
+			t.Errorf("ParseFile(%s) error = %v, want %q", path, err, want)
+		}
 	}
 }

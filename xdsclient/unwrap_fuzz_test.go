@@ -1,0 +1,63 @@
+package xdsclient
+
+import (
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// FuzzUnwrap feeds the path every resource of a response takes before the
+// cache: unwrapping, the name read without decoding, and decoding. For any
+// bytes it must not panic, a resource it passes on has the response's type,
+// and the name read without decoding is the name decoding gives (in canonical
+// form both), so that an unchanged resource is recognised by that name.
+func FuzzUnwrap(f *testing.F) {
+	types := []xdsresource.Type{xdsresource.ListenerType, xdsresource.RouteConfigType, xdsresource.ClusterType, xdsresource.EndpointsType}
+	for _, m := range append(controlplane.DemoResources("demo"),
+		controlplane.Cluster("xdstp://a/envoy.config.cluster.v3.Cluster/c?b=2&a=1&", "svc"),
+		controlplane.Cluster("xdstp://a/envoy.config.cluster.v3.Cluster/%63", "svc")) {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for i, typ := range types {
+			a, _ := anypb.New(m)
+			if a.GetTypeUrl() == typ.TypeURL() {
+				f.Add(uint8(i), false, "", b)
+				f.Add(uint8(i), true, "wrapper-name", b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, wrap bool, wrapperName string, value []byte) {
+		typ := types[int(which)%len(types)]
+		a := &anypb.Any{TypeUrl: typ.TypeURL(), Value: value}
+		if wrap {
+			w, err := proto.Marshal(&discoveryv3.Resource{Name: wrapperName, Resource: &anypb.Any{TypeUrl: typ.TypeURL(), Value: value}})
+			if err != nil {
+				return
+			}
+			a = &anypb.Any{TypeUrl: resourceWrapperURL, Value: w}
+		}
+		it := unwrap(a, typ, typ.TypeURL())
+		if it.err != nil {
+			return
+		}
+		if it.raw.GetTypeUrl() != typ.TypeURL() {
+			t.Fatalf("unwrapped a resource of type %q in a response of type %q", it.raw.GetTypeUrl(), typ.TypeURL())
+		}
+		rawName := it.rawName
+		decoded, _, _ := typ.Decode(xdsresource.DecodeOptions{}, it.raw)
+		decodeItem(typ, xdsresource.DecodeOptions{}, &it)
+		if rawName != nil && decoded != "" && string(rawName) != it.name {
+			t.Fatalf("name read without decoding %q, decoded name %q", rawName, it.name)
+		}
+		if decoded != "" && it.name != canonicalReceived(typ, it.name) {
+			t.Fatalf("decoded name %q is not canonical", it.name)
+		}
+	})
+}
