@@ -121,7 +121,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitFailure, format, args...)
 	}
 
-	bc, err := loadBootstrap(cfg.bootstrapFile)
+	bc, err := loadBootstrap(ctx, cfg.bootstrapFile)
+	if ctx.Err() != nil {
+		return exitOK
+	}
 	useDemo := errors.Is(err, bootstrap.ErrNoBootstrap)
 	if err != nil && !useDemo {
 		return failf(exitUsage, "%v", err)
@@ -159,7 +162,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	servers, err := startSidecars(pool, cfg)
 	if err != nil {
-		return startFailed("%v", err)
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		return failf(exitUsage, "%v", err)
 	}
 	defer servers.stop()
 
@@ -257,12 +263,31 @@ func parseArgs(args []string) (*config, error) {
 
 // loadBootstrap reads the bootstrap from file, or from the environment when
 // file is "". With neither, it returns an error matching
-// bootstrap.ErrNoBootstrap.
-func loadBootstrap(file string) (*bootstrap.Config, error) {
-	if file != "" {
-		return bootstrap.ParseFile(file)
+// bootstrap.ErrNoBootstrap. The file may be a pipe that is never written
+// (a FIFO, a process substitution): the read runs on its own goroutine, and
+// loadBootstrap returns ctx's error as soon as ctx is done, so that a
+// signal still ends the program.
+func loadBootstrap(ctx context.Context, file string) (*bootstrap.Config, error) {
+	type result struct {
+		cfg *bootstrap.Config
+		err error
 	}
-	return bootstrap.FromEnv()
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		if file != "" {
+			r.cfg, r.err = bootstrap.ParseFile(file)
+		} else {
+			r.cfg, r.err = bootstrap.FromEnv()
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.cfg, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // oneLine folds a multi-line message into one line, so that every message

@@ -111,37 +111,66 @@ func (ws *watchSet) command(line string) error {
 	return nil
 }
 
-// maxCommandLine bounds one line of standard input.
-const maxCommandLine = 1 << 20
+// maxCommandLine bounds one line of standard input; a longer line is
+// reported and skipped, and reading goes on.
+const maxCommandLine = 64 << 10
 
 // readCommands reads r line by line on a new goroutine and sends each line
 // that is not blank to the returned channel, which is closed at the end of
-// r. A read error is reported on errw and ends the reading. Once done is
-// closed, the goroutine sends nothing more and ends after its current read.
+// r. A line longer than maxCommandLine is reported on errw and skipped; a
+// read error is reported and ends the reading. Once done is closed, the
+// goroutine sends nothing more and ends after its current read.
 func readCommands(r io.Reader, done <-chan struct{}, errw io.Writer) <-chan string {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 4096), maxCommandLine)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" {
-				continue
+		br := bufio.NewReaderSize(r, 4096)
+		for n := 1; ; n++ {
+			line, tooLong, err := readLine(br, maxCommandLine)
+			if tooLong {
+				fmt.Fprintf(errw, "xdswatch: stdin: line %d is longer than %d KiB; skipped\n", n, maxCommandLine>>10)
+			} else if line = strings.TrimSpace(line); line != "" {
+				select {
+				case lines <- line:
+				case <-done:
+					return
+				}
 			}
-			select {
-			case lines <- line:
-			case <-done:
+			if err != nil {
+				if err != io.EOF {
+					select {
+					case <-done:
+					default:
+						fmt.Fprintf(errw, "xdswatch: stdin: %v; no more commands are read\n", err)
+					}
+				}
 				return
-			}
-		}
-		if err := sc.Err(); err != nil {
-			select {
-			case <-done:
-			default:
-				fmt.Fprintf(errw, "xdswatch: stdin: %v; no more commands are read\n", err)
 			}
 		}
 	}()
 	return lines
+}
+
+// readLine reads one line without its end. A line longer than max bytes is
+// read to its end and dropped, with tooLong set. err is set at the end of
+// input (io.EOF) or on a read error, after the last line.
+func readLine(br *bufio.Reader, max int) (line string, tooLong bool, err error) {
+	var b []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(b)+len(chunk) > max+1 {
+				tooLong, b = true, nil
+			} else {
+				b = append(b, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong {
+			return "", true, err
+		}
+		return strings.TrimRight(string(b), "\r\n"), false, err
+	}
 }

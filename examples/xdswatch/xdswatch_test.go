@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 )
@@ -288,6 +295,13 @@ func TestUsageErrors(t *testing.T) {
 	malformed := write("malformed.json", `{"xds_servers": [`)
 	noServers := write("empty.json", `{"xds_servers": []}`)
 	good := write("good.json", `{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}]}`)
+	// A port something else listens on.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	goodEnv := []string{"GRPC_XDS_BOOTSTRAP=" + good}
 	tests := []struct {
 		name string
 		env  []string
@@ -309,7 +323,11 @@ func TestUsageErrors(t *testing.T) {
 		{"bootstrap without servers", nil, []string{"--bootstrap", noServers, "cds:c1"}, "xds_servers"},
 		{"malformed bootstrap in env", []string{"GRPC_XDS_BOOTSTRAP_CONFIG={"}, []string{"cds:c1"}, "GRPC_XDS_BOOTSTRAP_CONFIG"},
 		{"missing bootstrap file in env", []string{"GRPC_XDS_BOOTSTRAP=" + filepath.Join(dir, "gone.json")}, []string{"cds:c1"}, "gone.json"},
-		{"nothing to watch", []string{"GRPC_XDS_BOOTSTRAP=" + good}, nil, "TYPE:NAME"},
+		{"nothing to watch", goodEnv, nil, "TYPE:NAME"},
+		{"endless bootstrap file", nil, []string{"--bootstrap", "/dev/zero", "cds:c1"}, "larger than 4 MiB"},
+		{"csds address in use", goodEnv, []string{"--csds-addr", busy.Addr().String(), "cds:c1"}, "--csds-addr " + busy.Addr().String()},
+		{"metrics address in use", goodEnv, []string{"--metrics-addr", busy.Addr().String(), "cds:c1"}, "--metrics-addr " + busy.Addr().String()},
+		{"csds address not an address", goodEnv, []string{"--csds-addr", "no-port", "cds:c1"}, "no-port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,4 +359,101 @@ func TestHelp(t *testing.T) {
 	if out := drain(p.stdout.lines); len(out) == 0 || !strings.HasPrefix(out[0], "usage: xdswatch") {
 		t.Errorf("-h printed %q", out)
 	}
+}
+
+// TestBootstrapPipeSignal gives a FIFO that is opened for writing but never
+// written as --bootstrap: xdswatch waits for the bootstrap, and SIGTERM
+// still ends it at once with status 0 and no output.
+func TestBootstrapPipeSignal(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "bootstrap.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, cleanEnv(), "--bootstrap", fifo, "--output", "json", "cds:c1")
+	// A non-blocking open for writing succeeds once a reader has the FIFO
+	// open: then xdswatch is reading it.
+	var w int
+	deadline := time.Now().Add(testTimeout)
+	for {
+		fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			w = fd
+			break
+		}
+		if err != syscall.ENXIO || time.Now().After(deadline) {
+			t.Fatalf("open %s for writing: %v", fifo, err)
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("xdswatch exited before reading the FIFO: %v", p.err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	defer syscall.Close(w)
+	p.signal(t, syscall.SIGTERM)
+	if code := p.exitCode(t); code != 0 {
+		t.Fatalf("exit status after SIGTERM = %d, want 0", code)
+	}
+	if out := drain(p.stdout.lines); len(out) > 0 {
+		t.Errorf("stdout = %q, want nothing", out)
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("stderr = %q, want nothing", lines)
+	}
+}
+
+// TestStdinLongLine sends a command line over 64 KiB: it is reported once
+// and skipped, and the commands after it still run.
+func TestStdinLongLine(t *testing.T) {
+	cp := startControlPlane(t, controlplane.Cluster("c1", ""))
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
+	p.listening(t)
+	p.send(t, "+cds:"+strings.Repeat("x", 100<<10))
+	if l := p.errLine(t); l != "xdswatch: stdin: line 1 is longer than 64 KiB; skipped" {
+		t.Fatalf("stderr line %q", l)
+	}
+	p.send(t, "+cds:c1")
+	if e := p.event(t); e.Event != eventResource || e.Type != "cds" || e.Name != "c1" {
+		t.Fatalf("got %v, want resource cds c1", e)
+	}
+	p.interrupt(t)
+	if lines := drain(p.stdout.lines); len(lines) > 0 {
+		t.Errorf("more stdout: %q", lines)
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("more stderr: %q", lines)
+	}
+}
+
+// TestJSONRedactsSecrets serves a listener whose optional HTTP filter (one
+// gRPC ignores) carries a private key: the listener is accepted, and the
+// JSON line shows it with the key redacted.
+func TestJSONRedactsSecrets(t *testing.T) {
+	const key = "-----BEGIN PRIVATE KEY-----do-not-print"
+	secret, err := anypb.New(&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificates: []*tlsv3.TlsCertificate{{
+		PrivateKey: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: key}},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := controlplane.Listener("l1", "r1")
+	hcm := &hcmv3.HttpConnectionManager{}
+	if err := l.GetApiListener().GetApiListener().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	hcm.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "ignored", IsOptional: true, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: secret}}}, hcm.HttpFilters...)
+	if l.ApiListener.ApiListener, err = anypb.New(hcm); err != nil {
+		t.Fatal(err)
+	}
+	cp := startControlPlane(t, l)
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "lds:l1")
+	p.listening(t)
+	line := p.line(t)
+	if e := parseEvent(t, line); e.Event != eventResource || e.Name != "l1" {
+		t.Fatalf("got %s, want resource lds l1", line)
+	}
+	if strings.Contains(line, "do-not-print") || !strings.Contains(line, "[redacted]") || !strings.Contains(line, `"r1"`) {
+		t.Fatalf("line %s: want the key redacted and the rest kept", line)
+	}
+	p.interrupt(t)
 }
