@@ -59,11 +59,22 @@
 //
 // type is the short name of the resource type, code the gRPC status code
 // name. An ambient_error with code "OK" and an empty message is
-// AmbientError(nil): the error reported before is over.
+// AmbientError(nil): the error reported before is over. Fields that the
+// xDS APIs mark sensitive (private keys, passwords) are printed as
+// "[redacted]", here and over CSDS.
+//
+// # Input limits
+//
+// The bootstrap file may be a pipe (--bootstrap <(...)); it is read up to
+// 4 MiB, and a larger one (or a device such as /dev/zero) is refused.
+// SIGINT and SIGTERM are answered while xdswatch waits for it. A line of
+// standard input over 64 KiB is reported on standard error and skipped;
+// the lines after it are read as usual.
 //
 // # Exit status
 //
 // SIGINT and SIGTERM end xdswatch cleanly with status 0. Bad flags, a bad
-// TYPE:NAME or a bootstrap that cannot be read or parsed end it with status
-// 2 and one line on standard error; other failures to start give status 1.
+// TYPE:NAME, a bootstrap that cannot be read or parsed, or a --csds-addr or
+// --metrics-addr it cannot listen on end it with status 2 and one line on
+// standard error; other failures to start give status 1.
 package main
