@@ -280,6 +280,18 @@ func (p *proc) interrupt(t *testing.T) {
 	}
 }
 
+// interruptClean is interrupt, checking that nothing more was printed.
+func (p *proc) interruptClean(t *testing.T) {
+	t.Helper()
+	p.interrupt(t)
+	if lines := drain(p.stdout.lines); len(lines) > 0 {
+		t.Errorf("more stdout: %q", lines)
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("more stderr: %q", lines)
+	}
+}
+
 // drain returns the lines left on ch once the process has exited.
 func drain(ch <-chan string) []string {
 	var out []string

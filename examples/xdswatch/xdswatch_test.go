@@ -272,13 +272,7 @@ func TestStdinCommands(t *testing.T) {
 	}
 	cp.set("3", controlplane.Cluster("c2", "c2-eds"))
 	expect("cds", "c2", "3")
-	p.interrupt(t)
-	if lines := drain(p.stdout.lines); len(lines) > 0 {
-		t.Errorf("more stdout: %q", lines)
-	}
-	if lines := drain(p.stderr.lines); len(lines) > 0 {
-		t.Errorf("more stderr: %q", lines)
-	}
+	p.interruptClean(t)
 }
 
 // TestUsageErrors checks that every bad command line or bootstrap ends with
@@ -416,13 +410,7 @@ func TestStdinLongLine(t *testing.T) {
 	if e := p.event(t); e.Event != eventResource || e.Type != "cds" || e.Name != "c1" {
 		t.Fatalf("got %v, want resource cds c1", e)
 	}
-	p.interrupt(t)
-	if lines := drain(p.stdout.lines); len(lines) > 0 {
-		t.Errorf("more stdout: %q", lines)
-	}
-	if lines := drain(p.stderr.lines); len(lines) > 0 {
-		t.Errorf("more stderr: %q", lines)
-	}
+	p.interruptClean(t)
 }
 
 // TestJSONRedactsSecrets serves a listener whose optional HTTP filter (one
