@@ -45,8 +45,6 @@ func BenchmarkPerf(b *testing.B) {
 	})
 }
 
-
-
 // reportRate reports resources/s: n resources handled per operation.
 func reportRate(b *testing.B, n int) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "resources/s")
