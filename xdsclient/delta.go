@@ -248,9 +248,29 @@ func (u *update) forResource(version string) *update {
 	return &update{version: version, at: u.at, ch: u.ch}
 }
 
-// applyRemoval handles a resource a delta response named in
-// removed_resources: a deletion, of any type (transition).
-func (tx *txn) applyRemoval(e *entry, version string, now time.Time) {
-	tx.apply(e, event{kind: evDeletion, explicit: true}, details{
-		cause: fmt.Sprintf("deleted by the server (removed_resources of the response at system version %q)", version), version: version, at: now})
+// applyRemovals handles the names a delta response from ch, the response
+// gen at system version, gave in removed_resources: each a deletion, of
+// any type (transition). Names not subscribed, or served by another
+// server, are ignored; a name the response also carries is invalid and
+// NACKed. It returns how many entries were removed and invalid updated.
+func (tx *txn) applyRemovals(ch *channel, typ xdsresource.Type, names []string, gen uint64, version string, now time.Time, nacks *nackDetail, invalid int) (removed, _ int) {
+	table := tx.c.tableOf(typ.TypeURL())
+	for _, name := range names {
+		e := table.get(subscribedName(typ, name))
+		switch {
+		case e == nil || e.active() != ch:
+		case e.seenGen == gen:
+			invalid++
+			if nacks.room() {
+				nacks.add(fmt.Sprintf("%s %q: appears in both resources and removed_resources", shortName(typ), name))
+			}
+		default:
+			e.seenGen = gen
+			removed++
+			tx.apply(e, event{kind: evDeletion, explicit: true}, details{
+				cause:   fmt.Sprintf("deleted by the server (removed_resources of the response at system version %q)", version),
+				version: version, at: now})
+		}
+	}
+	return removed, invalid
 }

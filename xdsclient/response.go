@@ -317,21 +317,8 @@ func (ch *channel) applyResponse(id uint64, r *incoming) {
 			tx.applyReceivedError(e, codes.Code(st.GetCode()), st.GetMessage(), version, now)
 		}
 	}
-	for _, name := range r.removed {
-		e := table.get(subscribedName(typ, name))
-		if e == nil || e.active() != ch {
-			continue
-		}
-		if e.seenGen == gen {
-			invalid++
-			if nacks.room() {
-				nacks.add(fmt.Sprintf("%s %q: appears in both resources and removed_resources", shortName(typ), name))
-			}
-			continue
-		}
-		e.seenGen = gen
-		removed++
-		tx.applyRemoval(e, version, now)
+	if len(r.removed) > 0 {
+		removed, invalid = tx.applyRemovals(ch, typ, r.removed, gen, version, now, &nacks, invalid)
 	}
 	// When every subscribed entry was seen, none was deleted: the scan is
 	// skipped. Over delta a deletion is never an absence.

@@ -35,25 +35,33 @@ type linearServer struct {
 // obs observing it, until tb ends.
 func startLinear(tb testing.TB, obs *observer) *linearServer {
 	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	s := &linearServer{cache: cachev3.NewLinearCache(cdsURL)}
+	s.addr = serveADS(tb, deltaOnly{srv: deltaserver.NewServer(ctx, s.cache, obs.callbacks())})
+	return s
+}
+
+// serveADS serves ads on a loopback port until tb ends, and returns its
+// address.
+func serveADS(tb testing.TB, ads discoveryv3.AggregatedDiscoveryServiceServer) string {
+	tb.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &linearServer{cache: cachev3.NewLinearCache(cdsURL), addr: lis.Addr().String()}
 	gs := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, deltaOnly{srv: deltaserver.NewServer(ctx, s.cache, obs.callbacks())})
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, ads)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		_ = gs.Serve(lis)
 	}()
 	tb.Cleanup(func() {
-		cancel() // streams end, so that GracefulStop need not wait for them
-		gs.GracefulStop()
+		gs.Stop()
 		<-served
 	})
-	return s
+	return lis.Addr().String()
 }
 
 // update replaces the clusters named in msgs.
@@ -98,23 +106,8 @@ type pushServer struct {
 // obs observing it, until tb ends. It serves one stream at a time.
 func startPush(tb testing.TB, obs *observer) *pushServer {
 	tb.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &pushServer{addr: lis.Addr().String(), cb: obs.callbacks(), updates: make(chan []*discoveryv3.Resource, 1),
-		resources: map[string]*discoveryv3.Resource{}}
-	gs := grpc.NewServer()
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, s)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = gs.Serve(lis)
-	}()
-	tb.Cleanup(func() {
-		gs.Stop()
-		<-served
-	})
+	s := &pushServer{cb: obs.callbacks(), updates: make(chan []*discoveryv3.Resource, 1), resources: map[string]*discoveryv3.Resource{}}
+	s.addr = serveADS(tb, s)
 	return s
 }
 
