@@ -26,6 +26,7 @@ type channel struct {
 	c      *Client
 	server *bootstrap.ServerConfig
 	uri    string
+	delta  bool // the server is spoken to over incremental xDS
 	cc     *grpc.ClientConn
 	wake   chan struct{} // tells the sender that a request is due
 	kick   chan struct{} // tells the stream loop that something is subscribed
@@ -65,16 +66,26 @@ type timerSlot struct {
 	at  time.Time
 }
 
-// typeState is the per-type state of the SotW sub-stream on one server.
-// The entries subscribed on the server are those of the type whose
-// authority uses it (authority.uses).
+// typeState is the per-type state of the sub-stream of one type on one
+// server, State of the World or delta. The entries subscribed on the server
+// are those of the type whose authority uses it (authority.uses).
 type typeState struct {
 	n        int    // entries of the type subscribed on the server
-	version  string // last accepted version_info; kept across streams
+	version  string // last accepted version_info; kept across streams (SotW)
 	nonce    string // last nonce on the current stream
 	dirty    bool   // a request is due
 	nack     error  // error_detail of the request that is due
 	sentOnce bool   // a request of this type went out on this stream
+	deltaSubs
+}
+
+// reset prepares ts for a new stream.
+func (ts *typeState) reset() {
+	ts.nonce = ""
+	ts.sentOnce = false
+	ts.nack = nil
+	ts.dirty = ts.n > 0
+	ts.deltaSubs = deltaSubs{resync: true}
 }
 
 func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
@@ -95,7 +106,7 @@ func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	ch := &channel{
-		c: c, server: s, uri: s.URI, cc: cc,
+		c: c, server: s, uri: s.URI, delta: c.o.deltaFor(s), cc: cc,
 		wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel,
 		types: map[string]*typeState{}, auths: map[*authority]struct{}{},
@@ -122,6 +133,9 @@ func (ch *channel) subscribe(tx *txn, e *entry) {
 	}
 	ts.n++
 	ts.dirty = true
+	if ch.delta {
+		ts.subscribe(e)
+	}
 	ch.nEntries++
 	signal(ch.kick)
 	signal(ch.wake)
@@ -129,8 +143,11 @@ func (ch *channel) subscribe(tx *txn, e *entry) {
 
 func (ch *channel) unsubscribe(tx *txn, e *entry) {
 	ch.stopTimer(tx, e)
-	e.forgetSent(ch)
 	ts := ch.types[e.kind.typ.TypeURL()]
+	if ch.delta && ch.streamID != 0 && e.sentStream(ch) == ch.streamID {
+		ts.unsubscribe(e.name)
+	}
+	e.forgetSent(ch)
 	ts.n--
 	ts.dirty = true
 	ch.nEntries--
@@ -445,7 +462,7 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	c := ch.c
 	ctx, cancel := context.WithCancel(ch.ctx)
 	defer cancel()
-	stream, err := ads.StreamAggregatedResources(ctx)
+	stream, err := ch.openStream(ctx, ads)
 	if err != nil {
 		return false, false, err
 	}
@@ -460,17 +477,14 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	ch.streamID = c.streamSeq
 	id := ch.streamID
 	for _, ts := range ch.types {
-		ts.nonce = ""
-		ts.sentOnce = false
-		ts.nack = nil
-		ts.dirty = ts.n > 0
+		ts.reset()
 	}
 	if !ch.failed {
 		ch.setConnected(tx, true, nil)
 	}
 	for _, h := range c.hookList() {
 		if f := h.StreamStarted; f != nil {
-			info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.attempts}
+			info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.attempts, Delta: ch.delta}
 			tx.hook(func() { f(info) })
 		}
 	}
@@ -487,7 +501,7 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		<-sendDone
 	}()
 	for {
-		resp, err := stream.Recv()
+		apply, err := stream.receive()
 		if err != nil {
 			return true, gotResponse, err
 		}
@@ -501,7 +515,7 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 			ch.setConnected(tx, true, nil)
 			tx.unlock()
 		}
-		ch.handleResponse(id, resp)
+		apply(ch, id)
 		// Flow control: read on only once watchers have taken this update.
 		select {
 		case <-c.callbacks.barrier():
@@ -574,10 +588,55 @@ type pendingRequest struct {
 	nack error
 }
 
-// sendLoop writes the requests that are due, one per type, each carrying
-// the whole current subscription: subscription changes made while a send
-// is in flight are coalesced into the next request.
-func (ch *channel) sendLoop(ctx context.Context, stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, id uint64) {
+// adsStream is one ADS stream, State of the World or delta.
+type adsStream interface {
+	// receive reads the next response and returns what applies it to
+	// the cache.
+	receive() (apply func(ch *channel, id uint64), err error)
+	// send writes the requests due on stream id; first is set until the
+	// first request, which carries the node, is taken.
+	send(ch *channel, id uint64, first *bool) error
+}
+
+// openStream opens an ADS stream of the server's protocol.
+func (ch *channel) openStream(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) (adsStream, error) {
+	if ch.delta {
+		st, err := ads.DeltaAggregatedResources(ctx)
+		return deltaStream{st}, err
+	}
+	st, err := ads.StreamAggregatedResources(ctx)
+	return sotwStream{st}, err
+}
+
+// sotwStream is a State of the World ADS stream.
+type sotwStream struct {
+	st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+}
+
+func (s sotwStream) receive() (func(*channel, uint64), error) {
+	resp, err := s.st.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return func(ch *channel, id uint64) { ch.handleResponse(id, resp) }, nil
+}
+
+// send writes the requests that are due, one per type, each carrying the
+// whole current subscription: subscription changes made while a send is
+// in flight are coalesced into the next request.
+func (s sotwStream) send(ch *channel, id uint64, first *bool) error {
+	for _, p := range ch.takeRequests(id, first) {
+		if err := s.st.Send(p.req); err != nil {
+			return err
+		}
+		ch.afterSend(id, p)
+	}
+	return nil
+}
+
+// sendLoop writes the requests that are due whenever wake says some are,
+// until the stream ends.
+func (ch *channel) sendLoop(ctx context.Context, stream adsStream, id uint64) {
 	first := true
 	for {
 		select {
@@ -585,11 +644,8 @@ func (ch *channel) sendLoop(ctx context.Context, stream discoveryv3.AggregatedDi
 		case <-ctx.Done():
 			return
 		}
-		for _, p := range ch.takeRequests(id, &first) {
-			if err := stream.Send(p.req); err != nil {
-				return
-			}
-			ch.afterSend(id, p)
+		if err := stream.send(ch, id, &first); err != nil {
+			return
 		}
 	}
 }
@@ -644,16 +700,22 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
 }
 
 func (ch *channel) afterSend(id uint64, p pendingRequest) {
+	ch.requestSent(id, RequestInfo{TypeURL: p.req.TypeUrl, Names: len(p.req.ResourceNames),
+		Version: p.req.VersionInfo, Nonce: p.req.ResponseNonce, NACK: p.nack})
+}
+
+// requestSent calls the RequestSent hooks for a request written on stream
+// id, info completed with the client and the server.
+func (ch *channel) requestSent(id uint64, info RequestInfo) {
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
 	if ch.streamID != id || c.closed {
 		return
 	}
+	info.Target, info.Server, info.Delta = c.o.target, ch.uri, ch.delta
 	for _, h := range c.hookList() {
 		if f := h.RequestSent; f != nil {
-			info := RequestInfo{Target: c.o.target, Server: ch.uri, TypeURL: p.req.TypeUrl, Names: len(p.req.ResourceNames),
-				Version: p.req.VersionInfo, Nonce: p.req.ResponseNonce, NACK: p.nack}
 			tx.hook(func() { f(info) })
 		}
 	}

@@ -1,5 +1,6 @@
 // Package xdsclient is an xDS client: it subscribes to resources on xDS
-// management servers over ADS (State of the World), keeps them in a cache,
+// management servers over ADS (State of the World, or incremental xDS for
+// servers whose bootstrap entry lists "delta_xds"), keeps them in a cache,
 // and tells watchers about every change and error exactly as gRPC's
 // proposals require — gRFC A57 for failures of the channel and the stream,
 // gRFC A88 for data errors (with gRFC A53's legacy behaviour behind
@@ -38,6 +39,16 @@
 // reported through Hooks, which is how metrics (package telemetry) and the
 // CSDS server (package csds) observe the client. The cache itself is read
 // with Dump.
+//
+// # Delta
+//
+// Over incremental xDS (DeltaAggregatedResources) requests name only the
+// subscriptions that changed, each resource carries its own version (which
+// the cache keeps and CSDS shows), a reconnection after a healthy stream
+// sends the versions held, and a name in removed_resources is a deletion of
+// any type, handled as gRFC A88 handles an LDS or CDS deletion (a
+// subscribed name never received does not exist at once). The responses go
+// through the same path and state machine as State of the World ones.
 //
 // # The state machine and the lock
 //

@@ -119,6 +119,9 @@ type StreamInfo struct {
 	Server string
 	// Attempt counts stream attempts to this server, starting at 1.
 	Attempt int
+	// Delta reports an incremental (DeltaAggregatedResources) stream;
+	// false is State of the World.
+	Delta bool
 }
 
 // StreamEndInfo describes the end of an ADS stream.
@@ -146,12 +149,21 @@ type RequestInfo struct {
 	Target  string
 	Server  string
 	TypeURL string
-	// Names is how many resource names the request subscribes to.
-	Names   int
+	// Names is how many resource names the request subscribes to: all of
+	// them over State of the World, those newly subscribed
+	// (resource_names_subscribe) over delta.
+	Names int
+	// Unsubscribed is how many names a delta request unsubscribes
+	// (resource_names_unsubscribe); always 0 over State of the World.
+	Unsubscribed int
+	// Version is the version_info of a State of the World request; delta
+	// requests have none.
 	Version string
 	Nonce   string
 	// NACK is the error detail when the request is a NACK, else nil.
 	NACK error
+	// Delta reports a DeltaDiscoveryRequest.
+	Delta bool
 }
 
 // ResponseInfo describes one DiscoveryResponse after it has been applied.
@@ -168,6 +180,13 @@ type ResponseInfo struct {
 	Valid, Invalid int
 	// Errors is how many subscribed resources carried a TP3 error.
 	Errors int
+	// Removed is how many subscribed resources a delta response named in
+	// removed_resources; always 0 over State of the World, where a
+	// deletion is an absence.
+	Removed int
+	// Delta reports a DeltaDiscoveryResponse, whose Version is its
+	// system_version_info; each resource has its own version.
+	Delta bool
 	// NACK is the error sent back to the server, nil when the response was
 	// ACKed.
 	NACK error

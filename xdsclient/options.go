@@ -70,6 +70,7 @@ type options struct {
 	keepaliveTime   time.Duration
 	keepaliveWait   time.Duration
 	maxResponseSize int
+	delta           *bool // nil: as each server's "delta_xds" feature says
 }
 
 func defaultOptions() options {
@@ -133,6 +134,15 @@ func WithLegacyDataErrorHandling(legacy bool) Option {
 // GRPC_EXPERIMENTAL_XDS_FALLBACK environment variable.
 func WithFallback(on bool) Option {
 	return optionFunc(func(o *options) { o.fallback = on })
+}
+
+// WithDeltaXDS makes the client speak incremental xDS (on) or State of the
+// World (off) to every server, whatever the "delta_xds" server feature of
+// its bootstrap entry says. It is meant for tests; without it, servers
+// whose entry lists "delta_xds" are spoken to over delta and the others
+// over State of the World.
+func WithDeltaXDS(on bool) Option {
+	return optionFunc(func(o *options) { o.delta = &on })
 }
 
 // WithResourceTypes registers resource types beyond the four built-in ones,

@@ -29,6 +29,8 @@ type item struct {
 	value   any
 	err     error
 	held    *entry // set when unchanged: the entry already holding these bytes
+	version string // the resource's own version (delta), "" over SotW
+	skip    bool   // a delta heartbeat, which carries no resource
 }
 
 // unwrap takes one entry of a response's resources: it unwraps the
@@ -49,9 +51,16 @@ func unwrap(a *anypb.Any, typ xdsresource.Type, typeURL string) item {
 		}
 		it.raw = w.GetResource()
 	}
+	it.check(typ, typeURL)
+	return it
+}
+
+// check checks it.raw's type URL and reads its name if typ can without
+// decoding.
+func (it *item) check(typ xdsresource.Type, typeURL string) {
 	if it.raw.GetTypeUrl() != typeURL {
 		it.err = fmt.Errorf("resource of type %q in a response of type %q", it.raw.GetTypeUrl(), typeURL)
-		return it
+		return
 	}
 	// Every resource of the response shares one copy of the type URL.
 	it.raw.TypeUrl = typeURL
@@ -64,7 +73,6 @@ func unwrap(a *anypb.Any, typ xdsresource.Type, typeURL string) item {
 			it.rawName = name
 		}
 	}
-	return it
 }
 
 // parallelDecodeMin is the number of resources to decode from which a
@@ -109,19 +117,46 @@ func decodeItem(typ xdsresource.Type, opts xdsresource.DecodeOptions, it *item) 
 	it.value, it.err = value, err
 }
 
-// handleResponse applies one DiscoveryResponse: it decodes what changed,
-// updates the cache entries (gRFC A88), and queues the ACK or NACK.
-// Resources whose bytes equal the held ones are recognised by name (when
-// the type can read it without decoding) and not decoded again.
+// incoming is one response of either protocol as the cache takes it.
+type incoming struct {
+	typeURL string
+	version string // version_info; over delta, system_version_info
+	nonce   string
+	sotw    []*anypb.Any            // the resources of a SotW response
+	delta   []*discoveryv3.Resource // the resources of a delta response
+	errs    []*discoveryv3.ResourceError
+	removed []string // removed_resources (delta)
+	isDelta bool
+}
+
+// handleResponse applies one DiscoveryResponse (applyResponse).
 func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse) {
+	ch.applyResponse(id, &incoming{typeURL: resp.GetTypeUrl(), version: resp.GetVersionInfo(), nonce: resp.GetNonce(),
+		sotw: resp.GetResources(), errs: resp.GetResourceErrors()})
+}
+
+// applyResponse applies one response: it decodes what changed, updates the
+// cache entries (gRFC A88), and queues the ACK or NACK. Resources whose
+// bytes equal the held ones are recognised by name (when the type can read
+// it without decoding, or the delta response names them) and not decoded
+// again.
+func (ch *channel) applyResponse(id uint64, r *incoming) {
 	c := ch.c
-	typeURL := resp.GetTypeUrl()
+	typeURL := r.typeURL
 	tx := c.lock()
 	typ := c.types[typeURL]
 	tx.unlock()
-	items := make([]item, len(resp.GetResources()))
-	for i, a := range resp.GetResources() {
-		items[i] = unwrap(a, typ, typeURL)
+	var items []item
+	if r.isDelta {
+		items = make([]item, len(r.delta))
+		for i, res := range r.delta {
+			items[i] = unwrapDelta(res, typ, typeURL)
+		}
+	} else {
+		items = make([]item, len(r.sotw))
+		for i, a := range r.sotw {
+			items[i] = unwrap(a, typ, typeURL)
+		}
 	}
 
 	tx = c.lock()
@@ -137,17 +172,15 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	changed := 0
 	for i := range items {
 		it := &items[i]
-		if it.err != nil {
+		if it.err != nil || it.skip {
 			continue
 		}
 		// Bytes validated as sent by another server are validated again:
 		// what a server may set depends on whether it is trusted (gRFC A81).
-		if it.rawName != nil {
-			if e := table.getBytes(it.rawName); e != nil && e.res.ok() && e.res.from.ch == ch && bytes.Equal(e.res.raw, it.raw.GetValue()) {
-				it.held = e
-				it.name = e.name
-				continue
-			}
+		if e := heldFor(table, it); e != nil && e.res.ok() && e.res.from.ch == ch && bytes.Equal(e.res.raw, it.raw.GetValue()) {
+			it.held = e
+			it.name = e.name
+			continue
 		}
 		changed++
 	}
@@ -157,7 +190,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	decodeItems(typ, opts, items, changed)
 
 	now := time.Now()
-	version := resp.GetVersionInfo()
+	version := r.version
 	tx = c.lock()
 	defer tx.unlock()
 	if c.closed {
@@ -166,7 +199,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	if ch.closed {
 		return
 	}
-	if len(items)+len(resp.GetResourceErrors()) > 0 {
+	if len(items)+len(r.errs) > 0 {
 		// A higher priority server that delivers again is used again (A71).
 		for _, a := range ch.sortedAuths() {
 			if i := a.indexOf(ch); i >= 0 && i < a.active {
@@ -179,7 +212,7 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	table = c.tableOf(typeURL)
 	u := &update{version: version, at: now, ch: ch}
 	var nacks nackDetail
-	valid, invalid, tp3, seen := 0, 0, 0, 0
+	valid, invalid, tp3, seen, removed := 0, 0, 0, 0, 0
 	// The watcher callbacks of the response are held back until its hooks
 	// are queued (ResponseReceived last), so that observers hear of the
 	// update before watchers act on it. Room for a callback per changed
@@ -188,6 +221,9 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 	c.held = slices.Grow(c.held, changed)
 	for i := range items {
 		it := &items[i]
+		if it.skip {
+			continue
+		}
 		if h := it.held; h != nil && (h.removed || !h.res.ok() || h.res.from.ch != ch || !bytes.Equal(h.res.raw, it.raw.GetValue())) {
 			// What h held changed while the lock was released: decode after all.
 			it.held = nil
@@ -216,12 +252,17 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		}
 		e.seenGen = gen
 		seen++
+		ru := u
+		if r.isDelta {
+			ru = u.forResource(it.version)
+			u = ru // consecutive resources of one version share an update
+		}
 		if it.err != nil {
 			invalid++
 			if nacks.room() {
 				nacks.add(it.err.Error())
 			}
-			tx.applyInvalid(e, it.raw.GetValue(), it.err, version, now)
+			tx.applyInvalid(e, it.raw.GetValue(), it.err, ru.version, now)
 			continue
 		}
 		valid++
@@ -231,12 +272,12 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		unchanged := it.held != nil || (e.res.ok() && e.res.from.ch == ch && bytes.Equal(e.res.raw, it.raw.GetValue()))
 		var res *Resource
 		if !unchanged {
-			res = newResource(typ, it.name, it.value, it.raw, u)
+			res = newResource(typ, it.name, it.value, it.raw, ru)
 		}
-		tx.applyValid(e, res, it.raw.GetValue(), unchanged, u)
+		tx.applyValid(e, res, it.raw.GetValue(), unchanged, ru)
 	}
 	if !c.o.legacy {
-		for i, re := range resp.GetResourceErrors() {
+		for i, re := range r.errs {
 			name := canonicalReceived(typ, re.GetResourceName().GetName())
 			st := re.GetErrorDetail()
 			switch {
@@ -271,9 +312,12 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 			tx.applyReceivedError(e, codes.Code(st.GetCode()), st.GetMessage(), version, now)
 		}
 	}
+	if len(r.removed) > 0 {
+		removed, invalid = tx.applyRemovals(ch, typ, r.removed, gen, version, now, &nacks, invalid)
+	}
 	// When every subscribed entry was seen, none was deleted: the scan is
-	// skipped.
-	if typ.FullState() && seen < ts.n {
+	// skipped. Over delta a deletion is never an absence.
+	if typ.FullState() && !r.isDelta && seen < ts.n {
 		for e := range table.all() {
 			// A name never received, already deleted, or carrying a TP3
 			// error (which the server sends once and the client keeps) is
@@ -294,15 +338,15 @@ func (ch *channel) handleResponse(id uint64, resp *discoveryv3.DiscoveryResponse
 		ts.version = version
 	}
 	if ch.streamID == id {
-		ts.nonce = resp.GetNonce()
+		ts.nonce = r.nonce
 		ts.nack = nack
 		ts.dirty = true
 		signal(ch.wake)
 	}
 	for _, h := range c.hookList() {
 		if f := h.ResponseReceived; f != nil {
-			info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: resp.GetNonce(),
-				Valid: valid, Invalid: invalid, Errors: tp3, NACK: nack}
+			info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: r.nonce,
+				Valid: valid, Invalid: invalid, Errors: tp3, Removed: removed, NACK: nack, Delta: r.isDelta}
 			tx.hook(func() { f(info) })
 		}
 	}

@@ -25,7 +25,8 @@ const (
 	// with code.
 	evServerError
 	// evDeletion: a full-state (LDS, CDS) response left out a resource
-	// that is held.
+	// that is held, or, with explicit set, a delta response named the
+	// resource (of any type) in removed_resources.
 	evDeletion
 	// evTimer: the does-not-exist timer fired while nothing was received.
 	evTimer
@@ -40,6 +41,7 @@ type event struct {
 	kind      eventKind
 	unchanged bool       // evValid
 	sameBytes bool       // evInvalid
+	explicit  bool       // evDeletion: the server named the resource as removed
 	code      codes.Code // evServerError
 }
 
@@ -178,7 +180,14 @@ func transition(s entryState, ev event, f features) outcome {
 		return o
 	case evDeletion:
 		if !s.cached {
-			return o // only a held resource can be deleted
+			if !ev.explicit || s.state == StateDoesNotExist {
+				return o // absence from a full state deletes only a held resource
+			}
+			// The server says that a resource never received does not
+			// exist: it does not, at once.
+			o.stopTimer = true
+			o.state, o.failure, o.errCode, o.notify = StateDoesNotExist, recordFailure, codes.NotFound, notifyError
+			return o
 		}
 		if f.legacy {
 			if f.ignoreDeletion {

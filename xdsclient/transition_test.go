@@ -84,6 +84,23 @@ func TestTransitionTable(t *testing.T) {
 			want{StateACKed, true, notifyNone, codes.OK, keepFailure}},
 		{"A88 ignores ignore_resource_deletion", acked, event{kind: evDeletion}, features{ignoreDeletion: true},
 			want{StateDoesNotExist, true, notifyAmbient, codes.NotFound, recordFailure}},
+		// Delta: removed_resources is a deletion of any type, handled as
+		// A88 handles an LDS/CDS deletion; a name never received is gone
+		// at once.
+		{"delta removal, cached", acked, event{kind: evDeletion, explicit: true}, none,
+			want{StateDoesNotExist, true, notifyAmbient, codes.NotFound, recordFailure}},
+		{"delta removal, cached, fail_on_data_errors", acked, event{kind: evDeletion, explicit: true}, fode,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+		{"delta removal, never received", requested, event{kind: evDeletion, explicit: true}, none,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+		{"delta removal, after a NACK of the only version", nacked, event{kind: evDeletion, explicit: true}, none,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
+		{"delta removal again: nothing new", entryState{state: StateDoesNotExist}, event{kind: evDeletion, explicit: true}, none,
+			want{StateDoesNotExist, false, notifyNone, codes.OK, keepFailure}},
+		{"full state absence of a name never received: nothing", requested, event{kind: evDeletion}, none,
+			want{StateRequested, false, notifyNone, codes.OK, keepFailure}},
+		{"legacy: delta removal drops", acked, event{kind: evDeletion, explicit: true}, legacy,
+			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
 		{"legacy: transient timer not used", requested, event{kind: evTimer}, features{legacy: true, transientTimer: true},
 			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
 	} {
@@ -117,7 +134,7 @@ func TestTransitionIgnoredDeletion(t *testing.T) {
 // Every event that carries something from the server stops the timer; the
 // others do not.
 func TestTransitionStopsTimer(t *testing.T) {
-	for _, ev := range []event{{kind: evValid}, {kind: evInvalid}, {kind: evServerError, code: codes.Internal}} {
+	for _, ev := range []event{{kind: evValid}, {kind: evInvalid}, {kind: evServerError, code: codes.Internal}, {kind: evDeletion, explicit: true}} {
 		if !transition(entryState{state: StateRequested}, ev, features{}).stopTimer {
 			t.Errorf("%+v does not stop the timer", ev)
 		}

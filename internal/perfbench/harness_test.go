@@ -76,14 +76,18 @@ func wireResponse(tb testing.TB, msgs []proto.Message) []byte {
 }
 
 // env is a go-control-plane server on loopback serving one node, with an
-// observer of the CDS requests it receives.
+// observer of the CDS requests it receives: a snapshot cache serving both
+// protocols, or a linear cache serving delta.
 type env struct {
-	tb   testing.TB
-	ctx  context.Context
-	srv  *controlplane.Server
-	obs  *observer
-	node string
-	n    int
+	tb     testing.TB
+	ctx    context.Context
+	srv    *controlplane.Server
+	linear *linearServer
+	push   *pushServer
+	addr   string
+	obs    *observer
+	node   string
+	n      int
 }
 
 // newEnv starts a server that serves n clusters of variant 0 at version
@@ -97,23 +101,85 @@ func newEnv(tb testing.TB, n int) *env {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(srv.Stop)
-	e := &env{tb: tb, ctx: ctx, srv: srv, obs: obs, node: "perf", n: n}
+	e := &env{tb: tb, ctx: ctx, srv: srv, addr: srv.Addr(), obs: obs, node: "perf", n: n}
 	e.set("1", clusters(n, 0))
 	return e
 }
 
-// set replaces the node's configuration with msgs at version.
+// newLinearEnv starts a delta server over a linear cache that holds n
+// clusters of variant 0.
+func newLinearEnv(tb testing.TB, n int) *env {
+	tb.Helper()
+	obs := &observer{closed: make(chan struct{}, 64)}
+	l := startLinear(tb, obs)
+	e := &env{tb: tb, ctx: context.Background(), linear: l, addr: l.addr, obs: obs, node: "perf", n: n}
+	l.update(tb, clusters(n, 0))
+	return e
+}
+
+// newPushEnv starts a delta server that does only the work of what
+// changed (pushServer), holding n clusters of variant 0.
+func newPushEnv(tb testing.TB, n int) *env {
+	tb.Helper()
+	obs := &observer{closed: make(chan struct{}, 64)}
+	p := startPush(tb, obs)
+	p.load(tb, clusters(n, 0))
+	return &env{tb: tb, ctx: context.Background(), push: p, addr: p.addr, obs: obs, node: "perf", n: n}
+}
+
+// The protocol a client benchmark speaks and the server it speaks to.
+type serverKind int
+
+const (
+	sotw      serverKind = iota // go-control-plane's snapshot cache, State of the World
+	delta                       // go-control-plane's linear cache, delta
+	deltaPush                   // pushServer, delta
+)
+
+// envFor returns the server of a client benchmark.
+func envFor(tb testing.TB, n int, kind serverKind) *env {
+	switch kind {
+	case delta:
+		return newLinearEnv(tb, n)
+	case deltaPush:
+		return newPushEnv(tb, n)
+	}
+	return newEnv(tb, n)
+}
+
+// set replaces the node's configuration with msgs at version (snapshot
+// cache), or updates the clusters in msgs (linear cache).
 func (e *env) set(version string, msgs []proto.Message) {
+	if e.push != nil {
+		e.push.update(e.tb, msgs)
+		return
+	}
+	if e.linear != nil {
+		e.linear.update(e.tb, msgs)
+		return
+	}
 	if err := e.srv.SetResources(e.ctx, e.node, version, msgs...); err != nil {
 		e.tb.Fatal(err)
 	}
+}
+
+// expectACK returns what waits, once the watchers have the update, until
+// the server has the ACK of version. Call it before the update. A linear
+// cache numbers versions itself: there the wait is for the ACK of the last
+// response sent, which the watchers having the update has been.
+func (e *env) expectACK(version string) func() {
+	if e.linear != nil || e.push != nil {
+		return func() { wait(e.tb, e.obs.settled(), "ACK") }
+	}
+	acked := e.obs.expectACK(version)
+	return func() { wait(e.tb, acked, "ACK") }
 }
 
 // newClient returns an xdsclient.Client of the node, talking to the server.
 func (e *env) newClient(opts ...xdsclient.Option) *xdsclient.Client {
 	cfg, err := bootstrap.Parse(fmt.Appendf(nil,
 		`{"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}], "node": {"id": %q}}`,
-		e.srv.Addr(), e.node))
+		e.addr, e.node))
 	if err != nil {
 		e.tb.Fatal(err)
 	}
@@ -147,9 +213,10 @@ type observer struct {
 	mu         sync.Mutex
 	want       string
 	acked      chan struct{}
-	lastNonce  string        // of the last CDS response sent
-	ackedNonce string        // of the last CDS response acknowledged
-	settledCh  chan struct{} // closed when ackedNonce catches up with lastNonce
+	lastNonce  string            // of the last CDS response sent
+	ackedNonce string            // of the last CDS response acknowledged
+	settledCh  chan struct{}     // closed when ackedNonce catches up with lastNonce
+	deltaSent  map[string]string // system versions of delta CDS responses not yet ACKed, by nonce
 }
 
 func (o *observer) callbacks() controlplane.Callbacks {
@@ -162,17 +229,7 @@ func (o *observer) callbacks() controlplane.Callbacks {
 			if req.GetResponseNonce() == "" || req.GetErrorDetail() != nil {
 				return nil
 			}
-			o.mu.Lock()
-			o.ackedNonce = req.GetResponseNonce()
-			if o.settledCh != nil && o.ackedNonce == o.lastNonce {
-				close(o.settledCh)
-				o.settledCh = nil
-			}
-			if o.acked != nil && req.GetVersionInfo() == o.want {
-				close(o.acked)
-				o.acked = nil
-			}
-			o.mu.Unlock()
+			o.ack(req.GetResponseNonce(), req.GetVersionInfo())
 			return nil
 		},
 		StreamResponse: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
@@ -186,12 +243,56 @@ func (o *observer) callbacks() controlplane.Callbacks {
 				o.respSize.Store(int64(proto.Size(resp)))
 			}
 		},
+		// Delta requests carry no version: an ACK names the nonce of the
+		// response, whose system version is recorded when it is sent.
+		DeltaRequest: func(_ int64, req *discoveryv3.DeltaDiscoveryRequest) error {
+			if req.GetTypeUrl() != cdsURL {
+				return nil
+			}
+			o.requests.Add(1)
+			if req.GetResponseNonce() == "" || req.GetErrorDetail() != nil {
+				return nil
+			}
+			o.mu.Lock()
+			version := o.deltaSent[req.GetResponseNonce()]
+			delete(o.deltaSent, req.GetResponseNonce())
+			o.mu.Unlock()
+			o.ack(req.GetResponseNonce(), version)
+			return nil
+		},
+		DeltaResponse: func(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
+			if resp.GetTypeUrl() != cdsURL {
+				return
+			}
+			o.mu.Lock()
+			o.lastNonce = resp.GetNonce()
+			if o.deltaSent == nil {
+				o.deltaSent = map[string]string{}
+			}
+			o.deltaSent[resp.GetNonce()] = resp.GetSystemVersionInfo()
+			o.mu.Unlock()
+		},
 		StreamClosed: func(int64, *corev3.Node) {
 			select {
 			case o.closed <- struct{}{}:
 			default:
 			}
 		},
+	}
+}
+
+// ack records the ACK of the response with nonce, at version.
+func (o *observer) ack(nonce, version string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ackedNonce = nonce
+	if o.settledCh != nil && o.ackedNonce == o.lastNonce {
+		close(o.settledCh)
+		o.settledCh = nil
+	}
+	if o.acked != nil && version == o.want {
+		close(o.acked)
+		o.acked = nil
 	}
 }
 
@@ -314,7 +415,7 @@ type rawADS struct {
 
 // dialRaw opens a raw ADS stream to e's server and subscribes to names.
 func (e *env) dialRaw(names []string) *rawADS {
-	cc, err := grpc.NewClient(e.srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		e.tb.Fatal(err)
 	}

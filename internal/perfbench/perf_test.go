@@ -7,26 +7,42 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // sizes are the numbers of clusters the benchmarks load.
 var sizes = []int{1000, 10000}
 
+// largeSize is the size at which only update-one runs, over both
+// protocols, to show how its cost grows with what did not change.
+const largeSize = 100000
+
 // BenchmarkPerf runs the workload of the package doc for every size: the
-// client, its raw-ADS floor for each operation, and the unmarshal floor.
+// client over State of the World ("client") and over delta ("delta"), its
+// raw-ADS floor for each operation, and the unmarshal floor.
 func BenchmarkPerf(b *testing.B) {
 	for _, n := range sizes {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			b.Run("subscribe/client", func(b *testing.B) { benchSubscribeClient(b, n) })
+			b.Run("subscribe/client", func(b *testing.B) { benchSubscribeClient(b, n, sotw) })
+			b.Run("subscribe/delta", func(b *testing.B) { benchSubscribeClient(b, n, delta) })
 			b.Run("subscribe/raw-ads", func(b *testing.B) { benchSubscribeRaw(b, n) })
-			b.Run("update-all/client", func(b *testing.B) { benchUpdateClient(b, n, false) })
+			b.Run("update-all/client", func(b *testing.B) { benchUpdateClient(b, n, false, sotw) })
+			b.Run("update-all/delta", func(b *testing.B) { benchUpdateClient(b, n, false, delta) })
 			b.Run("update-all/raw-ads", func(b *testing.B) { benchUpdateRaw(b, n, false) })
-			b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, n, true) })
+			b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, n, true, sotw) })
+			b.Run("update-one/delta", func(b *testing.B) { benchUpdateClient(b, n, true, delta) })
+			b.Run("update-one/delta-push", func(b *testing.B) { benchUpdateClient(b, n, true, deltaPush) })
 			b.Run("update-one/raw-ads", func(b *testing.B) { benchUpdateRaw(b, n, true) })
 			b.Run("unmarshal", func(b *testing.B) { benchUnmarshal(b, n) })
 			b.Run("retained-heap", func(b *testing.B) { benchRetained(b, n) })
 		})
 	}
+	b.Run("n="+strconv.Itoa(largeSize), func(b *testing.B) {
+		b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, largeSize, true, sotw) })
+		b.Run("update-one/delta", func(b *testing.B) { benchUpdateClient(b, largeSize, true, delta) })
+		b.Run("update-one/delta-push", func(b *testing.B) { benchUpdateClient(b, largeSize, true, deltaPush) })
+	})
 }
 
 // reportRate reports resources/s: n resources handled per operation.
@@ -34,19 +50,19 @@ func reportRate(b *testing.B, n int) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "resources/s")
 }
 
-func benchSubscribeClient(b *testing.B, n int) {
-	e := newEnv(b, n)
+func benchSubscribeClient(b *testing.B, n int, kind serverKind) {
+	e := envFor(b, n, kind)
 	f := newFleet(n)
 	b.ReportAllocs()
 	var requests int64
 	for b.Loop() {
-		acked := e.obs.expectACK("1")
+		acked := e.expectACK("1")
 		before := e.obs.requests.Load()
 		f.expect(n)
-		c := e.newClient()
+		c := e.newClient(xdsclient.WithDeltaXDS(kind != sotw))
 		f.watchAll(c)
 		wait(b, f.reached, "cluster for every watcher")
-		wait(b, acked, "ACK")
+		acked()
 		b.StopTimer()
 		c.Close()
 		requests += e.obs.requests.Load() - before
@@ -104,6 +120,10 @@ func (u *updater) next() string {
 		u.variant[k] ^= 1
 		u.count[k]++
 		u.msgs[k] = u.all[u.variant[k]][k]
+		if u.e.linear != nil || u.e.push != nil {
+			u.e.set(v, u.msgs[k:k+1]) // the cluster that changed
+			return v
+		}
 		u.e.set(v, u.msgs)
 		return v
 	}
@@ -124,16 +144,16 @@ func (u *updater) changed() int {
 	return u.e.n
 }
 
-func benchUpdateClient(b *testing.B, n int, one bool) {
-	e := newEnv(b, n)
+func benchUpdateClient(b *testing.B, n int, one bool, kind serverKind) {
+	e := envFor(b, n, kind)
 	f := newFleet(n)
-	c := e.newClient()
+	c := e.newClient(xdsclient.WithDeltaXDS(kind != sotw))
 	defer c.Close()
-	acked := e.obs.expectACK("1")
+	acked := e.expectACK("1")
 	f.expect(n)
 	f.watchAll(c)
 	wait(b, f.reached, "cluster for every watcher")
-	wait(b, acked, "ACK")
+	acked()
 	u := newUpdater(e, one)
 	for i := range u.count {
 		u.count[i] = 1
@@ -141,22 +161,22 @@ func benchUpdateClient(b *testing.B, n int, one bool) {
 	before := e.obs.requests.Load()
 	b.ReportAllocs()
 	for b.Loop() {
-		acked := e.obs.expectACK(strconv.Itoa(u.version + 1))
+		acked := e.expectACK(strconv.Itoa(u.version + 1))
 		f.expect(u.changed())
 		u.next()
 		wait(b, f.reached, "update for the watchers")
-		wait(b, acked, "ACK")
+		acked()
 	}
 	b.ReportMetric(float64(e.obs.requests.Load()-before)/float64(b.N), "requests/op")
 	reportRate(b, n)
 
 	// One more update: callbacks run in order, so once it has arrived any
 	// stray callback of the timed updates has run too.
-	acked = e.obs.expectACK(strconv.Itoa(u.version + 1))
+	acked = e.expectACK(strconv.Itoa(u.version + 1))
 	f.expect(u.changed())
 	u.next()
 	wait(b, f.reached, "update for the watchers")
-	wait(b, acked, "ACK")
+	acked()
 	f.check(b, u.count, u.variant)
 }
 

@@ -114,7 +114,10 @@ func WriteTable(w io.Writer, s Samples) error {
 			raw := func(unit string) float64 { return median(s, prefix+op+"/raw-ads", unit) }
 			t := targets[op]
 			met := "yes"
-			if !t.met(client, raw, n) {
+			switch {
+			case raw("ns/op") == 0:
+				met = "–" // no floor measured at this size
+			case !t.met(client, raw, n):
 				met = "**no**"
 			}
 			fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %s |\n",
@@ -124,6 +127,7 @@ func WriteTable(w io.Writer, s Samples) error {
 				client("resources/s"), client("requests/op"), t.text, met)
 		}
 	}
+	writeDeltaTable(w, s, ns)
 	var heap []string
 	for _, n := range ns {
 		name := fmt.Sprintf("Perf/n=%d/retained-heap", n)
@@ -136,6 +140,60 @@ func WriteTable(w io.Writer, s Samples) error {
 		fmt.Fprintf(w, "\nRetained heap (target ≤ 3× at n=10,000): %s.\n", strings.Join(heap, "; "))
 	}
 	return nil
+}
+
+// deltaTargets are the targets of delta against State of the World (SotW),
+// checked on medians: delta for the go-control-plane linear cache,
+// push for the server that does only the work of what changed.
+var deltaTargets = map[string]struct {
+	text string
+	met  func(sotw, delta, push float64, n int) bool
+}{
+	"subscribe":  {"delta ≤ 1.2× SotW", func(sotw, delta, _ float64, _ int) bool { return delta <= 1.2*sotw }},
+	"update-all": {"delta ≤ 1.2× SotW", func(sotw, delta, _ float64, _ int) bool { return delta <= 1.2*sotw }},
+	"update-one": {"push ≥ 20× faster than SotW at n=10,000", func(sotw, _, push float64, n int) bool {
+		return n != 10000 || (push > 0 && sotw >= 20*push)
+	}},
+}
+
+// writeDeltaTable writes, for every size and operation measured over delta,
+// the times of the client over State of the World ("client"), over delta
+// from go-control-plane's linear cache ("delta") and over delta from the
+// server that does only the work of what changed ("delta-push"), with the
+// speed-ups.
+func writeDeltaTable(w io.Writer, s Samples, ns []int) {
+	header := false
+	for _, n := range ns {
+		prefix := fmt.Sprintf("Perf/n=%d/", n)
+		for _, op := range []string{"subscribe", "update-all", "update-one"} {
+			d, okD := s.Median(prefix+op+"/delta", "ns/op")
+			p, okP := s.Median(prefix+op+"/delta-push", "ns/op")
+			if !okD && !okP {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(w, "\n| N | operation | SotW ms/op | delta ms/op | delta-push ms/op | SotW ÷ delta | SotW ÷ delta-push | delta allocs/op | target | met |")
+				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+				header = true
+			}
+			sw := median(s, prefix+op+"/client", "ns/op")
+			t := deltaTargets[op]
+			met := "yes"
+			if !t.met(sw, d, p, n) {
+				met = "**no**"
+			}
+			fmt.Fprintf(w, "| %d | %s | %.2f | %s | %s | %s | %s | %.0f | %s | %s |\n",
+				n, op, sw/1e6, msOrDash(d, okD), msOrDash(p, okP), ratio(sw, d), ratio(sw, p),
+				median(s, prefix+op+"/delta", "allocs/op"), t.text, met)
+		}
+	}
+}
+
+func msOrDash(ns float64, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", ns/1e6)
 }
 
 // median is Samples.Median, converting sec/op (as benchstat names it) to

@@ -17,8 +17,11 @@
 //	st.End(status.Error(codes.Unavailable, "going away"))
 //
 // Everything waits on channels and contexts; nothing sleeps. The server
-// listens on 127.0.0.1 only, serves State of the World ADS only (delta ADS
-// answers Unimplemented) and stops when the test ends.
+// listens on 127.0.0.1 only and stops when the test ends. It serves both
+// ADS protocols: State of the World streams are taken with
+// [ADSServer.NextStream] as [Stream]s, incremental (delta) streams with
+// [ADSServer.NextDeltaStream] as [DeltaStream]s, which work alike with
+// delta messages ([DeltaResponse] builds one).
 //
 // For the tests of the xdsclient package and of the packages built on it,
 // it also has helpers that fail a test at once when what it waits for does

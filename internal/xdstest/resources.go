@@ -54,3 +54,36 @@ func ErrorResponse(typeURL, version string, errs ...*discoveryv3.ResourceError) 
 func InvalidCluster(name string) *clusterv3.Cluster {
 	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}}
 }
+
+// DeltaResource returns one resource of a delta response: r, named name at
+// version, packed into an Any (an *anypb.Any is used as it is, as
+// [Response] does). A nil r makes a resource with no body, which the
+// protocol uses as a heartbeat. It panics if r cannot be marshalled.
+func DeltaResource(name, version string, r proto.Message) *discoveryv3.Resource {
+	out := &discoveryv3.Resource{Name: name, Version: version}
+	if r == nil {
+		return out
+	}
+	a, ok := r.(*anypb.Any)
+	if !ok {
+		var err error
+		if a, err = anypb.New(r); err != nil {
+			panic(fmt.Sprintf("xdstest.DeltaResource(%q): %v", name, err))
+		}
+	}
+	out.Resource = a
+	return out
+}
+
+// DeltaResponse returns an incremental response of typeURL whose
+// system_version_info is version, carrying resources. The nonce is left
+// empty for [DeltaStream.Send] to fill in.
+func DeltaResponse(typeURL, version string, resources ...*discoveryv3.Resource) *discoveryv3.DeltaDiscoveryResponse {
+	return &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: version, Resources: resources}
+}
+
+// DeltaRemoval returns an incremental response of typeURL at version that
+// names removed in removed_resources.
+func DeltaRemoval(typeURL, version string, removed ...string) *discoveryv3.DeltaDiscoveryResponse {
+	return &discoveryv3.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: version, RemovedResources: removed}
+}

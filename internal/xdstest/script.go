@@ -87,3 +87,36 @@ func (s Script) WatchCluster(c *xdsclient.Client, name string) (*Watcher, *Strea
 	s.RecvType(st, xdsresource.ClusterType.TypeURL())
 	return rec, st
 }
+
+// NextDeltaStream returns the next incremental ADS stream the client opened
+// on Srv, as [ADSServer.NextDeltaStream] does.
+func (s Script) NextDeltaStream() *DeltaStream {
+	s.T.Helper()
+	st, err := s.Srv.NextDeltaStream(s.Ctx)
+	if err != nil {
+		s.T.Fatalf("waiting for a delta ADS stream: %v", err)
+	}
+	return st
+}
+
+// RecvDelta returns the oldest request of typeURL on the delta stream st
+// not yet read, as [DeltaStream.RecvType] does.
+func (s Script) RecvDelta(st *DeltaStream, typeURL string) *discoveryv3.DeltaDiscoveryRequest {
+	s.T.Helper()
+	req, err := st.RecvType(s.Ctx, typeURL)
+	if err != nil {
+		s.T.Fatalf("waiting for a delta %s request: %v", typeURL, err)
+	}
+	return req
+}
+
+// SendDelta sends resp on the delta stream st and returns it as sent, with
+// its nonce, as Send does.
+func (s Script) SendDelta(st *DeltaStream, resp *discoveryv3.DeltaDiscoveryResponse) *discoveryv3.DeltaDiscoveryResponse {
+	s.T.Helper()
+	sent, err := st.send(resp)
+	if err != nil {
+		s.T.Fatalf("send: %v", err)
+	}
+	return sent
+}

@@ -29,8 +29,9 @@ type ADSServer struct {
 	recv   sync.WaitGroup
 
 	mu      sync.Mutex
-	queue   []*Stream // opened streams not yet taken by NextStream
-	changed signal    // notified when queue grows
+	queue   []*Stream      // opened streams not yet taken by NextStream
+	dqueue  []*DeltaStream // opened delta streams not yet taken by NextDeltaStream
+	changed signal         // notified when a queue grows
 }
 
 // NewADSServer starts an ADS server on 127.0.0.1 with a port chosen by the
@@ -112,7 +113,7 @@ func (s *ADSServer) Restart() error {
 		return err
 	}
 	s.mu.Lock()
-	s.queue = nil
+	s.queue, s.dqueue = nil, nil
 	s.mu.Unlock()
 	s.serve(lis)
 	return nil
@@ -141,13 +142,24 @@ func listenAgain(addr string) (net.Listener, error) {
 // they opened, waiting for one until ctx ends. A stream may already be
 // over when it is returned; its requests are still there to read.
 func (s *ADSServer) NextStream(ctx context.Context) (*Stream, error) {
+	return next(s, ctx, &s.queue, "an ADS stream")
+}
+
+// NextDeltaStream returns the next incremental ADS stream the client
+// opened, as NextStream does for State of the World streams.
+func (s *ADSServer) NextDeltaStream(ctx context.Context) (*DeltaStream, error) {
+	return next(s, ctx, &s.dqueue, "a delta ADS stream")
+}
+
+// next takes the oldest stream of queue, waiting for one until ctx ends.
+func next[T any](s *ADSServer, ctx context.Context, queue *[]*T, what string) (*T, error) {
 	for {
 		woken := s.changed.wait()
 		s.mu.Lock()
-		if len(s.queue) > 0 {
-			st := s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
+		if q := *queue; len(q) > 0 {
+			st := q[0]
+			q[0] = nil
+			*queue = q[1:]
 			s.mu.Unlock()
 			return st, nil
 		}
@@ -155,14 +167,15 @@ func (s *ADSServer) NextStream(ctx context.Context) (*Stream, error) {
 		select {
 		case <-woken:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("xdstest: waiting for an ADS stream on %s: %w", s.addr, context.Cause(ctx))
+			return nil, fmt.Errorf("xdstest: waiting for %s on %s: %w", what, s.addr, context.Cause(ctx))
 		}
 	}
 }
 
-func (s *ADSServer) enqueue(st *Stream) {
+// enqueue adds st to queue for a test to take.
+func enqueue[T any](s *ADSServer, queue *[]*T, st *T) {
 	s.mu.Lock()
-	s.queue = append(s.queue, st)
+	*queue = append(*queue, st)
 	s.mu.Unlock()
 	s.changed.notify()
 	Notify()
@@ -177,20 +190,31 @@ type adsHandler struct {
 
 func (h *adsHandler) StreamAggregatedResources(gs discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
 	st := newStream(gs)
+	return run(h.s, gs.Context(), st.flow, func() { enqueue(h.s, &h.s.queue, st) })
+}
+
+func (h *adsHandler) DeltaAggregatedResources(gs discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	st := newDeltaStream(gs)
+	return run(h.s, gs.Context(), st.flow, func() { enqueue(h.s, &h.s.dqueue, st) })
+}
+
+// run hands st to the test (queue) and serves it until the test ends it
+// or the client or the server goes away.
+func run[Req, Resp message](s *ADSServer, ctx context.Context, st *flow[Req, Resp], queue func()) error {
 	// Handlers run only while the server runs, and Stop waits for them
 	// before it waits on recv, so this Add never races with that Wait.
-	h.s.recv.Add(1)
+	s.recv.Add(1)
 	go func() {
-		defer h.s.recv.Done()
+		defer s.recv.Done()
 		st.receive()
 	}()
-	h.s.enqueue(st)
+	queue()
 
 	var err error
 	select {
 	case err = <-st.end:
-	case <-gs.Context().Done():
-		err = context.Cause(gs.Context())
+	case <-ctx.Done():
+		err = context.Cause(ctx)
 	}
 	st.finish()
 	return err

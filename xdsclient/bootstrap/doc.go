@@ -16,7 +16,8 @@
 //     supported type is used ("insecure", or "tls" from A65), and
 //     "server_features" that change how the client treats that server
 //     ("ignore_resource_deletion", "fail_on_data_errors",
-//     "resource_timer_is_transient_error", "trusted_xds_server"). Servers
+//     "resource_timer_is_transient_error", "trusted_xds_server", and
+//     "delta_xds", which selects incremental xDS for that server). Servers
 //     are de-duplicated by [ServerConfig.Key].
 //   - "node": the client's identity, as an envoy.config.core.v3.Node.
 //   - "authorities" (A47): for each authority of xdstp:// resource names,

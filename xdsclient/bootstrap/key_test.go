@@ -68,6 +68,7 @@ func TestKeyDiffers(t *testing.T) {
 		{"fail_on_data_errors", `{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "server_features": ["fail_on_data_errors"]}`},
 		{"resource_timer_is_transient_error", `{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "server_features": ["resource_timer_is_transient_error"]}`},
 		{"trusted_xds_server", `{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "server_features": ["trusted_xds_server"]}`},
+		{"delta_xds", `{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "server_features": ["delta_xds"]}`},
 	}
 	b := parseServerT(t, base)
 	seen := map[string]string{b.Key(): "base"}

@@ -328,12 +328,12 @@ func TestParseServers(t *testing.T) {
 			name: "server features: strings kept in order, others ignored, known ones set flags",
 			doc: serverDoc(`{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "server_features": [
 				"xds_v3", 3, "trusted_xds_server", null, {"a": 1}, "fail_on_data_errors", "ignore_resource_deletion",
-				"resource_timer_is_transient_error", "something_new"]}`),
+				"resource_timer_is_transient_error", "delta_xds", "something_new"]}`),
 			want: []*ServerConfig{{
 				URI: "s:1", ChannelCreds: []ChannelCreds{{Type: "insecure"}}, SelectedCreds: ChannelCreds{Type: "insecure"},
 				ServerFeatures: []string{"xds_v3", "trusted_xds_server", "fail_on_data_errors", "ignore_resource_deletion",
-					"resource_timer_is_transient_error", "something_new"},
-				IgnoreResourceDeletion: true, FailOnDataErrors: true, ResourceTimerIsTransientError: true, TrustedXDSServer: true,
+					"resource_timer_is_transient_error", "delta_xds", "something_new"},
+				IgnoreResourceDeletion: true, FailOnDataErrors: true, ResourceTimerIsTransientError: true, TrustedXDSServer: true, DeltaXDS: true,
 			}},
 		},
 		{
@@ -342,6 +342,14 @@ func TestParseServers(t *testing.T) {
 			want: []*ServerConfig{{
 				URI: "s:1", ChannelCreds: []ChannelCreds{{Type: "insecure"}}, SelectedCreds: ChannelCreds{Type: "insecure"},
 				ServerFeatures: []string{"fail_on_data_errors"}, FailOnDataErrors: true,
+			}},
+		},
+		{
+			name: "delta_xds alone",
+			doc:  serverDoc(`{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}], "server_features": ["delta_xds"]}`),
+			want: []*ServerConfig{{
+				URI: "s:1", ChannelCreds: []ChannelCreds{{Type: "insecure"}}, SelectedCreds: ChannelCreds{Type: "insecure"},
+				ServerFeatures: []string{"delta_xds"}, DeltaXDS: true,
 			}},
 		},
 		{
@@ -385,7 +393,8 @@ func diffServer(got, want *ServerConfig) string {
 		d = append(d, "ServerFeatures "+strings.Join(got.ServerFeatures, ",")+" != "+strings.Join(want.ServerFeatures, ","))
 	}
 	if got.IgnoreResourceDeletion != want.IgnoreResourceDeletion || got.FailOnDataErrors != want.FailOnDataErrors ||
-		got.ResourceTimerIsTransientError != want.ResourceTimerIsTransientError || got.TrustedXDSServer != want.TrustedXDSServer {
+		got.ResourceTimerIsTransientError != want.ResourceTimerIsTransientError || got.TrustedXDSServer != want.TrustedXDSServer ||
+		got.DeltaXDS != want.DeltaXDS {
 		d = append(d, "feature flags differ")
 	}
 	return strings.Join(d, "; ")

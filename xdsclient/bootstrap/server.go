@@ -33,6 +33,11 @@ const (
 	// FeatureTrustedXDSServer marks a server as trusted with settings that
 	// affect security (gRFC A81).
 	FeatureTrustedXDSServer = "trusted_xds_server"
+	// FeatureDeltaXDS asks the client to speak incremental xDS to the
+	// server (the DeltaAggregatedResources stream) instead of State of the
+	// World. gRPC's own clients ignore it, as they ignore every feature they
+	// do not know, and speak State of the World.
+	FeatureDeltaXDS = "delta_xds"
 )
 
 // ChannelCreds is one entry of a server's "channel_creds" list.
@@ -67,6 +72,8 @@ type ServerConfig struct {
 	ResourceTimerIsTransientError bool
 	// TrustedXDSServer reports [FeatureTrustedXDSServer].
 	TrustedXDSServer bool
+	// DeltaXDS reports [FeatureDeltaXDS].
+	DeltaXDS bool
 }
 
 // ParseServerConfig parses one server object, as found in "xds_servers" or
@@ -127,6 +134,8 @@ func parseServer(path string, raw json.RawMessage) (*ServerConfig, error) {
 			s.ResourceTimerIsTransientError = true
 		case FeatureTrustedXDSServer:
 			s.TrustedXDSServer = true
+		case FeatureDeltaXDS:
+			s.DeltaXDS = true
 		}
 	}
 	return s, nil
@@ -193,7 +202,10 @@ func supportedCreds(typ string) bool {
 // than the selected one, do not count. Equal servers listed in different
 // places of a bootstrap have equal keys.
 func (s *ServerConfig) Key() string {
-	features := make([]string, 0, 4)
+	features := make([]string, 0, 5)
+	if s.DeltaXDS {
+		features = append(features, FeatureDeltaXDS)
+	}
 	if s.FailOnDataErrors {
 		features = append(features, FeatureFailOnDataErrors)
 	}
