@@ -41,6 +41,7 @@ type serverSeries struct {
 	known     bool // the client has a channel to the server
 	types     map[string]*serverTypeSeries
 	ended     [2]metric.MeasurementOption // target, server, response_received false/true
+	lrsCalls  [4]metric.MeasurementOption // target, server, kind (lrsCallKinds), made on first use
 }
 
 // serverTypeSeries are the series of one server and resource type.
@@ -112,6 +113,10 @@ func (cm *clientMetrics) hooks() *xdsclient.Hooks {
 		AuthorityServerChanged: cm.authorityServerChanged,
 		ResourceTimerStarted:   cm.timerStarted,
 		ResourceTimerStopped:   cm.timerStopped,
+
+		LoadReportStreamStarted: cm.lrsStreamStarted,
+		LoadReportStreamEnded:   cm.lrsStreamEnded,
+		LoadReportSent:          cm.lrsReportSent,
 	}
 }
 
