@@ -102,15 +102,17 @@ func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
 }
 
 // dial makes a connection to the xDS server s with the client's settings:
-// the server's credentials, keepalive and the response size limit.
+// the server's channel and call credentials, keepalive and the response
+// size limit.
 func (c *Client) dial(s *bootstrap.ServerConfig) (*grpc.ClientConn, error) {
-	creds, err := s.TransportCredentials()
+	opts, err := s.DialOptions()
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
 	}
-	cc, err := grpc.NewClient(s.URI, grpc.WithTransportCredentials(creds),
+	opts = append(opts,
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: c.o.keepaliveTime, Timeout: c.o.keepaliveWait}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.o.maxResponseSize)))
+	cc, err := grpc.NewClient(s.URI, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
 	}

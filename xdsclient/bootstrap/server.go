@@ -7,8 +7,7 @@ import (
 )
 
 // Channel credentials types that this package can build (see
-// [ServerConfig.TransportCredentials]). "google_default", the other type
-// that gRFC A27 names, is not supported: entries of that type are skipped.
+// [ServerConfig.DialOptions]), with [CredsGoogleDefault].
 const (
 	// CredsInsecure is the "insecure" type: plaintext, no authentication.
 	CredsInsecure = "insecure"
@@ -52,11 +51,16 @@ type ServerConfig struct {
 	// not.
 	ChannelCreds []ChannelCreds
 	// SelectedCreds is the first entry of ChannelCreds whose type is
-	// supported ([CredsInsecure] or [CredsTLS]); the client uses it.
+	// supported ([CredsInsecure], [CredsTLS] or [CredsGoogleDefault]); the
+	// client uses it.
 	SelectedCreds ChannelCreds
 	// ServerFeatures is every string of "server_features", in order; other
 	// entries are left out.
 	ServerFeatures []string
+	// CallCreds are the "call_creds" entries of a supported type (gRFC
+	// A97), in order; the client uses all of them. Always empty unless
+	// the environment variable EnvCallCreds is "true".
+	CallCreds []CallCreds
 
 	// IgnoreResourceDeletion reports [FeatureIgnoreResourceDeletion].
 	IgnoreResourceDeletion bool
@@ -102,6 +106,9 @@ func parseServer(path string, raw json.RawMessage) (*ServerConfig, error) {
 	s.URI = uri
 
 	if err := s.parseCreds(o); err != nil {
+		return nil, err
+	}
+	if err := s.parseCallCreds(o); err != nil {
 		return nil, err
 	}
 
@@ -182,14 +189,15 @@ func (s *ServerConfig) parseCreds(o object) error {
 }
 
 func supportedCreds(typ string) bool {
-	return typ == CredsInsecure || typ == CredsTLS
+	return typ == CredsInsecure || typ == CredsTLS || typ == CredsGoogleDefault
 }
 
 // Key identifies the server for de-duplication (gRFC A47): servers with
 // equal keys share one channel and one ADS stream. It is made of URI, the
 // type and the canonical JSON of SelectedCreds.Config (an absent config
 // counts as {}), and the features this package knows, as given by the
-// feature fields, sorted. Unknown features, and channel_creds entries other
+// feature fields, sorted, and, when there are any, the CallCreds (type and
+// canonical config). Unknown features, and channel_creds entries other
 // than the selected one, do not count. Equal servers listed in different
 // places of a bootstrap have equal keys.
 func (s *ServerConfig) Key() string {
@@ -207,12 +215,16 @@ func (s *ServerConfig) Key() string {
 		features = append(features, FeatureTrustedXDSServer)
 	}
 	slices.Sort(features)
-	key, err := json.Marshal([]any{
+	parts := []any{
 		s.URI,
 		s.SelectedCreds.Type,
 		json.RawMessage(canonicalJSON(s.SelectedCreds.Config)),
 		features,
-	})
+	}
+	for _, cc := range s.CallCreds {
+		parts = append(parts, cc.Type, json.RawMessage(canonicalJSON(cc.Config)))
+	}
+	key, err := json.Marshal(parts)
 	if err != nil {
 		// Only a hand-built config that is not JSON gets here.
 		key, _ = json.Marshal([]any{s.URI, s.SelectedCreds.Type, string(s.SelectedCreds.Config), features})
