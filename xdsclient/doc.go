@@ -39,6 +39,9 @@
 // CSDS server (package csds) observe the client. The cache itself is read
 // with Dump.
 //
+// ReportLoad reports a data plane's load to an LRS server (package lrs),
+// for a Cluster with lrs_server self; its streams have hooks of their own.
+//
 // # The state machine and the lock
 //
 // What an event does to a cache entry (a valid or invalid resource, a TP3

@@ -130,8 +130,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "no TYPE:NAME to watch (see xdswatch -h)")
 	}
 
+	var d *demo
 	if useDemo {
-		d, err := startDemo(ctx)
+		d, err = startDemo(ctx)
 		if err != nil {
 			return startFailed("demo control plane: %v", err)
 		}
@@ -156,6 +157,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "%v", err)
 	}
 	defer release()
+	if useDemo {
+		stopLoad, err := d.reportLoad(client)
+		if err != nil {
+			return startFailed("demo load report: %v", err)
+		}
+		defer stopLoad()
+	}
 
 	servers, err := startSidecars(pool, cfg)
 	if err != nil {

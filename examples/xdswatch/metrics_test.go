@@ -327,3 +327,32 @@ func promQuery(base, query string) ([]promSample, error) {
 	}
 	return out, nil
 }
+
+// TestDemoLoadReport: the demo reports the load of its LRS cluster to the
+// demo server, whose LRS service answers; the stream shows in the
+// xdslens.xds_client.lrs_* metrics.
+func TestDemoLoadReport(t *testing.T) {
+	p := startProc(t, cleanEnv(), "--output", "json", "--metrics-addr", "127.0.0.1:0")
+	var l struct{ Metrics string }
+	if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
+		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
+	}
+	if msg := poll(testTimeout, func() string {
+		resp, err := http.Get("http://" + l.Metrics + "/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err.Error()
+		}
+		if !hasSample(string(body), "xdslens_xds_client_lrs_streams_started_total", map[string]string{"grpc_target": "xdswatch"}, 1) {
+			return fmt.Sprintf("no LRS stream started in\n%s", body)
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
+	}
+	p.interrupt(t)
+}
