@@ -165,6 +165,14 @@ func (cm *clientMetrics) server(uri string) *serverSeries {
 	return s
 }
 
+// endedAttrs returns the attributes of a stream end on the server.
+func (s *serverSeries) endedAttrs(responseReceived bool) metric.MeasurementOption {
+	if responseReceived {
+		return s.ended[1]
+	}
+	return s.ended[0]
+}
+
 // serverType returns the series of server and typeURL. cm.mu is held.
 func (cm *clientMetrics) serverType(uri, typeURL string) *serverTypeSeries {
 	s := cm.server(uri)
@@ -257,11 +265,7 @@ func (cm *clientMetrics) streamEnded(i xdsclient.StreamEndInfo) {
 		cm.mu.Unlock()
 		return
 	}
-	s := cm.server(i.Server)
-	attrs := s.ended[0]
-	if i.ResponseReceived {
-		attrs = s.ended[1]
-	}
+	attrs := cm.server(i.Server).endedAttrs(i.ResponseReceived)
 	var done []record
 	for k, f := range cm.pending {
 		if f.stopped && f.server == i.Server {

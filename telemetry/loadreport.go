@@ -21,10 +21,9 @@ const (
 // serverSeries.lrsCalls.
 var lrsCallKinds = [4]string{CallsIssued, CallsSucceeded, CallsErrored, CallsDropped}
 
-// lrsCallAttrs returns the attributes of MetricLRSCalls for server, made
+// lrsCallAttrs returns the attributes of MetricLRSCalls for s, made
 // once. cm.mu is held.
-func (cm *clientMetrics) lrsCallAttrs(uri string) *[4]metric.MeasurementOption {
-	s := cm.server(uri)
+func (cm *clientMetrics) lrsCallAttrs(uri string, s *serverSeries) *[4]metric.MeasurementOption {
 	if s.lrsCalls[0] == nil {
 		srv := attribute.String(KeyServer, uri)
 		for i, kind := range lrsCallKinds {
@@ -34,6 +33,18 @@ func (cm *clientMetrics) lrsCallAttrs(uri string) *[4]metric.MeasurementOption {
 	return &s.lrsCalls
 }
 
+// onServer runs f with the series of uri under cm.mu, and reports false,
+// without running it, once cm is closed.
+func (cm *clientMetrics) onServer(uri string, f func(s *serverSeries)) bool {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if cm.closed {
+		return false
+	}
+	f(cm.server(uri))
+	return true
+}
+
 func (cm *clientMetrics) lrsStreamStarted(i xdsclient.LoadReportStreamInfo) {
 	if attrs, ok := cm.serverAttrs(i.Server); ok {
 		cm.inst.lrsStreamsStarted.Add(context.Background(), 1, attrs)
@@ -41,29 +52,18 @@ func (cm *clientMetrics) lrsStreamStarted(i xdsclient.LoadReportStreamInfo) {
 }
 
 func (cm *clientMetrics) lrsStreamEnded(i xdsclient.LoadReportStreamEndInfo) {
-	cm.mu.Lock()
-	if cm.closed {
-		cm.mu.Unlock()
-		return
+	var attrs metric.MeasurementOption
+	if cm.onServer(i.Server, func(s *serverSeries) { attrs = s.endedAttrs(i.ResponseReceived) }) {
+		cm.inst.lrsStreamsEnded.Add(context.Background(), 1, attrs)
 	}
-	s := cm.server(i.Server)
-	attrs := s.ended[0]
-	if i.ResponseReceived {
-		attrs = s.ended[1]
-	}
-	cm.mu.Unlock()
-	cm.inst.lrsStreamsEnded.Add(context.Background(), 1, attrs)
 }
 
 func (cm *clientMetrics) lrsReportSent(i xdsclient.LoadReportInfo) {
-	cm.mu.Lock()
-	if cm.closed {
-		cm.mu.Unlock()
+	var attrs metric.MeasurementOption
+	var calls *[4]metric.MeasurementOption
+	if !cm.onServer(i.Server, func(s *serverSeries) { attrs, calls = s.attrs, cm.lrsCallAttrs(i.Server, s) }) {
 		return
 	}
-	attrs := cm.server(i.Server).attrs
-	calls := cm.lrsCallAttrs(i.Server)
-	cm.mu.Unlock()
 	ctx := context.Background()
 	cm.inst.lrsReports.Add(ctx, 1, attrs)
 	for k, n := range [4]uint64{i.Issued, i.Succeeded, i.Errored, i.Dropped} {

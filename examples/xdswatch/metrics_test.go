@@ -143,17 +143,12 @@ func poll(deadline time.Duration, check func() string) string {
 func TestMetrics(t *testing.T) {
 	p, addr, xdsServer := metricsScenario(t)
 	if msg := poll(testTimeout, func() string {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
+		body, err := scrape(addr)
 		if err != nil {
 			return err.Error()
 		}
 		for _, want := range expectedSeries(xdsServer) {
-			if !hasSample(string(body), want.name, want.labels, want.value) {
+			if !hasSample(body, want.name, want.labels, want.value) {
 				return fmt.Sprintf("no sample %s %v in\n%s", selector(want.name, want.labels), want.value, body)
 			}
 		}
@@ -338,16 +333,11 @@ func TestDemoLoadReport(t *testing.T) {
 		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
 	}
 	if msg := poll(testTimeout, func() string {
-		resp, err := http.Get("http://" + l.Metrics + "/metrics")
+		body, err := scrape(l.Metrics)
 		if err != nil {
 			return err.Error()
 		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err.Error()
-		}
-		if !hasSample(string(body), "xdslens_xds_client_lrs_streams_started_total", map[string]string{"grpc_target": "xdswatch"}, 1) {
+		if !hasSample(body, "xdslens_xds_client_lrs_streams_started_total", map[string]string{"grpc_target": "xdswatch"}, 1) {
 			return fmt.Sprintf("no LRS stream started in\n%s", body)
 		}
 		return ""
@@ -355,4 +345,15 @@ func TestDemoLoadReport(t *testing.T) {
 		t.Fatal(msg)
 	}
 	p.interrupt(t)
+}
+
+// scrape returns the body of the /metrics page at addr.
+func scrape(addr string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }

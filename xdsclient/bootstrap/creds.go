@@ -63,22 +63,14 @@ func (s *ServerConfig) parseCallCreds(o object) error {
 		return err
 	}
 	for i, raw := range entries {
-		entry, err := asObject(joinIndex(path, i), raw)
+		entry, typ, config, err := parseCredsEntry(joinIndex(path, i), raw)
 		if err != nil {
 			return err
-		}
-		typ, _, err := entry.str("type")
-		if err != nil {
-			return err
-		}
-		config, hasConfig := entry.get("config")
-		if hasConfig && kindOf(config) != kindObject {
-			return wrongType(entry.at("config"), "a JSON object", config)
 		}
 		if typ != CallCredsJWTTokenFile {
 			continue
 		}
-		if !hasConfig {
+		if config == nil {
 			return errAt(entry.at("config"), "missing: type %q needs jwt_token_file", typ)
 		}
 		cfg, err := asObject(entry.at("config"), config)

@@ -155,18 +155,9 @@ func (s *ServerConfig) parseCreds(o object) error {
 	selected := false
 	types := make([]string, 0, len(entries))
 	for i, raw := range entries {
-		entryPath := joinIndex(path, i)
-		entry, err := asObject(entryPath, raw)
+		entry, typ, config, err := parseCredsEntry(joinIndex(path, i), raw)
 		if err != nil {
 			return err
-		}
-		typ, _, err := entry.str("type")
-		if err != nil {
-			return err
-		}
-		config, hasConfig := entry.get("config")
-		if hasConfig && kindOf(config) != kindObject {
-			return wrongType(entry.at("config"), "a JSON object", config)
 		}
 		cc := ChannelCreds{Type: typ, Config: config}
 		s.ChannelCreds = append(s.ChannelCreds, cc)
@@ -186,6 +177,23 @@ func (s *ServerConfig) parseCreds(o object) error {
 		return errAt(path, "no supported type among %q", types)
 	}
 	return nil
+}
+
+// parseCredsEntry reads one entry of a "channel_creds" or "call_creds"
+// list, found at path: an object with a string "type" and, optionally, an
+// object "config" (nil when absent).
+func parseCredsEntry(path string, raw json.RawMessage) (entry object, typ string, config json.RawMessage, err error) {
+	if entry, err = asObject(path, raw); err != nil {
+		return entry, "", nil, err
+	}
+	if typ, _, err = entry.str("type"); err != nil {
+		return entry, "", nil, err
+	}
+	config, hasConfig := entry.get("config")
+	if hasConfig && kindOf(config) != kindObject {
+		return entry, "", nil, wrongType(entry.at("config"), "a JSON object", config)
+	}
+	return entry, typ, config, nil
 }
 
 func supportedCreds(typ string) bool {

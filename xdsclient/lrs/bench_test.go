@@ -14,13 +14,7 @@ var errCall = errors.New("call failed")
 // BenchmarkRecordCall records one whole call (start, finish, a server
 // load) per op in one of 4 known localities.
 func BenchmarkRecordCall(b *testing.B) {
-	load := lrs.NewStore().Cluster("c", "svc")
-	locs := benchLocalities(4)
-	for _, l := range locs {
-		load.CallStarted(l)
-		load.CallFinished(l, nil)
-		load.CallServerLoad(l, "cpu", 0)
-	}
+	load, locs := seenLocalities(4)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -56,13 +50,7 @@ func BenchmarkCallDropped(b *testing.B) {
 // BenchmarkRecordCallParallel records whole calls from GOMAXPROCS
 // goroutines at once, each on its own locality of 16.
 func BenchmarkRecordCallParallel(b *testing.B) {
-	load := lrs.NewStore().Cluster("c", "svc")
-	locs := benchLocalities(16)
-	for _, l := range locs {
-		load.CallStarted(l)
-		load.CallFinished(l, nil)
-		load.CallServerLoad(l, "cpu", 0)
-	}
+	load, locs := seenLocalities(16)
 	b.ReportAllocs()
 	var next atomic.Uint32
 	b.RunParallel(func(pb *testing.PB) {
@@ -73,6 +61,19 @@ func BenchmarkRecordCallParallel(b *testing.B) {
 			load.CallFinished(l, nil)
 		}
 	})
+}
+
+// seenLocalities returns a ClusterLoad that has seen n localities and the
+// metric "cpu" in each, and the localities.
+func seenLocalities(n int) (*lrs.ClusterLoad, []lrs.Locality) {
+	load := lrs.NewStore().Cluster("c", "svc")
+	locs := benchLocalities(n)
+	for _, l := range locs {
+		load.CallStarted(l)
+		load.CallFinished(l, nil)
+		load.CallServerLoad(l, "cpu", 0)
+	}
+	return load, locs
 }
 
 func benchLocalities(n int) []lrs.Locality {
