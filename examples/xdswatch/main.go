@@ -157,6 +157,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "%v", err)
 	}
 	defer release()
+
+	servers, err := startSidecars(pool, cfg)
+	if err != nil {
+		return startFailed("%v", err)
+	}
+	defer servers.stop()
+	// After the sidecars, so that the metrics see the stream start.
 	if useDemo {
 		stopLoad, err := d.reportLoad(client)
 		if err != nil {
@@ -164,12 +171,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		defer stopLoad()
 	}
-
-	servers, err := startSidecars(pool, cfg)
-	if err != nil {
-		return startFailed("%v", err)
-	}
-	defer servers.stop()
 
 	out := newOutput(stdout, cfg.output)
 	out.listening(servers.csds, servers.metrics)
