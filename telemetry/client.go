@@ -41,6 +41,7 @@ type serverSeries struct {
 	known     bool // the client has a channel to the server
 	types     map[string]*serverTypeSeries
 	ended     [2]metric.MeasurementOption // target, server, response_received false/true
+	lrsCalls  [4]metric.MeasurementOption // target, server, kind (lrsCallKinds), made on first use
 }
 
 // serverTypeSeries are the series of one server and resource type.
@@ -112,6 +113,10 @@ func (cm *clientMetrics) hooks() *xdsclient.Hooks {
 		AuthorityServerChanged: cm.authorityServerChanged,
 		ResourceTimerStarted:   cm.timerStarted,
 		ResourceTimerStopped:   cm.timerStopped,
+
+		LoadReportStreamStarted: cm.lrsStreamStarted,
+		LoadReportStreamEnded:   cm.lrsStreamEnded,
+		LoadReportSent:          cm.lrsReportSent,
 	}
 }
 
@@ -158,6 +163,14 @@ func (cm *clientMetrics) server(uri string) *serverSeries {
 		cm.servers[uri] = s
 	}
 	return s
+}
+
+// endedAttrs returns the attributes of a stream end on the server.
+func (s *serverSeries) endedAttrs(responseReceived bool) metric.MeasurementOption {
+	if responseReceived {
+		return s.ended[1]
+	}
+	return s.ended[0]
 }
 
 // serverType returns the series of server and typeURL. cm.mu is held.
@@ -252,11 +265,7 @@ func (cm *clientMetrics) streamEnded(i xdsclient.StreamEndInfo) {
 		cm.mu.Unlock()
 		return
 	}
-	s := cm.server(i.Server)
-	attrs := s.ended[0]
-	if i.ResponseReceived {
-		attrs = s.ended[1]
-	}
+	attrs := cm.server(i.Server).endedAttrs(i.ResponseReceived)
 	var done []record
 	for k, f := range cm.pending {
 		if f.stopped && f.server == i.Server {

@@ -42,6 +42,10 @@
 //	xdslens.xds_client.watcher_notifications    Int64ObservableCounter  {notification}  grpc.target, grpc.xds.resource_type, kind
 //	xdslens.xds_client.streams_started          Int64Counter            {stream}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.streams_ended            Int64Counter            {stream}        grpc.target, grpc.xds.server, response_received
+//	xdslens.xds_client.lrs_streams_started      Int64Counter            {stream}        grpc.target, grpc.xds.server
+//	xdslens.xds_client.lrs_streams_ended        Int64Counter            {stream}        grpc.target, grpc.xds.server, response_received
+//	xdslens.xds_client.lrs_reports              Int64Counter            {report}        grpc.target, grpc.xds.server
+//	xdslens.xds_client.lrs_calls                Int64Counter            {call}          grpc.target, grpc.xds.server, kind
 //
 // resource_fetch_duration answers "is the control plane slow?". A fetch
 // starts when the subscription of an entry that has received nothing goes
@@ -73,6 +77,14 @@
 // observable counter so that counting a callback is one atomic add.
 // streams_ended has response_received="false" for the streams that ended
 // before any response, the gRFC A57 failures.
+//
+// The lrs_ instruments follow load reporting (xdsclient.Client.ReportLoad),
+// from the hooks LoadReportStreamStarted, LoadReportStreamEnded and
+// LoadReportSent. lrs_streams_ended counts every attempt, those that could
+// not create a stream included, with response_received="false" when no
+// valid LoadStatsResponse was read (the attempts that back off).
+// lrs_calls adds up what the reports sent carried, kind being issued,
+// succeeded, errored or dropped: it is the load the server was told of.
 //
 // The names are exported as constants (MetricResources, KeyCacheState, ...)
 // for use in queries. Package exporters makes MeterProviders for

@@ -47,6 +47,11 @@ type instruments struct {
 	notifications  metric.Int64ObservableCounter
 	streamsStarted metric.Int64Counter
 	streamsEnded   metric.Int64Counter
+
+	lrsStreamsStarted metric.Int64Counter
+	lrsStreamsEnded   metric.Int64Counter
+	lrsReports        metric.Int64Counter
+	lrsCalls          metric.Int64Counter
 }
 
 // New creates the instruments from the configured MeterProvider and
@@ -119,6 +124,14 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	check(MetricStreamsStarted, err)
 	in.streamsEnded, err = meter.Int64Counter(MetricStreamsEnded, metric.WithDescription(descStreamsEnded), metric.WithUnit("{stream}"))
 	check(MetricStreamsEnded, err)
+	in.lrsStreamsStarted, err = meter.Int64Counter(MetricLRSStreamsStarted, metric.WithDescription(descLRSStreamsStarted), metric.WithUnit("{stream}"))
+	check(MetricLRSStreamsStarted, err)
+	in.lrsStreamsEnded, err = meter.Int64Counter(MetricLRSStreamsEnded, metric.WithDescription(descLRSStreamsEnded), metric.WithUnit("{stream}"))
+	check(MetricLRSStreamsEnded, err)
+	in.lrsReports, err = meter.Int64Counter(MetricLRSReports, metric.WithDescription(descLRSReports), metric.WithUnit("{report}"))
+	check(MetricLRSReports, err)
+	in.lrsCalls, err = meter.Int64Counter(MetricLRSCalls, metric.WithDescription(descLRSCalls), metric.WithUnit("{call}"))
+	check(MetricLRSCalls, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: creating instruments: %w", err)
 	}

@@ -47,6 +47,23 @@ const (
 	// "false"): ADS streams that ended, by whether any response was read on
 	// them. An end with response_received="false" is a gRFC A57 failure.
 	MetricStreamsEnded = "xdslens.xds_client.streams_ended"
+
+	// MetricLRSStreamsStarted is an Int64Counter, unit {stream}, labels
+	// grpc.target and grpc.xds.server: LRS (load reporting) streams
+	// created.
+	MetricLRSStreamsStarted = "xdslens.xds_client.lrs_streams_started"
+	// MetricLRSStreamsEnded is an Int64Counter, unit {stream}, labels
+	// grpc.target, grpc.xds.server and response_received: LRS stream
+	// attempts that ended, those that could not create a stream included,
+	// by whether a valid LoadStatsResponse was read.
+	MetricLRSStreamsEnded = "xdslens.xds_client.lrs_streams_ended"
+	// MetricLRSReports is an Int64Counter, unit {report}, labels
+	// grpc.target and grpc.xds.server: load reports written to LRS streams.
+	MetricLRSReports = "xdslens.xds_client.lrs_reports"
+	// MetricLRSCalls is an Int64Counter, unit {call}, labels grpc.target,
+	// grpc.xds.server and kind (issued, succeeded, errored, dropped): the
+	// calls that the load reports sent carried.
+	MetricLRSCalls = "xdslens.xds_client.lrs_calls"
 )
 
 // Attribute keys (metric labels).
@@ -71,7 +88,9 @@ const (
 	// KeyOutcome is the outcome of a resource fetch (Outcome* values).
 	KeyOutcome = "outcome"
 	// KeyKind is the kind of a watcher notification: resource,
-	// resource_error or ambient_error (xdsclient.NotificationKind.String).
+	// resource_error or ambient_error (xdsclient.NotificationKind.String);
+	// for MetricLRSCalls, the kind of call: issued, succeeded, errored or
+	// dropped.
 	KeyKind = "kind"
 	// KeyResponseReceived tells whether an ended ADS stream had read a
 	// response: "true" or "false".
@@ -110,6 +129,11 @@ const (
 	descNotifications  = "A counter of watcher callbacks, by kind."
 	descStreamsStarted = "A counter of ADS streams created."
 	descStreamsEnded   = "A counter of ADS streams that ended, by whether a response was received on them."
+
+	descLRSStreamsStarted = "A counter of LRS (load reporting) streams created."
+	descLRSStreamsEnded   = "A counter of LRS stream attempts that ended, by whether a valid LoadStatsResponse was received on them."
+	descLRSReports        = "A counter of load reports sent on LRS streams."
+	descLRSCalls          = "A counter of the calls carried by the load reports sent, by kind: issued, succeeded, errored, dropped."
 )
 
 // fetchBuckets are the bucket boundaries, in seconds, of

@@ -94,15 +94,9 @@ func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
 	if ch := c.channels[key]; ch != nil {
 		return ch, nil
 	}
-	creds, err := s.TransportCredentials()
+	cc, err := c.dial(s)
 	if err != nil {
-		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
-	}
-	cc, err := grpc.NewClient(s.URI, grpc.WithTransportCredentials(creds),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: c.o.keepaliveTime, Timeout: c.o.keepaliveWait}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.o.maxResponseSize)))
-	if err != nil {
-		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	ch := &channel{
@@ -116,6 +110,24 @@ func (tx *txn) channel(s *bootstrap.ServerConfig) (*channel, error) {
 	go ch.watchConnectivity()
 	go ch.runStreams()
 	return ch, nil
+}
+
+// dial makes a connection to the xDS server s with the client's settings:
+// the server's channel and call credentials, keepalive and the response
+// size limit.
+func (c *Client) dial(s *bootstrap.ServerConfig) (*grpc.ClientConn, error) {
+	opts, err := s.DialOptions()
+	if err != nil {
+		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+	}
+	opts = append(opts,
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: c.o.keepaliveTime, Timeout: c.o.keepaliveWait}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.o.maxResponseSize)))
+	cc, err := grpc.NewClient(s.URI, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+	}
+	return cc, nil
 }
 
 func signal(c chan struct{}) {

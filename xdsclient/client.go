@@ -62,11 +62,12 @@ type Client struct {
 	entries     map[string]*typeEntries     // by type URL
 	channels    map[string]*channel         // by bootstrap.ServerConfig.Key()
 	authorities map[string]*authority
-	toClose     []*channel     // channels to close once the lock is released
-	nEntries    int            // cache entries, for Dump's allocation
-	streamSeq   uint64         // ADS streams started, over all servers; a stream's ID
-	respGen     uint64         // responses handled, over all servers
-	notes       []notification // hook calls and watcher callbacks, queued on unlock
+	loadServers map[string]*loadServer // LRS reporting, by bootstrap.ServerConfig.Key()
+	toClose     []*channel             // channels to close once the lock is released
+	nEntries    int                    // cache entries, for Dump's allocation
+	streamSeq   uint64                 // ADS streams started, over all servers; a stream's ID
+	respGen     uint64                 // responses handled, over all servers
+	notes       []notification         // hook calls and watcher callbacks, queued on unlock
 	// While a response is applied its watcher callbacks wait in held, to
 	// be queued after its hooks.
 	holdWatchers bool
@@ -122,6 +123,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		entries:     map[string]*typeEntries{},
 		channels:    map[string]*channel{},
 		authorities: map[string]*authority{},
+		loadServers: map[string]*loadServer{},
 		closeDone:   make(chan struct{}),
 	}
 	c.tx.c = c
@@ -431,7 +433,10 @@ func (c *Client) Close() {
 	c.entries = map[string]*typeEntries{}
 	c.authorities = map[string]*authority{}
 	c.nEntries = 0
+	loads := slices.Collect(maps.Values(c.loadServers))
+	c.loadServers = map[string]*loadServer{}
 	tx.unlock()
+	c.stopLoadReports(loads)
 	c.cancel()
 	c.wg.Wait()
 	if !c.callbacks.onSerializer() {

@@ -40,6 +40,9 @@
 // CSDS server (package csds) observe the client. The cache itself is read
 // with Dump.
 //
+// ReportLoad reports a data plane's load to an LRS server (package lrs),
+// for a Cluster with lrs_server self; its streams have hooks of their own.
+//
 // # Delta
 //
 // Over incremental xDS (DeltaAggregatedResources) requests name only the

@@ -85,6 +85,17 @@ type Hooks struct {
 	// stopped without firing (the resource arrived, the stream broke or the
 	// watch was cancelled).
 	ResourceTimerStopped func(ResourceTimerInfo)
+	// LoadReportStreamStarted is called when an LRS stream to a server has
+	// been created (Client.ReportLoad).
+	LoadReportStreamStarted func(LoadReportStreamInfo)
+	// LoadReportStreamEnded is called after every attempt at an LRS
+	// stream: a stream that LoadReportStreamStarted announced has ended,
+	// or, with Created false, one could not be created (no
+	// LoadReportStreamStarted came first).
+	LoadReportStreamEnded func(LoadReportStreamEndInfo)
+	// LoadReportSent is called after a load report has been written to an
+	// LRS stream.
+	LoadReportSent func(LoadReportInfo)
 }
 
 // ConnectivityInfo describes a connectivity state change of the channel to
@@ -268,4 +279,44 @@ type ResourceTimerInfo struct {
 	Name    string
 	// Duration is the timer's length.
 	Duration time.Duration
+}
+
+// LoadReportStreamInfo describes a new LRS stream.
+type LoadReportStreamInfo struct {
+	Target string
+	Server string
+	// Attempt counts the attempts of this reporting, starting at 1.
+	Attempt int
+}
+
+// LoadReportStreamEndInfo describes the end of an LRS stream attempt.
+type LoadReportStreamEndInfo struct {
+	Target string
+	Server string
+	// Created is false when the stream could not be created.
+	Created bool
+	// ResponseReceived reports whether a valid LoadStatsResponse was read;
+	// a stream that ends without one is retried after Backoff.
+	ResponseReceived bool
+	// Reports is how many load reports were written on the stream.
+	Reports int
+	// Err is how the stream ended; lrs.ErrStopped when the last user
+	// released it or the client closed.
+	Err error
+	// Backoff is how long the client waits before the next attempt.
+	Backoff time.Duration
+}
+
+// LoadReportInfo describes one load report written to an LRS stream.
+type LoadReportInfo struct {
+	Target string
+	Server string
+	// Clusters is how many ClusterStats the report carried.
+	Clusters int
+	// Issued, Succeeded, Errored and Dropped sum the report's calls.
+	Issued, Succeeded, Errored, Dropped uint64
+	// Interval is the load_reporting_interval the server asked for.
+	Interval time.Duration
+	// Final is set for the last report, written when the stream stops.
+	Final bool
 }

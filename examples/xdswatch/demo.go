@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/lrsserver"
+	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -21,6 +25,15 @@ const (
 	demoNodeID = "xdswatch-demo"
 	// demoVersion is the version of the demo configuration.
 	demoVersion = "1"
+	// demoServerTemplate is the demo bootstrap's
+	// server_listener_resource_name_template (gRFC A36), and
+	// demoServerAddr the listening address of the demo's xDS-enabled
+	// server, whose Listener the demo serves.
+	demoServerTemplate = "grpc/server?xds.resource.listening_address=%s"
+	demoServerAddr     = "127.0.0.1:8443"
+	// demoLoadInterval is the load_reporting_interval the demo's LRS
+	// server asks for.
+	demoLoadInterval = 10 * time.Second
 )
 
 // demo is a running embedded control plane with a bootstrap pointing at it.
@@ -29,17 +42,25 @@ type demo struct {
 	addr string
 	// bootstrap is a bootstrap for one insecure server at addr.
 	bootstrap *bootstrap.Config
-	// specs are the demo's four resources: the listener, its route
-	// configuration, its cluster and the cluster's endpoints.
+	// specs are the demo's five resources: the listener, its route
+	// configuration, its cluster (with load reporting to the demo server)
+	// and the cluster's endpoints, and the Listener of an xDS-enabled
+	// server on demoServerAddr.
 	specs []spec
+	// loadCluster is the demo's cluster whose load goes to the demo
+	// server (lrs_server self); its EDS service has the same name.
+	loadCluster string
 	// stop stops the server.
 	stop func()
 }
 
 // startDemo starts a control plane on a loopback port serving
-// controlplane.DemoResources(demoListener) to every node.
+// controlplane.DemoResources(demoListener), its cluster with load
+// reporting, and a server Listener to every node; the same gRPC server
+// serves LRS.
 func startDemo(ctx context.Context) (*demo, error) {
-	srv, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode())
+	lrs := lrsserver.NewService(lrsserver.Config{Interval: demoLoadInterval, SendAll: true})
+	srv, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register))
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +75,17 @@ func startDemo(ctx context.Context) (*demo, error) {
 // setUpDemo loads the demo configuration into srv and describes it.
 func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 	resources := controlplane.DemoResources(demoListener)
+	d := &demo{addr: srv.Addr(), stop: srv.Stop}
+	for i, m := range resources {
+		if c, ok := m.(*clusterv3.Cluster); ok {
+			d.loadCluster = c.GetName()
+			resources[i] = controlplane.ClusterWithLoadReporting(c.GetName(), c.GetEdsClusterConfig().GetServiceName())
+		}
+	}
+	resources = append(resources, controlplane.ServerListener(fmt.Sprintf(demoServerTemplate, demoServerAddr), "127.0.0.1", 8443, demoListener+"-route"))
 	if err := srv.SetResources(ctx, "", demoVersion, resources...); err != nil {
 		return nil, err
 	}
-	d := &demo{addr: srv.Addr(), stop: srv.Stop}
 	// The resource names are read back through the client's own decoders,
 	// so the watched names are exactly what the server serves.
 	for _, m := range resources {
@@ -96,11 +124,22 @@ func demoBootstrapJSON(addr string) []byte {
 		ID string `json:"id"`
 	}
 	b, _ := json.Marshal(struct {
-		XDSServers []server `json:"xds_servers"`
-		Node       node     `json:"node"`
+		XDSServers     []server `json:"xds_servers"`
+		Node           node     `json:"node"`
+		ServerTemplate string   `json:"server_listener_resource_name_template"`
 	}{
-		XDSServers: []server{{ServerURI: addr, ChannelCreds: []creds{{Type: "insecure"}}}},
-		Node:       node{ID: demoNodeID},
+		XDSServers:     []server{{ServerURI: addr, ChannelCreds: []creds{{Type: "insecure"}}}},
+		Node:           node{ID: demoNodeID},
+		ServerTemplate: demoServerTemplate,
 	})
 	return b
+}
+
+// reportLoad opens the load report of the demo's LRS cluster to the demo
+// server, as a data plane using the cluster would, so that the LRS stream
+// and its metrics can be seen; xdswatch sends no calls, so the reports are
+// empty. It returns the func that ends the report.
+func (d *demo) reportLoad(c *xdsclient.Client) (release func(), err error) {
+	_, release, err = c.ReportLoad(d.addr, d.loadCluster, d.loadCluster)
+	return release, err
 }

@@ -30,7 +30,11 @@
 // Without a bootstrap, xdswatch starts a go-control-plane server on a
 // loopback port serving a small demo configuration rooted at listener
 // "demo", and with no TYPE:NAME it watches that listener, its route
-// configuration, its cluster and the cluster's endpoints.
+// configuration, its cluster and the cluster's endpoints, and the Listener
+// of an xDS-enabled server on 127.0.0.1:8443 (by the bootstrap's
+// server_listener_resource_name_template). The demo cluster reports load
+// to the demo server (lrs_server self), which serves LRS too: xdswatch
+// keeps that load report stream open, reporting no calls.
 //
 // # Output
 //

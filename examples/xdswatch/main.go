@@ -133,8 +133,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "no TYPE:NAME to watch (see xdswatch -h)")
 	}
 
+	var d *demo
 	if useDemo {
-		d, err := startDemo(ctx)
+		d, err = startDemo(ctx)
 		if err != nil {
 			return startFailed("demo control plane: %v", err)
 		}
@@ -168,6 +169,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "%v", err)
 	}
 	defer servers.stop()
+	// After the sidecars, so that the metrics see the stream start.
+	if useDemo {
+		stopLoad, err := d.reportLoad(client)
+		if err != nil {
+			return startFailed("demo load report: %v", err)
+		}
+		defer stopLoad()
+	}
 
 	out := newOutput(stdout, cfg.output)
 	out.listening(servers.csds, servers.metrics)

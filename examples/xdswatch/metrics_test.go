@@ -143,17 +143,12 @@ func poll(deadline time.Duration, check func() string) string {
 func TestMetrics(t *testing.T) {
 	p, addr, xdsServer := metricsScenario(t)
 	if msg := poll(testTimeout, func() string {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return err.Error()
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
+		body, err := scrape(addr)
 		if err != nil {
 			return err.Error()
 		}
 		for _, want := range expectedSeries(xdsServer) {
-			if !hasSample(string(body), want.name, want.labels, want.value) {
+			if !hasSample(body, want.name, want.labels, want.value) {
 				return fmt.Sprintf("no sample %s %v in\n%s", selector(want.name, want.labels), want.value, body)
 			}
 		}
@@ -326,4 +321,39 @@ func promQuery(base, query string) ([]promSample, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// TestDemoLoadReport: the demo reports the load of its LRS cluster to the
+// demo server, whose LRS service answers; the stream shows in the
+// xdslens.xds_client.lrs_* metrics.
+func TestDemoLoadReport(t *testing.T) {
+	p := startProc(t, cleanEnv(), "--output", "json", "--metrics-addr", "127.0.0.1:0")
+	var l struct{ Metrics string }
+	if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
+		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
+	}
+	if msg := poll(testTimeout, func() string {
+		body, err := scrape(l.Metrics)
+		if err != nil {
+			return err.Error()
+		}
+		if !hasSample(body, "xdslens_xds_client_lrs_streams_started_total", map[string]string{"grpc_target": "xdswatch"}, 1) {
+			return fmt.Sprintf("no LRS stream started in\n%s", body)
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
+	}
+	p.interrupt(t)
+}
+
+// scrape returns the body of the /metrics page at addr.
+func scrape(addr string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }

@@ -46,13 +46,17 @@ func topKeys(t *testing.T, line string) []string {
 	return keys
 }
 
-// TestDemoJSON runs without a bootstrap: the demo's four resources are
+// demoServerListener is the name of the demo's server Listener.
+const demoServerListenerName = "grpc/server?xds.resource.listening_address=127.0.0.1:8443"
+
+// TestDemoJSON runs without a bootstrap: the demo's five resources are
 // printed as JSON lines with stable keys, and SIGINT ends it with status 0.
+// Among them are a server Listener and a cluster that reports load.
 func TestDemoJSON(t *testing.T) {
 	p := startProc(t, cleanEnv(), "--output", "json")
 	p.listening(t)
-	got := map[string]string{}
-	for range 4 {
+	got := map[string]bool{}
+	for range 5 {
 		line := p.line(t)
 		if keys, want := topKeys(t, line), []string{"ts", "event", "type", "name", "version", "resource"}; !slices.Equal(keys, want) {
 			t.Errorf("keys of %s = %q, want %q", line, keys, want)
@@ -71,12 +75,17 @@ func TestDemoJSON(t *testing.T) {
 		if n := msg.Name + msg.ClusterName; n != e.Name {
 			t.Errorf("line %s: resource is named %q, want %q", line, n, e.Name)
 		}
-		got[e.Type] = e.Name
+		got[e.Type+":"+e.Name] = true
+		switch {
+		case e.Type == "cds" && !strings.Contains(string(e.Resource), `"lrsServer":{"self":{}`):
+			t.Errorf("cds %s = %s, want lrs_server self", e.Name, e.Resource)
+		case e.Name == demoServerListenerName && !strings.Contains(string(e.Resource), `"socketAddress":{"address":"127.0.0.1","portValue":8443}`):
+			t.Errorf("lds %s = %s, want the server listener on 127.0.0.1:8443", e.Name, e.Resource)
+		}
 	}
-	want := map[string]string{"lds": "demo", "rds": "demo-route", "cds": "demo-cluster", "eds": "demo-cluster"}
-	for typ, name := range want {
-		if got[typ] != name {
-			t.Errorf("demo watched %s %q, want %q (all: %v)", typ, got[typ], name, got)
+	for _, want := range []string{"lds:demo", "lds:" + demoServerListenerName, "rds:demo-route", "cds:demo-cluster", "eds:demo-cluster"} {
+		if !got[want] {
+			t.Errorf("demo did not print %s (all: %v)", want, got)
 		}
 	}
 	p.interrupt(t)
@@ -94,19 +103,22 @@ func TestDemoText(t *testing.T) {
 	}
 	lineRE := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} (lds|rds|cds|eds) (\S+) v1: (.+)$`)
 	summaries := map[string]string{}
-	for range 4 {
+	for range 5 {
 		l := p.line(t)
 		m := lineRE.FindStringSubmatch(l)
 		if m == nil {
 			t.Fatalf("text line %q does not match %v", l, lineRE)
 		}
-		summaries[m[1]] = m[3]
+		summaries[m[1]+":"+m[2]] = m[3]
 	}
-	if s := summaries["cds"]; !strings.HasPrefix(s, `cluster demo-cluster: EDS service "demo-cluster", round_robin`) {
-		t.Errorf("cds summary = %q", s)
+	if s := summaries["cds:demo-cluster"]; !strings.HasPrefix(s, `cluster demo-cluster: EDS service "demo-cluster", round_robin`) || !strings.HasSuffix(s, ", LRS") {
+		t.Errorf("cds summary = %q, want the demo cluster, with LRS", s)
 	}
-	if s := summaries["lds"]; !strings.HasPrefix(s, `listener demo: RDS "demo-route"`) {
+	if s := summaries["lds:demo"]; !strings.HasPrefix(s, `listener demo: RDS "demo-route"`) {
 		t.Errorf("lds summary = %q", s)
+	}
+	if s, want := summaries["lds:"+demoServerListenerName], "server listener "+demoServerListenerName+": 127.0.0.1:8443, 1 filter chain"; s != want {
+		t.Errorf("server listener summary = %q, want %q", s, want)
 	}
 	p.signal(t, syscall.SIGTERM)
 	if code := p.exitCode(t); code != 0 {

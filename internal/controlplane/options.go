@@ -15,6 +15,7 @@ type config struct {
 	defaultNode bool
 	logger      log.Logger
 	grpcOpts    []grpc.ServerOption
+	services    []func(*grpc.Server)
 }
 
 type optionFunc func(*config)
@@ -54,4 +55,11 @@ func WithLogger(l log.Logger) Option {
 // example keepalive enforcement or stream limits.
 func WithServerOptions(opts ...grpc.ServerOption) Option {
 	return optionFunc(func(c *config) { c.grpcOpts = append(c.grpcOpts, opts...) })
+}
+
+// WithService has register add a service of its own to the underlying
+// grpc.Server before it serves, such as an LRS service: go-control-plane
+// serves discovery only.
+func WithService(register func(*grpc.Server)) Option {
+	return optionFunc(func(c *config) { c.services = append(c.services, register) })
 }

@@ -111,6 +111,17 @@ func Cluster(name, edsServiceName string) *clusterv3.Cluster {
 	}
 }
 
+// ClusterWithLoadReporting returns Cluster(name, edsServiceName) with
+// lrs_server set to self: clients report its load to this server.
+func ClusterWithLoadReporting(name, edsServiceName string) *clusterv3.Cluster {
+	c := Cluster(name, edsServiceName)
+	c.LrsServer = &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Self{Self: &corev3.SelfConfigSource{}},
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+	}
+	return c
+}
+
 // Endpoints returns the endpoints resource clusterName: one locality of
 // weight 1 holding a HEALTHY endpoint for each "ip:port" in addrs. It
 // panics if an address is not of that form, since addresses in tests are

@@ -80,6 +80,9 @@ func Start(ctx context.Context, addr string, opts ...Option) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(cfg.grpcOpts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(s.grpc, ads)
+	for _, register := range cfg.services {
+		register(s.grpc)
+	}
 
 	go func() {
 		defer close(s.served)

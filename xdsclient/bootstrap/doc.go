@@ -13,12 +13,15 @@
 //
 //   - "xds_servers": the management servers, in priority order (A71). Each
 //     has a "server_uri", a list of "channel_creds" of which the first
-//     supported type is used ("insecure", or "tls" from A65), and
+//     supported type is used ("insecure", "tls" from A65, or
+//     "google_default" from A27), an optional list of "call_creds" (A97)
+//     of which every supported type is used ("jwt_token_file"), and
 //     "server_features" that change how the client treats that server
 //     ("ignore_resource_deletion", "fail_on_data_errors",
 //     "resource_timer_is_transient_error", "trusted_xds_server", and
 //     "delta_xds", which selects incremental xDS for that server). Servers
-//     are de-duplicated by [ServerConfig.Key].
+//     are de-duplicated by [ServerConfig.Key]; [ServerConfig.DialOptions]
+//     turns the credentials into gRPC dial options.
 //   - "node": the client's identity, as an envoy.config.core.v3.Node.
 //   - "authorities" (A47): for each authority of xdstp:// resource names,
 //     its own servers and the template of its client Listener names.
@@ -33,13 +36,34 @@
 //     are kept unchecked. Resources name these instances in their TLS
 //     settings, and a resource naming one that is not here is rejected.
 //
+// # Credentials
+//
+//	channel_creds type  what the channel uses
+//	insecure            plaintext
+//	tls                 TLS with the config's CA, certificate and key files (A65), reloaded
+//	google_default      grpc-go's Google default credentials bundle: TLS or ALTS, with an
+//	                    OAuth token from the Application Default Credentials on each RPC
+//
+//	call_creds type     what each RPC to the server carries
+//	jwt_token_file      "authorization: Bearer <JWT>" read from config.jwt_token_file (A97)
+//
+// "google_default" parses anywhere, but [ServerConfig.DialOptions] fails,
+// naming the server and the type, on a machine without Application
+// Default Credentials. As A97 says, "call_creds" is read only when the
+// environment variable GRPC_EXPERIMENTAL_XDS_BOOTSTRAP_CALL_CREDS is
+// "true"; otherwise it is ignored unchecked, as gRPC does. A call
+// credential sends a secret, so grpc-go refuses it on a channel without
+// transport security: a "jwt_token_file" entry on a server whose selected
+// channel_creds type is "insecure" is a bootstrap error here, not a
+// failure to connect later.
+//
 // # Errors
 //
 // Parsing is strict about what it knows and silent about what it does not:
 // unknown keys are ignored, while a known key with a bad value is an error
 // that gives the JSON path and the value, such as
 //
-//	xds bootstrap: xds_servers[0].channel_creds: no supported type among ["google_default" "foo"]
+//	xds bootstrap: xds_servers[0].channel_creds: no supported type among ["unknown_creds" "foo"]
 //
 // A key whose value is null counts as absent.
 package bootstrap

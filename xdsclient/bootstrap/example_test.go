@@ -13,7 +13,7 @@ func ExampleParse() {
 		"xds_servers": [
 			{
 				"server_uri": "xds.example.com:443",
-				"channel_creds": [{"type": "google_default"}, {"type": "insecure"}],
+				"channel_creds": [{"type": "unknown_creds"}, {"type": "insecure"}],
 				"server_features": ["fail_on_data_errors", "trusted_xds_server"]
 			},
 			{"server_uri": "fallback.example.com:443", "channel_creds": [{"type": "insecure"}]}
@@ -38,11 +38,11 @@ func ExampleParse() {
 
 func ExampleParse_error() {
 	_, err := bootstrap.Parse([]byte(`{
-		"xds_servers": [{"server_uri": "xds.example.com:443", "channel_creds": [{"type": "google_default"}]}]
+		"xds_servers": [{"server_uri": "xds.example.com:443", "channel_creds": [{"type": "unknown_creds"}]}]
 	}`))
 	fmt.Println(err)
 	// Output:
-	// xds bootstrap: xds_servers[0].channel_creds: no supported type among ["google_default"]
+	// xds bootstrap: xds_servers[0].channel_creds: no supported type among ["unknown_creds"]
 }
 
 func ExampleConfig_ServersFor() {

@@ -24,7 +24,7 @@ func TestKeyEqual(t *testing.T) {
 			`{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}`},
 		{"unselected creds differ",
 			`{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}`,
-			`{"server_uri": "s:1", "channel_creds": [{"type": "google_default"}, {"type": "insecure"}, {"type": "tls"}]}`},
+			`{"server_uri": "s:1", "channel_creds": [{"type": "unknown_creds"}, {"type": "insecure"}, {"type": "tls"}]}`},
 		{"config whitespace and key order differ",
 			`{"server_uri": "s:1", "channel_creds": [{"type": "tls", "config": {"ca_certificate_file": "ca.pem", "refresh_interval": "60s"}}]}`,
 			`{"server_uri": "s:1", "channel_creds": [{"type": "tls", "config": {
@@ -102,7 +102,7 @@ func TestKeyAcrossAuthorities(t *testing.T) {
 		"xds_servers": [{"server_uri": "shared:443", "channel_creds": [{"type": "tls", "config": {"ca_certificate_file": "/ca.pem"}}],
 			"server_features": ["trusted_xds_server", "xds_v3"]}],
 		"authorities": {
-			"a": {"xds_servers": [{"server_uri": "shared:443", "channel_creds": [{"type": "google_default"}, {"type": "tls", "config": {"ca_certificate_file":"/ca.pem"}}],
+			"a": {"xds_servers": [{"server_uri": "shared:443", "channel_creds": [{"type": "unknown_creds"}, {"type": "tls", "config": {"ca_certificate_file":"/ca.pem"}}],
 				"server_features": ["trusted_xds_server"]}]},
 			"b": {"xds_servers": [{"server_uri": "shared:443", "channel_creds": [{"type": "tls", "config": {"ca_certificate_file": "/ca.pem"}}]}]}
 		}}`)

@@ -92,17 +92,17 @@ func TestParseErrors(t *testing.T) {
 			`xds bootstrap: xds_servers[0].channel_creds[0].type: want a string, got 1`},
 		{"channel_creds config not an object", credsDoc(`[{"type": "insecure", "config": "x"}]`),
 			`xds bootstrap: xds_servers[0].channel_creds[0].config: want a JSON object, got "x"`},
-		{"config of an unsupported type not an object", credsDoc(`[{"type": "google_default", "config": []}, {"type": "insecure"}]`),
+		{"config of an unsupported type not an object", credsDoc(`[{"type": "unknown_creds", "config": []}, {"type": "insecure"}]`),
 			`xds bootstrap: xds_servers[0].channel_creds[0].config: want a JSON object, got []`},
-		{"no supported type", credsDoc(`[{"type": "google_default"}, {"type": "foo"}]`),
-			`xds bootstrap: xds_servers[0].channel_creds: no supported type among ["google_default" "foo"]`},
+		{"no supported type", credsDoc(`[{"type": "unknown_creds"}, {"type": "foo"}]`),
+			`xds bootstrap: xds_servers[0].channel_creds: no supported type among ["unknown_creds" "foo"]`},
 		{"no supported type, type missing", credsDoc(`[{"config": {}}]`),
 			`xds bootstrap: xds_servers[0].channel_creds: no supported type among [""]`},
 
 		// tls config (gRFC A65), checked when tls is the selected type.
 		{"tls config not an object", credsDoc(`[{"type": "tls", "config": 5}]`),
 			`xds bootstrap: xds_servers[0].channel_creds[0].config: want a JSON object, got 5`},
-		{"tls certificate without key", credsDoc(`[{"type": "google_default"}, {"type": "tls", "config": {"certificate_file": "/c.pem"}}]`),
+		{"tls certificate without key", credsDoc(`[{"type": "unknown_creds"}, {"type": "tls", "config": {"certificate_file": "/c.pem"}}]`),
 			`xds bootstrap: xds_servers[0].channel_creds[1].config.private_key_file: must be set because certificate_file is "/c.pem"`},
 		{"tls key without certificate", credsDoc(`[{"type": "tls", "config": {"private_key_file": "/k.pem"}}]`),
 			`xds bootstrap: xds_servers[0].channel_creds[0].config.certificate_file: must be set because private_key_file is "/k.pem"`},
@@ -180,8 +180,8 @@ func TestParseErrors(t *testing.T) {
 			`xds bootstrap: authorities["a"].xds_servers: want a JSON array, got "s:1"`},
 		{"authority server bad", withServers(`"authorities": {"a": {"xds_servers": [` + srv + `, {"server_uri": "", "channel_creds": []}]}}`),
 			`xds bootstrap: authorities["a"].xds_servers[1].server_uri: empty`},
-		{"authority server creds bad", withServers(`"authorities": {"a": {"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "google_default"}]}]}}`),
-			`xds bootstrap: authorities["a"].xds_servers[0].channel_creds: no supported type among ["google_default"]`},
+		{"authority server creds bad", withServers(`"authorities": {"a": {"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "unknown_creds"}]}]}}`),
+			`xds bootstrap: authorities["a"].xds_servers[0].channel_creds: no supported type among ["unknown_creds"]`},
 		{"first bad authority in name order", withServers(`"authorities": {"b": 1, "a": 2}`),
 			`xds bootstrap: authorities["a"]: want a JSON object, got 2`},
 
@@ -285,13 +285,13 @@ func TestParseServers(t *testing.T) {
 			},
 		},
 		{
-			name: "google_default is skipped, first supported type selected, all entries kept",
-			doc: credsDoc(`[{"type": "google_default"}, {"type": "insecure", "config": {"x": 1}},
+			name: "unknown_creds is skipped, first supported type selected, all entries kept",
+			doc: credsDoc(`[{"type": "unknown_creds"}, {"type": "insecure", "config": {"x": 1}},
 				{"type": "tls", "config": {"certificate_file": "only-cert.pem"}}]`),
 			want: []*ServerConfig{{
 				URI: "s:1",
 				ChannelCreds: []ChannelCreds{
-					{Type: "google_default"},
+					{Type: "unknown_creds"},
 					{Type: "insecure", Config: json.RawMessage(`{"x": 1}`)},
 					{Type: "tls", Config: json.RawMessage(`{"certificate_file": "only-cert.pem"}`)},
 				},
@@ -628,7 +628,7 @@ func TestParseServerConfig(t *testing.T) {
 	}
 	for _, tt := range []struct{ doc, want string }{
 		{`{"channel_creds": [{"type": "insecure"}]}`, `xds server config: server_uri: missing`},
-		{`{"server_uri": "s", "channel_creds": [{"type": "google_default"}]}`, `xds server config: channel_creds: no supported type among ["google_default"]`},
+		{`{"server_uri": "s", "channel_creds": [{"type": "unknown_creds"}]}`, `xds server config: channel_creds: no supported type among ["unknown_creds"]`},
 		{`[]`, `xds server config: want a JSON object, got []`},
 		{`{`, `xds server config: invalid JSON at line 1, column 1: unexpected end of JSON input`},
 	} {

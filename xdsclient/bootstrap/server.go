@@ -7,8 +7,7 @@ import (
 )
 
 // Channel credentials types that this package can build (see
-// [ServerConfig.TransportCredentials]). "google_default", the other type
-// that gRFC A27 names, is not supported: entries of that type are skipped.
+// [ServerConfig.DialOptions]), with [CredsGoogleDefault].
 const (
 	// CredsInsecure is the "insecure" type: plaintext, no authentication.
 	CredsInsecure = "insecure"
@@ -57,11 +56,16 @@ type ServerConfig struct {
 	// not.
 	ChannelCreds []ChannelCreds
 	// SelectedCreds is the first entry of ChannelCreds whose type is
-	// supported ([CredsInsecure] or [CredsTLS]); the client uses it.
+	// supported ([CredsInsecure], [CredsTLS] or [CredsGoogleDefault]); the
+	// client uses it.
 	SelectedCreds ChannelCreds
 	// ServerFeatures is every string of "server_features", in order; other
 	// entries are left out.
 	ServerFeatures []string
+	// CallCreds are the "call_creds" entries of a supported type (gRFC
+	// A97), in order; the client uses all of them. Always empty unless
+	// the environment variable EnvCallCreds is "true".
+	CallCreds []CallCreds
 
 	// IgnoreResourceDeletion reports [FeatureIgnoreResourceDeletion].
 	IgnoreResourceDeletion bool
@@ -111,6 +115,9 @@ func parseServer(path string, raw json.RawMessage) (*ServerConfig, error) {
 	if err := s.parseCreds(o); err != nil {
 		return nil, err
 	}
+	if err := s.parseCallCreds(o); err != nil {
+		return nil, err
+	}
 
 	features, _, err := o.arr("server_features")
 	if err != nil {
@@ -157,18 +164,9 @@ func (s *ServerConfig) parseCreds(o object) error {
 	selected := false
 	types := make([]string, 0, len(entries))
 	for i, raw := range entries {
-		entryPath := joinIndex(path, i)
-		entry, err := asObject(entryPath, raw)
+		entry, typ, config, err := parseCredsEntry(joinIndex(path, i), raw)
 		if err != nil {
 			return err
-		}
-		typ, _, err := entry.str("type")
-		if err != nil {
-			return err
-		}
-		config, hasConfig := entry.get("config")
-		if hasConfig && kindOf(config) != kindObject {
-			return wrongType(entry.at("config"), "a JSON object", config)
 		}
 		cc := ChannelCreds{Type: typ, Config: config}
 		s.ChannelCreds = append(s.ChannelCreds, cc)
@@ -190,15 +188,33 @@ func (s *ServerConfig) parseCreds(o object) error {
 	return nil
 }
 
+// parseCredsEntry reads one entry of a "channel_creds" or "call_creds"
+// list, found at path: an object with a string "type" and, optionally, an
+// object "config" (nil when absent).
+func parseCredsEntry(path string, raw json.RawMessage) (entry object, typ string, config json.RawMessage, err error) {
+	if entry, err = asObject(path, raw); err != nil {
+		return entry, "", nil, err
+	}
+	if typ, _, err = entry.str("type"); err != nil {
+		return entry, "", nil, err
+	}
+	config, hasConfig := entry.get("config")
+	if hasConfig && kindOf(config) != kindObject {
+		return entry, "", nil, wrongType(entry.at("config"), "a JSON object", config)
+	}
+	return entry, typ, config, nil
+}
+
 func supportedCreds(typ string) bool {
-	return typ == CredsInsecure || typ == CredsTLS
+	return typ == CredsInsecure || typ == CredsTLS || typ == CredsGoogleDefault
 }
 
 // Key identifies the server for de-duplication (gRFC A47): servers with
 // equal keys share one channel and one ADS stream. It is made of URI, the
 // type and the canonical JSON of SelectedCreds.Config (an absent config
 // counts as {}), and the features this package knows, as given by the
-// feature fields, sorted. Unknown features, and channel_creds entries other
+// feature fields, sorted, and, when there are any, the CallCreds (type and
+// canonical config). Unknown features, and channel_creds entries other
 // than the selected one, do not count. Equal servers listed in different
 // places of a bootstrap have equal keys.
 func (s *ServerConfig) Key() string {
@@ -219,12 +235,16 @@ func (s *ServerConfig) Key() string {
 		features = append(features, FeatureTrustedXDSServer)
 	}
 	slices.Sort(features)
-	key, err := json.Marshal([]any{
+	parts := []any{
 		s.URI,
 		s.SelectedCreds.Type,
 		json.RawMessage(canonicalJSON(s.SelectedCreds.Config)),
 		features,
-	})
+	}
+	for _, cc := range s.CallCreds {
+		parts = append(parts, cc.Type, json.RawMessage(canonicalJSON(cc.Config)))
+	}
+	key, err := json.Marshal(parts)
 	if err != nil {
 		// Only a hand-built config that is not JSON gets here.
 		key, _ = json.Marshal([]any{s.URI, s.SelectedCreds.Type, string(s.SelectedCreds.Config), features})

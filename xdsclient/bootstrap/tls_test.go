@@ -366,8 +366,8 @@ func TestTransportCredentialsHandBuilt(t *testing.T) {
 		s    *ServerConfig
 		want string
 	}{
-		{"unsupported type", &ServerConfig{URI: "s:1", SelectedCreds: ChannelCreds{Type: "google_default"}},
-			`server "s:1": channel creds type "google_default" is not supported`},
+		{"unsupported type", &ServerConfig{URI: "s:1", SelectedCreds: ChannelCreds{Type: "unknown_creds"}},
+			`server "s:1": channel creds type "unknown_creds" is not supported`},
 		{"no selected creds", &ServerConfig{URI: "s:1"},
 			`server "s:1": channel creds type "" is not supported`},
 		{"tls with cert and no key", &ServerConfig{URI: "s:1", SelectedCreds: ChannelCreds{Type: "tls", Config: json.RawMessage(`{"certificate_file": "c.pem"}`)}},

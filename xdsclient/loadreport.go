@@ -1,0 +1,168 @@
+package xdsclient
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"google.golang.org/grpc"
+
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/lrs"
+)
+
+// loadServer is the load reporting to one LRS server: its connection, the
+// Store its users record into, and the Reporter that sends it. refs is
+// guarded by Client.mu; the rest is read-only after creation.
+type loadServer struct {
+	key  string
+	uri  string
+	cc   *grpc.ClientConn
+	rep  *lrs.Reporter
+	refs int
+}
+
+// ReportLoad starts reporting, to the LRS server at server, the load of
+// cluster and its EDS service name edsService, and returns where to
+// record it and a func that stops using it. For a Cluster whose
+// LRSServer is set (lrs_server is self), server is the URI of the xDS
+// server that sent it, the Resource's Server.
+//
+// The users of one server share one LRS stream, and the users of one
+// cluster and service one ClusterLoad. The stream is opened at once and
+// kept open, restarted after failures, until the last user calls release
+// (or the client closes): then a last report is written (waiting at most
+// lrs.FinalReportTimeout) and the stream ends. release may be called more
+// than once; the ClusterLoad must not be used after it.
+//
+// server must be one of the bootstrap's servers; its credentials are used.
+// The stream runs on a connection of its own to the server, so load
+// reporting never keeps an xDS channel open nor shows in its hooks and
+// metrics; the hooks LoadReportStreamStarted, LoadReportStreamEnded and
+// LoadReportSent report it. The client's backoff (WithBackoff) spaces
+// attempts that fail before a response.
+func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.ClusterLoad, release func(), err error) {
+	tx := c.lock()
+	if c.closed {
+		tx.unlock()
+		return nil, nil, fmt.Errorf("xdsclient: load report to %q: %w", server, ErrClosed)
+	}
+	s := c.serverNamed(server)
+	if s == nil {
+		tx.unlock()
+		return nil, nil, fmt.Errorf("xdsclient: load report to %q: not an xds_servers entry of the bootstrap", server)
+	}
+	ls := c.loadServers[s.Key()]
+	if ls == nil {
+		cc, err := c.dial(s)
+		if err != nil {
+			tx.unlock()
+			return nil, nil, fmt.Errorf("xdsclient: load report: %w", err)
+		}
+		ls = &loadServer{key: s.Key(), uri: s.URI, cc: cc}
+		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s.URI)))
+		c.loadServers[ls.key] = ls
+	}
+	ls.refs++
+	tx.unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			tx := c.lock()
+			ls.refs--
+			last := ls.refs == 0 && c.loadServers[ls.key] == ls
+			if last {
+				delete(c.loadServers, ls.key)
+			}
+			tx.unlock()
+			if last {
+				ls.stop()
+			}
+		})
+	}
+	return ls.rep.Store().Cluster(cluster, edsService), release, nil
+}
+
+// stop ends the reporting and closes the connection.
+func (ls *loadServer) stop() {
+	ls.rep.Stop()
+	ls.cc.Close()
+}
+
+// serverNamed returns the bootstrap server whose URI is uri, preferring
+// one the client has a channel to; nil if none. The lock is held.
+func (c *Client) serverNamed(uri string) *bootstrap.ServerConfig {
+	for _, key := range slices.Sorted(maps.Keys(c.channels)) {
+		if ch := c.channels[key]; ch.uri == uri {
+			return ch.server
+		}
+	}
+	for _, s := range c.cfg.Servers {
+		if s.URI == uri {
+			return s
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Authorities)) {
+		for _, s := range c.cfg.Authorities[name].Servers {
+			if s.URI == uri {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// stopLoadReports stops every load report, when the client closes. The
+// lock is not held: the reporters' last events take it.
+func (c *Client) stopLoadReports(servers []*loadServer) {
+	for _, ls := range servers {
+		ls.stop()
+	}
+}
+
+// loadEvents turns a Reporter's events into the client's hooks, queued
+// like every other hook call.
+func (c *Client) loadEvents(server string) lrs.Events {
+	target := c.o.target
+	emit := func(call func(h *Hooks) func()) {
+		tx := c.lock()
+		for _, h := range c.hookList() {
+			if f := call(h); f != nil {
+				tx.hook(f)
+			}
+		}
+		tx.unlock()
+	}
+	return lrs.Events{
+		StreamStarted: func(i lrs.StreamInfo) {
+			info := LoadReportStreamInfo{Target: target, Server: server, Attempt: i.Attempt}
+			emit(func(h *Hooks) func() {
+				if f := h.LoadReportStreamStarted; f != nil {
+					return func() { f(info) }
+				}
+				return nil
+			})
+		},
+		StreamEnded: func(i lrs.StreamEndInfo) {
+			info := LoadReportStreamEndInfo{Target: target, Server: server, Created: i.Created, ResponseReceived: i.ResponseReceived,
+				Reports: i.Reports, Err: i.Err, Backoff: i.Backoff}
+			emit(func(h *Hooks) func() {
+				if f := h.LoadReportStreamEnded; f != nil {
+					return func() { f(info) }
+				}
+				return nil
+			})
+		},
+		ReportSent: func(i lrs.ReportInfo) {
+			info := LoadReportInfo{Target: target, Server: server, Clusters: i.Clusters, Issued: i.Issued, Succeeded: i.Succeeded,
+				Errored: i.Errored, Dropped: i.Dropped, Interval: i.Interval, Final: i.Final}
+			emit(func(h *Hooks) func() {
+				if f := h.LoadReportSent; f != nil {
+					return func() { f(info) }
+				}
+				return nil
+			})
+		},
+	}
+}

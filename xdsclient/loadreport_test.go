@@ -1,0 +1,198 @@
+package xdsclient_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/lrsserver"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// loadHooks records the load reporting hooks of a client.
+type loadHooks struct {
+	mu      sync.Mutex
+	started []xdsclient.LoadReportStreamInfo
+	ended   []xdsclient.LoadReportStreamEndInfo
+	sent    []xdsclient.LoadReportInfo
+}
+
+func (r *loadHooks) hooks() *xdsclient.Hooks {
+	return &xdsclient.Hooks{
+		LoadReportStreamStarted: func(i xdsclient.LoadReportStreamInfo) {
+			r.mu.Lock()
+			r.started = append(r.started, i)
+			r.mu.Unlock()
+			xdstest.Notify()
+		},
+		LoadReportStreamEnded: func(i xdsclient.LoadReportStreamEndInfo) {
+			r.mu.Lock()
+			r.ended = append(r.ended, i)
+			r.mu.Unlock()
+			xdstest.Notify()
+		},
+		LoadReportSent: func(i xdsclient.LoadReportInfo) {
+			r.mu.Lock()
+			r.sent = append(r.sent, i)
+			r.mu.Unlock()
+			xdstest.Notify()
+		},
+	}
+}
+
+func (r *loadHooks) counts() (started, ended, sent int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.started), len(r.ended), len(r.sent)
+}
+
+// A cluster with lrs_server self, watched from a control plane that also
+// serves LRS: its load goes to that server, on one stream shared by every
+// user, until the last one releases it.
+func TestReportLoadToTheClusterServer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := xdstest.Context(t)
+	svc := lrsserver.NewService(lrsserver.Config{Interval: 20 * time.Millisecond, SendAll: true})
+	cp, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithService(svc.Register))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	cl := controlplane.ClusterWithLoadReporting("c1", "eds-1")
+	if err := cp.SetResources(ctx, testNodeID, "1", cl); err != nil {
+		t.Fatal(err)
+	}
+	rec := &loadHooks{}
+	c, err := xdsclient.New(bootstrapFor(t, cp.Addr()), xdstest.ClientOptions(xdsclient.WithHooks(rec.hooks()), xdsclient.WithTarget("t1"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := xdstest.NewWatcher()
+	defer c.Watch(xdsresource.ClusterType, "c1", w)()
+	res := w.Expect(t, xdsclient.NotifyResource, 0).Resource
+	cluster := res.Value.(*xdsresource.Cluster)
+	if !cluster.LRSServer {
+		t.Fatalf("cluster %v: LRSServer not set", cluster)
+	}
+
+	load, release1, err := c.ReportLoad(res.Server, cluster.Name, cluster.EDSServiceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load2, release2, err := c.ReportLoad(res.Server, cluster.Name, cluster.EDSServiceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if load != load2 {
+		t.Error("two users of one cluster got different ClusterLoads")
+	}
+	loc := lrs.Locality{Region: "r", Zone: "z"}
+	load.CallStarted(loc)
+	load.CallFinished(loc, nil)
+	load2.CallStarted(loc)
+	load2.CallFinished(loc, errors.New("x"))
+	var reports []lrsserver.Report
+	if err := svc.Wait(ctx, func() bool {
+		reports = svc.Reports()
+		for _, r := range reports {
+			for _, cs := range r.Stats {
+				if cs.GetClusterName() == "c1" && cs.GetClusterServiceName() == "eds-1" {
+					return true
+				}
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	release1()
+	release1() // twice is fine
+	if n := svc.Open(); n != 1 {
+		t.Errorf("%d LRS streams open with one user left, want 1", n)
+	}
+	release2()
+	if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
+		t.Fatalf("the stream outlived its last user: %v", err)
+	}
+	xdstest.WaitFor(t, ctx, "the stream end hook", func() bool { _, ended, _ := rec.counts(); return ended == 1 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.started) != 1 || rec.started[0].Server != cp.Addr() || rec.started[0].Target != "t1" || rec.started[0].Attempt != 1 {
+		t.Errorf("stream start hooks = %+v, want one for %s", rec.started, cp.Addr())
+	}
+	if e := rec.ended[0]; !e.Created || !e.ResponseReceived || !errors.Is(e.Err, lrs.ErrStopped) {
+		t.Errorf("stream end hook = %+v, want a stream stopped after a response", e)
+	}
+	var issued, succeeded, errored uint64
+	for _, s := range rec.sent {
+		issued, succeeded, errored = issued+s.Issued, succeeded+s.Succeeded, errored+s.Errored
+	}
+	if issued != 2 || succeeded != 1 || errored != 1 || !rec.sent[len(rec.sent)-1].Final {
+		t.Errorf("report hooks = %+v, want 2 calls (1 ok, 1 error) in all, the last report final", rec.sent)
+	}
+	if nodes := svc.Nodes(); len(nodes) != 1 || nodes[0].GetId() != testNodeID {
+		t.Errorf("LRS nodes = %v, want one with id %q", nodes, testNodeID)
+	}
+}
+
+func TestReportLoadErrors(t *testing.T) {
+	c := xdstest.NewClient(t, bootstrapFor(t, "127.0.0.1:1"), xdstest.ClientOptions()...)
+	if _, _, err := c.ReportLoad("elsewhere:443", "c", ""); err == nil || !strings.Contains(err.Error(), `"elsewhere:443"`) {
+		t.Errorf("ReportLoad to a server not in the bootstrap: %v, want an error naming it", err)
+	}
+	// The server is not up: the stream is retried until Close, which
+	// stops it.
+	_, release, err := c.ReportLoad("127.0.0.1:1", "c", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	release() // after Close is fine
+	if _, _, err := c.ReportLoad("127.0.0.1:1", "c", ""); !errors.Is(err, xdsclient.ErrClosed) {
+		t.Errorf("ReportLoad after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Close ends the LRS streams with a final report, and leaves no goroutine.
+func TestCloseStopsLoadReports(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	svc := lrsserver.NewService(lrsserver.Config{Interval: time.Hour, SendAll: true})
+	srv, err := lrsserver.Listen(ctx, "127.0.0.1:0", svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	rec := &loadHooks{}
+	c, err := xdsclient.New(bootstrapFor(t, srv.Addr()), xdstest.ClientOptions(xdsclient.WithHooks(rec.hooks()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load, _, err := c.ReportLoad(srv.Addr(), "c", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Wait(ctx, func() bool { return svc.Open() == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	load.CallDropped("overload")
+	c.Close()
+	if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
+		t.Fatalf("stream open after Close: %v", err)
+	}
+	started, ended, _ := rec.counts()
+	if started != 1 || ended != 1 {
+		t.Errorf("after Close: %d stream starts, %d ends; want 1 and 1 (hooks queued before Close have run)", started, ended)
+	}
+}
