@@ -327,7 +327,7 @@ func (cm *clientMetrics) cacheStateChanged(i xdsclient.CacheStateInfo) {
 				if server == "" {
 					server = f.server
 				}
-				r = record{time.Since(f.start), cm.serverType(server, i.TypeURL).outcome(outcome)}
+				r = record{eventTime(i.At).Sub(f.start), cm.serverType(server, i.TypeURL).outcome(outcome)}
 			}
 		}
 	}
@@ -396,7 +396,7 @@ func (cm *clientMetrics) authorityServerChanged(i xdsclient.AuthorityServerInfo)
 // READY stream. A fetch whose timer had stopped without an answer is
 // closed as interrupted first.
 func (cm *clientMetrics) timerStarted(i xdsclient.ResourceTimerInfo) {
-	now := time.Now()
+	now := eventTime(i.At)
 	cm.mu.Lock()
 	if cm.closed {
 		cm.mu.Unlock()
@@ -417,7 +417,7 @@ func (cm *clientMetrics) timerStarted(i xdsclient.ResourceTimerInfo) {
 // timerStopped marks a fetch stopped. What stopped it comes next: a state
 // change (an answer, or the entry's removal) or the end of the stream.
 func (cm *clientMetrics) timerStopped(i xdsclient.ResourceTimerInfo) {
-	now := time.Now()
+	now := eventTime(i.At)
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
 	if cm.closed {
@@ -492,4 +492,13 @@ func (cm *clientMetrics) observe(o metric.Observer) {
 			}
 		}
 	}
+}
+
+// eventTime is the time of a hook's event: at, or now for hook calls that
+// do not say (hand-made ones in tests of other sources).
+func eventTime(at time.Time) time.Time {
+	if at.IsZero() {
+		return time.Now()
+	}
+	return at
 }

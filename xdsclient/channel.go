@@ -177,7 +177,8 @@ func (ch *channel) maybeStartTimer(tx *txn, e *entry) {
 	d, _ := c.resourceTimeout(ch)
 	e.timerGen++
 	e.timing = true
-	ch.timerQ = append(ch.timerQ, timerSlot{e: e, gen: e.timerGen, at: time.Now().Add(d)})
+	now := tx.clock()
+	ch.timerQ = append(ch.timerQ, timerSlot{e: e, gen: e.timerGen, at: now.Add(d)})
 	if len(ch.timerQ) == 1 {
 		if ch.wheel == nil {
 			ch.wheel = time.AfterFunc(d, ch.onWheel)
@@ -191,7 +192,7 @@ func (ch *channel) maybeStartTimer(tx *txn, e *entry) {
 	ch.timed[e] = struct{}{}
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStarted; f != nil {
-			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d}
+			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d, At: now}
 			tx.hook(func() { f(info) })
 		}
 	}
@@ -220,7 +221,7 @@ func (ch *channel) onWheel() {
 	if c.closed || ch.closed {
 		return
 	}
-	now := time.Now()
+	now := tx.clock()
 	for len(ch.timerQ) > 0 && !ch.timerQ[0].at.After(now) {
 		s := ch.timerQ[0]
 		ch.timerQ[0] = timerSlot{}
@@ -249,7 +250,7 @@ func (ch *channel) stopTimer(tx *txn, e *entry) {
 	for _, h := range c.hookList() {
 		if f := h.ResourceTimerStopped; f != nil {
 			d, _ := c.resourceTimeout(ch)
-			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d}
+			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d, At: tx.clock()}
 			tx.hook(func() { f(info) })
 		}
 	}

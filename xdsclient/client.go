@@ -175,7 +175,7 @@ func (c *Client) AddHooks(h *Hooks) (remove func()) {
 		for e := range c.allEntries() {
 			info := CacheStateInfo{
 				Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
-				Old: StateNone, New: e.state, NewCached: e.res.ok(), Server: e.active().uri, Err: e.failureErr(),
+				Old: StateNone, New: e.state, NewCached: e.res.ok(), Server: e.active().uri, Err: e.failureErr(), At: tx.clock(),
 			}
 			tx.hook(func() { f(info) })
 		}
@@ -450,11 +450,26 @@ func (c *Client) Close() {
 // channels to close): the functions that need the lock are methods of txn
 // or take one. Client.lock takes the lock and returns the client's txn;
 // txn.unlock is the only way to release it.
-type txn struct{ c *Client }
+type txn struct {
+	c *Client
+	// now is when the lock was taken, read once (clock): the events of one
+	// holding of the lock happen together.
+	now time.Time
+}
+
+// clock returns the time of the events of this holding of the lock, the
+// At of the hooks it queues.
+func (tx *txn) clock() time.Time {
+	if tx.now.IsZero() {
+		tx.now = time.Now()
+	}
+	return tx.now
+}
 
 // lock takes the client's lock.
 func (c *Client) lock() *txn {
 	c.mu.Lock()
+	c.tx.now = time.Time{}
 	return &c.tx
 }
 

@@ -229,7 +229,7 @@ func (tx *txn) setState(e *entry, state CacheState, res held) {
 		if f := h.CacheStateChanged; f != nil {
 			info := CacheStateInfo{
 				Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
-				Old: old, New: state, OldCached: oldCached, NewCached: res.ok(), Server: e.active().uri, Err: e.failureErr(),
+				Old: old, New: state, OldCached: oldCached, NewCached: res.ok(), Server: e.active().uri, Err: e.failureErr(), At: tx.clock(),
 			}
 			tx.hook(func() { f(info) })
 		}

@@ -218,6 +218,10 @@ type CacheStateInfo struct {
 	Server string
 	// Err is the error the entry carries after the change, if any.
 	Err error
+	// At is when the change happened. Hooks run after it, in order, on the
+	// client's hook goroutine: durations between events are measured with
+	// At, not with the time a hook runs.
+	At time.Time
 }
 
 // NotificationKind is the kind of watcher callback.
@@ -279,6 +283,8 @@ type ResourceTimerInfo struct {
 	Name    string
 	// Duration is the timer's length.
 	Duration time.Duration
+	// At is when the timer started or stopped (see CacheStateInfo.At).
+	At time.Time
 }
 
 // LoadReportStreamInfo describes a new LRS stream.
