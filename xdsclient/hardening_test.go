@@ -81,10 +81,15 @@ func TestResponseSizeLimit(t *testing.T) {
 		t.Errorf("StreamEnded error %v is not ErrResponseTooLarge", end.Err)
 	}
 
-	// 100,000 clusters in one response, about 9 MB: received.
+	// A response of 6 MB (as large as 70,000 ordinary clusters, here
+	// 6,000 with long service names, which decode faster): received.
 	g := newFixture(t, nil)
 	w, gst := g.WatchCluster(g.c, "c0")
-	resp := xdstest.FullStateClusters(100_000, 0)
+	var clusters []proto.Message
+	for i := range 6000 {
+		clusters = append(clusters, controlplane.Cluster(fmt.Sprint("c", i), fmt.Sprint(i, strings.Repeat("-", 1000))))
+	}
+	resp := xdstest.Response(cdsURL, "1", clusters...)
 	if n := proto.Size(resp); n < 4<<20 {
 		t.Fatalf("the response is %d bytes, not over gRPC's 4 MiB default", n)
 	}
