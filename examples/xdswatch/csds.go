@@ -20,7 +20,7 @@ func serveCSDS(addr string, pool *xdsclient.Pool) (string, func(), error) {
 		return "", nil, err
 	}
 	srv := grpc.NewServer()
-	csds.NewServer(pool, csds.WithZeroLastUpdated()).Register(srv)
+	csds.NewServer(pool).Register(srv)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
