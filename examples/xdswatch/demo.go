@@ -32,14 +32,16 @@ type demo struct {
 	// specs are the demo's four resources: the listener, its route
 	// configuration, its cluster and the cluster's endpoints.
 	specs []spec
+	// srv is the server at addr.
+	srv *controlplane.Server
 	// stop stops the server.
 	stop func()
 }
 
 // startDemo starts a control plane on a loopback port serving
-// controlplane.DemoResources(demoListener) to every node.
-func startDemo(ctx context.Context) (*demo, error) {
-	srv, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode())
+// controlplane.DemoResources(demoListener) to every node, with opts.
+func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) {
+	srv, err := controlplane.Start(ctx, "127.0.0.1:0", append([]controlplane.Option{controlplane.WithDefaultNode()}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +59,7 @@ func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 	if err := srv.SetResources(ctx, "", demoVersion, resources...); err != nil {
 		return nil, err
 	}
-	d := &demo{addr: srv.Addr(), stop: srv.Stop}
+	d := &demo{addr: srv.Addr(), srv: srv, stop: srv.Stop}
 	// The resource names are read back through the client's own decoders,
 	// so the watched names are exactly what the server serves.
 	for _, m := range resources {
@@ -75,7 +77,7 @@ func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 		}
 		d.specs = append(d.specs, spec{typ: typ, name: name})
 	}
-	cfg, err := bootstrap.Parse(demoBootstrapJSON(d.addr))
+	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
 	if err != nil {
 		return nil, err
 	}
@@ -83,23 +85,37 @@ func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 	return d, nil
 }
 
-// demoBootstrapJSON returns a bootstrap for one insecure server at addr.
-func demoBootstrapJSON(addr string) []byte {
+// demoServer is one insecure server of the demo bootstrap.
+type demoServer struct {
+	// URI is the server's address, ip:port.
+	URI string
+	// Features are its server_features.
+	Features []string
+}
+
+// demoBootstrapJSON returns a bootstrap for insecure servers, in priority
+// order.
+func demoBootstrapJSON(servers ...demoServer) []byte {
 	type creds struct {
 		Type string `json:"type"`
 	}
 	type server struct {
-		ServerURI    string  `json:"server_uri"`
-		ChannelCreds []creds `json:"channel_creds"`
+		ServerURI      string   `json:"server_uri"`
+		ChannelCreds   []creds  `json:"channel_creds"`
+		ServerFeatures []string `json:"server_features,omitempty"`
 	}
 	type node struct {
 		ID string `json:"id"`
+	}
+	list := make([]server, len(servers))
+	for i, s := range servers {
+		list[i] = server{ServerURI: s.URI, ChannelCreds: []creds{{Type: "insecure"}}, ServerFeatures: s.Features}
 	}
 	b, _ := json.Marshal(struct {
 		XDSServers []server `json:"xds_servers"`
 		Node       node     `json:"node"`
 	}{
-		XDSServers: []server{{ServerURI: addr, ChannelCreds: []creds{{Type: "insecure"}}}},
+		XDSServers: list,
 		Node:       node{ID: demoNodeID},
 	})
 	return b
