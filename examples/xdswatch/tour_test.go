@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -126,5 +131,60 @@ func TestDemoTour(t *testing.T) {
 	}
 	if nacks != 1 {
 		t.Errorf("%d ambient INVALID_ARGUMENT events for cds %s, want 1 (one NACK)", nacks, demoCDS)
+	}
+}
+
+// TestRunTourInProcess runs the tour in this process, so the race detector
+// sees it, and ends it at the end of the tour and in the middle of the
+// fallback step (primary stopped, secondary in use): run returns and
+// leaves no goroutine behind.
+func TestRunTourInProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop string // the stderr line prefix after which run is cancelled
+	}{
+		{"after the tour", "xdswatch: tour over"},
+		{"during the fallback", "xdswatch: tour 8/9 reached: lds demo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GRPC_XDS_BOOTSTRAP", "")
+			t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stdoutR, stdoutW := io.Pipe()
+			stderrR, stderrW := io.Pipe()
+			stdout, stderr := pipeLines(stdoutR), pipeLines(stderrR)
+			result := make(chan int, 1)
+			go func() {
+				result <- run(ctx, []string{"--demo-tour", "--demo-tour-step", "50ms", "--output", "json"}, strings.NewReader(""), stdoutW, stderrW)
+				stdoutW.Close()
+				stderrW.Close()
+			}()
+			go func() {
+				for range stdout {
+				}
+			}()
+			for {
+				l := nextLine(t, stderr, "stderr")
+				if strings.Contains(l, "not reached") {
+					t.Errorf("tour: %s", l)
+				}
+				if strings.HasPrefix(l, tc.stop) {
+					break
+				}
+			}
+			cancel()
+			select {
+			case code := <-result:
+				if code != 0 {
+					t.Errorf("run returned %d after cancellation, want 0", code)
+				}
+			case <-time.After(testTimeout):
+				t.Fatal("run did not return after cancellation")
+			}
+			for range stderr {
+			}
+		})
 	}
 }
