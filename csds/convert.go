@@ -18,8 +18,7 @@ import (
 
 // builder turns cache entries into GenericXdsConfig messages.
 type builder struct {
-	exclude         bool // exclude_resource_contents
-	zeroLastUpdated bool // WithZeroLastUpdated
+	exclude bool // exclude_resource_contents
 }
 
 // ClientStatus returns the CSDS client_status of a cache state: the A88
@@ -56,7 +55,7 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 		if e.Cached {
 			ncached++
 		}
-		if e.Cached || b.zeroLastUpdated {
+		if e.Cached {
 			nts++
 		}
 		if e.Err != nil {
@@ -99,8 +98,6 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 				g.XdsConfig = a
 			}
 			g.LastUpdated = ts(e.UpdatedAt)
-		} else if b.zeroLastUpdated {
-			g.LastUpdated = ts(time.Time{})
 		}
 		if e.Err != nil {
 			fs := &errs[0]

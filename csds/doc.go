@@ -56,11 +56,15 @@
 //
 // # grpcdebug
 //
-// grpcdebug's `xds status` reads last_updated of every entry without a nil
-// check, so an entry with no resource (REQUESTED, DOES_NOT_EXIST, TIMEOUT,
-// NACKED or RECEIVED_ERROR with nothing held) makes it crash when
-// last_updated is unset as A40 asks. [WithZeroLastUpdated] sets it to the
-// zero Timestamp (the Unix epoch) on such entries instead, which grpcdebug
-// prints as an empty time. Older grpcdebug builds read only the first
-// ClientConfig: a Source of one client gives exactly one.
+// grpcdebug (`grpcdebug HOST:PORT xds status`, `xds config`) reads entries
+// without last_updated as A40 leaves them, printing an empty time. Its
+// v1.0.5 release refuses a response with more than one ClientConfig
+// ("Received unexpected number of ClientConfig 2"); its main branch adds a
+// Scope column and `xds config --scope`. To serve v1.0.5 from a pool of
+// several clients, give each target a server of its own with [ForTarget]
+// (or pass a single *xdsclient.Client): a Source of one client gives
+// exactly one ClientConfig.
+//
+// Package admin registers this server together with channelz, health and
+// server reflection, which grpcdebug's other commands read.
 package csds

@@ -41,7 +41,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	csds.NewServer(pool, csds.WithZeroLastUpdated()).Register(srv)
+	csds.NewServer(pool).Register(srv)
 	go srv.Serve(lis)
 	defer srv.Stop()
 

@@ -20,9 +20,8 @@ import (
 // Server is a ClientStatusDiscoveryService server over a Source. It is safe
 // for concurrent use; every request reads the clients afresh.
 type Server struct {
-	src             SourceFunc
-	logger          *slog.Logger
-	zeroLastUpdated bool
+	src    SourceFunc
+	logger *slog.Logger
 }
 
 var _ statusv3.ClientStatusDiscoveryServiceServer = (*Server)(nil)
@@ -42,15 +41,6 @@ func WithLogger(l *slog.Logger) Option {
 			s.logger = l
 		}
 	})
-}
-
-// WithZeroLastUpdated sets last_updated to the zero Timestamp (the Unix
-// epoch) on entries that hold no resource, where A40 leaves it unset.
-// grpcdebug's `xds status` dereferences last_updated without a nil check
-// and prints the zero Timestamp as an empty time, so a server that
-// grpcdebug reads needs this option as soon as some entry holds nothing.
-func WithZeroLastUpdated() Option {
-	return optionFunc(func(s *Server) { s.zeroLastUpdated = true })
 }
 
 // NewServer returns a server that reports the clients of src: a
@@ -109,7 +99,7 @@ func (s *Server) clientStatus(req *statusv3.ClientStatusRequest) (*statusv3.Clie
 		s.logger.Error("csds: cannot list the xDS clients", "err", err.err, "stack", err.stack)
 		return nil, status.Errorf(codes.Internal, "csds: listing the xDS clients: %v", err.err)
 	}
-	b := builder{exclude: req.GetExcludeResourceContents(), zeroLastUpdated: s.zeroLastUpdated}
+	b := builder{exclude: req.GetExcludeResourceContents()}
 	configs := make([]*statusv3.ClientConfig, 0, len(clients))
 	for _, c := range clients {
 		configs = append(configs, s.clientConfig(&b, c))

@@ -23,7 +23,8 @@ var _ Client = (*xdsclient.Client)(nil)
 // way telemetry.New takes a client or a pool:
 //
 //   - a *xdsclient.Client: that one client (exactly one ClientConfig, as
-//     older grpcdebug builds expect);
+//     grpcdebug v1.0.5 requires; ForTarget does the same for one target
+//     of a pool);
 //   - a *xdsclient.Pool: every client of the pool at the time of each
 //     request (gRFC A71: one ClientConfig per client, scoped by its target);
 //   - a SourceFunc: the clients it lists, called once per request.
@@ -68,5 +69,21 @@ func ForPool(p *xdsclient.Pool) SourceFunc {
 			out[i] = c
 		}
 		return out
+	})
+}
+
+// ForTarget returns a SourceFunc of the one client of p whose target is
+// target, at the time of each request: a response holds exactly one
+// ClientConfig while p has that client, and none while it has not. One
+// server per target serves readers that accept a single ClientConfig, such
+// as grpcdebug v1.0.5, from a pool of several clients.
+func ForTarget(p *xdsclient.Pool, target string) SourceFunc {
+	return SourceFunc(func() []Client {
+		for _, c := range p.Clients() {
+			if c.Target() == target {
+				return []Client{c}
+			}
+		}
+		return nil
 	})
 }

@@ -161,8 +161,9 @@ func transition(s entryState, ev event, f features) outcome {
 		o.stopTimer = true
 		if ev.sameBytes && s.state == StateNACKed {
 			// The same invalid bytes again: the cache records the new
-			// attempt; watchers have nothing new to learn.
-			o.failure = recordFailure
+			// attempt (still a NACK, so still INVALID_ARGUMENT);
+			// watchers have nothing new to learn.
+			o.failure, o.errCode = recordFailure, codes.InvalidArgument
 			return o
 		}
 		return dataError(StateNACKed, codes.InvalidArgument)

@@ -73,7 +73,7 @@ func TestTransitionTable(t *testing.T) {
 		{"valid, unchanged while ACKED: a failure may be over", acked, event{kind: evValid, unchanged: true}, none,
 			want{StateACKed, true, notifyCleared, codes.OK, clearFailure}},
 		{"the same invalid bytes again: recorded, nobody told", nacked, event{kind: evInvalid, sameBytes: true}, none,
-			want{StateNACKed, false, notifyNone, codes.OK, recordFailure}},
+			want{StateNACKed, false, notifyNone, codes.InvalidArgument, recordFailure}},
 		{"timer after an answer: nothing", nacked, event{kind: evTimer}, none,
 			want{StateNACKed, false, notifyNone, codes.OK, keepFailure}},
 		{"legacy: NACK, cached, fail_on_data_errors not used", acked, event{kind: evInvalid}, features{legacy: true, failOnDataErrors: true},

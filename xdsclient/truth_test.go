@@ -135,6 +135,25 @@ func TestAmbientErrorEndsAfterDataError(t *testing.T) {
 	}
 }
 
+// A server that sends the same invalid resource again and again (as
+// go-control-plane does after each NACK of a version it still holds): the
+// entry keeps its NACK error every time, and the watchers hear of it once.
+func TestRepeatedNACKKeepsItsError(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, st := f.watchCached("c1")
+	for i := range 4 {
+		f.Send(st, xdstest.Response(cdsURL, "2", xdstest.InvalidCluster("c1")))
+		f.RecvType(st, cdsURL) // the NACK
+		s := f.checkEntry(cdsURL, "c1", xdsclient.StateNACKed, true)
+		if status.Code(s.Err) != codes.InvalidArgument || s.FailedVersion != "2" {
+			t.Fatalf("entry after NACK %d: err %v, failed version %q; want its INVALID_ARGUMENT error of version 2", i+1, s.Err, s.FailedVersion)
+		}
+	}
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	drain(t, f.c)
+	rec.ExpectNone(t)
+}
+
 // A watcher of a resource still REQUESTED, added once its server answers
 // again, is not told of the server's old failure.
 func TestNoStaleErrorForNewWatcherOfRequested(t *testing.T) {

@@ -50,17 +50,20 @@ type demo struct {
 	// loadCluster is the demo's cluster whose load goes to the demo
 	// server (lrs_server self); its EDS service has the same name.
 	loadCluster string
+	// srv is the server at addr.
+	srv *controlplane.Server
 	// stop stops the server.
 	stop func()
 }
 
 // startDemo starts a control plane on a loopback port serving
 // controlplane.DemoResources(demoListener), its cluster with load
-// reporting, and a server Listener to every node; the same gRPC server
-// serves LRS.
-func startDemo(ctx context.Context) (*demo, error) {
+// reporting, and a server Listener to every node, with opts; the same gRPC
+// server serves LRS.
+func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) {
 	lrs := lrsserver.NewService(lrsserver.Config{Interval: demoLoadInterval, SendAll: true})
-	srv, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register))
+	base := []controlplane.Option{controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register)}
+	srv, err := controlplane.Start(ctx, "127.0.0.1:0", append(base, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +78,7 @@ func startDemo(ctx context.Context) (*demo, error) {
 // setUpDemo loads the demo configuration into srv and describes it.
 func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 	resources := controlplane.DemoResources(demoListener)
-	d := &demo{addr: srv.Addr(), stop: srv.Stop}
+	d := &demo{addr: srv.Addr(), srv: srv, stop: srv.Stop}
 	for i, m := range resources {
 		if c, ok := m.(*clusterv3.Cluster); ok {
 			d.loadCluster = c.GetName()
@@ -103,7 +106,7 @@ func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 		}
 		d.specs = append(d.specs, spec{typ: typ, name: name})
 	}
-	cfg, err := bootstrap.Parse(demoBootstrapJSON(d.addr))
+	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
 	if err != nil {
 		return nil, err
 	}
@@ -111,24 +114,38 @@ func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 	return d, nil
 }
 
-// demoBootstrapJSON returns a bootstrap for one insecure server at addr.
-func demoBootstrapJSON(addr string) []byte {
+// demoServer is one insecure server of the demo bootstrap.
+type demoServer struct {
+	// URI is the server's address, ip:port.
+	URI string
+	// Features are its server_features.
+	Features []string
+}
+
+// demoBootstrapJSON returns a bootstrap for insecure servers, in priority
+// order.
+func demoBootstrapJSON(servers ...demoServer) []byte {
 	type creds struct {
 		Type string `json:"type"`
 	}
 	type server struct {
-		ServerURI    string  `json:"server_uri"`
-		ChannelCreds []creds `json:"channel_creds"`
+		ServerURI      string   `json:"server_uri"`
+		ChannelCreds   []creds  `json:"channel_creds"`
+		ServerFeatures []string `json:"server_features,omitempty"`
 	}
 	type node struct {
 		ID string `json:"id"`
+	}
+	list := make([]server, len(servers))
+	for i, s := range servers {
+		list[i] = server{ServerURI: s.URI, ChannelCreds: []creds{{Type: "insecure"}}, ServerFeatures: s.Features}
 	}
 	b, _ := json.Marshal(struct {
 		XDSServers     []server `json:"xds_servers"`
 		Node           node     `json:"node"`
 		ServerTemplate string   `json:"server_listener_resource_name_template"`
 	}{
-		XDSServers:     []server{{ServerURI: addr, ChannelCreds: []creds{{Type: "insecure"}}}},
+		XDSServers:     list,
 		Node:           node{ID: demoNodeID},
 		ServerTemplate: demoServerTemplate,
 	})

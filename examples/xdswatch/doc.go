@@ -15,8 +15,10 @@
 //	--bootstrap FILE         bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
 //	                         with none of them it starts an embedded demo control plane
 //	--target NAME            pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
-//	--csds-addr HOST:PORT    serve CSDS there (":0" style ports allowed)
-//	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (the metrics of package telemetry)
+//	--csds-addr HOST:PORT    serve the admin port there: CSDS, channelz, health, reflection
+//	                         (":0" style ports allowed; "" for none)
+//	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (the metrics of package
+//	                         telemetry; "" for none)
 //	--resource-timeout DUR   base does-not-exist timer (default 15s)
 //	--keepalive-time DUR     HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
 //	                         at least 10s)
@@ -26,6 +28,11 @@
 //	--stdin                  also read commands from standard input, one a line:
 //	                         +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
 //	                         the oldest watcher of that resource
+//	--demo-tour              demo only: walk the demo control plane through every cache state
+//	--demo-tour-step DUR     how long the tour shows each state (default 3s); unless given,
+//	                         --resource-timeout is the same
+//
+// # Demo
 //
 // Without a bootstrap, xdswatch starts a go-control-plane server on a
 // loopback port serving a small demo configuration rooted at listener
@@ -34,7 +41,43 @@
 // of an xDS-enabled server on 127.0.0.1:8443 (by the bootstrap's
 // server_listener_resource_name_template). The demo cluster reports load
 // to the demo server (lrs_server self), which serves LRS too: xdswatch
-// keeps that load report stream open, reporting no calls.
+// keeps that load report stream open, reporting no calls. It then serves
+// the admin port and the metrics on 127.0.0.1 ports chosen by the system,
+// unless --csds-addr and --metrics-addr name others ("" turns one off),
+// and in text mode prints what to try on them:
+//
+//	xdswatch: admin port (CSDS, channelz, health, reflection) on 127.0.0.1:PORT; try: grpcdebug 127.0.0.1:PORT xds status   or: grpcdebug 127.0.0.1:PORT channelz channels
+//	xdswatch: metrics on http://127.0.0.1:PORT/metrics; try: curl http://127.0.0.1:PORT/metrics
+//
+// In JSON mode the listening line carries the same addresses.
+//
+// # Demo tour
+//
+// --demo-tour adds a second demo server, listed second in the demo
+// bootstrap with resource_timer_is_transient_error, and walks the client
+// through the cases of gRFC A88 and A71, one step per --demo-tour-step,
+// each announced on standard error ("xdswatch: tour N/9 ...") and followed
+// by a "reached" line once the client shows its effect:
+//
+//	| step             | what the control plane does                             | what the client shows            |
+//	|------------------|---------------------------------------------------------|----------------------------------|
+//	| start            | serves version 1                                        | REQUESTED, then ACKED            |
+//	| version update   | version 2: one endpoint fewer                           | eds ACKED at version 2           |
+//	| NACK             | version 3: an unsupported (STATIC) cluster              | cds NACKED, version 2 in use     |
+//	| ignored deletion | version 4 leaves the cluster out                        | cds DOES_NOT_EXIST, still in use |
+//	| TP3 error        | version 5: resource_errors UNAVAILABLE for the cluster  | cds RECEIVED_ERROR, still in use |
+//	| does-not-exist   | (a new watch of cds tour-missing, which no server has)  | REQUESTED, then DOES_NOT_EXIST   |
+//	| recovery         | version 6: the cluster again                            | cds ACKED, ambient error cleared |
+//	| fallback         | the primary stops; a new watch of cds tour-timeout      | secondary's version fallback-1;  |
+//	|                  |                                                         | tour-timeout TIMEOUT             |
+//	| switch back      | the primary returns with version 7                      | version 7 from the primary       |
+//
+// Each state is held for a step after it is reached, so CSDS and the
+// metrics show it too. The tour waits for the client at each step (the
+// switch back waits for gRPC's reconnect backoff to the primary), and at
+// the default step of 3s takes under a minute. A NACKed version is not
+// sent again: the demo server waits for the next version, as a control
+// plane should, where go-control-plane alone would resend it at once.
 //
 // # Output
 //

@@ -54,6 +54,11 @@ type config struct {
 	output string
 	// stdin is --stdin.
 	stdin bool
+	// demoTour and demoTourStep are --demo-tour and --demo-tour-step.
+	demoTour     bool
+	demoTourStep time.Duration
+	// given holds the names of the flags given on the command line.
+	given map[string]bool
 	// specs are the positional TYPE:NAME arguments, in order.
 	specs []spec
 }
@@ -68,8 +73,9 @@ Flags:
   --bootstrap FILE          bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
                             with none of them it starts an embedded demo control plane
   --target NAME             pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
-  --csds-addr HOST:PORT     serve CSDS there (":0" style ports allowed)
-  --metrics-addr HOST:PORT  serve Prometheus text on /metrics there
+  --csds-addr HOST:PORT     serve the admin port there: CSDS, channelz, health, reflection
+                            (":0" style ports allowed; "" for none)
+  --metrics-addr HOST:PORT  serve Prometheus text on /metrics there ("" for none)
   --resource-timeout DUR    base does-not-exist timer (default 15s)
   --keepalive-time DUR      HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
                             at least 10s)
@@ -79,6 +85,17 @@ Flags:
   --stdin                   also read commands from standard input, one a line:
                             +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
                             the oldest watcher of that resource
+  --demo-tour               demo only: walk the demo control plane through every
+                            cache state (version update, NACK, ignored deletion,
+                            TP3 error, does-not-exist, recovery, fallback and
+                            switch back), one step on standard error at a time
+  --demo-tour-step DUR      how long the tour shows each state (default 3s); unless
+                            given, --resource-timeout is the same
+
+Without a bootstrap, xdswatch starts an embedded demo control plane on
+127.0.0.1, watches its resources, and serves the admin port and the
+metrics on 127.0.0.1 ports chosen by the system (unless --csds-addr and
+--metrics-addr say otherwise); in text mode it prints the commands to try.
 `
 
 // main runs xdswatch, ending it cleanly on SIGINT or SIGTERM.
@@ -129,13 +146,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil && !useDemo {
 		return failf(exitUsage, "%v", err)
 	}
+	if !useDemo && cfg.demoTour {
+		return failf(exitUsage, "--demo-tour runs the embedded demo control plane, which starts only without a bootstrap (--bootstrap, GRPC_XDS_BOOTSTRAP, GRPC_XDS_BOOTSTRAP_CONFIG)")
+	}
 	if !useDemo && len(cfg.specs) == 0 && !cfg.stdin {
 		return failf(exitUsage, "no TYPE:NAME to watch (see xdswatch -h)")
 	}
 
-	var d *demo
+	var (
+		d        *demo
+		tourDemo *tourDemo
+	)
 	if useDemo {
-		d, err = startDemo(ctx)
+		if cfg.demoTour {
+			tourDemo, err = startTourDemo(ctx)
+			if err == nil {
+				d = tourDemo.demo
+			}
+		} else {
+			d, err = startDemo(ctx)
+		}
 		if err != nil {
 			return startFailed("demo control plane: %v", err)
 		}
@@ -144,8 +174,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if len(cfg.specs) == 0 {
 			cfg.specs = d.specs
 		}
+		// The demo is for looking at: its admin port and metrics are on
+		// unless a flag says where, or "" for none.
+		if !cfg.given["csds-addr"] {
+			cfg.csdsAddr = "127.0.0.1:0"
+		}
+		if !cfg.given["metrics-addr"] {
+			cfg.metricsAddr = "127.0.0.1:0"
+		}
 		if cfg.output == outputText {
-			fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.addr)
+			if tourDemo != nil {
+				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s, its fallback on %s\n", d.addr, tourDemo.secondary.Addr())
+			} else {
+				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.addr)
+			}
 		}
 	}
 
@@ -180,6 +222,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	out := newOutput(stdout, cfg.output)
 	out.listening(servers.csds, servers.metrics)
+	if cfg.output == outputText {
+		servers.printTry(errw)
+	}
 
 	watches := newWatchSet(client, out)
 	// Deferred calls run last in, first out: watches are cancelled, then
@@ -195,10 +240,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		defer close(done)
 		cmds = readCommands(stdin, done, errw)
 	}
+	// The tour's watch commands; it is stopped before the watches are
+	// cancelled and the client closes.
+	tourCmds := make(chan string)
+	if tourDemo != nil {
+		defer runTour(ctx, tourDemo, client, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return exitOK
+		case line := <-tourCmds:
+			if err := watches.command(line); err != nil {
+				fmt.Fprintf(errw, "xdswatch: tour: %s\n", oneLine(err.Error()))
+			}
 		case line, ok := <-cmds:
 			if !ok {
 				// End of standard input: keep watching.
@@ -228,6 +283,8 @@ func parseArgs(args []string) (*config, error) {
 	fs.DurationVar(&cfg.keepaliveTimeout, "keepalive-timeout", xdsclient.DefaultKeepaliveTimeout, "keepalive ping timeout")
 	fs.StringVar(&cfg.output, "output", outputText, "text or json")
 	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
+	fs.BoolVar(&cfg.demoTour, "demo-tour", false, "walk the demo control plane through every cache state")
+	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
 
 	var positional []string
 	for {
@@ -246,6 +303,9 @@ func parseArgs(args []string) (*config, error) {
 		args = rest[1:]
 	}
 
+	cfg.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cfg.given[f.Name] = true })
+
 	switch cfg.output {
 	case outputText, outputJSON:
 	default:
@@ -259,6 +319,19 @@ func parseArgs(args []string) (*config, error) {
 	}
 	if cfg.keepaliveTimeout <= 0 {
 		return nil, fmt.Errorf("--keepalive-timeout %v: must be positive", cfg.keepaliveTimeout)
+	}
+	if cfg.demoTourStep <= 0 {
+		return nil, fmt.Errorf("--demo-tour-step %v: must be positive", cfg.demoTourStep)
+	}
+	if cfg.given["demo-tour-step"] && !cfg.demoTour {
+		return nil, errors.New("--demo-tour-step without --demo-tour")
+	}
+	if cfg.demoTour && len(positional) > 0 {
+		return nil, fmt.Errorf("--demo-tour watches the demo's resources: give no TYPE:NAME (got %q)", positional[0])
+	}
+	if cfg.demoTour && !cfg.given["resource-timeout"] {
+		// The does-not-exist step waits for this timer.
+		cfg.resourceTimeout = cfg.demoTourStep
 	}
 	for _, arg := range positional {
 		s, err := parseSpec(arg)

@@ -46,7 +46,8 @@ func TestRunInProcess(t *testing.T) {
 
 	result := make(chan int, 1)
 	go func() {
-		result <- run(ctx, []string{"--stdin", "eds:demo-cluster", "--output", "json", "cds:demo-cluster"}, stdinR, stdoutW, stderrW)
+		// The demo's default admin port and metrics are turned off.
+		result <- run(ctx, []string{"--stdin", "eds:demo-cluster", "--csds-addr", "", "--metrics-addr", "", "--output", "json", "cds:demo-cluster"}, stdinR, stdoutW, stderrW)
 		stdoutW.Close()
 		stderrW.Close()
 	}()

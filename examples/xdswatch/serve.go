@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/xdslens/xdslens/xdsclient"
 )
@@ -30,7 +31,7 @@ func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
 		serve serveFunc
 		bound *string
 	}{
-		{"--csds-addr", cfg.csdsAddr, serveCSDS, &s.csds},
+		{"--csds-addr", cfg.csdsAddr, serveAdmin, &s.csds},
 		{"--metrics-addr", cfg.metricsAddr, serveMetrics, &s.metrics},
 	} {
 		if sc.addr == "" {
@@ -53,4 +54,14 @@ func (s *sidecars) stop() {
 		s.stops[i]()
 	}
 	s.stops = nil
+}
+
+// printTry prints on w, for people, what to try on the running servers.
+func (s *sidecars) printTry(w io.Writer) {
+	if s.csds != "" {
+		fmt.Fprintf(w, "xdswatch: admin port (CSDS, channelz, health, reflection) on %s; try: grpcdebug %s xds status   or: grpcdebug %s channelz channels\n", s.csds, s.csds, s.csds)
+	}
+	if s.metrics != "" {
+		fmt.Fprintf(w, "xdswatch: metrics on http://%s/metrics; try: curl http://%s/metrics\n", s.metrics, s.metrics)
+	}
 }

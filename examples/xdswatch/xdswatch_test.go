@@ -17,6 +17,8 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/xdslens/xdslens/internal/controlplane"
 )
 
@@ -49,12 +51,19 @@ func topKeys(t *testing.T, line string) []string {
 // demoServerListener is the name of the demo's server Listener.
 const demoServerListenerName = "grpc/server?xds.resource.listening_address=127.0.0.1:8443"
 
-// TestDemoJSON runs without a bootstrap: the demo's five resources are
-// printed as JSON lines with stable keys, and SIGINT ends it with status 0.
-// Among them are a server Listener and a cluster that reports load.
+// TestDemoJSON runs without a bootstrap: the listening line carries the
+// admin and metrics addresses the demo serves on loopback by default, the
+// demo's five resources are printed as JSON lines with stable keys (among
+// them a server Listener and a cluster that reports load), and SIGINT ends
+// it with status 0.
 func TestDemoJSON(t *testing.T) {
 	p := startProc(t, cleanEnv(), "--output", "json")
-	p.listening(t)
+	l := p.event(t)
+	for what, addr := range map[string]*string{"csds": l.CSDS, "metrics": l.Metrics} {
+		if l.Event != eventListening || addr == nil || !regexp.MustCompile(`^127\.0\.0\.1:[1-9]\d*$`).MatchString(*addr) {
+			t.Errorf("listening line %+v: %s address, want a bound 127.0.0.1 port", l, what)
+		}
+	}
 	got := map[string]bool{}
 	for range 5 {
 		line := p.line(t)
@@ -94,12 +103,25 @@ func TestDemoJSON(t *testing.T) {
 	}
 }
 
-// TestDemoText checks the text lines of the demo and the stderr line that
-// names the demo server, and that SIGTERM ends it with status 0.
+// TestDemoText checks the text lines of the demo, the stderr lines that
+// name the demo server and the commands to try on its admin port and
+// metrics (which answer), and that SIGTERM ends it with status 0.
 func TestDemoText(t *testing.T) {
 	p := startProc(t, cleanEnv())
 	if l := p.errLine(t); !regexp.MustCompile(`^xdswatch: .*demo control plane .*127\.0\.0\.1:\d+$`).MatchString(l) {
 		t.Errorf("stderr line = %q, want one naming the demo control plane address", l)
+	}
+	adminRE := regexp.MustCompile(`^xdswatch: admin port .* on (127\.0\.0\.1:\d+); try: grpcdebug (\S+) xds status +or: grpcdebug (\S+) channelz channels$`)
+	l := p.errLine(t)
+	m := adminRE.FindStringSubmatch(l)
+	if m == nil || m[2] != m[1] || m[3] != m[1] {
+		t.Fatalf("stderr line = %q, want %v naming one address", l, adminRE)
+	}
+	metricsRE := regexp.MustCompile(`^xdswatch: metrics on http://(127\.0\.0\.1:\d+)/metrics; try: curl http://(\S+)/metrics$`)
+	l = p.errLine(t)
+	mm := metricsRE.FindStringSubmatch(l)
+	if mm == nil || mm[2] != mm[1] {
+		t.Fatalf("stderr line = %q, want %v naming one address", l, metricsRE)
 	}
 	lineRE := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} (lds|rds|cds|eds) (\S+) v1: (.+)$`)
 	summaries := map[string]string{}
@@ -119,6 +141,13 @@ func TestDemoText(t *testing.T) {
 	}
 	if s, want := summaries["lds:"+demoServerListenerName], "server listener "+demoServerListenerName+": 127.0.0.1:8443, 1 filter chain"; s != want {
 		t.Errorf("server listener summary = %q, want %q", s, want)
+	}
+	// What the lines say to try answers.
+	if st := healthCheck(t, m[1]); st != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health of %s: %v, want SERVING", m[1], st)
+	}
+	if body := mustScrape(t, mm[1]); !strings.Contains(body, "grpc_xds_client_connected") {
+		t.Errorf("http://%s/metrics lacks grpc_xds_client_connected:\n%s", mm[1], body)
 	}
 	p.signal(t, syscall.SIGTERM)
 	if code := p.exitCode(t); code != 0 {
@@ -334,6 +363,11 @@ func TestUsageErrors(t *testing.T) {
 		{"csds address in use", goodEnv, []string{"--csds-addr", busy.Addr().String(), "cds:c1"}, "--csds-addr " + busy.Addr().String()},
 		{"metrics address in use", goodEnv, []string{"--metrics-addr", busy.Addr().String(), "cds:c1"}, "--metrics-addr " + busy.Addr().String()},
 		{"csds address not an address", goodEnv, []string{"--csds-addr", "no-port", "cds:c1"}, "no-port"},
+		{"tour with a bootstrap", nil, []string{"--bootstrap", good, "--demo-tour"}, "--demo-tour"},
+		{"tour with a bootstrap in env", goodEnv, []string{"--demo-tour"}, "GRPC_XDS_BOOTSTRAP"},
+		{"tour with TYPE:NAME", nil, []string{"--demo-tour", "cds:c1"}, `"cds:c1"`},
+		{"tour step without the tour", nil, []string{"--demo-tour-step", "1s"}, "--demo-tour-step without --demo-tour"},
+		{"zero tour step", nil, []string{"--demo-tour", "--demo-tour-step", "0s"}, "--demo-tour-step 0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
