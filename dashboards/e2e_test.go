@@ -266,7 +266,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		dashboards.AlertOnFallback:            {dashboards.LabelServer, []string{fallback.Addr()}},
 		dashboards.AlertFetchLatencyHigh:      {dashboards.LabelServer, []string{primary.Addr()}},
 	}
-	for _, r := range e2eRules()[0].Rules {
+	for _, r := range e2eRules().Rules {
 		w, ok := want[r.Alert]
 		if !ok {
 			t.Errorf("alert %s: the scenario does not check it", r.Alert)
@@ -284,7 +284,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	}
 	prom.waitForAlerts(t, alerts)
 	// The committed rules, with production thresholds, evaluate cleanly.
-	for _, r := range dashboards.AlertRules(dashboards.DefaultAlertOptions())[0].Rules {
+	for _, r := range dashboards.AlertRules(dashboards.DefaultAlertOptions()).Rules {
 		if _, err := prom.query(r.Expr); err != nil {
 			t.Errorf("committed alert %s: %v", r.Alert, err)
 		}
@@ -318,7 +318,7 @@ func panelExpr(t *testing.T, title string) string {
 
 // e2eRules are the alert rules with thresholds the scenario crosses within
 // seconds.
-func e2eRules() []dashboards.RuleGroup {
+func e2eRules() dashboards.RuleGroup {
 	o := dashboards.DefaultAlertOptions()
 	o.DisconnectedFor, o.NACKedFor, o.MissingFor, o.ReceivedErrorFor, o.FallbackFor, o.LatencyFor = 0, 0, 0, 0, 0, 0
 	o.FlapWindow, o.FlapFailures = time.Minute, 1
@@ -518,7 +518,7 @@ type promServer struct {
 func startPrometheus(t *testing.T, bin, dir, target string) *promServer {
 	t.Helper()
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rules, dashboards.AlertRulesYAML(e2eRules()), 0o644); err != nil {
+	if err := os.WriteFile(rules, dashboards.RulesYAML(dashboards.RecordingRules(), e2eRules()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "prometheus.yml")

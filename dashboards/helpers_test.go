@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
 )
@@ -137,13 +138,35 @@ func variableQueries(t testing.TB) map[string]string {
 // varRE matches a Grafana template variable: $name or ${name}.
 var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
 
+// grafanaValues are the values Grafana gives its built-in variables for
+// a time range of window (a Prometheus duration of whole seconds, such as
+// "1m"), which also stands for $__rate_interval.
+func grafanaValues(window string) map[string]string {
+	d, err := time.ParseDuration(window)
+	if err != nil {
+		panic(err)
+	}
+	return map[string]string{
+		"__rate_interval": window,
+		"__range":         window,
+		"__range_s":       strconv.Itoa(int(d.Seconds())),
+	}
+}
+
 // substitute replaces Grafana's template variables in expr as a query
-// with every variable at "All" would see them: $__rate_interval becomes
-// rateInterval and every other variable the regular expression ".*".
-func substitute(expr, rateInterval string) string {
+// would see them: the built-in variables as grafanaValues(window) has
+// them, the variables in set with their values (regular expressions, as
+// Grafana formats them for =~), and every other one as "All" (".*").
+func substitute(expr, window string, set ...map[string]string) string {
+	values := grafanaValues(window)
+	for _, m := range set {
+		for k, v := range m {
+			values[k] = v
+		}
+	}
 	return varRE.ReplaceAllStringFunc(expr, func(v string) string {
-		if strings.Contains(v, "__rate_interval") {
-			return rateInterval
+		if val, ok := values[varRE.FindStringSubmatch(v)[1]]; ok {
+			return val
 		}
 		return ".*"
 	})
