@@ -20,6 +20,7 @@ type panelQuery struct {
 	panelType string
 	refID     string
 	expr      string
+	legend    string
 	// instant is true for an instant query (tables), false for a range
 	// query.
 	instant bool
@@ -51,9 +52,25 @@ type rawPanel struct {
 	Description string          `json:"description"`
 	Datasource  json.RawMessage `json:"datasource"`
 	Panels      []rawPanel      `json:"panels"`
-	Targets     []struct {
+	FieldConfig struct {
+		Defaults struct {
+			Unit string `json:"unit"`
+		} `json:"defaults"`
+		Overrides []struct {
+			Matcher struct {
+				ID      string `json:"id"`
+				Options any    `json:"options"`
+			} `json:"matcher"`
+			Properties []struct {
+				ID    string `json:"id"`
+				Value any    `json:"value"`
+			} `json:"properties"`
+		} `json:"overrides"`
+	} `json:"fieldConfig"`
+	Targets []struct {
 		RefID   string `json:"refId"`
 		Expr    string `json:"expr"`
+		Legend  string `json:"legendFormat"`
 		Instant bool   `json:"instant"`
 		Range   bool   `json:"range"`
 	} `json:"targets"`
@@ -74,9 +91,15 @@ type rawDashboard struct {
 // readDashboard parses a committed dashboard file.
 func readDashboard(t testing.TB, path string) rawDashboard {
 	t.Helper()
+	return parseDashboard(t, path, readFile(t, path))
+}
+
+// parseDashboard parses the dashboard JSON js, named name in messages.
+func parseDashboard(t testing.TB, name string, js []byte) rawDashboard {
+	t.Helper()
 	var d rawDashboard
-	if err := json.Unmarshal(readFile(t, path), &d); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := json.Unmarshal(js, &d); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	return d
 }
@@ -101,13 +124,21 @@ func allPanelQueries(t testing.TB) []panelQuery {
 	t.Helper()
 	var out []panelQuery
 	for _, f := range dashboardFiles {
-		for _, p := range readDashboard(t, f).panels() {
-			for _, tg := range p.Targets {
-				out = append(out, panelQuery{
-					file: f, title: p.Title, panelType: p.Type,
-					refID: tg.RefID, expr: tg.Expr, instant: tg.Instant && !tg.Range,
-				})
-			}
+		out = append(out, readDashboard(t, f).queries(f)...)
+	}
+	return out
+}
+
+// queries returns every query of every panel of d, a dashboard read from
+// file.
+func (d rawDashboard) queries(file string) []panelQuery {
+	var out []panelQuery
+	for _, p := range d.panels() {
+		for _, tg := range p.Targets {
+			out = append(out, panelQuery{
+				file: file, title: p.Title, panelType: p.Type,
+				refID: tg.RefID, expr: tg.Expr, legend: tg.Legend, instant: tg.Instant && !tg.Range,
+			})
 		}
 	}
 	return out

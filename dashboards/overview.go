@@ -387,21 +387,22 @@ func (g *gen) adsStreams() cog.Builder[dashboard.Panel] {
 func (g *gen) disconnectedTime() cog.Builder[dashboard.Panel] {
 	return bargauge.NewPanelBuilder().
 		Title("Time disconnected").
-		Description("How long each client had no working ADS stream to each server within the dashboard's " +
-			"time range, from the connected gauge (`grpc.xds_client.connected` == 0), so a server the " +
-			"client has never reached counts from the start, which *Server failures* cannot show.\n\n" +
-			"**Bad**: anything above zero; the whole range means the server was never reached, or lost " +
-			"before the range began.\n\n" +
-			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; " +
+		Description("The share of the dashboard's time range in which each client had no working ADS stream "+
+			"to each server (`grpc.xds_client.connected` == 0, over the scraped samples of the range). A "+
+			"server the client has never reached reads 100 %, which *Server failures* cannot show: its "+
+			"failure counter never starts.\n\n"+
+			"**Bad**: anything above zero; 100 % means the server was never reached in the range, or was "+
+			"lost before it began.\n\n"+
+			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; "+
 			"otherwise see *Server connection over time* for when it happened.").
 		Datasource(datasourceRef()).
 		WithTarget(instant("A",
-			"$__range_s * (1 - avg_over_time("+g.connected()+"[$__range]))",
+			"1 - avg_over_time("+g.connected()+"[$__range])",
 			g.legend(LabelServer, LabelTarget))).
-		Unit("s").
+		Unit("percentunit").
 		Min(0).
-		Decimals(0).
-		Thresholds(thresholds("green", 1.0, "red")).
+		Max(1).
+		Thresholds(thresholds("green", 0.001, "red")).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
 		Orientation(common.VizOrientationHorizontal).
 		DisplayMode(common.BarGaugeDisplayModeBasic).
