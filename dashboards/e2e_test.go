@@ -353,7 +353,6 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		})
 	}
 
-
 	// xdswatch ends: the stat panels, instant queries, show no connection
 	// at all, not the last one; scrape health shows the instance DOWN, and
 	// the scrape alert fires for it.

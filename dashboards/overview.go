@@ -387,13 +387,13 @@ func (g *gen) adsStreams() cog.Builder[dashboard.Panel] {
 func (g *gen) disconnectedTime() cog.Builder[dashboard.Panel] {
 	return bargauge.NewPanelBuilder().
 		Title("Time disconnected").
-		Description("The share of the dashboard's time range in which each client had no working ADS stream "+
-			"to each server (`grpc.xds_client.connected` == 0, over the scraped samples of the range). A "+
-			"server the client has never reached reads 100 %, which *Server failures* cannot show: its "+
-			"failure counter never starts.\n\n"+
-			"**Bad**: anything above zero; 100 % means the server was never reached in the range, or was "+
-			"lost before it began.\n\n"+
-			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; "+
+		Description("The share of the dashboard's time range in which each client had no working ADS stream " +
+			"to each server (`grpc.xds_client.connected` == 0, over the scraped samples of the range). A " +
+			"server the client has never reached reads 100 %, which *Server failures* cannot show: its " +
+			"failure counter never starts.\n\n" +
+			"**Bad**: anything above zero; 100 % means the server was never reached in the range, or was " +
+			"lost before it began.\n\n" +
+			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; " +
 			"otherwise see *Server connection over time* for when it happened.").
 		Datasource(datasourceRef()).
 		WithTarget(instant("A",
