@@ -110,7 +110,7 @@ func ruleTests(o dashboards.AlertOptions) []ruleTest {
 			name: dashboards.AlertServerDisconnected,
 			series: map[string]string{
 				// Never connected: 0 from the start.
-				fmt.Sprintf(`%s{%s, %s, %s}`, dashboards.MetricConnected, pod, scope, server): "0x20",
+				fmt.Sprintf(`%s{%s, %s, %s}`, dashboards.MetricConnected, pod, scope, server):                           "0x20",
 				fmt.Sprintf(`%s{%s, %s, grpc_xds_server="ok.example.com:443"}`, dashboards.MetricConnected, pod, scope): "1x20",
 				// Disconnected for less than the alert's for.
 				fmt.Sprintf(`%s{%s, %s, grpc_xds_server="flaky.example.com:443"}`, dashboards.MetricConnected, pod, scope): "1 0x3 1x20",
