@@ -344,7 +344,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	}
 
 	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
-		drawPictures(t, prom, dir, start, time.Now(), map[string]string{
+		drawPictures(t, prom, dir, "e2e-", start, time.Now(), map[string]string{
 			primary.Addr():  "primary",
 			fallback.Addr(): "fallback",
 			silent.Addr():   "silent",
