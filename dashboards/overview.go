@@ -275,13 +275,8 @@ func (g *gen) fetchHeatmap() cog.Builder[dashboard.Panel] {
 			"**Do**: check the control plane's CPU, how long it takes to build a snapshot and how many " +
 			"clients it serves; for the timeouts, see *Fetch outcomes*.").
 		Datasource(datasourceRef()).
-		WithTarget(prometheus.NewDataqueryBuilder().
-			Datasource(datasourceRef()).
-			RefId("A").
-			Expr(sumBy(g.fetchBuckets(false), "le")).
-			LegendFormat("{{le}}").
-			Format(prometheus.PromQueryFormatHeatmap).
-			Range()).
+		WithTarget(query("A", sumBy(g.fetchBuckets(false), "le"), "{{le}}").
+			Format(prometheus.PromQueryFormatHeatmap)).
 		Calculate(false).
 		YAxis(heatmap.NewYAxisConfigBuilder().Unit("s")).
 		RowsFrame(heatmap.NewRowsHeatmapOptionsBuilder().Layout(common.HeatmapCellLayoutAuto)).

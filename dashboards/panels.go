@@ -97,34 +97,29 @@ func datasourceRef() common.DataSourceRef {
 	}
 }
 
+// promQuery returns a query of the datasource variable.
+func promQuery(refID, expr string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().
+		Datasource(datasourceRef()).
+		RefId(refID).
+		Expr(expr)
+}
+
 // instant returns an instant query with a legend: what a stat or bar
 // gauge shows is the value now, and a process that is gone shows no value
 // rather than its last one.
 func instant(refID, expr, legendFormat string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		Datasource(datasourceRef()).
-		RefId(refID).
-		Expr(expr).
-		LegendFormat(legendFormat).
-		Instant()
+	return promQuery(refID, expr).LegendFormat(legendFormat).Instant()
 }
 
 // query returns a range query with a legend.
 func query(refID, expr, legendFormat string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		Datasource(datasourceRef()).
-		RefId(refID).
-		Expr(expr).
-		LegendFormat(legendFormat).
-		Range()
+	return promQuery(refID, expr).LegendFormat(legendFormat).Range()
 }
 
 // instantTable returns an instant query whose result is a table.
 func instantTable(refID, expr string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		Datasource(datasourceRef()).
-		RefId(refID).
-		Expr(expr).
+	return promQuery(refID, expr).
 		Format(prometheus.PromQueryFormatTable).
 		Instant()
 }
