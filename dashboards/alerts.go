@@ -39,6 +39,24 @@ type AlertOptions struct {
 	LatencySLO      time.Duration
 	LatencyWindow   time.Duration
 	LatencyFor      time.Duration
+	// ScrapeFailedFor is how long Prometheus must fail to scrape a
+	// process before XdsClientScrapeFailed fires, and how long the jobs of
+	// JobSelector must have no target before XdsClientJobAbsent fires.
+	ScrapeFailedFor time.Duration
+	// JobSelector restricts every alert to the processes it matches: PromQL
+	// label matchers without braces, such as `job="payments"` or
+	// `job=~"payments|checkout", namespace="prod"`. With it set,
+	// XdsClientScrapeFailed watches `up` of exactly those jobs (so a
+	// process that never exported a metric is seen too) and
+	// XdsClientJobAbsent fires when they have no target at all. Empty (the
+	// default) means every job; XdsClientScrapeFailed then watches the
+	// processes that exported xDS client metrics within ScrapeLookback, and
+	// there is no XdsClientJobAbsent.
+	JobSelector string
+	// ScrapeLookback is how far back XdsClientScrapeFailed looks for xDS
+	// client metrics of a process it cannot scrape, when JobSelector is
+	// empty: a process dead for longer than that is no longer alerted on.
+	ScrapeLookback time.Duration
 	// RunbookURL is the address of RUNBOOK.md; each alert's runbook_url
 	// annotation is RunbookURL#alertname-in-lower-case.
 	RunbookURL string
@@ -58,20 +76,26 @@ func DefaultAlertOptions() AlertOptions {
 		LatencySLO:       5 * time.Second,
 		LatencyWindow:    10 * time.Minute,
 		LatencyFor:       15 * time.Minute,
+		ScrapeFailedFor:  5 * time.Minute,
+		ScrapeLookback:   time.Hour,
 		RunbookURL:       "https://github.com/xdslens/xdslens/blob/main/dashboards/RUNBOOK.md",
 	}
 }
 
-// Rule is one Prometheus alerting rule.
+// Rule is one Prometheus rule: an alerting rule when Alert is set, a
+// recording rule when Record is.
 type Rule struct {
 	// Alert is the alert name, also the RUNBOOK.md section title.
 	Alert string
-	// Expr is the PromQL expression; every series it returns is an alert.
+	// Record is the name of the series a recording rule writes.
+	Record string
+	// Expr is the PromQL expression; every series it returns is an alert,
+	// or a recorded series.
 	Expr string
 	// For is how long Expr must keep returning a series before the alert
 	// fires.
 	For time.Duration
-	// Severity is the severity label: "critical" or "warning".
+	// Severity is the severity label of an alert: "critical" or "warning".
 	Severity string
 	// Summary and Description are the annotations; Description names the
 	// labels that locate the problem with {{ $labels.name }}.
@@ -91,6 +115,10 @@ type RuleGroup struct {
 
 // Alert names, in the order of the rule file.
 const (
+	// AlertScrapeFailed: Prometheus cannot scrape a process.
+	AlertScrapeFailed = "XdsClientScrapeFailed"
+	// AlertJobAbsent: the jobs of AlertOptions.JobSelector have no target.
+	AlertJobAbsent = "XdsClientJobAbsent"
 	// AlertServerDisconnected: a server disconnected, or never reached.
 	AlertServerDisconnected = "XdsClientServerDisconnected"
 	// AlertServerFlapping: a server fails again and again.
@@ -110,48 +138,56 @@ const (
 	AlertFetchLatencyHigh = "XdsClientFetchLatencyHigh"
 )
 
-// fallbackExpr finds the authorities that use a fallback server (gRFC
-// A71): the server in use is not the first of the authority's list.
-var fallbackExpr = sel(MetricAuthorityServer, LabelPriority+`!="0"`) + " == 1"
-
 // where is the description text that locates a client process.
 const where = "client {{ $labels.grpc_target }} on {{ $labels.instance }} (job {{ $labels.job }})"
 
 // AlertRules returns the alerting rules for the xDS client metrics with
-// the thresholds of o.
-func AlertRules(o AlertOptions) []RuleGroup {
+// the thresholds of o. Every expression aggregates the OpenTelemetry scope
+// labels away, so that an alert is one per client and thing at fault,
+// whatever the library's version.
+func AlertRules(o AlertOptions) RuleGroup {
 	runbook := func(alert string) string {
 		return o.RunbookURL + "#" + strings.ToLower(alert)
 	}
-	resources := func(states ...string) string {
-		return sel(MetricResources, LabelCacheState+`=~"`+strings.Join(states, "|")+`"`) + " > 0"
+	// s is a selector restricted to o.JobSelector.
+	s := func(metric string, matchers ...string) string {
+		if o.JobSelector != "" {
+			matchers = append([]string{o.JobSelector}, matchers...)
+		}
+		return sel(metric, matchers...)
 	}
-	rules := []Rule{
-		{
+	resources := func(states ...string) string {
+		return withoutScope("sum", s(MetricResources, LabelCacheState+`=~"`+strings.Join(states, "|")+`"`)) + " > 0"
+	}
+	rules := scrapeRules(o, s, runbook)
+	rules = append(rules,
+		Rule{
 			Alert:    AlertServerDisconnected,
-			Expr:     sel(MetricConnected) + " == 0",
+			Expr:     withoutScope("max", s(MetricConnected)) + " == 0",
 			For:      o.DisconnectedFor,
 			Severity: "critical",
 			Summary:  "xDS client has no working ADS stream to {{ $labels.grpc_xds_server }}",
 			Description: "The xDS " + where + " has had no working ADS stream to xDS server " +
 				"{{ $labels.grpc_xds_server }} for more than " + promDuration(o.DisconnectedFor) +
-				". It gets no configuration updates from that server and serves what it has cached; " +
+				" (or has never had one). It gets no configuration updates from that server and serves what it has cached; " +
 				"resources it has not cached cannot be resolved unless it falls back to another server.",
 			RunbookURL: runbook(AlertServerDisconnected),
 		},
-		{
+		Rule{
 			// The counter of a server appears at its first failure, so
-			// increase() sees the failures after the first one.
+			// increase() sees the failures after the first one; and it
+			// extrapolates to the window, so its value is an estimate.
 			Alert:    AlertServerFlapping,
-			Expr:     fmt.Sprintf("increase(%s[%s]) >= %d", MetricServerFailures, promDuration(o.FlapWindow), o.FlapFailures),
+			Expr:     fmt.Sprintf("%s >= %d", withoutScope("sum", fmt.Sprintf("increase(%s[%s])", s(MetricServerFailures), promDuration(o.FlapWindow))), o.FlapFailures),
 			Severity: "warning",
 			Summary:  "xDS server {{ $labels.grpc_xds_server }} keeps failing",
-			Description: "xDS server {{ $labels.grpc_xds_server }} went from healthy to unhealthy " +
-				"{{ $value | printf \"%.0f\" }} times in the last " + promDuration(o.FlapWindow) + " for the xDS " + where +
-				": connectivity failures, or ADS streams that end before a response (gRFC A57).",
+			Description: "xDS server {{ $labels.grpc_xds_server }} keeps going from healthy to unhealthy for the xDS " + where +
+				": Prometheus estimates {{ $value | printf \"%.1f\" }} failures in the last " + promDuration(o.FlapWindow) +
+				fmt.Sprintf(" (the threshold is %d; increase() extrapolates from the samples in the window, and a server's first failure is not counted). ", o.FlapFailures) +
+				"Each is a connectivity failure, or an ADS stream that ended before a response (gRFC A57).",
 			RunbookURL: runbook(AlertServerFlapping),
 		},
-		{
+		Rule{
 			Alert:    AlertResourcesNACKed,
 			Expr:     resources("nacked", "nacked_but_cached"),
 			For:      o.NACKedFor,
@@ -164,7 +200,7 @@ func AlertRules(o AlertOptions) []RuleGroup {
 				"the previous version; nacked has nothing to serve.",
 			RunbookURL: runbook(AlertResourcesNACKed),
 		},
-		{
+		Rule{
 			Alert:    AlertResourcesDoesNotExist,
 			Expr:     resources("does_not_exist", "does_not_exist_but_cached", "timeout"),
 			For:      o.MissingFor,
@@ -178,7 +214,7 @@ func AlertRules(o AlertOptions) []RuleGroup {
 				"still serves a resource the server deleted.",
 			RunbookURL: runbook(AlertResourcesDoesNotExist),
 		},
-		{
+		Rule{
 			Alert:    AlertResourcesError,
 			Expr:     resources("received_error", "received_error_but_cached"),
 			For:      o.ReceivedErrorFor,
@@ -190,26 +226,27 @@ func AlertRules(o AlertOptions) []RuleGroup {
 				": the control plane answers them with an error (xRFC TP3) instead of the resource.",
 			RunbookURL: runbook(AlertResourcesError),
 		},
-		{
+		Rule{
+			// The server in use is not the first of the authority's
+			// list (gRFC A71).
 			Alert:    AlertOnFallback,
-			Expr:     fallbackExpr,
+			Expr:     withoutScope("max", s(MetricAuthorityServer, LabelPriority+`!="0"`)) + " == 1",
 			For:      o.FallbackFor,
 			Severity: "warning",
 			Summary:  "xDS client uses fallback server {{ $labels.grpc_xds_server }} for authority {{ $labels.grpc_xds_authority }}",
 			Description: "For more than " + promDuration(o.FallbackFor) + " the xDS " + where +
-				" has taken authority {{ $labels.grpc_xds_authority }} from {{ $labels.grpc_xds_server }} " +
-				"while another of its servers is disconnected and used by no authority: the authority " +
-				"has fallen back from a failing primary (gRFC A71).",
+				" has taken authority {{ $labels.grpc_xds_authority }} from {{ $labels.grpc_xds_server }}, " +
+				"which is at index {{ $labels.priority }} of the authority's server list in the bootstrap (0 is the primary): " +
+				"the servers before it failed while some resource was not cached, and the client fell back (gRFC A71).",
 			RunbookURL: runbook(AlertOnFallback),
 		},
-		{
+		Rule{
 			Alert: AlertFetchLatencyHigh,
 			Expr: fmt.Sprintf("histogram_quantile(%s, %s) > %s",
 				strconv.FormatFloat(o.LatencyQuantile, 'g', -1, 64),
-				sumBy(fmt.Sprintf("rate(%s[%s])",
-					sel(MetricFetchDuration+"_bucket", LabelOutcome+`=~"`+outcomesAnswered+`"`),
+				fmt.Sprintf("sum without (%s, %s, %s) (rate(%s[%s]))", LabelScopeName, LabelScopeVersion, LabelOutcome,
+					s(MetricFetchDuration+"_bucket", LabelOutcome+`=~"`+outcomesAnswered+`"`),
 					promDuration(o.LatencyWindow)),
-					"le", "job", "instance", LabelTarget, LabelServer, LabelResourceType),
 				strconv.FormatFloat(o.LatencySLO.Seconds(), 'g', -1, 64)),
 			For:      o.LatencyFor,
 			Severity: "warning",
@@ -221,8 +258,45 @@ func AlertRules(o AlertOptions) []RuleGroup {
 				promDuration(o.LatencyWindow), o.LatencySLO),
 			RunbookURL: runbook(AlertFetchLatencyHigh),
 		},
+	)
+	return RuleGroup{Name: "xdslens-xds-client-alerts", Rules: rules}
+}
+
+// scrapeRules returns the alerts on the scrape itself: a process
+// Prometheus cannot scrape, and (with a job selector) jobs with no target.
+func scrapeRules(o AlertOptions, s func(string, ...string) string, runbook func(string) string) []Rule {
+	up := s("up") + " == 0"
+	scope := "a process of job {{ $labels.job }}"
+	if o.JobSelector == "" {
+		// Which jobs hold xDS clients is not known: watch the processes
+		// that exported the connected gauge lately.
+		up = fmt.Sprintf("%s and on (job, instance) present_over_time(%s[%s])", up, MetricConnected, promDuration(o.ScrapeLookback))
+		scope = "a process of job {{ $labels.job }} that exported xDS client metrics in the last " + promDuration(o.ScrapeLookback)
 	}
-	return []RuleGroup{{Name: "xdslens-xds-client", Rules: rules}}
+	rules := []Rule{{
+		Alert:    AlertScrapeFailed,
+		Expr:     up,
+		For:      o.ScrapeFailedFor,
+		Severity: "critical",
+		Summary:  "Prometheus cannot scrape {{ $labels.instance }}",
+		Description: "Prometheus has failed to scrape {{ $labels.instance }}, " + scope + ", for more than " +
+			promDuration(o.ScrapeFailedFor) + ": the process is down, restarting, or its metrics port is unreachable. " +
+			"Its xDS clients are not watched: every other alert is blind to them.",
+		RunbookURL: runbook(AlertScrapeFailed),
+	}}
+	if o.JobSelector != "" {
+		rules = append(rules, Rule{
+			Alert:    AlertJobAbsent,
+			Expr:     "absent(" + s("up") + ")",
+			For:      o.ScrapeFailedFor,
+			Severity: "critical",
+			Summary:  "Prometheus has no target for " + o.JobSelector,
+			Description: "For more than " + promDuration(o.ScrapeFailedFor) + " Prometheus has had no target matching " +
+				o.JobSelector + " (job {{ $labels.job }}): service discovery finds no xDS client process, so none is watched.",
+			RunbookURL: runbook(AlertJobAbsent),
+		})
+	}
+	return rules
 }
 
 // promDuration formats d as a Prometheus duration such as "5m" or "1h30m".
@@ -244,26 +318,24 @@ func promDuration(d time.Duration) string {
 	return b.String()
 }
 
-// AlertRulesYAML renders groups as a Prometheus rule file.
-func AlertRulesYAML(groups []RuleGroup) []byte {
+// RulesYAML renders groups as a Prometheus rule file.
+func RulesYAML(groups ...RuleGroup) []byte {
 	var b bytes.Buffer
-	b.WriteString("# Prometheus alerting rules for xdslens xDS clients.\n")
-	b.WriteString("# Generated by `go generate ./dashboards/...` from alerts.go; do not edit.\n")
+	b.WriteString("# Prometheus recording and alerting rules for xdslens xDS clients.\n")
+	b.WriteString("# Generated by `go generate ./dashboards/...` from records.go and alerts.go; do not edit.\n")
 	b.WriteString("# Runbook: dashboards/RUNBOOK.md.\n")
 	b.WriteString("groups:\n")
 	for _, g := range groups {
 		fmt.Fprintf(&b, "  - name: %s\n", yamlString(g.Name))
 		b.WriteString("    rules:\n")
 		for _, r := range g.Rules {
-			fmt.Fprintf(&b, "      - alert: %s\n", yamlString(r.Alert))
-			if strings.Contains(r.Expr, "\n") {
-				b.WriteString("        expr: |-\n")
-				for _, line := range strings.Split(r.Expr, "\n") {
-					b.WriteString("          " + line + "\n")
-				}
-			} else {
+			if r.Record != "" {
+				fmt.Fprintf(&b, "      - record: %s\n", yamlString(r.Record))
 				fmt.Fprintf(&b, "        expr: %s\n", yamlString(r.Expr))
+				continue
 			}
+			fmt.Fprintf(&b, "      - alert: %s\n", yamlString(r.Alert))
+			fmt.Fprintf(&b, "        expr: %s\n", yamlString(r.Expr))
 			if r.For > 0 {
 				fmt.Fprintf(&b, "        for: %s\n", promDuration(r.For))
 			}
@@ -276,6 +348,12 @@ func AlertRulesYAML(groups []RuleGroup) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// RuleFile returns the rule file with the recording rules and the alerts
+// of o: the file that Prometheus must load for the dashboards and alerts.
+func RuleFile(o AlertOptions) []byte {
+	return RulesYAML(RecordingRules(), AlertRules(o))
 }
 
 // yamlString quotes s as a YAML double-quoted scalar (the JSON string

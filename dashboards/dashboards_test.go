@@ -2,6 +2,7 @@ package dashboards_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -65,6 +67,17 @@ func TestGeneratorIsDeterministic(t *testing.T) {
 	}
 }
 
+// sdkError turns what the SDK's generated decoders and validators return
+// into an error: they return their list of errors as an error even when
+// the list is empty.
+func sdkError(err error) error {
+	var list cog.BuildErrors
+	if errors.As(err, &list) && len(list) == 0 {
+		return nil
+	}
+	return err
+}
+
 // TestDashboardsUnmarshalStrict reads the committed JSON back with the
 // SDK's strict decoder, which rejects unknown fields, and validates it.
 func TestDashboardsUnmarshalStrict(t *testing.T) {
@@ -72,10 +85,10 @@ func TestDashboardsUnmarshalStrict(t *testing.T) {
 	for _, f := range dashboardFiles {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			var d dashboard.Dashboard
-			if err := d.UnmarshalJSONStrict(readFile(t, f)); err != nil {
+			if err := sdkError(d.UnmarshalJSONStrict(readFile(t, f))); err != nil {
 				t.Fatalf("strict unmarshal: %v", err)
 			}
-			if err := d.Validate(); err != nil {
+			if err := sdkError(d.Validate()); err != nil {
 				t.Fatalf("validate: %v", err)
 			}
 			if d.Uid == nil || *d.Uid == "" || len(*d.Uid) > 40 {
@@ -85,16 +98,30 @@ func TestDashboardsUnmarshalStrict(t *testing.T) {
 	}
 }
 
-// loadSchema compiles testdata/grafana-dashboard.jsonschema.json, the
-// dashboard JSON Schema of grafana-foundation-sdk v0.0.12, with the three
-// corrections that testdata/README.md explains: its generator turned
-// Grafana's "any value" (CUE `_`) into "an object" for override matcher
-// options and override values, and dropped the null of a threshold's
-// `number | null` value. Grafana itself writes strings, numbers and
-// arrays there, and null for the base threshold.
-func loadSchema(t *testing.T) *jsonschema.Schema {
+// TestStrictDecoderRejectsUnknownFields checks that the strict check can
+// fail once sdkError has dropped the SDK's empty error lists.
+func TestStrictDecoderRejectsUnknownFields(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	var d dashboard.Dashboard
+	if sdkError(d.UnmarshalJSONStrict([]byte(`{"title": "x", "panelz": []}`))) == nil {
+		t.Fatal("the strict decoder accepted an unknown field")
+	}
+}
+
+// schemaFiles are the dashboard JSON Schemas of grafana-foundation-sdk in
+// testdata: v0.0.12's (the one the project's schema checks started from)
+// and v0.0.18's (the SDK version the generator uses).
+var schemaFiles = []string{"grafana-dashboard.jsonschema.json", "grafana-dashboard-v0.0.18.jsonschema.json"}
+
+// loadSchema compiles one of schemaFiles with the corrections that
+// testdata/README.md explains: the SDK's generator turned Grafana's "any
+// value" (CUE `_`) into "an object" for override matcher options and
+// override values, and v0.0.12 dropped the null of a threshold's `number
+// | null` value. Grafana itself writes strings, numbers and arrays there,
+// and null for the base threshold.
+func loadSchema(t *testing.T, name string) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "grafana-dashboard.jsonschema.json"))
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +143,7 @@ func loadSchema(t *testing.T) *jsonschema.Schema {
 	}
 	if v := prop("Threshold", "value"); v["type"] == "number" {
 		v["type"] = []any{"number", "null"}
-	} else {
+	} else if _, ok := v["anyOf"]; !ok {
 		t.Fatalf("schema changed: threshold value %v", v)
 	}
 	c := jsonschema.NewCompiler()
@@ -134,23 +161,31 @@ func loadSchema(t *testing.T) *jsonschema.Schema {
 // TestDashboardsMatchSchema validates the committed JSON against Grafana's
 // dashboard JSON Schema.
 func TestDashboardsMatchSchema(t *testing.T) {
-	schema := loadSchema(t)
-	for _, f := range dashboardFiles {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(readFile(t, f)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := schema.Validate(v); err != nil {
-				t.Fatalf("%s does not match the dashboard schema: %v", f, err)
-			}
-		})
+	for _, name := range schemaFiles {
+		schema := loadSchema(t, name)
+		for _, f := range dashboardFiles {
+			t.Run(name+"/"+filepath.Base(f), func(t *testing.T) {
+				v, err := jsonschema.UnmarshalJSON(bytes.NewReader(readFile(t, f)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := schema.Validate(v); err != nil {
+					t.Fatalf("%s does not match %s: %v", f, name, err)
+				}
+			})
+		}
 	}
 }
 
 // TestSchemaRejectsBadDashboards checks that the schema check can fail.
 func TestSchemaRejectsBadDashboards(t *testing.T) {
-	schema := loadSchema(t)
+	for _, name := range schemaFiles {
+		testSchemaRejects(t, loadSchema(t, name))
+	}
+}
+
+func testSchemaRejects(t *testing.T, schema *jsonschema.Schema) {
+	t.Helper()
 	for _, bad := range []string{
 		`{"schemaVersion": 42, "templating": {}, "annotations": {}, "panelz": []}`,
 		`{"schemaVersion": 42, "templating": {}, "annotations": {}, "panels": [{"type": "timeseries", "gridPos": {"h": "8"}}]}`,
@@ -210,7 +245,7 @@ func TestPanels(t *testing.T) {
 // TestVariables checks that both dashboards have the variables the panels
 // use.
 func TestVariables(t *testing.T) {
-	want := []string{"datasource", "target", "server", "resource_type", "authority"}
+	want := []string{"datasource", "job", "instance", "target", "server", "resource_type", "authority"}
 	for _, f := range dashboardFiles {
 		var got []string
 		for _, v := range readDashboard(t, f).Templating.List {
@@ -244,6 +279,10 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricWatcherNotifications:      {dashboards.LabelTarget, dashboards.LabelResourceType, dashboards.LabelKind},
 	dashboards.MetricStreamsStarted:            {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.MetricStreamsEnded:              {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResponseReceived},
+	dashboards.RecordConnected:                 {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.RecordResources:                 {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelCacheState, dashboards.LabelResourceType},
+	dashboards.RecordAuthorityServer:           {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelServer, dashboards.LabelPriority},
+	"up":                                       {},
 }
 
 // scrapeLabels are added to every series by Prometheus or the exporter.
@@ -303,7 +342,7 @@ func promQLProblems(expr string) []error {
 			return nil
 		}
 		for _, l := range agg.Grouping {
-			found := slices.Contains(scrapeLabels, l)
+			found := slices.Contains(scrapeLabels, l) || l == "le"
 			for _, m := range metrics {
 				found = found || slices.Contains(seriesLabels[m], l)
 			}
@@ -331,11 +370,12 @@ func TestPanelPromQL(t *testing.T) {
 	}
 }
 
-// TestAlertPromQL parses every alert expression.
-func TestAlertPromQL(t *testing.T) {
-	for _, g := range dashboards.AlertRules(dashboards.DefaultAlertOptions()) {
+// TestRulePromQL parses every alert and recording rule expression, with
+// and without a job selector.
+func TestRulePromQL(t *testing.T) {
+	for _, g := range ruleGroups() {
 		for _, r := range g.Rules {
-			checkPromQL(t, r.Alert, r.Expr)
+			checkPromQL(t, r.Alert+r.Record, r.Expr)
 		}
 	}
 }
@@ -362,19 +402,31 @@ func TestPromQLCheckCatchesMistakes(t *testing.T) {
 func TestAlertRules(t *testing.T) {
 	runbook := string(readFile(t, "RUNBOOK.md"))
 	want := []string{
+		dashboards.AlertScrapeFailed, dashboards.AlertJobAbsent,
 		dashboards.AlertServerDisconnected, dashboards.AlertServerFlapping,
 		dashboards.AlertResourcesNACKed, dashboards.AlertResourcesDoesNotExist,
 		dashboards.AlertResourcesError, dashboards.AlertOnFallback,
 		dashboards.AlertFetchLatencyHigh,
 	}
 	var got []string
-	for _, g := range dashboards.AlertRules(dashboards.DefaultAlertOptions()) {
+	o := dashboards.DefaultAlertOptions()
+	o.JobSelector = `job="payments"`
+	for _, g := range []dashboards.RuleGroup{dashboards.AlertRules(o)} {
 		for _, r := range g.Rules {
 			got = append(got, r.Alert)
 			if r.Summary == "" || r.Severity == "" {
 				t.Errorf("%s: summary %q severity %q", r.Alert, r.Summary, r.Severity)
 			}
-			for _, l := range []string{"grpc_target", "instance", "job"} {
+			// The scrape alerts are about a process, or a job with no
+			// process: there is no client to name.
+			locate := []string{"grpc_target", "instance", "job"}
+			switch r.Alert {
+			case dashboards.AlertScrapeFailed:
+				locate = []string{"instance", "job"}
+			case dashboards.AlertJobAbsent:
+				locate = []string{"job"}
+			}
+			for _, l := range locate {
 				if !strings.Contains(r.Description, "$labels."+l) {
 					t.Errorf("%s: the description does not name the %s label: %q", r.Alert, l, r.Description)
 				}
@@ -396,7 +448,7 @@ func TestAlertRules(t *testing.T) {
 func TestPromDuration(t *testing.T) {
 	o := dashboards.DefaultAlertOptions()
 	o.FlapWindow = 90 * 60e9
-	for _, r := range dashboards.AlertRules(o)[0].Rules {
+	for _, r := range dashboards.AlertRules(o).Rules {
 		if r.Alert == dashboards.AlertServerFlapping && !strings.Contains(r.Expr, "[1h30m]") {
 			t.Errorf("flap window 90m written as %q", r.Expr)
 		}
@@ -417,7 +469,7 @@ func promtool(t *testing.T) string {
 // file.
 func TestPromtoolCheckRules(t *testing.T) {
 	tool := promtool(t)
-	out, err := exec.Command(tool, "check", "rules", filepath.FromSlash(dashboards.AlertRulesFile)).CombinedOutput()
+	out, err := exec.Command(tool, "check", "rules", filepath.FromSlash(dashboards.RulesFile)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
@@ -447,4 +499,16 @@ func TestPromtoolParsesPanelQueries(t *testing.T) {
 // quoteYAML quotes s as a YAML single-quoted scalar.
 func quoteYAML(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// ruleGroups are the rule groups the generator writes: the recording
+// rules, and the alerts with and without a job selector.
+func ruleGroups() []dashboards.RuleGroup {
+	o := dashboards.DefaultAlertOptions()
+	o.JobSelector = `job=~"payments|checkout"`
+	return []dashboards.RuleGroup{
+		dashboards.RecordingRules(),
+		dashboards.AlertRules(dashboards.DefaultAlertOptions()),
+		dashboards.AlertRules(o),
+	}
 }

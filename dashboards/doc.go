@@ -6,7 +6,8 @@
 //
 // Two dashboards are built with grafana-foundation-sdk:
 //
-//   - [Overview], "xDS client overview": connection to each xDS server,
+//   - [Overview], "xDS client overview": scrape health of each process,
+//     connection to each xDS server,
 //     server failures, valid and invalid resource updates, resources by
 //     cache state, the resources that are not ACKed, the server each
 //     authority uses (fallback), control-plane fetch latency and watcher
@@ -15,13 +16,19 @@
 //     resource type and state over time, one panel per resource type, and
 //     updates, latency and notifications per type.
 //
-// Both have the variables datasource, target, server, resource_type and
-// authority, and every panel has a description that says what a bad value
-// means and what to do about it.
+// Both have the variables datasource, job, instance, target, server,
+// resource_type and authority ([WithGroupLabel] adds one for a label such
+// as cluster before job); every query filters by the fleet variables, and
+// every panel has a description that says what a bad value means and what
+// to do about it. Every panel draws a cache state in the color of
+// [CacheStateColor].
 //
-// [AlertRules] returns the Prometheus alerting rules; [AlertRulesYAML]
-// renders them as a rule file that `promtool check rules` accepts. Each
-// alert has a section in RUNBOOK.md beside this file.
+// [RecordingRules] returns the recording rules of the series the
+// dashboards read ([RecordConnected], [RecordResources],
+// [RecordAuthorityServer]); [AlertRules] the alerting rules, with the
+// thresholds and job selector of [AlertOptions]; [RuleFile] renders both
+// as the rule file that Prometheus loads. Each alert has a section in
+// RUNBOOK.md beside this file.
 //
 // The generated files (the dashboard JSON that Grafana imports as is, a
 // Grafana provisioning example and the rule file) are committed beside the

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -232,15 +233,49 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		return len(labelValues(r, dashboards.LabelCacheState)) == len(dashboards.CacheStates)
 	})
 
-	// Every panel query returns series.
+	// Every panel query returns series with the fleet variables set to
+	// the xdswatch process, and none of another job (Prometheus scrapes
+	// itself too); legends name the instance of per-process series.
+	// Grafana writes a regular expression into a PromQL string, with its
+	// backslashes escaped.
+	fleet := map[string]string{"job": xdswatchJob, "instance": strings.ReplaceAll(regexp.QuoteMeta(watch.metrics), `\`, `\\`)}
 	for _, q := range allPanelQueries(t) {
-		expr := substitute(q.expr, rateWindow)
-		prom.waitUntil(t, q.name(), expr, func(r []sample) bool { return len(r) > 0 })
+		expr := substitute(q.expr, rateWindow, fleet)
+		if strings.HasPrefix(expr, "absent(") {
+			// NO TARGETS: nothing while the job has a target, 1 for a job
+			// that has none.
+			if r, err := prom.query(expr); err != nil || len(r) != 0 {
+				t.Errorf("%s: %q gives %v (%v), want nothing", q.name(), expr, r, err)
+			}
+			prom.waitFor(t, q.name()+" for a job without targets",
+				substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"}))
+			continue
+		}
+		r := prom.waitUntil(t, q.name(), expr, func(r []sample) bool { return len(r) > 0 })
+		for _, s := range r {
+			if j, ok := s.Metric["job"]; ok && j != xdswatchJob {
+				t.Errorf("%s: series %v of job %q passes the job filter %q", q.name(), s.Metric, j, xdswatchJob)
+			}
+			if _, ok := s.Metric["instance"]; ok && !strings.Contains(q.legend, "{{instance}}") && q.panelType != "table" {
+				t.Errorf("%s: series %v carry the instance, but the legend %q does not name it", q.name(), s.Metric, q.legend)
+			}
+		}
+	}
+	// Every query drops everything but the selected job: with a job that
+	// does not exist, no panel has data.
+	for _, q := range allPanelQueries(t) {
+		if strings.HasPrefix(q.expr, "absent(") {
+			continue
+		}
+		expr := substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"})
+		if r, err := prom.query(expr); err != nil || len(r) != 0 {
+			t.Errorf("%s: %q gives %v (%v) for a job that does not exist", q.name(), expr, r, err)
+		}
 	}
 
 	// Selected panels show what the scenario did.
 	prom.expectLabels(t, "cache states", states, dashboards.LabelCacheState, dashboards.CacheStates...)
-	connected := panelExpr(t, "Server connection")
+	connected := panelExpr(t, "Server connection", fleet)
 	prom.expectLabels(t, "disconnected servers", connected+" == 0", dashboards.LabelServer, dead, deadPrimary)
 	prom.expectLabels(t, "connected servers", connected+" == 1", dashboards.LabelServer, primary.Addr(), fallback.Addr())
 	prom.expectLabels(t, "server in use for fb.example",
@@ -252,8 +287,12 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	prom.expectLabels(t, "notification kinds", `sum by (kind) (`+dashboards.MetricWatcherNotifications+`) > 0`,
 		dashboards.LabelKind, "resource", "resource_error", "ambient_error")
 
+	// A server never reached shows as disconnected all the time.
+	prom.expectLabels(t, "time disconnected", panelExpr(t, "Time disconnected", fleet)+" == 1",
+		dashboards.LabelServer, dead, deadPrimary)
+
 	// Every alert expression fires on what the scenario did, located by
-	// its labels.
+	// its labels, and carries no OpenTelemetry scope label.
 	want := map[string]struct {
 		label  string
 		values []string
@@ -266,7 +305,10 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		dashboards.AlertOnFallback:            {dashboards.LabelServer, []string{fallback.Addr()}},
 		dashboards.AlertFetchLatencyHigh:      {dashboards.LabelServer, []string{primary.Addr()}},
 	}
-	for _, r := range e2eRules()[0].Rules {
+	for _, r := range e2eRules().Rules {
+		if r.Alert == dashboards.AlertScrapeFailed {
+			continue // checked once xdswatch is gone
+		}
 		w, ok := want[r.Alert]
 		if !ok {
 			t.Errorf("alert %s: the scenario does not check it", r.Alert)
@@ -276,6 +318,17 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
 			prom.expectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
 		}
+		res, err := prom.query(r.Expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range res {
+			for _, l := range []string{dashboards.LabelScopeName, dashboards.LabelScopeVersion} {
+				if _, ok := s.Metric[l]; ok {
+					t.Errorf("alert %s: series %v carries %s", r.Alert, s.Metric, l)
+				}
+			}
+		}
 	}
 	// Prometheus loaded the rule file and the alerts fire.
 	var alerts []string
@@ -284,14 +337,14 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	}
 	prom.waitForAlerts(t, alerts)
 	// The committed rules, with production thresholds, evaluate cleanly.
-	for _, r := range dashboards.AlertRules(dashboards.DefaultAlertOptions())[0].Rules {
+	for _, r := range dashboards.AlertRules(dashboards.DefaultAlertOptions()).Rules {
 		if _, err := prom.query(r.Expr); err != nil {
 			t.Errorf("committed alert %s: %v", r.Alert, err)
 		}
 	}
 
 	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
-		drawPictures(t, prom, dir, start, time.Now(), map[string]string{
+		drawPictures(t, prom, dir, "e2e-", start, time.Now(), map[string]string{
 			primary.Addr():  "primary",
 			fallback.Addr(): "fallback",
 			silent.Addr():   "silent",
@@ -299,17 +352,33 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 			deadPrimary:     "dead primary",
 		})
 	}
+
+	// xdswatch ends: the stat panels, instant queries, show no connection
+	// at all, not the last one; scrape health shows the instance DOWN, and
+	// the scrape alert fires for it.
 	watch.stop(t)
+	prom.waitUntil(t, "server connection after xdswatch ended", connected, func(r []sample) bool { return len(r) == 0 })
+	prom.expectLabels(t, "scrape health after xdswatch ended", panelExpr(t, "Scrape health", fleet)+" == 0",
+		"instance", watch.metrics)
+	for _, r := range e2eRules().Rules {
+		if r.Alert == dashboards.AlertScrapeFailed {
+			prom.expectLabels(t, "alert "+r.Alert, r.Expr, "instance", watch.metrics)
+		}
+	}
+	prom.waitForAlerts(t, []string{dashboards.AlertScrapeFailed})
 	prom.stop(t)
 }
 
+// xdswatchJob is the job name of xdswatch in the Prometheus of the test.
+const xdswatchJob = "xdswatch"
+
 // panelExpr returns the first query of the panel titled title, with the
-// variables substituted.
-func panelExpr(t *testing.T, title string) string {
+// variables substituted (those of set with their values).
+func panelExpr(t *testing.T, title string, set ...map[string]string) string {
 	t.Helper()
 	for _, q := range allPanelQueries(t) {
 		if q.title == title {
-			return substitute(q.expr, rateWindow)
+			return substitute(q.expr, rateWindow, set...)
 		}
 	}
 	t.Fatalf("no panel %q", title)
@@ -318,9 +387,10 @@ func panelExpr(t *testing.T, title string) string {
 
 // e2eRules are the alert rules with thresholds the scenario crosses within
 // seconds.
-func e2eRules() []dashboards.RuleGroup {
+func e2eRules() dashboards.RuleGroup {
 	o := dashboards.DefaultAlertOptions()
 	o.DisconnectedFor, o.NACKedFor, o.MissingFor, o.ReceivedErrorFor, o.FallbackFor, o.LatencyFor = 0, 0, 0, 0, 0, 0
+	o.ScrapeFailedFor = 0
 	o.FlapWindow, o.FlapFailures = time.Minute, 1
 	o.LatencyWindow, o.LatencySLO = time.Minute, e2eSLO
 	return dashboards.AlertRules(o)
@@ -518,23 +588,26 @@ type promServer struct {
 func startPrometheus(t *testing.T, bin, dir, target string) *promServer {
 	t.Helper()
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rules, dashboards.AlertRulesYAML(e2eRules()), 0o644); err != nil {
+	if err := os.WriteFile(rules, dashboards.RulesYAML(dashboards.RecordingRules(), e2eRules()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	config := filepath.Join(dir, "prometheus.yml")
+	addr := freeAddr(t)
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files:
   - %q
 scrape_configs:
-  - job_name: xdswatch
+  - job_name: %s
     static_configs:
       - targets: [%q]
-`, rules, target)), 0o644); err != nil {
+  - job_name: prometheus
+    static_configs:
+      - targets: [%q]
+`, rules, xdswatchJob, target, addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	log := &xdstest.SyncBuffer{}
 	cmd := exec.Command(bin,
 		"--config.file="+config,

@@ -25,16 +25,20 @@ func ExampleOverview() {
 	// Output: xDS client overview xdslens-xds-client-overview
 }
 
-// Write the alerting rules with a tighter latency SLO than the default.
+// Write the rule file with a tighter latency SLO than the default, for
+// the processes of one job.
 func ExampleAlertRules() {
 	o := dashboards.DefaultAlertOptions()
 	o.LatencySLO = 2 * time.Second
-	groups := dashboards.AlertRules(o)
-	for _, r := range groups[0].Rules {
+	o.JobSelector = `job="payments"`
+	group := dashboards.AlertRules(o)
+	for _, r := range group.Rules {
 		fmt.Println(r.Alert, r.Severity)
 	}
-	_ = os.WriteFile(os.DevNull, dashboards.AlertRulesYAML(groups), 0o644)
+	_ = os.WriteFile(os.DevNull, dashboards.RulesYAML(dashboards.RecordingRules(), group), 0o644)
 	// Output:
+	// XdsClientScrapeFailed critical
+	// XdsClientJobAbsent critical
 	// XdsClientServerDisconnected critical
 	// XdsClientServerFailuresFlapping warning
 	// XdsClientResourcesNACKed warning

@@ -17,9 +17,10 @@ const (
 	// ProvisioningFile is a Grafana dashboard provider that loads the two
 	// dashboards from a directory.
 	ProvisioningFile = "grafana/provisioning/dashboards/xdslens.yaml"
-	// AlertRulesFile is the Prometheus rule file, with
-	// [DefaultAlertOptions].
-	AlertRulesFile = "prometheus/xds-client-alerts.yaml"
+	// RulesFile is the Prometheus rule file: the recording rules the
+	// dashboards read and the alerts ([DefaultAlertOptions] unless
+	// [WithAlertOptions] says otherwise).
+	RulesFile = "prometheus/xds-client-rules.yaml"
 )
 
 // provisioning is a Grafana dashboard provider for the generated JSON.
@@ -47,15 +48,20 @@ providers:
 
 // Files returns every generated file, keyed by its path relative to the
 // dashboards directory: the dashboard JSON, the provisioning example and
-// the alerting rules.
-func Files() (map[string][]byte, error) {
+// the rule file. Without options they are the committed files.
+func Files(opts ...Option) (map[string][]byte, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	g := &gen{config: c}
 	files := map[string][]byte{
 		ProvisioningFile: []byte(provisioning),
-		AlertRulesFile:   AlertRulesYAML(AlertRules(DefaultAlertOptions())),
+		RulesFile:        RuleFile(c.alerts),
 	}
 	for path, build := range map[string]func() (dashboard.Dashboard, error){
-		OverviewFile:  Overview,
-		DrillDownFile: DrillDown,
+		OverviewFile:  g.overview,
+		DrillDownFile: g.drillDown,
 	} {
 		d, err := build()
 		if err != nil {

@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
 )
@@ -19,6 +20,7 @@ type panelQuery struct {
 	panelType string
 	refID     string
 	expr      string
+	legend    string
 	// instant is true for an instant query (tables), false for a range
 	// query.
 	instant bool
@@ -50,9 +52,25 @@ type rawPanel struct {
 	Description string          `json:"description"`
 	Datasource  json.RawMessage `json:"datasource"`
 	Panels      []rawPanel      `json:"panels"`
-	Targets     []struct {
+	FieldConfig struct {
+		Defaults struct {
+			Unit string `json:"unit"`
+		} `json:"defaults"`
+		Overrides []struct {
+			Matcher struct {
+				ID      string `json:"id"`
+				Options any    `json:"options"`
+			} `json:"matcher"`
+			Properties []struct {
+				ID    string `json:"id"`
+				Value any    `json:"value"`
+			} `json:"properties"`
+		} `json:"overrides"`
+	} `json:"fieldConfig"`
+	Targets []struct {
 		RefID   string `json:"refId"`
 		Expr    string `json:"expr"`
+		Legend  string `json:"legendFormat"`
 		Instant bool   `json:"instant"`
 		Range   bool   `json:"range"`
 	} `json:"targets"`
@@ -73,9 +91,15 @@ type rawDashboard struct {
 // readDashboard parses a committed dashboard file.
 func readDashboard(t testing.TB, path string) rawDashboard {
 	t.Helper()
+	return parseDashboard(t, path, readFile(t, path))
+}
+
+// parseDashboard parses the dashboard JSON js, named name in messages.
+func parseDashboard(t testing.TB, name string, js []byte) rawDashboard {
+	t.Helper()
 	var d rawDashboard
-	if err := json.Unmarshal(readFile(t, path), &d); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := json.Unmarshal(js, &d); err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
 	return d
 }
@@ -100,13 +124,21 @@ func allPanelQueries(t testing.TB) []panelQuery {
 	t.Helper()
 	var out []panelQuery
 	for _, f := range dashboardFiles {
-		for _, p := range readDashboard(t, f).panels() {
-			for _, tg := range p.Targets {
-				out = append(out, panelQuery{
-					file: f, title: p.Title, panelType: p.Type,
-					refID: tg.RefID, expr: tg.Expr, instant: tg.Instant && !tg.Range,
-				})
-			}
+		out = append(out, readDashboard(t, f).queries(f)...)
+	}
+	return out
+}
+
+// queries returns every query of every panel of d, a dashboard read from
+// file.
+func (d rawDashboard) queries(file string) []panelQuery {
+	var out []panelQuery
+	for _, p := range d.panels() {
+		for _, tg := range p.Targets {
+			out = append(out, panelQuery{
+				file: file, title: p.Title, panelType: p.Type,
+				refID: tg.RefID, expr: tg.Expr, legend: tg.Legend, instant: tg.Instant && !tg.Range,
+			})
 		}
 	}
 	return out
@@ -137,13 +169,35 @@ func variableQueries(t testing.TB) map[string]string {
 // varRE matches a Grafana template variable: $name or ${name}.
 var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
 
+// grafanaValues are the values Grafana gives its built-in variables for
+// a time range of window (a Prometheus duration of whole seconds, such as
+// "1m"), which also stands for $__rate_interval.
+func grafanaValues(window string) map[string]string {
+	d, err := time.ParseDuration(window)
+	if err != nil {
+		panic(err)
+	}
+	return map[string]string{
+		"__rate_interval": window,
+		"__range":         window,
+		"__range_s":       strconv.Itoa(int(d.Seconds())),
+	}
+}
+
 // substitute replaces Grafana's template variables in expr as a query
-// with every variable at "All" would see them: $__rate_interval becomes
-// rateInterval and every other variable the regular expression ".*".
-func substitute(expr, rateInterval string) string {
+// would see them: the built-in variables as grafanaValues(window) has
+// them, the variables in set with their values (regular expressions, as
+// Grafana formats them for =~), and every other one as "All" (".*").
+func substitute(expr, window string, set ...map[string]string) string {
+	values := grafanaValues(window)
+	for _, m := range set {
+		for k, v := range m {
+			values[k] = v
+		}
+	}
 	return varRE.ReplaceAllStringFunc(expr, func(v string) string {
-		if strings.Contains(v, "__rate_interval") {
-			return rateInterval
+		if val, ok := values[varRE.FindStringSubmatch(v)[1]]; ok {
+			return val
 		}
 		return ".*"
 	})

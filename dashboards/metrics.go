@@ -70,6 +70,12 @@ const (
 	// LabelPriority is the index of the server in its authority's server
 	// list on [MetricAuthorityServer] ("0" is the primary).
 	LabelPriority = "priority"
+	// LabelScopeName and LabelScopeVersion are the OpenTelemetry
+	// instrumentation scope that the exporter adds to every series. The
+	// rules and dashboards aggregate them away: they say nothing about the
+	// client, and the version changes with the library's.
+	LabelScopeName    = "otel_scope_name"
+	LabelScopeVersion = "otel_scope_version"
 )
 
 // Fetch outcomes, values of [LabelOutcome].
@@ -94,18 +100,31 @@ var CacheStates = []string{
 	"received_error_but_cached",
 }
 
-// stateColors is the color each cache state is drawn in: green for acked,
-// blue for waiting, red for states without a usable resource, orange for
-// states that still serve an older resource, purple for errors the server
-// sent.
-var stateColors = map[string]string{
-	"acked":                     "green",
-	"requested":                 "blue",
-	"does_not_exist":            "red",
-	"does_not_exist_but_cached": "orange",
-	"timeout":                   "dark-red",
-	"nacked":                    "semi-dark-red",
-	"nacked_but_cached":         "yellow",
-	"received_error":            "purple",
-	"received_error_but_cached": "light-purple",
+// CacheStateColor returns the Grafana color every panel draws the cache
+// state in: green for acked, blue for requested, and one hue per error
+// (red nacked, purple received_error, orange does_not_exist, yellow
+// timeout), lighter for the _but_cached variant that still serves an
+// older resource. It returns "" for a state it does not know.
+func CacheStateColor(state string) string {
+	switch state {
+	case "acked":
+		return "green"
+	case "requested":
+		return "blue"
+	case "nacked":
+		return "red"
+	case "nacked_but_cached":
+		return "super-light-red"
+	case "received_error":
+		return "purple"
+	case "received_error_but_cached":
+		return "super-light-purple"
+	case "does_not_exist":
+		return "orange"
+	case "does_not_exist_but_cached":
+		return "super-light-orange"
+	case "timeout":
+		return "yellow"
+	}
+	return ""
 }

@@ -14,22 +14,47 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
-// Template variable names shared by both dashboards.
+// Template variable names shared by both dashboards (and the group label
+// of [WithGroupLabel], whose variable has the label's name).
 const (
 	varDatasource   = "datasource"
+	varJob          = "job"
+	varInstance     = "instance"
 	varTarget       = "target"
 	varServer       = "server"
 	varResourceType = "resource_type"
 	varAuthority    = "authority"
 )
 
-// Label matchers that apply the template variables.
-var (
+// Label matchers that apply the client variables.
+const (
 	mTarget    = LabelTarget + `=~"$` + varTarget + `"`
 	mServer    = LabelServer + `=~"$` + varServer + `"`
 	mType      = LabelResourceType + `=~"$` + varResourceType + `"`
 	mAuthority = LabelAuthority + `=~"$` + varAuthority + `"`
 )
+
+// unitPerSecond is a Grafana custom unit "things/s", for rates of what is
+// not a request.
+func unitPerSecond(things string) string {
+	return "suffix: " + things + "/s"
+}
+
+// colorInterrupted is the color of the interrupted fetch outcome, which
+// is not a cache state: grey, a color no state has.
+const colorInterrupted = "#8E8E8E"
+
+// stateColumns renames the label columns of a table of cache entries.
+func stateColumns() map[string]string {
+	return map[string]string{
+		"instance":        "Instance",
+		LabelTarget:       "Target",
+		LabelAuthority:    "Authority",
+		LabelResourceType: "Resource type",
+		LabelCacheState:   "State",
+		"Value":           "Resources",
+	}
+}
 
 // rateInterval is Grafana's rate window, which adapts to the scrape
 // interval and the zoom.
@@ -72,28 +97,37 @@ func datasourceRef() common.DataSourceRef {
 	}
 }
 
-// query returns a range query with a legend.
-func query(refID, expr, legendFormat string) *prometheus.DataqueryBuilder {
+// promQuery returns a query of the datasource variable.
+func promQuery(refID, expr string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().
 		Datasource(datasourceRef()).
 		RefId(refID).
-		Expr(expr).
-		LegendFormat(legendFormat).
-		Range()
+		Expr(expr)
+}
+
+// instant returns an instant query with a legend: what a stat or bar
+// gauge shows is the value now, and a process that is gone shows no value
+// rather than its last one.
+func instant(refID, expr, legendFormat string) *prometheus.DataqueryBuilder {
+	return promQuery(refID, expr).LegendFormat(legendFormat).Instant()
+}
+
+// query returns a range query with a legend.
+func query(refID, expr, legendFormat string) *prometheus.DataqueryBuilder {
+	return promQuery(refID, expr).LegendFormat(legendFormat).Range()
 }
 
 // instantTable returns an instant query whose result is a table.
 func instantTable(refID, expr string) *prometheus.DataqueryBuilder {
-	return prometheus.NewDataqueryBuilder().
-		Datasource(datasourceRef()).
-		RefId(refID).
-		Expr(expr).
+	return promQuery(refID, expr).
 		Format(prometheus.PromQueryFormatTable).
 		Instant()
 }
 
-// variables returns the template variables of both dashboards.
-func variables() []cog.Builder[dashboard.VariableModel] {
+// variables returns the template variables of both dashboards: the
+// data source, the fleet (group label, job, instance), then the client's
+// labels, each narrowed by the ones before it.
+func (g *gen) variables() []cog.Builder[dashboard.VariableModel] {
 	all := dashboard.VariableOption{
 		Selected: cog.ToPtr(true),
 		Text:     dashboard.StringOrArrayOfString{ArrayOfString: []string{"All"}},
@@ -113,28 +147,48 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 			IncludeAll(true).
 			AllValue(".*")
 	}
-	return []cog.Builder[dashboard.VariableModel]{
+	fleet := g.fleet()
+	var groupMatchers []string
+	vars := []cog.Builder[dashboard.VariableModel]{
 		dashboard.NewDatasourceVariableBuilder(varDatasource).
 			Label("Data source").
 			Description("The Prometheus that scrapes the xdslens clients.").
 			Type("prometheus"),
+	}
+	if g.group != "" {
+		vars = append(vars, queryVar(g.group, g.group,
+			"The "+g.group+" label of the scraped processes.",
+			fmt.Sprintf("label_values(%s, %s)", MetricConnected, g.group)))
+		groupMatchers = fleet[:1]
+	}
+	// "All" jobs is the list of jobs with xDS clients, not ".*", so that
+	// the scrape health panel reads `up` of those jobs alone.
+	job := queryVar(varJob, "Job",
+		"The Prometheus job of the processes with xDS clients.",
+		fmt.Sprintf("label_values(%s, job)", sel(MetricConnected, groupMatchers...)))
+	job.AllValue("")
+	vars = append(vars, job,
+		queryVar(varInstance, "Instance",
+			"The scraped process (host:port): each process has its own xDS clients, even when they share a target name.",
+			fmt.Sprintf("label_values(%s, instance)", sel(MetricConnected, fleet[:len(fleet)-1]...))),
 		queryVar(varTarget, "Target",
 			"The client's target (grpc.target): one xDS client per target in a pool.",
-			fmt.Sprintf("label_values(%s, %s)", MetricResources, LabelTarget)),
+			fmt.Sprintf("label_values(%s, %s)", sel("", append([]string{`__name__=~"` + MetricConnected + "|" + MetricResources + `"`}, fleet...)...), LabelTarget)),
 		queryVar(varServer, "xDS server",
 			"The xDS server URI from the bootstrap (grpc.xds.server).",
-			fmt.Sprintf("label_values(%s, %s)", sel("", `__name__=~"`+MetricConnected+"|"+MetricServerFailures+`"`, mTarget), LabelServer)),
+			fmt.Sprintf("label_values(%s, %s)", sel("", append([]string{`__name__=~"` + MetricConnected + "|" + MetricServerFailures + `"`}, append(fleet, mTarget)...)...), LabelServer)),
 		queryVar(varResourceType, "Resource type",
 			"The xDS resource type (grpc.xds.resource_type), such as envoy.config.cluster.v3.Cluster.",
-			fmt.Sprintf("label_values(%s, %s)", sel(MetricResources, mTarget), LabelResourceType)),
+			fmt.Sprintf("label_values(%s, %s)", g.sel(MetricResources, mTarget), LabelResourceType)),
 		queryVar(varAuthority, "Authority",
 			`The xDS authority of the resource names (grpc.xds.authority): "#old" for names that are not xdstp:// URIs.`,
-			fmt.Sprintf("label_values(%s, %s)", sel(MetricResources, mTarget), LabelAuthority)),
-	}
+			fmt.Sprintf("label_values(%s, %s)", g.sel(MetricResources, mTarget), LabelAuthority)),
+	)
+	return vars
 }
 
 // newDashboard returns a builder with the settings both dashboards share.
-func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
+func (g *gen) newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 	return dashboard.NewDashboardBuilder(title).
 		Uid(uid).
 		Description(description).
@@ -144,7 +198,7 @@ func newDashboard(title, uid, description string) *dashboard.DashboardBuilder {
 		Refresh("30s").
 		Time("now-1h", "now").
 		Timezone(common.TimeZoneBrowser).
-		Variables(variables()).
+		Variables(g.variables()).
 		Link(dashboard.NewDashboardLinkBuilder("xdslens dashboards").
 			Type(dashboard.DashboardLinkTypeDashboards).
 			Tags([]string{"xdslens"}).
@@ -181,9 +235,30 @@ func connectedMapping() []dashboard.ValueMapping {
 func stateMapping() []dashboard.ValueMapping {
 	var pairs [][3]string
 	for _, s := range CacheStates {
-		pairs = append(pairs, [3]string{s, s, stateColors[s]})
+		pairs = append(pairs, [3]string{s, s, CacheStateColor(s)})
 	}
 	return []dashboard.ValueMapping{mapping(pairs...)}
+}
+
+// colorStates gives each series of b whose legend ends with a cache state
+// the state's color; props are more properties for every state but acked.
+func colorStates[B interface {
+	OverrideByRegexp(string, []dashboard.DynamicConfigValue) B
+}](b B, props ...dashboard.DynamicConfigValue) B {
+	for _, s := range CacheStates {
+		p := []dashboard.DynamicConfigValue{fixedColor(CacheStateColor(s))}
+		if s != "acked" {
+			p = append(p, props...)
+		}
+		b = b.OverrideByRegexp(stateRegexp(s), p)
+	}
+	return b
+}
+
+// stateRegexp matches a legend that ends with the cache state s, the
+// whole word, so that "nacked" does not match "nacked_but_cached".
+func stateRegexp(s string) string {
+	return "/(^|\\s)" + s + "$/"
 }
 
 // thresholds returns absolute thresholds: base color, then value/color
@@ -244,25 +319,15 @@ func timeSeries(title, description string) *timeseries.PanelBuilder {
 // get that state's color, and every state but acked is drawn opaque and
 // thick so that it stands out against the acked band.
 func stateSeries(title, description string) *timeseries.PanelBuilder {
-	p := timeSeries(title, description).
+	return colorStates(timeSeries(title, description).
 		Unit("short").
 		Decimals(0).
 		Min(0).
 		FillOpacity(15).
-		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))
-	for _, s := range CacheStates {
-		props := []dashboard.DynamicConfigValue{fixedColor(stateColors[s])}
-		if s != "acked" {
-			props = append(props,
-				dashboard.DynamicConfigValue{Id: "custom.fillOpacity", Value: 70},
-				dashboard.DynamicConfigValue{Id: "custom.lineWidth", Value: 2},
-			)
-		}
-		// Legends end with the state; match the whole word so that
-		// "nacked" does not match "nacked_but_cached".
-		p.OverrideByRegexp("/(^|\\s)"+s+"$/", props)
-	}
-	return p
+		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)),
+		dashboard.DynamicConfigValue{Id: "custom.fillOpacity", Value: 70},
+		dashboard.DynamicConfigValue{Id: "custom.lineWidth", Value: 2},
+	)
 }
 
 // stateTimeline returns a state timeline panel with the shared settings.
@@ -312,14 +377,8 @@ func tablePanel(title, description string, rename map[string]string) *table.Pane
 		WithTransformation(dashboard.DataTransformerConfig{
 			Id: "organize",
 			Options: map[string]any{
-				"excludeByName": map[string]any{
-					"Time":               true,
-					"__name__":           true,
-					"job":                true,
-					"otel_scope_name":    true,
-					"otel_scope_version": true,
-				},
-				"renameByName": rename,
+				"excludeByName": hiddenColumns(),
+				"renameByName":  rename,
 			},
 		})
 }

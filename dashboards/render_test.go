@@ -1,8 +1,8 @@
 package dashboards_test
 
-// Pictures of two overview panels, drawn as SVG from the end-to-end
-// scenario's data in Prometheus with the panels' own queries and colors.
-// The end-to-end test draws them when XDSLENS_DASHBOARD_PICTURES names a
+// Pictures of two overview panels, drawn as SVG from data in Prometheus
+// with the panels' own queries and colors. The demo script's test and the
+// end-to-end test draw them when XDSLENS_DASHBOARD_PICTURES names a
 // directory; README.md shows the committed ones.
 
 import (
@@ -23,30 +23,18 @@ import (
 	"github.com/xdslens/xdslens/dashboards"
 )
 
-// grafanaColors are the hex values of Grafana's named colors (dark theme).
+// grafanaColors are the hex values of the Grafana named colors (dark
+// theme) that the pictures use.
 var grafanaColors = map[string]string{
-	"green":         "#73BF69",
-	"blue":          "#5794F2",
-	"red":           "#F2495C",
-	"orange":        "#FF9830",
-	"dark-red":      "#C4162A",
-	"semi-dark-red": "#E02F44",
-	"yellow":        "#FADE2A",
-	"purple":        "#B877D9",
-	"light-purple":  "#CA95E5",
-}
-
-// stateColor is the Grafana color of each cache state in the dashboards.
-var stateColor = map[string]string{
-	"acked":                     "green",
-	"requested":                 "blue",
-	"does_not_exist":            "red",
-	"does_not_exist_but_cached": "orange",
-	"timeout":                   "dark-red",
-	"nacked":                    "semi-dark-red",
-	"nacked_but_cached":         "yellow",
-	"received_error":            "purple",
-	"received_error_but_cached": "light-purple",
+	"green":              "#73BF69",
+	"blue":               "#5794F2",
+	"red":                "#F2495C",
+	"purple":             "#B877D9",
+	"orange":             "#FF9830",
+	"yellow":             "#FADE2A",
+	"super-light-red":    "#FFA6B0",
+	"super-light-purple": "#DEB6F2",
+	"super-light-orange": "#FFCB7D",
 }
 
 // rangeSeries is one series of a range query.
@@ -97,9 +85,10 @@ func (p *promServer) queryRange(expr string, start, end time.Time, step time.Dur
 	return body.Data.Result, nil
 }
 
-// drawPictures writes SVG pictures of two overview panels into dir.
-// names gives a readable name to each server address.
-func drawPictures(t *testing.T, p *promServer, dir string, start, end time.Time, names map[string]string) {
+// drawPictures writes SVG pictures of two overview panels into dir, their
+// file names starting with prefix. names gives a readable name to server
+// addresses.
+func drawPictures(t *testing.T, p *promServer, dir, prefix string, start, end time.Time, names map[string]string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -110,7 +99,7 @@ func drawPictures(t *testing.T, p *promServer, dir string, start, end time.Time,
 		t.Fatal(err)
 	}
 	write := func(name, svg string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(svg), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, prefix+name), []byte(svg), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,7 +199,7 @@ func stackedSVG(title string, series []rangeSeries) string {
 		for i := len(ts) - 1; i >= 0; i-- {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(i), yOf(lower[i])))
 		}
-		color := grafanaColors[stateColor[st]]
+		color := grafanaColors[dashboards.CacheStateColor(st)]
 		opacity, width := 0.7, 2
 		if st == "acked" {
 			opacity, width = 0.15, 1
@@ -238,9 +227,13 @@ func timelineSVG(title string, series []rangeSeries, names map[string]string) st
 		b.WriteString("</svg>\n")
 		return b.String()
 	}
-	sort.Slice(series, func(i, j int) bool {
-		return names[series[i].Metric[dashboards.LabelServer]] < names[series[j].Metric[dashboards.LabelServer]]
-	})
+	name := func(s rangeSeries) string {
+		if n, ok := names[s.Metric[dashboards.LabelServer]]; ok {
+			return n
+		}
+		return s.Metric[dashboards.LabelServer]
+	}
+	sort.Slice(series, func(i, j int) bool { return name(series[i]) < name(series[j]) })
 	var b strings.Builder
 	svgHeader(&b, title)
 	rowH := math.Min(40, plotH/float64(max(len(series), 1)))
@@ -262,7 +255,7 @@ func timelineSVG(title string, series []rangeSeries, names map[string]string) st
 				xOf(ts[i]), y+2, xOf(ts[i+1])-xOf(ts[i])+0.3, rowH-4, color)
 		}
 		fmt.Fprintf(&b, "\n"+`<text x="%.1f" y="%.1f" fill="%s" text-anchor="end">%s</text>`+"\n",
-			plotX+112, y+rowH/2+4, svgText, html.EscapeString(names[s.Metric[dashboards.LabelServer]]))
+			plotX+112, y+rowH/2+4, svgText, html.EscapeString(name(s)))
 	}
 	for i, l := range []struct{ color, text string }{{"green", "CONNECTED"}, {"red", "DISCONNECTED"}} {
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="14" height="10" fill="%s"/><text x="%.1f" y="%.1f" fill="%s">%s</text>`+"\n",

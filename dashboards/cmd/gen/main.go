@@ -1,12 +1,17 @@
 // Command gen writes the generated files of package dashboards (the
 // Grafana dashboard JSON, the provisioning example and the Prometheus
-// alerting rules) into the current directory, which `go generate` sets to
-// the dashboards directory.
+// recording and alerting rules) into the current directory, which `go
+// generate` sets to the dashboards directory.
 //
 // Usage:
 //
 //	go generate ./dashboards/...
 //	go run ./dashboards/cmd/gen -dir dashboards
+//	go run ./dashboards/cmd/gen -dir /tmp/mine -group-label cluster -job-selector 'job="payments"'
+//
+// The flags -group-label and -job-selector are dashboards.WithGroupLabel
+// and AlertOptions.JobSelector; without them the files are the committed
+// ones.
 package main
 
 import (
@@ -21,16 +26,24 @@ import (
 
 func main() {
 	dir := flag.String("dir", ".", "the dashboards directory to write into")
+	group := flag.String("group-label", "", "a label that groups processes above the job, such as cluster, as one more dashboard variable")
+	jobs := flag.String("job-selector", "", `PromQL label matchers that select the jobs of the alerts, such as job="payments"`)
 	flag.Parse()
-	if err := write(*dir); err != nil {
+	alerts := dashboards.DefaultAlertOptions()
+	alerts.JobSelector = *jobs
+	opts := []dashboards.Option{dashboards.WithAlertOptions(alerts)}
+	if *group != "" {
+		opts = append(opts, dashboards.WithGroupLabel(*group))
+	}
+	if err := write(*dir, opts...); err != nil {
 		fmt.Fprintf(os.Stderr, "gen: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// write writes every file of dashboards.Files under dir.
-func write(dir string) error {
-	files, err := dashboards.Files()
+// write writes every file of dashboards.Files(opts...) under dir.
+func write(dir string, opts ...dashboards.Option) error {
+	files, err := dashboards.Files(opts...)
 	if err != nil {
 		return err
 	}

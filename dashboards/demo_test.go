@@ -1,0 +1,131 @@
+package dashboards_test
+
+// A test of scripts/demo-prometheus.sh: it starts the xdswatch demo and a
+// real Prometheus with the rule file, the test queries that Prometheus,
+// then stops the script and checks that both processes are gone. With
+// XDSLENS_DASHBOARD_PICTURES set to a directory it draws the README's
+// pictures there from the demo's data.
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xdslens/xdslens/dashboards"
+	"github.com/xdslens/xdslens/internal/xdstest"
+)
+
+// demoLine matches the lines of the script that name a process: its
+// PID and its address.
+var demoLine = regexp.MustCompile(`^(xdswatch|prometheus) \(pid (\d+)\):\s+(?:metrics at )?http://([^/ ]+)`)
+
+func TestDemoPrometheusScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs xdswatch and Prometheus")
+	}
+	if _, err := exec.LookPath("prometheus"); err != nil {
+		t.Skip("prometheus not found: install Debian's prometheus package (.ci/run does)")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not found: the script waits for Prometheus with it")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "demo-prometheus.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "PROM_ADDR="+freeAddr(t), "SCRAPE_INTERVAL=1s")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &xdstest.SyncBuffer{}
+	cmd.Stderr = stderr
+	start := time.Now()
+	demo := startProcess(t, "demo-prometheus.sh", cmd)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("demo-prometheus.sh stderr:\n%s", stderr.String())
+		}
+	})
+
+	// The script names both processes, then the rest of its help.
+	pids := map[string]int{}
+	addrs := map[string]string{}
+	found := make(chan error, 1)
+	go func() {
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			if m := demoLine.FindStringSubmatch(lines.Text()); m != nil {
+				pid, _ := strconv.Atoi(m[2])
+				pids[m[1]], addrs[m[1]] = pid, m[3]
+				if len(pids) == 2 {
+					found <- nil
+					break
+				}
+			}
+		}
+		if len(pids) < 2 {
+			found <- errors.New("the script ended its output without naming both processes")
+		}
+		for lines.Scan() {
+		}
+	}()
+	timer := time.NewTimer(3 * time.Minute) // the script builds xdswatch first
+	defer timer.Stop()
+	select {
+	case err := <-found:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-demo.done:
+		t.Fatalf("demo-prometheus.sh ended: %v", demo.err)
+	case <-timer.C:
+		t.Fatal("demo-prometheus.sh named no processes within 3 minutes")
+	}
+	prom := &promServer{process: demo, base: "http://" + addrs["prometheus"]}
+
+	// Prometheus scrapes the demo, with the recording rules loaded: the
+	// demo's four resources are acked, and the cluster it does not serve
+	// becomes does_not_exist when the resource timer fires.
+	states := `sum by (grpc_xds_cache_state) (` + dashboards.RecordResources + `{job="xdswatch"})`
+	prom.waitUntil(t, "demo cache states", states, func(r []sample) bool {
+		got := map[string]string{}
+		for _, s := range r {
+			got[s.Metric[dashboards.LabelCacheState]] = s.Value[1].(string)
+		}
+		return got["acked"] == "4" && got["does_not_exist"] == "1"
+	})
+	prom.expectLabels(t, "demo scrape health", panelExpr(t, "Scrape health", map[string]string{"job": "xdswatch"}),
+		"instance", addrs["xdswatch"])
+	// The alerting rules are loaded: the missing cluster's alert is pending.
+	prom.waitFor(t, "does-not-exist alert pending",
+		`ALERTS{alertname="`+dashboards.AlertResourcesDoesNotExist+`", alertstate="pending", grpc_xds_cache_state="does_not_exist"}`)
+
+	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
+		servers, err := prom.query(dashboards.RecordConnected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]string{}
+		for _, s := range servers {
+			names[s.Metric[dashboards.LabelServer]] = "demo control plane"
+		}
+		drawPictures(t, prom, dir, "demo-", start, time.Now(), names)
+	}
+
+	// SIGTERM (what Ctrl-C is to a script in a terminal) stops both.
+	demo.stop(t)
+	for name, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (pid %d) still exists after the script ended (%v)", name, pid, err)
+		}
+	}
+}
