@@ -26,9 +26,11 @@ func BenchmarkPerf(b *testing.B) {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
 			b.Run("subscribe/client", func(b *testing.B) { benchSubscribeClient(b, n, sotw) })
 			b.Run("subscribe/delta", func(b *testing.B) { benchSubscribeClient(b, n, delta) })
+			b.Run("subscribe/delta-push", func(b *testing.B) { benchSubscribeClient(b, n, deltaPush) })
 			b.Run("subscribe/raw-ads", func(b *testing.B) { benchSubscribeRaw(b, n) })
 			b.Run("update-all/client", func(b *testing.B) { benchUpdateClient(b, n, false, sotw) })
 			b.Run("update-all/delta", func(b *testing.B) { benchUpdateClient(b, n, false, delta) })
+			b.Run("update-all/delta-push", func(b *testing.B) { benchUpdateClient(b, n, false, deltaPush) })
 			b.Run("update-all/raw-ads", func(b *testing.B) { benchUpdateRaw(b, n, false) })
 			b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, n, true, sotw) })
 			b.Run("update-one/delta", func(b *testing.B) { benchUpdateClient(b, n, true, delta) })
