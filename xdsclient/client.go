@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,9 @@ type Client struct {
 	loadServers map[string]*loadServer // LRS reporting, by bootstrap.ServerConfig.Key()
 	toClose     []*channel             // channels to close once the lock is released
 	nEntries    int                    // cache entries, for Dump's allocation
+	// first and last are the ends of the list of cache entries, in the
+	// order they were made, which Dump walks a few at a time.
+	first, last *entry
 	streamSeq   uint64                 // ADS streams started, over all servers; a stream's ID
 	respGen     uint64                 // responses handled, over all servers
 	notes       []notification         // hook calls and watcher callbacks, queued on unlock
@@ -382,6 +386,7 @@ func (tx *txn) newEntry(typ xdsresource.Type, name string) (*entry, error) {
 	e := &entry{kind: k, name: name, auth: a}
 	k.table.add(e)
 	c.nEntries++
+	c.link(e)
 	a.addEntry(tx, e)
 	tx.setState(e, StateRequested, held{})
 	if ch := a.activeChan(); ch.failed {
@@ -407,6 +412,7 @@ func (c *Client) cancelWatch(ref *watcherRef) {
 	tx.setState(e, StateNone, held{})
 	e.kind.table.remove(e)
 	c.nEntries--
+	c.unlink(e)
 	e.auth.removeEntry(tx, e)
 }
 
@@ -433,6 +439,7 @@ func (c *Client) Close() {
 	c.entries = map[string]*typeEntries{}
 	c.authorities = map[string]*authority{}
 	c.nEntries = 0
+	c.first, c.last = nil, nil
 	loads := slices.Collect(maps.Values(c.loadServers))
 	c.loadServers = map[string]*loadServer{}
 	tx.unlock()
@@ -579,28 +586,51 @@ const dumpChunk = 256
 // seen, and a dump taken while updates flow shows each entry as it was when
 // its step ran. The snapshots share the cache's bytes (Raw, FailedRaw),
 // which must not be modified. A closed client has no entries.
-func (c *Client) Dump() []EntrySnapshot {
+func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
+
+// dump is Dump; held, when not nil, is told how long each holding of the
+// lock lasted.
+//
+// It walks the list of entries dumpChunk at a time, remembering where it
+// stopped: an entry removed meanwhile keeps its link to the next one (see
+// unlink), so the walk goes on from it; an entry made meanwhile is at the
+// end of the list and is seen if the walk gets there.
+func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 	tx := c.lock()
-	entries := make([]*entry, 0, c.nEntries)
-	for e := range c.allEntries() {
-		entries = append(entries, e)
-	}
+	n := c.nEntries
 	tx.unlock()
-	out := make([]EntrySnapshot, 0, len(entries))
-	for lo := 0; lo < len(entries); lo += dumpChunk {
+	out := make([]EntrySnapshot, 0, n+n/8)
+	var at *entry // the last entry walked
+	for started := false; !started || at != nil; started = true {
+		// Room is made before the lock is taken, and each holding starts
+		// with a fresh time slice, so that the scheduler seldom preempts
+		// the goroutine while it holds the lock.
+		out = slices.Grow(out, dumpChunk)
+		runtime.Gosched()
 		tx := c.lock()
+		start := time.Now()
 		if c.closed {
 			tx.unlock()
 			return nil
 		}
-		for _, e := range entries[lo:min(lo+dumpChunk, len(entries))] {
-			if !e.removed {
-				out = append(out, snapshotOf(e))
+		next := c.first
+		if at != nil {
+			next = at.next
+		}
+		for k := 0; next != nil && k < dumpChunk; k++ {
+			if !next.removed {
+				out = append(out, snapshotOf(next))
 			}
+			at, next = next, next.next
+		}
+		if next == nil {
+			at = nil
 		}
 		tx.unlock()
+		if held != nil {
+			held(time.Since(start))
+		}
 	}
-	clear(entries)
 	slices.SortFunc(out, func(a, b EntrySnapshot) int {
 		if c := strings.Compare(a.TypeURL, b.TypeURL); c != 0 {
 			return c
@@ -608,4 +638,33 @@ func (c *Client) Dump() []EntrySnapshot {
 		return strings.Compare(a.Name, b.Name)
 	})
 	return out
+}
+
+// link puts a new entry at the end of the list of entries.
+func (c *Client) link(e *entry) {
+	e.prev = c.last
+	if c.last != nil {
+		c.last.next = e
+	} else {
+		c.first = e
+	}
+	c.last = e
+}
+
+// unlink takes a removed entry out of the list of entries. Its own next
+// link is kept, so that a Dump that stopped at it goes on from there: the
+// entries after it are never taken out of the list without their links
+// being kept in the same way.
+func (c *Client) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.first = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.last = e.prev
+	}
+	e.prev = nil
 }

@@ -30,6 +30,9 @@ type entry struct {
 	x       *entryExtra // nil when every field of it is zero
 	sent    sentOn      // the stream of a server on which the subscription last went out; others in x.sent
 	seenGen uint64      // the response that last named this entry
+	// prev and next link the client's entries in the order they were made
+	// (Client.link); a removed entry keeps next.
+	prev, next *entry
 
 	timerGen        uint32 // counts the starts and stops of the timer
 	state           CacheState
