@@ -69,9 +69,9 @@ type Client struct {
 	// first and last are the ends of the list of cache entries, in the
 	// order they were made, which Dump walks a few at a time.
 	first, last *entry
-	streamSeq   uint64                 // ADS streams started, over all servers; a stream's ID
-	respGen     uint64                 // responses handled, over all servers
-	notes       []notification         // hook calls and watcher callbacks, queued on unlock
+	streamSeq   uint64         // ADS streams started, over all servers; a stream's ID
+	respGen     uint64         // responses handled, over all servers
+	notes       []notification // hook calls and watcher callbacks, queued on unlock
 	// While a response is applied its watcher callbacks wait in held, to
 	// be queued after its hooks.
 	holdWatchers bool
