@@ -579,12 +579,11 @@ const dumpChunk = 256
 
 // Dump returns every cache entry, sorted by type URL and name. It never
 // holds the client's lock for long, whatever the size of the cache: it
-// takes the list of entries (pointers) at once, then copies their fields a
-// few hundred entries at a time, so an update or a watch waits at most for
-// one such step. Each snapshot is one entry exactly as the cache held it;
-// entries removed meanwhile are left out, entries added meanwhile are not
-// seen, and a dump taken while updates flow shows each entry as it was when
-// its step ran. The snapshots share the cache's bytes (Raw, FailedRaw),
+// copies the entries a few hundred at a time, so an update or a watch waits
+// at most for one such step. Each snapshot is one entry exactly as the
+// cache held it; entries removed before their step are left out, entries
+// added meanwhile may or may not be seen, and a dump taken while updates
+// flow shows each entry as it was when its step ran. The snapshots share the cache's bytes (Raw, FailedRaw),
 // which must not be modified. A closed client has no entries.
 func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
 
