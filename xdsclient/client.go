@@ -577,6 +577,10 @@ type EntrySnapshot struct {
 // cache.
 const dumpChunk = 256
 
+// dumpWalkChunk is how many entries Dump lists per holding of the lock:
+// listing one costs far less than copying it.
+const dumpWalkChunk = 1024
+
 // Dump returns every cache entry, sorted by type URL and name. It never
 // holds the client's lock for long, whatever the size of the cache: it
 // copies the entries a few hundred at a time, so an update or a watch waits
@@ -590,21 +594,27 @@ func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
 // dump is Dump; held, when not nil, is told how long each holding of the
 // lock lasted.
 //
-// It walks the list of entries dumpChunk at a time, remembering where it
-// stopped: an entry removed meanwhile keeps its link to the next one (see
-// unlink), so the walk goes on from it; an entry made meanwhile is at the
-// end of the list and is seen if the walk gets there.
+// It lists the entries, walking the list of entries dumpWalkChunk at a time
+// and remembering where it stopped: an entry removed meanwhile keeps its
+// link to the next one (see unlink), so the walk goes on from it. It sorts
+// them by type URL and name, which never change, with the lock released,
+// and copies them dumpChunk at a time, leaving out those removed by then.
 func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
+	hold := func(start time.Time) {
+		if held != nil {
+			held(time.Since(start))
+		}
+	}
 	tx := c.lock()
 	n := c.nEntries
 	tx.unlock()
-	out := make([]EntrySnapshot, 0, n+n/8)
+	list := make([]*entry, 0, n+n/8)
 	var at *entry // the last entry walked
 	for started := false; !started || at != nil; started = true {
 		// Room is made before the lock is taken, and each holding starts
 		// with a fresh time slice, so that the scheduler seldom preempts
 		// the goroutine while it holds the lock.
-		out = slices.Grow(out, dumpChunk)
+		list = slices.Grow(list, dumpWalkChunk)
 		runtime.Gosched()
 		tx := c.lock()
 		start := time.Now()
@@ -616,9 +626,9 @@ func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 		if at != nil {
 			next = at.next
 		}
-		for k := 0; next != nil && k < dumpChunk; k++ {
+		for k := 0; next != nil && k < dumpWalkChunk; k++ {
 			if !next.removed {
-				out = append(out, snapshotOf(next))
+				list = append(list, next)
 			}
 			at, next = next, next.next
 		}
@@ -626,17 +636,61 @@ func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 			at = nil
 		}
 		tx.unlock()
-		if held != nil {
-			held(time.Since(start))
-		}
+		hold(start)
 	}
-	slices.SortFunc(out, func(a, b EntrySnapshot) int {
-		if c := strings.Compare(a.TypeURL, b.TypeURL); c != 0 {
-			return c
+	sortEntries(list)
+	out := make([]EntrySnapshot, 0, len(list))
+	for lo := 0; lo < len(list); lo += dumpChunk {
+		runtime.Gosched()
+		tx := c.lock()
+		start := time.Now()
+		if c.closed {
+			tx.unlock()
+			return nil
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
+		for _, e := range list[lo:min(lo+dumpChunk, len(list))] {
+			if !e.removed {
+				out = append(out, snapshotOf(e))
+			}
+		}
+		tx.unlock()
+		hold(start)
+	}
+	clear(list)
 	return out
+}
+
+// sortEntries sorts entries by type URL and name, fields set when an entry
+// is made and never changed, so the lock need not be held.
+func sortEntries(entries []*entry) {
+	rank := map[*typeEntries]int32{}
+	for _, e := range entries {
+		rank[e.kind] = 0
+	}
+	kinds := slices.SortedFunc(maps.Keys(rank), func(a, b *typeEntries) int {
+		return strings.Compare(a.typ.TypeURL(), b.typ.TypeURL())
+	})
+	for i, k := range kinds {
+		rank[k] = int32(i)
+	}
+	type key struct {
+		name string
+		rank int32
+		e    *entry
+	}
+	keys := make([]key, len(entries))
+	for i, e := range entries {
+		keys[i] = key{e.name, rank[e.kind], e}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.rank != b.rank {
+			return int(a.rank - b.rank)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	for i := range keys {
+		entries[i] = keys[i].e
+	}
 }
 
 // link puts a new entry at the end of the list of entries.

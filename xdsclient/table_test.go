@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // The table agrees with a map through random adds and removes, across
@@ -193,4 +196,47 @@ func TestEntryListWalk(t *testing.T) {
 	if c.last.name != "new" || c.first.name != "e3" || c.first.prev != nil {
 		t.Errorf("ends: first %q, last %q", c.first.name, c.last.name)
 	}
+}
+
+// sortEntries orders by type URL, then name, as a plain sort would.
+func TestSortEntries(t *testing.T) {
+	kinds := []*typeEntries{{typ: xdsresource.RouteConfigType}, {typ: xdsresource.ClusterType}, {typ: xdsresource.ListenerType}}
+	for _, n := range []int{0, 1, 2, 7, 1000} {
+		var es []*entry
+		for range n {
+			es = append(es, &entry{kind: kinds[rand.IntN(len(kinds))], name: fmt.Sprint("n", rand.IntN(n+1))})
+		}
+		want := slices.Clone(es)
+		slices.SortStableFunc(want, func(a, b *entry) int {
+			if c := strings.Compare(a.kind.typ.TypeURL(), b.kind.typ.TypeURL()); c != 0 {
+				return c
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		sortEntries(es)
+		for i := range es {
+			if es[i].kind != want[i].kind || es[i].name != want[i].name {
+				t.Fatalf("n=%d: position %d is %s/%s, want %s/%s", n, i, es[i].kind.typ.TypeURL(), es[i].name, want[i].kind.typ.TypeURL(), want[i].name)
+			}
+		}
+		if !sameSet(es, want) {
+			t.Fatalf("n=%d: entries lost or repeated by sorting", n)
+		}
+	}
+}
+
+func sameSet(a, b []*entry) bool {
+	seen := map[*entry]int{}
+	for _, e := range a {
+		seen[e]++
+	}
+	for _, e := range b {
+		seen[e]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
 }
