@@ -79,13 +79,16 @@ func validateRBACPolicy(p *rbacconfigv3.Policy, at string) error {
 	if p.GetCheckedCondition() != nil {
 		return fmt.Errorf("%s.checked_condition: not supported", at)
 	}
-	for i, perm := range p.GetPermissions() {
-		if err := validatePermission(perm, fmt.Sprintf("%s.permissions[%d]", at, i)); err != nil {
-			return err
-		}
+	if err := validateEach(p.GetPermissions(), at+".permissions", validatePermission); err != nil {
+		return err
 	}
-	for i, id := range p.GetPrincipals() {
-		if err := validatePrincipal(id, fmt.Sprintf("%s.principals[%d]", at, i)); err != nil {
+	return validateEach(p.GetPrincipals(), at+".principals", validatePrincipal)
+}
+
+// validateEach runs validate on each element of xs, found at at[i].
+func validateEach[T any](xs []T, at string, validate func(T, string) error) error {
+	for i, x := range xs {
+		if err := validate(x, fmt.Sprintf("%s[%d]", at, i)); err != nil {
 			return err
 		}
 	}
@@ -96,34 +99,20 @@ func validateRBACPolicy(p *rbacconfigv3.Policy, at string) error {
 func validatePermission(p *rbacconfigv3.Permission, at string) error {
 	switch r := p.GetRule().(type) {
 	case *rbacconfigv3.Permission_AndRules:
-		return validatePermissions(r.AndRules.GetRules(), at+".and_rules")
+		return validateEach(r.AndRules.GetRules(), at+".and_rules.rules", validatePermission)
 	case *rbacconfigv3.Permission_OrRules:
-		return validatePermissions(r.OrRules.GetRules(), at+".or_rules")
+		return validateEach(r.OrRules.GetRules(), at+".or_rules.rules", validatePermission)
 	case *rbacconfigv3.Permission_NotRule:
 		return validatePermission(r.NotRule, at+".not_rule")
 	case *rbacconfigv3.Permission_Any, *rbacconfigv3.Permission_DestinationPort, *rbacconfigv3.Permission_Metadata:
 		return nil // metadata never matches in gRPC, or always when inverted
-	case *rbacconfigv3.Permission_Header:
-		return validateRBACHeader(r.Header, at+".header")
-	case *rbacconfigv3.Permission_UrlPath:
-		return validateRBACPath(r.UrlPath, at+".url_path")
-	case *rbacconfigv3.Permission_DestinationIp:
-		return validateRBACCIDR(r.DestinationIp, at+".destination_ip")
-	case *rbacconfigv3.Permission_RequestedServerName:
-		return validateRBACString(r.RequestedServerName, at+".requested_server_name")
+	case *rbacconfigv3.Permission_Header, *rbacconfigv3.Permission_UrlPath,
+		*rbacconfigv3.Permission_DestinationIp, *rbacconfigv3.Permission_RequestedServerName:
+		return validateRBACMatcher(p, "rule", at)
 	case nil:
 		return fmt.Errorf("%s: no rule is set", at)
 	}
-	return fmt.Errorf("%s: rule %s is not supported", at, setOneof(p, "rule"))
-}
-
-func validatePermissions(ps []*rbacconfigv3.Permission, at string) error {
-	for i, p := range ps {
-		if err := validatePermission(p, fmt.Sprintf("%s.rules[%d]", at, i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fmt.Errorf("%s: rule %s is not supported", at, setOneof(p, "rule").Name())
 }
 
 // validatePrincipal checks a principal and the principals inside it.
@@ -131,9 +120,9 @@ func validatePermissions(ps []*rbacconfigv3.Permission, at string) error {
 func validatePrincipal(p *rbacconfigv3.Principal, at string) error {
 	switch id := p.GetIdentifier().(type) {
 	case *rbacconfigv3.Principal_AndIds:
-		return validatePrincipals(id.AndIds.GetIds(), at+".and_ids")
+		return validateEach(id.AndIds.GetIds(), at+".and_ids.ids", validatePrincipal)
 	case *rbacconfigv3.Principal_OrIds:
-		return validatePrincipals(id.OrIds.GetIds(), at+".or_ids")
+		return validateEach(id.OrIds.GetIds(), at+".or_ids.ids", validatePrincipal)
 	case *rbacconfigv3.Principal_NotId:
 		return validatePrincipal(id.NotId, at+".not_id")
 	case *rbacconfigv3.Principal_Any, *rbacconfigv3.Principal_Metadata:
@@ -143,38 +132,39 @@ func validatePrincipal(p *rbacconfigv3.Principal, at string) error {
 			return validateRBACString(name, at+".authenticated.principal_name")
 		}
 		return nil // any authenticated peer
-	case *rbacconfigv3.Principal_SourceIp:
-		return validateRBACCIDR(id.SourceIp, at+".source_ip")
-	case *rbacconfigv3.Principal_DirectRemoteIp:
-		return validateRBACCIDR(id.DirectRemoteIp, at+".direct_remote_ip")
-	case *rbacconfigv3.Principal_RemoteIp:
-		return validateRBACCIDR(id.RemoteIp, at+".remote_ip")
-	case *rbacconfigv3.Principal_Header:
-		return validateRBACHeader(id.Header, at+".header")
-	case *rbacconfigv3.Principal_UrlPath:
-		return validateRBACPath(id.UrlPath, at+".url_path")
+	case *rbacconfigv3.Principal_SourceIp, *rbacconfigv3.Principal_DirectRemoteIp, *rbacconfigv3.Principal_RemoteIp,
+		*rbacconfigv3.Principal_Header, *rbacconfigv3.Principal_UrlPath:
+		return validateRBACMatcher(p, "identifier", at)
 	case nil:
 		return fmt.Errorf("%s: no identifier is set", at)
 	}
-	return fmt.Errorf("%s: identifier %s is not supported", at, setOneof(p, "identifier"))
+	return fmt.Errorf("%s: identifier %s is not supported", at, setOneof(p, "identifier").Name())
 }
 
-func validatePrincipals(ps []*rbacconfigv3.Principal, at string) error {
-	for i, p := range ps {
-		if err := validatePrincipal(p, fmt.Sprintf("%s.ids[%d]", at, i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// setOneof returns the name of the field set in the oneof named oneof of m.
-func setOneof(m proto.Message, oneof string) string {
+// setOneof returns the field set in the oneof named oneof of m, which must
+// be set.
+func setOneof(m proto.Message, oneof string) protoreflect.FieldDescriptor {
 	r := m.ProtoReflect()
-	if fd := r.WhichOneof(r.Descriptor().Oneofs().ByName(protoreflect.Name(oneof))); fd != nil {
-		return string(fd.Name())
+	return r.WhichOneof(r.Descriptor().Oneofs().ByName(protoreflect.Name(oneof)))
+}
+
+// validateRBACMatcher checks the matcher set in the oneof named oneof of a
+// permission or principal m: a header matcher, a path matcher, a string
+// matcher or a CIDR range.
+func validateRBACMatcher(m proto.Message, oneof, at string) error {
+	fd := setOneof(m, oneof)
+	at += "." + string(fd.Name())
+	switch v := m.ProtoReflect().Get(fd).Message().Interface().(type) {
+	case *routev3.HeaderMatcher:
+		return validateRBACHeader(v, at)
+	case *matcherv3.PathMatcher:
+		return validateRBACPath(v, at)
+	case *matcherv3.StringMatcher:
+		return validateRBACString(v, at)
+	case *corev3.CidrRange:
+		return validateRBACCIDR(v, at)
 	}
-	return "?"
+	return fmt.Errorf("%s: not supported", at)
 }
 
 // validateRBACHeader checks a header matcher of a policy. The name is
@@ -234,7 +224,7 @@ func validateRBACString(m *matcherv3.StringMatcher, at string) error {
 	case nil:
 		return fmt.Errorf("%s: no match pattern is set", at)
 	}
-	return fmt.Errorf("%s: match pattern %s is not supported", at, setOneof(m, "match_pattern"))
+	return fmt.Errorf("%s: match pattern %s is not supported", at, setOneof(m, "match_pattern").Name())
 }
 
 // validateRBACCIDR checks a CIDR range of a policy: an IP address without
