@@ -51,32 +51,35 @@ const (
 // checkFilterConfig returns the type URL of a filter config and checks it
 // against known, the filters that are understood. A config wrapped in a
 // TypedStruct is identified by the type URL inside it and its fields are
-// not checked. ok is false when the type is not understood.
-func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (typeURL string, ok bool, err error) {
+// not read: msg is then nil. Otherwise msg is the unmarshalled config, to
+// be checked further by validateFilterConfig. ok is false when the type
+// is not understood.
+func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (typeURL string, msg proto.Message, ok bool, err error) {
 	switch cfg.GetTypeUrl() {
 	case xdsTypedStructURL:
 		ts := new(xdstypev3.TypedStruct)
 		if err := unmarshal(cfg.GetValue(), ts); err != nil {
-			return "", false, err
+			return "", nil, false, err
 		}
 		_, ok := known[ts.GetTypeUrl()]
-		return ts.GetTypeUrl(), ok, nil
+		return ts.GetTypeUrl(), nil, ok, nil
 	case udpaTypedStructURL:
 		ts := new(udpatypev1.TypedStruct)
 		if err := unmarshal(cfg.GetValue(), ts); err != nil {
-			return "", false, err
+			return "", nil, false, err
 		}
 		_, ok := known[ts.GetTypeUrl()]
-		return ts.GetTypeUrl(), ok, nil
+		return ts.GetTypeUrl(), nil, ok, nil
 	}
 	newMsg, ok := known[cfg.GetTypeUrl()]
 	if !ok {
-		return cfg.GetTypeUrl(), false, nil
+		return cfg.GetTypeUrl(), nil, false, nil
 	}
-	if err := unmarshal(cfg.GetValue(), newMsg()); err != nil {
-		return "", false, err
+	msg = newMsg()
+	if err := unmarshal(cfg.GetValue(), msg); err != nil {
+		return "", nil, false, err
 	}
-	return cfg.GetTypeUrl(), true, nil
+	return cfg.GetTypeUrl(), msg, true, nil
 }
 
 // checkFilterOverrides validates a typed_per_filter_config map: every entry
@@ -100,12 +103,16 @@ func checkFilterOverrides(m map[string]*anypb.Any) error {
 			}
 			cfg, optional = fc.GetConfig(), fc.GetIsOptional()
 		}
-		url, ok, err := checkFilterConfig(cfg, filterOverrides)
+		url, msg, ok, err := checkFilterConfig(cfg, filterOverrides)
 		switch {
 		case err != nil:
 			return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 		case !ok && !optional:
 			return fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, url)
+		case ok:
+			if err := validateFilterConfig(url, msg); err != nil {
+				return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+			}
 		}
 	}
 	return nil

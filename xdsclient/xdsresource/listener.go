@@ -175,7 +175,8 @@ func validateHCM(opts DecodeOptions, hcm *hcmv3.HttpConnectionManager, server bo
 // validateHTTPFilters checks the filter chain of a client's or a server's
 // HttpConnectionManager and returns the filters that are understood. The
 // router must come last and only last. A filter that gRPC runs only on the
-// other side is rejected, or left out when it is optional.
+// other side is rejected, or left out when it is optional; the fields of
+// its config are checked only when it is kept.
 func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter, error) {
 	side, sideName := clientFilters, "clients"
 	if server {
@@ -200,7 +201,7 @@ func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter
 			}
 			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
 		}
-		url, ok, err := checkFilterConfig(cfg, httpFilters)
+		url, msg, ok, err := checkFilterConfig(cfg, httpFilters)
 		if err != nil {
 			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
 		}
@@ -215,6 +216,9 @@ func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter
 				continue
 			}
 			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, url, sideName)
+		}
+		if err := validateFilterConfig(url, msg); err != nil {
+			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
 		}
 		out = append(out, HTTPFilter{Name: name, TypeURL: url, Config: cfg})
 		index = append(index, i)
