@@ -39,9 +39,11 @@ type serverSeries struct {
 	attrs     metric.MeasurementOption // target, server
 	connected int64
 	known     bool // the client has a channel to the server
-	types     map[string]*serverTypeSeries
-	ended     [2]metric.MeasurementOption // target, server, response_received false/true
-	lrsCalls  [4]metric.MeasurementOption // target, server, kind (lrsCallKinds), made on first use
+	// failuresShown is set once the failure counter has its series.
+	failuresShown bool
+	types         map[string]*serverTypeSeries
+	ended         [2]metric.MeasurementOption // target, server, response_received false/true
+	lrsCalls      [4]metric.MeasurementOption // target, server, kind (lrsCallKinds), made on first use
 }
 
 // serverTypeSeries are the series of one server and resource type.
@@ -200,13 +202,23 @@ func (st *serverTypeSeries) outcome(outcome string) metric.MeasurementOption {
 // connectivityChanged makes a server's connected series exist, at 0, from
 // the moment the client has a channel to it, so that a server never reached
 // reads 0 rather than nothing (gRFC A78).
+// connectivityChanged notes a server. The first time, its failure counter
+// is created at 0, so that a query of its increase sees the first failure
+// too (a counter series that appears at 1 has no increase).
 func (cm *clientMetrics) connectivityChanged(i xdsclient.ConnectivityInfo) {
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
 	if cm.closed {
+		cm.mu.Unlock()
 		return
 	}
-	cm.server(i.Server).known = true
+	s := cm.server(i.Server)
+	first := !s.failuresShown
+	s.known, s.failuresShown = true, true
+	attrs := s.attrs
+	cm.mu.Unlock()
+	if first {
+		cm.inst.serverFailure.Add(context.Background(), 0, attrs)
+	}
 }
 
 func (cm *clientMetrics) connectedChanged(i xdsclient.ConnectedInfo) {

@@ -32,7 +32,9 @@
 // number of label sets whatever the number of cached resources. Label sets
 // whose count is zero are not reported. The valid and invalid counters are
 // added to once per response, zero included, so both series exist from the
-// first response of a type.
+// first response of a type; the server_failure series of a server exists,
+// at zero, from the client's first sight of its channel, so that the
+// increase of a first failure (even of a server never reached) shows.
 //
 // # xdslens instruments
 //
