@@ -49,20 +49,26 @@ func BenchmarkCDSFullState(b *testing.B) {
 	}
 }
 
-func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryResponse, changed bool) {
+// loadedClient returns a client watching clusters c0..c<n-1> (one watcher
+// each, w) that has received first from srv.
+func loadedClient(b *testing.B, n int, first *discoveryv3.DiscoveryResponse) (*xdsclient.Client, *xdstest.PushServer, *xdstest.Countdown) {
 	srv := xdstest.NewPushServer(b)
-	addr := srv.Addr()
-	c, err := xdsclient.New(bootstrapFor(b, addr), xdsclient.WithLegacyDataErrorHandling(false), xdsclient.WithResourceTimeout(time.Hour))
+	c, err := xdsclient.New(bootstrapFor(b, srv.Addr()), xdsclient.WithLegacyDataErrorHandling(false), xdsclient.WithResourceTimeout(time.Hour))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(c.Close)
 	w := xdstest.NewCountdown(n)
 	for i := 0; i < n; i++ {
-		defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
+		b.Cleanup(c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w))
 	}
-	srv.Push <- responses[0]
+	srv.Push <- first
 	w.Wait()
+	return c, srv, w
+}
+
+func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryResponse, changed bool) {
+	_, srv, w := loadedClient(b, n, responses[0])
 	wire, _ := proto.Marshal(responses[0])
 	b.SetBytes(int64(len(wire)))
 	b.ReportAllocs()
@@ -78,18 +84,7 @@ func benchClient(b *testing.B, n int, responses [2]*discoveryv3.DiscoveryRespons
 func BenchmarkDumpLockHold(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			srv := xdstest.NewPushServer(b)
-			c, err := xdsclient.New(bootstrapFor(b, srv.Addr()), xdsclient.WithResourceTimeout(time.Hour))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			w := xdstest.NewCountdown(n)
-			for i := 0; i < n; i++ {
-				defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d", i), w)()
-			}
-			srv.Push <- xdstest.FullStateClusters(n, 0)
-			w.Wait()
+			c, _, _ := loadedClient(b, n, xdstest.FullStateClusters(n, 0))
 			var holds []time.Duration
 			b.ReportAllocs()
 			for b.Loop() {

@@ -600,10 +600,22 @@ func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
 // them by type URL and name, which never change, with the lock released,
 // and copies them dumpChunk at a time, leaving out those removed by then.
 func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
-	hold := func(start time.Time) {
+	// step runs f with the lock held, unless the client is closed. Each
+	// holding starts with a fresh time slice, so that the scheduler seldom
+	// preempts the goroutine while it holds the lock.
+	step := func(f func()) bool {
+		runtime.Gosched()
+		tx := c.lock()
+		start := time.Now()
+		open := !c.closed
+		if open {
+			f()
+		}
+		tx.unlock()
 		if held != nil {
 			held(time.Since(start))
 		}
+		return open
 	}
 	tx := c.lock()
 	n := c.nEntries
@@ -611,50 +623,39 @@ func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 	list := make([]*entry, 0, n+n/8)
 	var at *entry // the last entry walked
 	for started := false; !started || at != nil; started = true {
-		// Room is made before the lock is taken, and each holding starts
-		// with a fresh time slice, so that the scheduler seldom preempts
-		// the goroutine while it holds the lock.
-		list = slices.Grow(list, dumpWalkChunk)
-		runtime.Gosched()
-		tx := c.lock()
-		start := time.Now()
-		if c.closed {
-			tx.unlock()
+		list = slices.Grow(list, dumpWalkChunk) // room is made before the lock is taken
+		walk := func() {
+			next := c.first
+			if at != nil {
+				next = at.next
+			}
+			for k := 0; next != nil && k < dumpWalkChunk; k++ {
+				if !next.removed {
+					list = append(list, next)
+				}
+				at, next = next, next.next
+			}
+			if next == nil {
+				at = nil
+			}
+		}
+		if !step(walk) {
 			return nil
 		}
-		next := c.first
-		if at != nil {
-			next = at.next
-		}
-		for k := 0; next != nil && k < dumpWalkChunk; k++ {
-			if !next.removed {
-				list = append(list, next)
-			}
-			at, next = next, next.next
-		}
-		if next == nil {
-			at = nil
-		}
-		tx.unlock()
-		hold(start)
 	}
 	sortEntries(list)
 	out := make([]EntrySnapshot, 0, len(list))
 	for lo := 0; lo < len(list); lo += dumpChunk {
-		runtime.Gosched()
-		tx := c.lock()
-		start := time.Now()
-		if c.closed {
-			tx.unlock()
-			return nil
-		}
-		for _, e := range list[lo:min(lo+dumpChunk, len(list))] {
-			if !e.removed {
-				out = append(out, snapshotOf(e))
+		copyChunk := func() {
+			for _, e := range list[lo:min(lo+dumpChunk, len(list))] {
+				if !e.removed {
+					out = append(out, snapshotOf(e))
+				}
 			}
 		}
-		tx.unlock()
-		hold(start)
+		if !step(copyChunk) {
+			return nil
+		}
 	}
 	clear(list)
 	return out
