@@ -77,14 +77,7 @@ func TestRunInProcess(t *testing.T) {
 	}
 
 	cancel()
-	select {
-	case code := <-result:
-		if code != 0 {
-			t.Errorf("run returned %d after cancellation, want 0", code)
-		}
-	case <-time.After(testTimeout):
-		t.Fatal("run did not return after cancellation")
-	}
+	expectCleanReturn(t, result)
 	for l := range stdout {
 		t.Errorf("more stdout: %s", l)
 	}
@@ -203,5 +196,19 @@ func TestOneLine(t *testing.T) {
 		if got := oneLine(in); got != want {
 			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// expectCleanReturn waits for run's exit status on result, after its
+// context was cancelled: 0, within testTimeout.
+func expectCleanReturn(t *testing.T, result <-chan int) {
+	t.Helper()
+	select {
+	case code := <-result:
+		if code != 0 {
+			t.Errorf("run returned %d after cancellation, want 0", code)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("run did not return after cancellation")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -175,14 +174,7 @@ func TestRunTourInProcess(t *testing.T) {
 				}
 			}
 			cancel()
-			select {
-			case code := <-result:
-				if code != 0 {
-					t.Errorf("run returned %d after cancellation, want 0", code)
-				}
-			case <-time.After(testTimeout):
-				t.Fatal("run did not return after cancellation")
-			}
+			expectCleanReturn(t, result)
 			for range stderr {
 			}
 		})
