@@ -47,6 +47,12 @@ type channel struct {
 	connected       bool   // gRFC A78's connected gauge
 	streamID        uint64 // current stream, 0 when none
 	streamResponded bool   // a response was read on the current stream
+	// Over delta: resumed is the stream whose first requests carried the
+	// versions held (initial_resource_versions); the server need not
+	// answer those. fullResync asks the next stream to leave them out.
+	resumed    uint64
+	fullResync bool
+	noVersions uint64 // the stream whose first requests carry no versions
 	attempts        int
 	lastStream      error // how the last stream failed, for connectivity errors
 
@@ -489,6 +495,9 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	c.streamSeq++
 	ch.streamID = c.streamSeq
 	id := ch.streamID
+	if ch.fullResync {
+		ch.noVersions, ch.fullResync = id, false
+	}
 	for _, ts := range ch.types {
 		ts.reset()
 	}
@@ -561,6 +570,11 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 	if c.closed || ch.closed {
 		return
 	}
+	// A delta stream resumed with the versions held may rightly get no
+	// response: nothing changed. Its end is not a server failure (gRFC
+	// A57 presumes a server answers every stream); the next stream asks
+	// for everything, and its end without a response is one.
+	quietResume := started && !gotResponse && ch.resumed != 0 && ch.resumed == ch.streamID
 	ch.streamID = 0
 	for e := range ch.timed {
 		ch.stopTimer(tx, e)
@@ -588,6 +602,10 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 		return
 	case gotResponse:
 		c.logger.Debug("ADS stream ended after a response; reconnecting", "server", ch.uri, "err", err)
+		return
+	case quietResume:
+		c.logger.Debug("resumed delta stream ended without a response (nothing had changed); the next stream asks for everything", "server", ch.uri, "err", err)
+		ch.fullResync = true
 		return
 	}
 	ch.lastStream = err

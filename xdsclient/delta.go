@@ -159,7 +159,7 @@ func (ch *channel) resubscribe(tx *txn, ts *typeState, url string, id uint64) ([
 		names = append(names, e.name)
 		e.markSent(ch, id)
 		ch.maybeStartTimer(tx, e)
-		if r := e.res; r.ok() && r.from.ch == ch && !ch.failed {
+		if r := e.res; r.ok() && r.from.ch == ch && !ch.failed && ch.noVersions != id {
 			if versions == nil {
 				versions = map[string]string{}
 			}
@@ -168,6 +168,9 @@ func (ch *channel) resubscribe(tx *txn, ts *typeState, url string, id uint64) ([
 	}
 	ts.resync = false
 	ts.subs = nil
+	if versions != nil {
+		ch.resumed = id
+	}
 	return names, versions
 }
 

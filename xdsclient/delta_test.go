@@ -198,13 +198,27 @@ func TestDeltaReconnect(t *testing.T) {
 	}
 	rec.ExpectNone(t)
 
-	w2.end(errUnavailable("stream killed before a response"))
-	rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	// The server had nothing new to send: the end of that stream without a
+	// response is no server failure, and the next stream asks for
+	// everything.
+	w2.end(errUnavailable("stream ended with nothing sent"))
 	w3 := delta.next(f)
 	if r := w3.recv(); len(r.initial) != 0 || !slices.Equal(r.names, []string{"c1"}) {
+		t.Fatalf("first request after a resumed stream ended quietly %+v, want subscribe [c1] with no initial versions", r)
+	}
+	rec.ExpectNone(t)
+	if n := len(f.hooks.failures.snapshot()); n != 0 {
+		t.Fatalf("%d server failures after a resumed stream ended quietly, want 0", n)
+	}
+
+	// A stream that asked for everything and got nothing is a failure.
+	w3.end(errUnavailable("stream killed before a response"))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
+	w4 := delta.next(f)
+	if r := w4.recv(); len(r.initial) != 0 || !slices.Equal(r.names, []string{"c1"}) {
 		t.Fatalf("first request after a server failure %+v, want subscribe [c1] with no initial versions", r)
 	}
-	w3.send("c1-v1", controlplane.Cluster("c1", "c1"))
+	w4.send("c1-v1", controlplane.Cluster("c1", "c1"))
 	expectCleared(t, rec)
 }
 
