@@ -53,8 +53,8 @@ type channel struct {
 	resumed    uint64
 	fullResync bool
 	noVersions uint64 // the stream whose first requests carry no versions
-	attempts        int
-	lastStream      error // how the last stream failed, for connectivity errors
+	attempts   int
+	lastStream error // how the last stream failed, for connectivity errors
 
 	// The does-not-exist timers of the entries in timed share one runtime
 	// timer, wheel, set for the first slot of timerQ: every timer of a

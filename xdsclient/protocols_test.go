@@ -182,6 +182,15 @@ func TestProtocolsStreamFailure(t *testing.T) {
 		w2.end(errUnavailable("killed after a response"))
 		w3 := p.next(f)
 		w3.recv()
+		if p.name == "delta" {
+			// Resumed with the versions held, the stream may rightly get
+			// nothing: its quiet end is no failure, and the next stream
+			// asks for everything.
+			w3.end(errUnavailable("ended with nothing new"))
+			w3 = p.next(f)
+			w3.recv()
+			rec.ExpectNone(t)
+		}
 		w3.end(errUnavailable("killed again before a response"))
 		e = rec.Expect(t, xdsclient.NotifyAmbientError, codes.Unavailable)
 		if !contains(e.Err, "killed again before a response") {
