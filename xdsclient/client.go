@@ -575,7 +575,7 @@ type EntrySnapshot struct {
 // dumpChunk is how many entries Dump copies per holding of the lock: an
 // update never waits behind more than this many copies, however large the
 // cache.
-const dumpChunk = 256
+const dumpChunk = 128
 
 // dumpWalkChunk is how many entries Dump lists per holding of the lock:
 // listing one costs far less than copying it.
