@@ -12,6 +12,8 @@ import (
 	lrsv3 "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/backoff"
 )
 
 // FeatureSendAllClusters is the client feature, added to the node of the
@@ -101,7 +103,8 @@ type options struct {
 
 // WithBackoff sets the delay before retry number retries (counted from 0)
 // of a stream that ended before any valid response. A stream that had one
-// is opened again at once. The default waits one second.
+// is opened again at once. The default is gRPC's connection backoff (1s,
+// ×1.6, ±20%, at most 120s), as for the client's ADS streams.
 func WithBackoff(delay func(retries int) time.Duration) Option {
 	return optionFunc(func(o *options) { o.backoff = delay })
 }
@@ -142,7 +145,7 @@ type Reporter struct {
 // client with node (cloned, with FeatureSendAllClusters added). It returns
 // at once; Stop ends the reporting.
 func Start(cc grpc.ClientConnInterface, store *Store, node *corev3.Node, opts ...Option) *Reporter {
-	o := options{backoff: func(int) time.Duration { return time.Second }}
+	o := options{backoff: backoff.Default.Delay}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
