@@ -370,7 +370,12 @@ func TestStopWhileServerUnreachable(t *testing.T) {
 		default:
 		}
 	}}), lrs.WithBackoff(func(int) time.Duration { return time.Hour }))
-	i := <-ended
+	var i lrs.StreamEndInfo
+	select {
+	case i = <-ended:
+	case <-testContext(t).Done():
+		t.Fatal("the attempt to create the stream did not end")
+	}
 	if i.Created || i.Err == nil || i.Backoff != time.Hour {
 		t.Errorf("stream end = %+v, want a stream not created, its error, and the backoff", i)
 	}
