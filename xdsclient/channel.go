@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -613,10 +614,67 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 	ch.fail(tx, fmt.Errorf("ADS stream failed before any response: %w", err), true)
 }
 
-// pendingRequest is a request ready to send, with the NACK it carries.
-type pendingRequest struct {
-	req  *discoveryv3.DiscoveryRequest
-	nack error
+// pendingRequest is a request of either protocol ready to send, with what
+// its RequestSent hooks report.
+type pendingRequest[R any] struct {
+	req  R
+	info RequestInfo
+}
+
+// sendRequests writes reqs on stream id with send, each followed by its
+// RequestSent hooks, and stops at the first write that fails.
+func sendRequests[R any](ch *channel, id uint64, reqs []pendingRequest[R], send func(R) error) error {
+	for _, p := range reqs {
+		if err := send(p.req); err != nil {
+			return err
+		}
+		ch.requestSent(id, p.info)
+	}
+	return nil
+}
+
+// errorDetail is the error_detail of a request that NACKs with nack: nil
+// for an ACK.
+func errorDetail(nack error) *rpcstatus.Status {
+	if nack == nil {
+		return nil
+	}
+	return &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: nack.Error()}
+}
+
+// firstNode returns the node for the first request of a stream, first set
+// until it is taken, and nil for the others.
+func (c *Client) firstNode(first *bool) *corev3.Node {
+	if !*first {
+		return nil
+	}
+	*first = false
+	return c.node
+}
+
+// sendAll returns the names of every entry of the type url subscribed on
+// ch, and marks those not yet sent on stream id sent, starting their
+// timers. The subscriptions count as sent from here (gRFC A57 starts the
+// timer once they are): the request is written right after, and if the
+// write fails the stream ends and the timers stop. Starting them after the
+// write would let a fast answer overtake them. each, if not nil, is called
+// for every entry.
+func (ch *channel) sendAll(tx *txn, ts *typeState, url string, id uint64, each func(*entry)) []string {
+	names := make([]string, 0, ts.n)
+	for e := range ch.c.tableOf(url).all() {
+		if !e.auth.uses(ch) {
+			continue
+		}
+		names = append(names, e.name)
+		if e.sentStream(ch) != id {
+			e.markSent(ch, id)
+			ch.maybeStartTimer(tx, e)
+		}
+		if each != nil {
+			each(e)
+		}
+	}
+	return names
 }
 
 // adsStream is one ADS stream, State of the World or delta.
@@ -656,13 +714,7 @@ func (s sotwStream) receive() (func(*channel, uint64), error) {
 // whole current subscription: subscription changes made while a send is
 // in flight are coalesced into the next request.
 func (s sotwStream) send(ch *channel, id uint64, first *bool) error {
-	for _, p := range ch.takeRequests(id, first) {
-		if err := s.st.Send(p.req); err != nil {
-			return err
-		}
-		ch.afterSend(id, p)
-	}
-	return nil
+	return sendRequests(ch, id, ch.takeRequests(id, first), s.st.Send)
 }
 
 // sendLoop writes the requests that are due whenever wake says some are,
@@ -681,58 +733,34 @@ func (ch *channel) sendLoop(ctx context.Context, stream adsStream, id uint64) {
 	}
 }
 
-func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest {
+func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest[*discoveryv3.DiscoveryRequest] {
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
 	if ch.streamID != id || c.closed || ch.closed {
 		return nil
 	}
-	var out []pendingRequest
+	var out []pendingRequest[*discoveryv3.DiscoveryRequest]
 	for _, url := range c.typeOrder {
 		ts := ch.types[url]
 		if ts == nil || !ts.dirty || (ts.n == 0 && !ts.sentOnce) {
 			continue
 		}
-		// The subscriptions count as sent from here (gRFC A57 starts the
-		// timer once they are): the request is written right after, and
-		// if the write fails the stream ends and the timers stop. Starting
-		// them after the write would let a fast answer overtake them.
-		names := make([]string, 0, ts.n)
-		for e := range c.tableOf(url).all() {
-			if !e.auth.uses(ch) {
-				continue
-			}
-			names = append(names, e.name)
-			if e.sentStream(ch) != id {
-				e.markSent(ch, id)
-				ch.maybeStartTimer(tx, e)
-			}
-		}
 		req := &discoveryv3.DiscoveryRequest{
 			TypeUrl:       url,
 			VersionInfo:   ts.version,
 			ResponseNonce: ts.nonce,
-			ResourceNames: names,
+			ResourceNames: ch.sendAll(tx, ts, url, id, nil),
+			ErrorDetail:   errorDetail(ts.nack),
+			Node:          c.firstNode(first),
 		}
-		if ts.nack != nil {
-			req.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: ts.nack.Error()}
-		}
-		if *first {
-			req.Node = c.node
-			*first = false
-		}
-		out = append(out, pendingRequest{req: req, nack: ts.nack})
+		out = append(out, pendingRequest[*discoveryv3.DiscoveryRequest]{req: req, info: RequestInfo{TypeURL: url,
+			Names: len(req.ResourceNames), Version: req.VersionInfo, Nonce: req.ResponseNonce, NACK: ts.nack}})
 		ts.dirty = false
 		ts.nack = nil
 		ts.sentOnce = true
 	}
 	return out
-}
-
-func (ch *channel) afterSend(id uint64, p pendingRequest) {
-	ch.requestSent(id, RequestInfo{TypeURL: p.req.TypeUrl, Names: len(p.req.ResourceNames),
-		Version: p.req.VersionInfo, Nonce: p.req.ResponseNonce, NACK: p.nack})
 }
 
 // requestSent calls the RequestSent hooks for a request written on stream

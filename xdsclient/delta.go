@@ -5,8 +5,6 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -75,20 +73,7 @@ func (s deltaStream) receive() (func(*channel, uint64), error) {
 }
 
 func (s deltaStream) send(ch *channel, id uint64, first *bool) error {
-	for _, p := range ch.takeDeltaRequests(id, first) {
-		if err := s.st.Send(p.req); err != nil {
-			return err
-		}
-		ch.requestSent(id, RequestInfo{TypeURL: p.req.GetTypeUrl(), Names: len(p.req.GetResourceNamesSubscribe()),
-			Unsubscribed: len(p.req.GetResourceNamesUnsubscribe()), Nonce: p.req.GetResponseNonce(), NACK: p.nack})
-	}
-	return nil
-}
-
-// pendingDelta is a delta request ready to send, with the NACK it carries.
-type pendingDelta struct {
-	req  *discoveryv3.DeltaDiscoveryRequest
-	nack error
+	return sendRequests(ch, id, ch.takeDeltaRequests(id, first), s.st.Send)
 }
 
 // takeDeltaRequests returns the delta requests due on stream id, at most
@@ -96,14 +81,14 @@ type pendingDelta struct {
 // and the ACK or NACK of the last response. Its cost is that of what
 // changed, not of what is subscribed, except for the first request of a
 // type on a stream, which subscribes everything.
-func (ch *channel) takeDeltaRequests(id uint64, first *bool) []pendingDelta {
+func (ch *channel) takeDeltaRequests(id uint64, first *bool) []pendingRequest[*discoveryv3.DeltaDiscoveryRequest] {
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
 	if ch.streamID != id || c.closed || ch.closed {
 		return nil
 	}
-	var out []pendingDelta
+	var out []pendingRequest[*discoveryv3.DeltaDiscoveryRequest]
 	for _, url := range c.typeOrder {
 		ts := ch.types[url]
 		if ts == nil || !ts.dirty {
@@ -129,14 +114,10 @@ func (ch *channel) takeDeltaRequests(id uint64, first *bool) []pendingDelta {
 		if len(req.ResourceNamesSubscribe)+len(req.ResourceNamesUnsubscribe) == 0 && ts.nonce == "" && ts.nack == nil {
 			continue // nothing changed and nothing to acknowledge
 		}
-		if ts.nack != nil {
-			req.ErrorDetail = &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: ts.nack.Error()}
-		}
-		if *first {
-			req.Node = c.node
-			*first = false
-		}
-		out = append(out, pendingDelta{req: req, nack: ts.nack})
+		req.ErrorDetail = errorDetail(ts.nack)
+		req.Node = c.firstNode(first)
+		out = append(out, pendingRequest[*discoveryv3.DeltaDiscoveryRequest]{req: req, info: RequestInfo{TypeURL: url,
+			Names: len(req.ResourceNamesSubscribe), Unsubscribed: len(req.ResourceNamesUnsubscribe), Nonce: req.ResponseNonce, NACK: ts.nack}})
 		ts.nack = nil
 		ts.nonce = "" // a nonce is acknowledged once
 		ts.sentOnce = true
@@ -150,22 +131,19 @@ func (ch *channel) takeDeltaRequests(id uint64, first *bool) []pendingDelta {
 // everything again, which shows that it serves again and ends the errors
 // its failure caused (gRFC A88), as a State of the World stream would.
 func (ch *channel) resubscribe(tx *txn, ts *typeState, url string, id uint64) ([]string, map[string]string) {
-	names := make([]string, 0, ts.n)
 	var versions map[string]string
-	for e := range ch.c.tableOf(url).all() {
-		if !e.auth.uses(ch) {
-			continue
-		}
-		names = append(names, e.name)
-		e.markSent(ch, id)
-		ch.maybeStartTimer(tx, e)
-		if r := e.res; r.ok() && r.from.ch == ch && !ch.failed && ch.noVersions != id {
-			if versions == nil {
-				versions = map[string]string{}
+	var each func(*entry)
+	if !ch.failed && ch.noVersions != id {
+		each = func(e *entry) {
+			if r := e.res; r.ok() && r.from.ch == ch {
+				if versions == nil {
+					versions = map[string]string{}
+				}
+				versions[e.name] = r.from.version
 			}
-			versions[e.name] = r.from.version
 		}
 	}
+	names := ch.sendAll(tx, ts, url, id, each)
 	ts.resync = false
 	ts.subs = nil
 	if versions != nil {
