@@ -116,6 +116,7 @@ func TestDeltaControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	eds.Expect(t, xdsclient.NotifyAmbientError, codes.NotFound)
+	drain(t, c)
 	for _, w := range []*xdstest.Watcher{lds, rds, cds1, cds2} {
 		w.ExpectNone(t)
 	}

@@ -118,6 +118,7 @@ func TestDeltaPerResourceVersions(t *testing.T) {
 		t.Errorf("c2 delivered at version %q, want c2-v8", v)
 	}
 	w.recv()
+	drain(t, f.c)
 	rec1.ExpectNone(t)
 	if s := f.entry(cdsURL, "c1"); s.Version != "c1-v1" {
 		t.Errorf("c1 cached at version %q, want c1-v1", s.Version)
@@ -165,6 +166,7 @@ func TestDeltaRemovals(t *testing.T) {
 	if ack := w.recv(); ack.nack != "" || ack.nonce != nonce {
 		t.Errorf("heartbeat answered with %+v, want an ACK", ack)
 	}
+	drain(t, f.c)
 	rec.ExpectNone(t)
 
 	// EDS: removal is a deletion, ambient while cached.
@@ -196,6 +198,7 @@ func TestDeltaReconnect(t *testing.T) {
 	if !slices.Equal(r.names, []string{"c1"}) || r.initial["c1"] != "c1-v1" || len(r.initial) != 1 || !r.node {
 		t.Fatalf("first request after a reconnection %+v, want subscribe [c1] with initial version c1-v1 and the node", r)
 	}
+	drain(t, f.c)
 	rec.ExpectNone(t)
 
 	// The server had nothing new to send: the end of that stream without a
@@ -206,6 +209,7 @@ func TestDeltaReconnect(t *testing.T) {
 	if r := w3.recv(); len(r.initial) != 0 || !slices.Equal(r.names, []string{"c1"}) {
 		t.Fatalf("first request after a resumed stream ended quietly %+v, want subscribe [c1] with no initial versions", r)
 	}
+	drain(t, f.c)
 	rec.ExpectNone(t)
 	if n := len(f.hooks.failures.snapshot()); n != 0 {
 		t.Fatalf("%d server failures after a resumed stream ended quietly, want 0", n)

@@ -189,6 +189,7 @@ func TestProtocolsStreamFailure(t *testing.T) {
 			w3.end(errUnavailable("ended with nothing new"))
 			w3 = p.next(f)
 			w3.recv()
+			drain(t, f.c)
 			rec.ExpectNone(t)
 		}
 		w3.end(errUnavailable("killed again before a response"))
