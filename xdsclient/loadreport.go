@@ -125,44 +125,32 @@ func (c *Client) stopLoadReports(servers []*loadServer) {
 // like every other hook call.
 func (c *Client) loadEvents(server string) lrs.Events {
 	target := c.o.target
-	emit := func(call func(h *Hooks) func()) {
-		tx := c.lock()
-		for _, h := range c.hookList() {
-			if f := call(h); f != nil {
-				tx.hook(f)
-			}
-		}
-		tx.unlock()
-	}
 	return lrs.Events{
 		StreamStarted: func(i lrs.StreamInfo) {
-			info := LoadReportStreamInfo{Target: target, Server: server, Attempt: i.Attempt}
-			emit(func(h *Hooks) func() {
-				if f := h.LoadReportStreamStarted; f != nil {
-					return func() { f(info) }
-				}
-				return nil
-			})
+			emitLoadHook(c, func(h *Hooks) func(LoadReportStreamInfo) { return h.LoadReportStreamStarted },
+				LoadReportStreamInfo{Target: target, Server: server, Attempt: i.Attempt})
 		},
 		StreamEnded: func(i lrs.StreamEndInfo) {
-			info := LoadReportStreamEndInfo{Target: target, Server: server, Created: i.Created, ResponseReceived: i.ResponseReceived,
-				Reports: i.Reports, Err: i.Err, Backoff: i.Backoff}
-			emit(func(h *Hooks) func() {
-				if f := h.LoadReportStreamEnded; f != nil {
-					return func() { f(info) }
-				}
-				return nil
-			})
+			emitLoadHook(c, func(h *Hooks) func(LoadReportStreamEndInfo) { return h.LoadReportStreamEnded },
+				LoadReportStreamEndInfo{Target: target, Server: server, Created: i.Created, ResponseReceived: i.ResponseReceived,
+					Reports: i.Reports, Err: i.Err, Backoff: i.Backoff})
 		},
 		ReportSent: func(i lrs.ReportInfo) {
-			info := LoadReportInfo{Target: target, Server: server, Clusters: i.Clusters, Issued: i.Issued, Succeeded: i.Succeeded,
-				Errored: i.Errored, Dropped: i.Dropped, Interval: i.Interval, Final: i.Final}
-			emit(func(h *Hooks) func() {
-				if f := h.LoadReportSent; f != nil {
-					return func() { f(info) }
-				}
-				return nil
-			})
+			emitLoadHook(c, func(h *Hooks) func(LoadReportInfo) { return h.LoadReportSent },
+				LoadReportInfo{Target: target, Server: server, Clusters: i.Clusters, Issued: i.Issued, Succeeded: i.Succeeded,
+					Errored: i.Errored, Dropped: i.Dropped, Interval: i.Interval, Final: i.Final})
 		},
 	}
+}
+
+// emitLoadHook queues the call with info of the hook that pick takes from
+// each of the client's Hooks, taking the lock to do so.
+func emitLoadHook[I any](c *Client, pick func(*Hooks) func(I), info I) {
+	tx := c.lock()
+	for _, h := range c.hookList() {
+		if f := pick(h); f != nil {
+			tx.hook(func() { f(info) })
+		}
+	}
+	tx.unlock()
 }
