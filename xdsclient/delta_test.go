@@ -232,10 +232,9 @@ func TestDeltaFallback(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		primary, backup protocol
-		primaryFeatures string
 	}{
-		{"delta primary, sotw fallback", protocols[1], protocols[0], bootstrap.FeatureDeltaXDS},
-		{"sotw primary, delta fallback", protocols[0], protocols[1], ""},
+		{"delta primary, sotw fallback", protocols[1], protocols[0]},
+		{"sotw primary, delta fallback", protocols[0], protocols[1]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := xdstest.Context(t)
