@@ -583,12 +583,13 @@ const dumpWalkChunk = 1024
 
 // Dump returns every cache entry, sorted by type URL and name. It never
 // holds the client's lock for long, whatever the size of the cache: it
-// copies the entries a few hundred at a time, so an update or a watch waits
-// at most for one such step. Each snapshot is one entry exactly as the
-// cache held it; entries removed before their step are left out, entries
-// added meanwhile may or may not be seen, and a dump taken while updates
-// flow shows each entry as it was when its step ran. The snapshots share the cache's bytes (Raw, FailedRaw),
-// which must not be modified. A closed client has no entries.
+// lists the entries a thousand at a time and copies them 128 at a time, so
+// an update or a watch waits at most for one such step. Each snapshot is
+// one entry exactly as the cache held it; entries removed before their
+// step are left out, entries added meanwhile may or may not be seen, and a
+// dump taken while updates flow shows each entry as it was when its step
+// ran. The snapshots share the cache's bytes (Raw, FailedRaw), which must
+// not be modified. A closed client has no entries.
 func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
 
 // dump is Dump; held, when not nil, is told how long each holding of the
