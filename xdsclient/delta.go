@@ -236,9 +236,7 @@ func (tx *txn) applyRemovals(ch *channel, typ xdsresource.Type, names []string, 
 		default:
 			e.seenGen = gen
 			removed++
-			tx.apply(e, event{kind: evDeletion, explicit: true}, details{
-				cause:   fmt.Sprintf("deleted by the server (removed_resources of the response at system version %q)", version),
-				version: version, at: now})
+			tx.applyRemoval(e, version, now)
 		}
 	}
 	return removed, invalid

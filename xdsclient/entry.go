@@ -445,6 +445,13 @@ func (tx *txn) applyDeletion(e *entry, version string, now time.Time) {
 		cause: fmt.Sprintf("deleted by the server (absent from the response at version %q)", version), version: version, at: now})
 }
 
+// applyRemoval handles a resource, of any type, named in removed_resources
+// of a delta response.
+func (tx *txn) applyRemoval(e *entry, version string, now time.Time) {
+	tx.apply(e, event{kind: evDeletion, explicit: true}, details{
+		cause: fmt.Sprintf("deleted by the server (removed_resources of the response at system version %q)", version), version: version, at: now})
+}
+
 // resourceTimeout is the does-not-exist timer for resources on a server.
 func (c *Client) resourceTimeout(ch *channel) (time.Duration, bool) {
 	if !c.o.legacy && ch.server.ResourceTimerIsTransientError {
