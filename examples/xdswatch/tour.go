@@ -168,7 +168,8 @@ func (td *tourDemo) stopPrimary() {
 	p.Stop()
 }
 
-// restartPrimary starts the primary again on its address, serving
+// restartPrimary starts the primary again on its address, with the
+// options it started with (LRS and the tour's callbacks), serving
 // resources at version.
 func (td *tourDemo) restartPrimary(ctx context.Context, version string, resources []proto.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, rebindWait)
@@ -178,7 +179,7 @@ func (td *tourDemo) restartPrimary(ctx context.Context, version string, resource
 	defer retry.Stop()
 	for {
 		var err error
-		srv, err = controlplane.Start(ctx, td.addr, controlplane.WithDefaultNode(), tourCallbacks())
+		srv, err = controlplane.Start(ctx, td.addr, demoServerOptions(tourCallbacks())...)
 		if err == nil {
 			break
 		}
