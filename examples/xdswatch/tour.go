@@ -142,31 +142,27 @@ func tourCallbacks() controlplane.Option {
 
 // stopServers stops both servers.
 func (td *tourDemo) stopServers() {
-	td.mu.Lock()
-	p := td.primary
-	td.mu.Unlock()
-	p.Stop()
+	td.stopPrimary()
 	if td.secondary != nil {
 		td.secondary.Stop()
 	}
 }
 
+// currentPrimary returns the primary server last started.
+func (td *tourDemo) currentPrimary() *controlplane.Server {
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	return td.primary
+}
+
 // setPrimary serves resources at version on the primary.
 func (td *tourDemo) setPrimary(ctx context.Context, version string, resources []proto.Message) error {
-	td.mu.Lock()
-	p := td.primary
-	td.mu.Unlock()
-	return p.SetResources(ctx, "", version, resources...)
+	return td.currentPrimary().SetResources(ctx, "", version, resources...)
 }
 
 // stopPrimary takes the primary away: its streams end and its port
 // refuses connections.
-func (td *tourDemo) stopPrimary() {
-	td.mu.Lock()
-	p := td.primary
-	td.mu.Unlock()
-	p.Stop()
-}
+func (td *tourDemo) stopPrimary() { td.currentPrimary().Stop() }
 
 // restartPrimary starts the primary again on its address, with the
 // options it started with (LRS and the tour's callbacks), serving
@@ -515,7 +511,7 @@ func (t *tour) view() *tourView {
 	return v
 }
 
-// say prints one line on standard error.
+// say prints one line on t.out.
 func (t *tour) say(format string, args ...any) {
 	fmt.Fprintf(t.out, "xdswatch: %s\n", oneLine(fmt.Sprintf(format, args...)))
 }
