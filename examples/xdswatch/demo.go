@@ -50,7 +50,8 @@ type demo struct {
 	// loadCluster is the demo's cluster whose load goes to the demo
 	// server (lrs_server self); its EDS service has the same name.
 	loadCluster string
-	// srv is the server at addr.
+	// srv is the server first started at addr; the tour replaces it
+	// (tourDemo.primary).
 	srv *controlplane.Server
 	// stop stops the server.
 	stop func()
