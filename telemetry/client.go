@@ -201,10 +201,10 @@ func (st *serverTypeSeries) outcome(outcome string) metric.MeasurementOption {
 
 // connectivityChanged makes a server's connected series exist, at 0, from
 // the moment the client has a channel to it, so that a server never reached
-// reads 0 rather than nothing (gRFC A78).
-// connectivityChanged notes a server. The first time, its failure counter
-// is created at 0, so that a query of its increase sees the first failure
-// too (a counter series that appears at 1 has no increase).
+// reads 0 rather than nothing (gRFC A78). The first time, it also creates
+// the server's failure counter at 0, so that a query of its increase sees
+// the first failure too (a counter series that appears at 1 has no
+// increase).
 func (cm *clientMetrics) connectivityChanged(i xdsclient.ConnectivityInfo) {
 	cm.mu.Lock()
 	if cm.closed {
