@@ -249,12 +249,9 @@ func (cm *clientMetrics) channelClosed(i xdsclient.ChannelInfo) {
 // serverAttrs returns the target and server attributes of server, false
 // once cm is closed.
 func (cm *clientMetrics) serverAttrs(server string) (metric.MeasurementOption, bool) {
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	if cm.closed {
-		return nil, false
-	}
-	return cm.server(server).attrs, true
+	var attrs metric.MeasurementOption
+	ok := cm.onServer(server, func(s *serverSeries) { attrs = s.attrs })
+	return attrs, ok
 }
 
 func (cm *clientMetrics) serverFailure(i xdsclient.ServerFailureInfo) {
