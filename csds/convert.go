@@ -108,8 +108,8 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 				fs.LastUpdateAttempt = ts(e.FailedAt)
 			}
 			if e.FailedRaw != nil && !b.exclude && parses(e.TypeURL, e.FailedRaw) {
-				if b, _ := redact.Bytes(e.TypeURL, e.FailedRaw); b != nil {
-					fs.FailedConfiguration = &anypb.Any{TypeUrl: e.TypeURL, Value: b}
+				if raw, _ := redact.Bytes(e.TypeURL, e.FailedRaw); raw != nil {
+					fs.FailedConfiguration = &anypb.Any{TypeUrl: e.TypeURL, Value: raw}
 				}
 			}
 			g.ErrorState = fs

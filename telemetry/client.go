@@ -201,10 +201,10 @@ func (st *serverTypeSeries) outcome(outcome string) metric.MeasurementOption {
 
 // connectivityChanged makes a server's connected series exist, at 0, from
 // the moment the client has a channel to it, so that a server never reached
-// reads 0 rather than nothing (gRFC A78).
-// connectivityChanged notes a server. The first time, its failure counter
-// is created at 0, so that a query of its increase sees the first failure
-// too (a counter series that appears at 1 has no increase).
+// reads 0 rather than nothing (gRFC A78). The first time, it also creates
+// the server's failure counter at 0, so that a query of its increase sees
+// the first failure too (a counter series that appears at 1 has no
+// increase).
 func (cm *clientMetrics) connectivityChanged(i xdsclient.ConnectivityInfo) {
 	cm.mu.Lock()
 	if cm.closed {
@@ -249,12 +249,9 @@ func (cm *clientMetrics) channelClosed(i xdsclient.ChannelInfo) {
 // serverAttrs returns the target and server attributes of server, false
 // once cm is closed.
 func (cm *clientMetrics) serverAttrs(server string) (metric.MeasurementOption, bool) {
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	if cm.closed {
-		return nil, false
-	}
-	return cm.server(server).attrs, true
+	var attrs metric.MeasurementOption
+	ok := cm.onServer(server, func(s *serverSeries) { attrs = s.attrs })
+	return attrs, ok
 }
 
 func (cm *clientMetrics) serverFailure(i xdsclient.ServerFailureInfo) {

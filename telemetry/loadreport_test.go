@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func TestLoadReportMetrics(t *testing.T) {
 	release()
 	ended := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, srv.Addr(), telemetry.KeyResponseReceived, "true")
 	waitSeries(t, ctx, reader, telemetry.MetricLRSStreamsEnded, map[string]float64{ended: 1})
-	if err := svc.Wait(context.Background(), func() bool { return svc.Open() == 0 }); err != nil {
+	if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
 		t.Fatal(err)
 	}
 }

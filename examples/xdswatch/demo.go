@@ -50,7 +50,8 @@ type demo struct {
 	// loadCluster is the demo's cluster whose load goes to the demo
 	// server (lrs_server self); its EDS service has the same name.
 	loadCluster string
-	// srv is the server at addr.
+	// srv is the server first started at addr; the tour replaces it
+	// (tourDemo.primary).
 	srv *controlplane.Server
 	// stop stops the server.
 	stop func()
@@ -61,9 +62,7 @@ type demo struct {
 // reporting, and a server Listener to every node, with opts; the same gRPC
 // server serves LRS.
 func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) {
-	lrs := lrsserver.NewService(lrsserver.Config{Interval: demoLoadInterval, SendAll: true})
-	base := []controlplane.Option{controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register)}
-	srv, err := controlplane.Start(ctx, "127.0.0.1:0", append(base, opts...)...)
+	srv, err := controlplane.Start(ctx, "127.0.0.1:0", demoServerOptions(opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +72,13 @@ func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) 
 		return nil, err
 	}
 	return d, nil
+}
+
+// demoServerOptions returns the options of the demo's control plane, a
+// new LRS service included, followed by opts.
+func demoServerOptions(opts ...controlplane.Option) []controlplane.Option {
+	lrs := lrsserver.NewService(lrsserver.Config{Interval: demoLoadInterval, SendAll: true})
+	return append([]controlplane.Option{controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register)}, opts...)
 }
 
 // setUpDemo loads the demo configuration into srv and describes it.

@@ -142,33 +142,30 @@ func tourCallbacks() controlplane.Option {
 
 // stopServers stops both servers.
 func (td *tourDemo) stopServers() {
-	td.mu.Lock()
-	p := td.primary
-	td.mu.Unlock()
-	p.Stop()
+	td.stopPrimary()
 	if td.secondary != nil {
 		td.secondary.Stop()
 	}
 }
 
+// currentPrimary returns the primary server last started.
+func (td *tourDemo) currentPrimary() *controlplane.Server {
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	return td.primary
+}
+
 // setPrimary serves resources at version on the primary.
 func (td *tourDemo) setPrimary(ctx context.Context, version string, resources []proto.Message) error {
-	td.mu.Lock()
-	p := td.primary
-	td.mu.Unlock()
-	return p.SetResources(ctx, "", version, resources...)
+	return td.currentPrimary().SetResources(ctx, "", version, resources...)
 }
 
 // stopPrimary takes the primary away: its streams end and its port
 // refuses connections.
-func (td *tourDemo) stopPrimary() {
-	td.mu.Lock()
-	p := td.primary
-	td.mu.Unlock()
-	p.Stop()
-}
+func (td *tourDemo) stopPrimary() { td.currentPrimary().Stop() }
 
-// restartPrimary starts the primary again on its address, serving
+// restartPrimary starts the primary again on its address, with the
+// options it started with (LRS and the tour's callbacks), serving
 // resources at version.
 func (td *tourDemo) restartPrimary(ctx context.Context, version string, resources []proto.Message) error {
 	ctx, cancel := context.WithTimeout(ctx, rebindWait)
@@ -178,7 +175,7 @@ func (td *tourDemo) restartPrimary(ctx context.Context, version string, resource
 	defer retry.Stop()
 	for {
 		var err error
-		srv, err = controlplane.Start(ctx, td.addr, controlplane.WithDefaultNode(), tourCallbacks())
+		srv, err = controlplane.Start(ctx, td.addr, demoServerOptions(tourCallbacks())...)
 		if err == nil {
 			break
 		}
@@ -254,6 +251,9 @@ type tourStep struct {
 type tourGoal struct {
 	desc string
 	met  func(v *tourView) bool
+	// typ and name are those of the entry a goal made by is reads.
+	typ  xdsresource.Type
+	name string
 }
 
 // tourView is what a goal reads: the client's cache entries and whether
@@ -276,20 +276,23 @@ func is(typ xdsresource.Type, name string, state xdsclient.CacheState, version s
 	if version != "" {
 		desc += fmt.Sprintf(", using version %s", version)
 	}
-	return tourGoal{desc: desc, met: func(v *tourView) bool {
+	return tourGoal{desc: desc, typ: typ, name: name, met: func(v *tourView) bool {
 		e, ok := v.entry(typ, name)
 		return ok && e.State == state && (version == "" || (e.Cached && e.Version == version))
 	}}
 }
 
-// from narrows g to an entry of typ and name whose resource came from
-// server.
-func (g tourGoal) from(typ xdsresource.Type, name, server, label string) tourGoal {
+// from narrows g, a goal made by is, to its entry holding a resource that
+// came from server.
+func (g tourGoal) from(server, label string) tourGoal {
 	met := g.met
-	return tourGoal{desc: g.desc + ", from the " + label + " server " + server, met: func(v *tourView) bool {
-		e, ok := v.entry(typ, name)
+	narrowed := g
+	narrowed.desc += ", from the " + label + " server " + server
+	narrowed.met = func(v *tourView) bool {
+		e, ok := v.entry(g.typ, g.name)
 		return met(v) && ok && e.ResourceServer == server
-	}}
+	}
+	return narrowed
 }
 
 // tour walks the demo control plane through the cases of gRFC A88 and
@@ -420,7 +423,7 @@ func (t *tour) steps() []tourStep {
 			return t.watchCmd("+cds:" + tourTimeout)(ctx)
 		},
 		goals: []tourGoal{
-			is(lds, demoListener, xdsclient.StateACKed, tourFallbackVersion).from(lds, demoListener, secondary, "secondary"),
+			is(lds, demoListener, xdsclient.StateACKed, tourFallbackVersion).from(secondary, "secondary"),
 			is(cds, tourTimeout, xdsclient.StateTimeout, ""),
 		},
 	}, {
@@ -429,7 +432,7 @@ func (t *tour) steps() []tourStep {
 		act: func(ctx context.Context) error {
 			return d.restartPrimary(ctx, "7", v2)
 		},
-		goals: []tourGoal{is(lds, demoListener, xdsclient.StateACKed, "7").from(lds, demoListener, primary, "primary")},
+		goals: []tourGoal{is(lds, demoListener, xdsclient.StateACKed, "7").from(primary, "primary")},
 	}}
 }
 
@@ -514,7 +517,7 @@ func (t *tour) view() *tourView {
 	return v
 }
 
-// say prints one line on standard error.
+// say prints one line on t.out.
 func (t *tour) say(format string, args ...any) {
 	fmt.Fprintf(t.out, "xdswatch: %s\n", oneLine(fmt.Sprintf(format, args...)))
 }
