@@ -1,9 +1,8 @@
 package dashboards
 
 import (
-	"strings"
-
 	"fmt"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
