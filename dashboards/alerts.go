@@ -174,16 +174,17 @@ func AlertRules(o AlertOptions) RuleGroup {
 			RunbookURL: runbook(AlertServerDisconnected),
 		},
 		Rule{
-			// The counter of a server appears at its first failure, so
-			// increase() sees the failures after the first one; and it
-			// extrapolates to the window, so its value is an estimate.
+			// The counter of a server starts at 0 when the client first
+			// has a channel to it, so increase() sees the first failure
+			// once a scrape has seen that 0; and it extrapolates to the
+			// window, so its value is an estimate.
 			Alert:    AlertServerFlapping,
 			Expr:     fmt.Sprintf("%s >= %d", withoutScope("sum", fmt.Sprintf("increase(%s[%s])", s(MetricServerFailures), promDuration(o.FlapWindow))), o.FlapFailures),
 			Severity: "warning",
 			Summary:  "xDS server {{ $labels.grpc_xds_server }} keeps failing",
 			Description: "xDS server {{ $labels.grpc_xds_server }} keeps going from healthy to unhealthy for the xDS " + where +
 				": Prometheus estimates {{ $value | printf \"%.1f\" }} failures in the last " + promDuration(o.FlapWindow) +
-				fmt.Sprintf(" (the threshold is %d; increase() extrapolates from the samples in the window, and a server's first failure is not counted). ", o.FlapFailures) +
+				fmt.Sprintf(" (the threshold is %d; increase() extrapolates from the samples in the window). ", o.FlapFailures) +
 				"Each is a connectivity failure, or an ADS stream that ended before a response (gRFC A57).",
 			RunbookURL: runbook(AlertServerFlapping),
 		},

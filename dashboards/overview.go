@@ -1,9 +1,8 @@
 package dashboards
 
 import (
-	"strings"
-
 	"fmt"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -147,8 +146,8 @@ func (g *gen) serverFailures() cog.Builder[dashboard.Panel] {
 			"answers: an overloaded or crash-looping control plane, a proxy or load balancer cutting "+
 			"gRPC streams (idle timeout, maximum connection age), or TLS and authentication failures.\n\n"+
 			"**Do**: read the control plane's logs at those times and the settings of whatever sits "+
-			"between client and server. A server that was never reached has no failures to count: "+
-			"see *Time disconnected*.").
+			"between client and server. A server that was never reached counts one failure, when the "+
+			"client first fails to reach it, and no more: see *Time disconnected*.").
 		WithTarget(query("A",
 			"60 * "+sumBy(rate(g.sel(MetricServerFailures, mTarget, mServer)), g.by(LabelTarget, LabelServer)...),
 			g.legend(LabelServer, LabelTarget))).
@@ -384,8 +383,8 @@ func (g *gen) disconnectedTime() cog.Builder[dashboard.Panel] {
 		Title("Time disconnected").
 		Description("The share of the dashboard's time range in which each client had no working ADS stream " +
 			"to each server (`grpc.xds_client.connected` == 0, over the scraped samples of the range). A " +
-			"server the client has never reached reads 100 %, which *Server failures* cannot show: its " +
-			"failure counter never starts.\n\n" +
+			"server the client has never reached reads 100 %, which *Server failures* cannot show: it " +
+			"counts a single failure for it.\n\n" +
 			"**Bad**: anything above zero; 100 % means the server was never reached in the range, or was " +
 			"lost before it began.\n\n" +
 			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; " +

@@ -216,9 +216,6 @@ func Listen(ctx context.Context, addr string, svc *Service) (*Server, error) {
 // Stop and Restart.
 func (s *Server) Addr() string { return s.addr }
 
-// Service returns the service it serves.
-func (s *Server) Service() *Service { return s.svc }
-
 func (s *Server) serve(lis net.Listener) {
 	g := grpc.NewServer(grpc.WaitForHandlers(true))
 	s.svc.Register(g)

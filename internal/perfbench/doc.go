@@ -15,8 +15,8 @@
 //     cluster changed; until that watcher has it and the server has the ACK.
 //     No other watcher may be notified: the benchmark fails if one is.
 //   - OP/delta: the client over incremental xDS against go-control-plane's
-//     linear cache, whose updates name the clusters that changed;
-//     update-one/delta-push: over delta against a server in the benchmark
+//     linear cache, whose updates name the clusters that changed.
+//   - OP/delta-push: over delta against a server in the benchmark
 //     that does only the work of what changed, which measures the client's
 //     own cost. update-one also runs at N = 100,000, over both protocols.
 //   - OP/raw-ads: the floor for OP, a bare ADS stream made with the

@@ -147,8 +147,12 @@ func envFor(tb testing.TB, n int, kind serverKind) *env {
 	return newEnv(tb, n)
 }
 
+// incremental reports whether e serves delta: an update then names only
+// the clusters that changed, and the server numbers versions itself.
+func (e *env) incremental() bool { return e.linear != nil || e.push != nil }
+
 // set replaces the node's configuration with msgs at version (snapshot
-// cache), or updates the clusters in msgs (linear cache).
+// cache), or updates the clusters in msgs (delta servers).
 func (e *env) set(version string, msgs []proto.Message) {
 	if e.push != nil {
 		e.push.update(e.tb, msgs)
@@ -164,11 +168,11 @@ func (e *env) set(version string, msgs []proto.Message) {
 }
 
 // expectACK returns what waits, once the watchers have the update, until
-// the server has the ACK of version. Call it before the update. A linear
-// cache numbers versions itself: there the wait is for the ACK of the last
+// the server has the ACK of version. Call it before the update. A delta
+// server numbers versions itself: there the wait is for the ACK of the last
 // response sent, which the watchers having the update has been.
 func (e *env) expectACK(version string) func() {
-	if e.linear != nil || e.push != nil {
+	if e.incremental() {
 		return func() { wait(e.tb, e.obs.settled(), "ACK") }
 	}
 	acked := e.obs.expectACK(version)
@@ -213,10 +217,9 @@ type observer struct {
 	mu         sync.Mutex
 	want       string
 	acked      chan struct{}
-	lastNonce  string            // of the last CDS response sent
-	ackedNonce string            // of the last CDS response acknowledged
-	settledCh  chan struct{}     // closed when ackedNonce catches up with lastNonce
-	deltaSent  map[string]string // system versions of delta CDS responses not yet ACKed, by nonce
+	lastNonce  string        // of the last CDS response sent
+	ackedNonce string        // of the last CDS response acknowledged
+	settledCh  chan struct{} // closed when ackedNonce catches up with lastNonce
 }
 
 func (o *observer) callbacks() controlplane.Callbacks {
@@ -243,8 +246,8 @@ func (o *observer) callbacks() controlplane.Callbacks {
 				o.respSize.Store(int64(proto.Size(resp)))
 			}
 		},
-		// Delta requests carry no version: an ACK names the nonce of the
-		// response, whose system version is recorded when it is sent.
+		// Delta requests carry no version: benchmarks over delta wait for
+		// the ACK of the last response sent (settled), not of a version.
 		DeltaRequest: func(_ int64, req *discoveryv3.DeltaDiscoveryRequest) error {
 			if req.GetTypeUrl() != cdsURL {
 				return nil
@@ -253,11 +256,7 @@ func (o *observer) callbacks() controlplane.Callbacks {
 			if req.GetResponseNonce() == "" || req.GetErrorDetail() != nil {
 				return nil
 			}
-			o.mu.Lock()
-			version := o.deltaSent[req.GetResponseNonce()]
-			delete(o.deltaSent, req.GetResponseNonce())
-			o.mu.Unlock()
-			o.ack(req.GetResponseNonce(), version)
+			o.ack(req.GetResponseNonce(), "")
 			return nil
 		},
 		DeltaResponse: func(_ int64, _ *discoveryv3.DeltaDiscoveryRequest, resp *discoveryv3.DeltaDiscoveryResponse) {
@@ -266,10 +265,6 @@ func (o *observer) callbacks() controlplane.Callbacks {
 			}
 			o.mu.Lock()
 			o.lastNonce = resp.GetNonce()
-			if o.deltaSent == nil {
-				o.deltaSent = map[string]string{}
-			}
-			o.deltaSent[resp.GetNonce()] = resp.GetSystemVersionInfo()
 			o.mu.Unlock()
 		},
 		StreamClosed: func(int64, *corev3.Node) {
@@ -281,7 +276,8 @@ func (o *observer) callbacks() controlplane.Callbacks {
 	}
 }
 
-// ack records the ACK of the response with nonce, at version.
+// ack records the ACK of the response with nonce, at version ("" over
+// delta).
 func (o *observer) ack(nonce, version string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

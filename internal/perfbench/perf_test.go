@@ -122,7 +122,7 @@ func (u *updater) next() string {
 		u.variant[k] ^= 1
 		u.count[k]++
 		u.msgs[k] = u.all[u.variant[k]][k]
-		if u.e.linear != nil || u.e.push != nil {
+		if u.e.incremental() {
 			u.e.set(v, u.msgs[k:k+1]) // the cluster that changed
 			return v
 		}

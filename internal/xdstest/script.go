@@ -46,22 +46,14 @@ type Script struct {
 // [ADSServer.NextStream] does.
 func (s Script) NextStream() *Stream {
 	s.T.Helper()
-	st, err := s.Srv.NextStream(s.Ctx)
-	if err != nil {
-		s.T.Fatalf("waiting for an ADS stream: %v", err)
-	}
-	return st
+	return nextStream(s, s.Srv.NextStream)
 }
 
 // RecvType returns the oldest request of typeURL on st not yet read, as
 // [Stream.RecvType] does.
 func (s Script) RecvType(st *Stream, typeURL string) *discoveryv3.DiscoveryRequest {
 	s.T.Helper()
-	req, err := st.RecvType(s.Ctx, typeURL)
-	if err != nil {
-		s.T.Fatalf("waiting for a %s request: %v", typeURL, err)
-	}
-	return req
+	return recvType(s, st.flow, typeURL)
 }
 
 // Send sends resp on st, as [Stream.Send] does, and returns the response
@@ -69,11 +61,7 @@ func (s Script) RecvType(st *Stream, typeURL string) *discoveryv3.DiscoveryReque
 // NACK of it carries.
 func (s Script) Send(st *Stream, resp *discoveryv3.DiscoveryResponse) *discoveryv3.DiscoveryResponse {
 	s.T.Helper()
-	sent, err := st.send(resp)
-	if err != nil {
-		s.T.Fatalf("send: %v", err)
-	}
-	return sent
+	return send(s, st.flow, resp)
 }
 
 // WatchCluster has c watch the cluster name with a new Watcher (the watch
@@ -92,27 +80,46 @@ func (s Script) WatchCluster(c *xdsclient.Client, name string) (*Watcher, *Strea
 // on Srv, as [ADSServer.NextDeltaStream] does.
 func (s Script) NextDeltaStream() *DeltaStream {
 	s.T.Helper()
-	st, err := s.Srv.NextDeltaStream(s.Ctx)
-	if err != nil {
-		s.T.Fatalf("waiting for a delta ADS stream: %v", err)
-	}
-	return st
+	return nextStream(s, s.Srv.NextDeltaStream)
 }
 
 // RecvDelta returns the oldest request of typeURL on the delta stream st
 // not yet read, as [DeltaStream.RecvType] does.
 func (s Script) RecvDelta(st *DeltaStream, typeURL string) *discoveryv3.DeltaDiscoveryRequest {
 	s.T.Helper()
-	req, err := st.RecvType(s.Ctx, typeURL)
-	if err != nil {
-		s.T.Fatalf("waiting for a delta %s request: %v", typeURL, err)
-	}
-	return req
+	return recvType(s, st.flow, typeURL)
 }
 
 // SendDelta sends resp on the delta stream st and returns it as sent, with
 // its nonce, as Send does.
 func (s Script) SendDelta(st *DeltaStream, resp *discoveryv3.DeltaDiscoveryResponse) *discoveryv3.DeltaDiscoveryResponse {
+	s.T.Helper()
+	return send(s, st.flow, resp)
+}
+
+// nextStream returns the stream that next gives, failing s.T at once when
+// none comes before s.Ctx ends.
+func nextStream[T any](s Script, next func(context.Context) (*T, error)) *T {
+	s.T.Helper()
+	st, err := next(s.Ctx)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	return st
+}
+
+// recvType is RecvType and RecvDelta on either protocol's stream.
+func recvType[Req, Resp message](s Script, st *flow[Req, Resp], typeURL string) Req {
+	s.T.Helper()
+	req, err := st.RecvType(s.Ctx, typeURL)
+	if err != nil {
+		s.T.Fatalf("waiting for a %s request on the %s stream: %v", typeURL, st.protocol, err)
+	}
+	return req
+}
+
+// send is Send and SendDelta on either protocol's stream.
+func send[Req, Resp message](s Script, st *flow[Req, Resp], resp Resp) Resp {
 	s.T.Helper()
 	sent, err := st.send(resp)
 	if err != nil {

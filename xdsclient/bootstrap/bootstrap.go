@@ -404,7 +404,7 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 // An authority that is not in the bootstrap, or an xdstp: name with no
 // authority part, is an error that names the authority and the resource.
 func (c *Config) ServersFor(resourceName string) ([]*ServerConfig, error) {
-	if !strings.HasPrefix(resourceName, xdstpScheme) {
+	if !xdstp.Is(resourceName) {
 		return c.Servers, nil
 	}
 	a, err := c.authorityOf(resourceName)

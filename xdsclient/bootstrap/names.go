@@ -7,9 +7,6 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
 
-// xdstpScheme starts every new-style resource name (xRFC TP1).
-const xdstpScheme = xdstp.Scheme
-
 // authorityPrefix is how every client Listener template of the authority
 // name starts: "xdstp://<percent-encoded name>/".
 func authorityPrefix(name string) string {
@@ -66,11 +63,11 @@ func (c *Config) ServerListenerResourceName(addr string) (string, error) {
 // fillTemplate replaces "%s" in tmpl by value, percent-encoded for xdstp:
 // templates, and checks the authority of an xdstp: result.
 func (c *Config) fillTemplate(tmpl, value string) (string, error) {
-	if strings.HasPrefix(tmpl, xdstpScheme) {
+	if xdstp.Is(tmpl) {
 		value = xdstp.EscapePath(value)
 	}
 	name := strings.ReplaceAll(tmpl, "%s", value)
-	if strings.HasPrefix(name, xdstpScheme) {
+	if xdstp.Is(name) {
 		if _, err := c.authorityOf(name); err != nil {
 			return "", err
 		}

@@ -99,7 +99,9 @@ func parseDuration(path string, raw json.RawMessage) (time.Duration, error) {
 //     they cannot be read then, the credentials go on using the last good
 //     files.
 //
-// Other types give an error.
+// Other types give an error, "google_default" too: its credentials are a
+// bundle of transport and per-RPC credentials, which [ServerConfig.DialOptions]
+// builds.
 func (s *ServerConfig) TransportCredentials() (credentials.TransportCredentials, error) {
 	switch s.SelectedCreds.Type {
 	case CredsInsecure:
