@@ -4,7 +4,6 @@ import (
 	"google.golang.org/grpc"
 	channelzservice "google.golang.org/grpc/channelz/service"
 	"google.golang.org/grpc/health"
-	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
@@ -78,7 +77,7 @@ func Register[S csds.Source](r Registrar, src S, opts ...Option) *Services {
 
 	csds.NewServer(src, cfg.csdsOpts...).Register(r)
 	channelzservice.RegisterChannelzServiceToServer(r)
-	healthgrpc.RegisterHealthServer(r, cfg.health)
+	healthpb.RegisterHealthServer(r, cfg.health)
 	if cfg.reflection {
 		reflection.Register(r)
 	}
