@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -148,7 +147,7 @@ func blockingCall(t *testing.T, ctx context.Context, ch *channel, b *backend) <-
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := ch.call(metadata.AppendToOutgoingContext(ctx, blockKey, "1"), grpc.WaitForReady(true))
+		_, err := ch.call(withBlock(ctx), grpc.WaitForReady(true))
 		errc <- err
 	}()
 	select {

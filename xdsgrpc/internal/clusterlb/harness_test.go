@@ -114,7 +114,7 @@ type backend struct {
 }
 
 // startBackend starts a backend named name on a new loopback port.
-func startBackend(t *testing.T, name string) *backend {
+func startBackend(t testing.TB, name string) *backend {
 	t.Helper()
 	b := &backend{name: name, entered: make(chan struct{}, 100), release: make(chan struct{})}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -136,7 +136,7 @@ func startBackend(t *testing.T, name string) *backend {
 	return b
 }
 
-func startBackends(t *testing.T, names ...string) []*backend {
+func startBackends(t testing.TB, names ...string) []*backend {
 	bs := make([]*backend, len(names))
 	for i, n := range names {
 		bs[i] = startBackend(t, n)
@@ -201,6 +201,11 @@ type testService struct {
 // blockKey is the metadata key that makes UnaryCall wait for unblock.
 const blockKey = "block"
 
+// withBlock returns ctx with the metadata that makes UnaryCall wait.
+func withBlock(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, blockKey, "1")
+}
+
 func (s testService) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	if md, _ := metadata.FromIncomingContext(ctx); len(md.Get(blockKey)) > 0 {
 		s.b.entered <- struct{}{}
@@ -255,7 +260,7 @@ type blackhole struct {
 	done  chan struct{}
 }
 
-func startBlackhole(t *testing.T) *blackhole {
+func startBlackhole(t testing.TB) *blackhole {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +308,7 @@ type channel struct {
 
 // dial returns a channel balanced by cfg. The reconnection backoff is
 // short, so that backends that come back are used again quickly.
-func dial(t *testing.T, cfg *clusterlb.Config, sink ...*pickerSink) *channel {
+func dial(t testing.TB, cfg *clusterlb.Config, sink ...*pickerSink) *channel {
 	t.Helper()
 	r := manual.NewBuilderWithScheme("clusterlb-test")
 	r.InitialState(stateOf(cfg, sink...))
@@ -343,7 +348,7 @@ func (c *channel) call(ctx context.Context, opts ...grpc.CallOption) (string, er
 }
 
 // mustCall makes a call that waits for a connection and must succeed.
-func (c *channel) mustCall(t *testing.T, ctx context.Context) string {
+func (c *channel) mustCall(t testing.TB, ctx context.Context) string {
 	t.Helper()
 	name, err := c.call(ctx, grpc.WaitForReady(true))
 	if err != nil {
