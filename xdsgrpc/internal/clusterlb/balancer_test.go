@@ -6,8 +6,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
 
@@ -202,5 +204,43 @@ func TestResolverErrorKeepsConfig(t *testing.T) {
 	ch.r.CC().ReportError(errUnreachable)
 	if _, err := ch.call(ctx); err != nil {
 		t.Errorf("RPC after a resolver error: %v", err)
+	}
+}
+
+// An endpoint with several addresses (an EDS endpoint's
+// additional_addresses, or a LOGICAL_DNS name's addresses) is one
+// pick_first: the first address that connects is used.
+func TestEndpointWithSeveralAddresses(t *testing.T) {
+	ctx := xdstest.Context(t)
+	a := startBackend(t, "a")
+	for _, kind := range []xdsresource.ClusterKind{xdsresource.ClusterEDS, xdsresource.ClusterLogicalDNS} {
+		t.Run(kind.String(), func(t *testing.T) {
+			leaf := edsCluster("c1", localityAt("z", 0, 1, closedAddr(t)))
+			leaf.Cluster.Kind = kind
+			ep := &leaf.Endpoints.Localities[0].Endpoints[0]
+			ep.Addresses = append(ep.Addresses, a.addr)
+			if got := dial(t, config("c1", leaf)).mustCall(t, ctx); got != "a" {
+				t.Errorf("RPC answered by %q, want a", got)
+			}
+		})
+	}
+}
+
+// A channel that goes idle closes its Balancer, which closes its
+// connections and leaves nothing running (goleak checks it when the tests
+// end); the next RPC builds a new one.
+func TestIdleAndBack(t *testing.T) {
+	ctx := xdstest.Context(t)
+	a := startBackend(t, "a")
+	ch := dialWith(t, config("c1", edsCluster("c1", locality("z", 0, 1, a))), nil, grpc.WithIdleTimeout(50*time.Millisecond))
+	ch.mustCall(t, ctx)
+	for s := ch.cc.GetState(); s != connectivity.Idle; s = ch.cc.GetState() {
+		if !ch.cc.WaitForStateChange(ctx, s) {
+			t.Fatal("the channel never went idle")
+		}
+	}
+	xdstest.WaitFor(t, ctx, "the connection closed", func() bool { return a.open.Load() == 0 })
+	if got := ch.mustCall(t, ctx); got != "a" {
+		t.Errorf("RPC after idle answered by %q", got)
 	}
 }

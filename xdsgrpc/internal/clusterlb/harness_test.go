@@ -20,6 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/orca"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
@@ -145,7 +146,7 @@ func startBackends(t testing.TB, names ...string) []*backend {
 }
 
 func (b *backend) serve(lis net.Listener) {
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(orca.CallMetricsServerOption(nil))
 	testgrpc.RegisterTestServiceServer(srv, testService{b: b})
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	b.mu.Lock()
@@ -215,6 +216,8 @@ func (s testService) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest)
 			return nil, ctx.Err()
 		}
 	}
+	// Every call reports the ORCA named metric "calls" with value 1.
+	orca.CallMetricsRecorderFromContext(ctx).SetNamedMetric("calls", 1)
 	if st := req.GetResponseStatus(); st != nil {
 		return nil, status.Error(codes.Code(st.GetCode()), st.GetMessage())
 	}
@@ -308,18 +311,23 @@ type channel struct {
 
 // dial returns a channel balanced by cfg. The reconnection backoff is
 // short, so that backends that come back are used again quickly.
-func dial(t testing.TB, cfg *clusterlb.Config, sink ...*pickerSink) *channel {
+func dial(t testing.TB, cfg *clusterlb.Config) *channel { return dialWith(t, cfg, nil) }
+
+// dialWith is dial with a pickerSink (or nil) and more options.
+func dialWith(t testing.TB, cfg *clusterlb.Config, sink *pickerSink, opts ...grpc.DialOption) *channel {
 	t.Helper()
 	r := manual.NewBuilderWithScheme("clusterlb-test")
-	r.InitialState(stateOf(cfg, sink...))
-	cc, err := grpc.NewClient(r.Scheme()+":///test",
+	r.InitialState(stateOf(cfg, sink))
+	opts = append([]grpc.DialOption{
 		grpc.WithResolvers(r),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"`+testPolicy+`": {}}]}`),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"` + testPolicy + `": {}}]}`),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.2, MaxDelay: 50 * time.Millisecond},
 			MinConnectTimeout: 20 * time.Second,
-		}))
+		}),
+	}, opts...)
+	cc, err := grpc.NewClient(r.Scheme()+":///test", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,17 +335,17 @@ func dial(t testing.TB, cfg *clusterlb.Config, sink ...*pickerSink) *channel {
 	return &channel{cc: cc, r: r}
 }
 
-func stateOf(cfg *clusterlb.Config, sink ...*pickerSink) resolver.State {
+func stateOf(cfg *clusterlb.Config, sink *pickerSink) resolver.State {
 	attrs := attributes.New(cfgKey{}, cfg)
-	if len(sink) > 0 {
-		attrs = attrs.WithValue(sinkKey{}, sink[0])
+	if sink != nil {
+		attrs = attrs.WithValue(sinkKey{}, sink)
 	}
 	return resolver.State{Attributes: attrs}
 }
 
 // update gives the channel's Balancer a new Config.
-func (c *channel) update(cfg *clusterlb.Config, sink ...*pickerSink) {
-	c.r.UpdateState(stateOf(cfg, sink...))
+func (c *channel) update(cfg *clusterlb.Config) {
+	c.r.UpdateState(stateOf(cfg, nil))
 }
 
 // call makes one UnaryCall and returns the name of the backend that

@@ -23,11 +23,14 @@ type loadTotals struct {
 	dropped                    uint64
 	byCategory                 map[string]uint64
 	maxInProgress              map[string]uint64
+	metricCount                map[string]uint64 // of the named metric "calls", by zone
+	metricSum                  map[string]float64
 }
 
 func sumReports(reports []lrsserver.Report, cluster, service string) loadTotals {
 	t := loadTotals{issued: map[string]uint64{}, succeeded: map[string]uint64{}, errored: map[string]uint64{},
-		byCategory: map[string]uint64{}, maxInProgress: map[string]uint64{}}
+		byCategory: map[string]uint64{}, maxInProgress: map[string]uint64{},
+		metricCount: map[string]uint64{}, metricSum: map[string]float64{}}
 	for _, r := range reports {
 		for _, cs := range r.Stats {
 			if cs.GetClusterName() != cluster || cs.GetClusterServiceName() != service {
@@ -51,6 +54,12 @@ func addLocality(t *loadTotals, ls *endpointv3.UpstreamLocalityStats) {
 	t.succeeded[z] += ls.GetTotalSuccessfulRequests()
 	t.errored[z] += ls.GetTotalErrorRequests()
 	t.maxInProgress[z] = max(t.maxInProgress[z], ls.GetTotalRequestsInProgress())
+	for _, m := range ls.GetLoadMetricStats() {
+		if m.GetMetricName() == "calls" {
+			t.metricCount[z] += m.GetNumRequestsFinishedWithMetric()
+			t.metricSum[z] += m.GetTotalMetricValue()
+		}
+	}
 }
 
 func sum(m map[string]uint64) (n uint64) {
@@ -159,6 +168,10 @@ func TestLoadReports(t *testing.T) {
 		if got.issued[z] != issued[z] || got.succeeded[z] != succeeded[z] || got.errored[z] != errored[z] {
 			t.Errorf("zone %s: reported %d issued, %d succeeded, %d failed; want %d, %d, %d",
 				z, got.issued[z], got.succeeded[z], got.errored[z], issued[z], succeeded[z], errored[z])
+		}
+		if got.metricCount[z] != issued[z] || got.metricSum[z] != float64(issued[z]) {
+			t.Errorf("zone %s: ORCA metric \"calls\" reported by %d calls summing to %v, want %d and %d",
+				z, got.metricCount[z], got.metricSum[z], issued[z], issued[z])
 		}
 	}
 	if issued["za"] == 0 || issued["zb"] == 0 {

@@ -12,6 +12,9 @@ import (
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/endpointsharding"
 	"google.golang.org/grpc/connectivity"
+	// The ORCA parser of trailers, so that DoneInfo.ServerLoad carries the
+	// backends' per-call metrics for the load reports.
+	_ "google.golang.org/grpc/orca"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
