@@ -88,42 +88,38 @@ func TestPickAllocs(t *testing.T) {
 }
 
 // BenchmarkPick measures one pick and its Done over 100 READY endpoints
-// in 10 localities of weights 1 to 10.
+// in 10 localities of weights 1 to 10, from one goroutine and from
+// GOMAXPROCS goroutines, without and with load reports.
 func BenchmarkPick(b *testing.B) {
-	for _, lrsOn := range []bool{false, true} {
-		b.Run(fmt.Sprintf("lrs=%v", lrsOn), func(b *testing.B) {
-			p := readyPicker(b, lrsOn)
-			info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: context.Background()}
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := p.Pick(info)
-				if err != nil {
-					b.Fatal(err)
-				}
-				res.Done(balancer.DoneInfo{})
-			}
-		})
-	}
-}
-
-// BenchmarkPickParallel is BenchmarkPick from GOMAXPROCS goroutines.
-func BenchmarkPickParallel(b *testing.B) {
-	for _, lrsOn := range []bool{false, true} {
-		b.Run(fmt.Sprintf("lrs=%v", lrsOn), func(b *testing.B) {
-			p := readyPicker(b, lrsOn)
-			info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: context.Background()}
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
+	for _, parallel := range []bool{false, true} {
+		for _, lrsOn := range []bool{false, true} {
+			b.Run(fmt.Sprintf("parallel=%v/lrs=%v", parallel, lrsOn), func(b *testing.B) {
+				p := readyPicker(b, lrsOn)
+				info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: context.Background()}
+				pick := func() bool {
 					res, err := p.Pick(info)
 					if err != nil {
 						b.Error(err)
-						return
+						return false
 					}
 					res.Done(balancer.DoneInfo{})
+					return true
 				}
+				b.ReportAllocs()
+				if !parallel {
+					for b.Loop() {
+						if !pick() {
+							return
+						}
+					}
+					return
+				}
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() && pick() {
+					}
+				})
 			})
-		})
+		}
 	}
 }
