@@ -1,0 +1,192 @@
+package clusterlb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+)
+
+// Defaults of the Config's timers, those of gRPC C-core's priority policy.
+const (
+	// DefaultFailoverTimeout is how long a priority that has just been
+	// started, or that went from READY to CONNECTING, may take to become
+	// READY before the next priority is started.
+	DefaultFailoverTimeout = 10 * time.Second
+	// DefaultRetention is how long a lower priority stays connected after a
+	// higher one became READY again, in case it is needed once more.
+	DefaultRetention = 15 * time.Minute
+)
+
+// Config is what a Balancer balances: the leaf clusters of one route-level
+// cluster, in priority order, and where it reports what it does. Give it
+// to Balancer.UpdateClientConnState as the BalancerConfig; a new Config
+// replaces the whole previous one. A Config and what it points to must not
+// be modified once given.
+type Config struct {
+	serviceconfig.LoadBalancingConfig
+
+	// Name is the route-level cluster's name: the leaf's own name for an
+	// EDS or LOGICAL_DNS cluster, the aggregate cluster's for an aggregate
+	// one. It appears in hooks and error messages.
+	Name string
+	// Leaves are the leaf clusters, highest priority first: the one
+	// cluster of an EDS or LOGICAL_DNS cluster, or the slots of an
+	// aggregate cluster's Leaves (gRFC A37). A slot whose Err is set takes
+	// part as a priority that always fails with that error. At least one.
+	Leaves []*xdsconfig.ClusterConfig
+	// LoadReporter starts load reports for the leaves whose Cluster has
+	// LRSServer set; nil reports no load. *xdsclient.Client is one.
+	LoadReporter LoadReporter
+	// Counters holds the in-flight request counters of circuit breaking;
+	// every Balancer of the channels that use one xdsclient.Client should
+	// share one, as gRPC shares them. Nil gives the Balancer counters of
+	// its own.
+	Counters *Counters
+	// Hooks are called on every pick outcome; nil calls none.
+	Hooks *Hooks
+	// FailoverTimeout is how long a priority may take to become READY
+	// before the next one is started; DefaultFailoverTimeout when zero.
+	FailoverTimeout time.Duration
+	// Retention is how long a lower priority that is no longer needed stays
+	// connected; DefaultRetention when zero.
+	Retention time.Duration
+	// Rand returns a uniformly distributed number in [0, n); the drops
+	// draw from it. Nil uses math/rand/v2. It is called concurrently.
+	Rand func(n uint32) uint32
+}
+
+// validate checks what the Balancer cannot work without.
+func (c *Config) validate() error {
+	if len(c.Leaves) == 0 {
+		return fmt.Errorf("clusterlb: cluster %q: no leaf clusters", c.Name)
+	}
+	seen := make(map[string]bool, len(c.Leaves))
+	for i, l := range c.Leaves {
+		switch {
+		case l == nil:
+			return fmt.Errorf("clusterlb: cluster %q: Leaves[%d] is nil", c.Name, i)
+		case seen[l.Name]:
+			return fmt.Errorf("clusterlb: cluster %q: leaf %q appears twice", c.Name, l.Name)
+		case l.Err == nil && !l.IsLeaf():
+			return fmt.Errorf("clusterlb: cluster %q: Leaves[%d] %q is not an EDS or LOGICAL_DNS cluster", c.Name, i, l.Name)
+		}
+		seen[l.Name] = true
+	}
+	if c.FailoverTimeout < 0 || c.Retention < 0 {
+		return errors.New("clusterlb: negative FailoverTimeout or Retention")
+	}
+	return nil
+}
+
+// LoadReporter starts load reports to an LRS server, as
+// xdsclient.Client.ReportLoad does: it returns where to record the load
+// of cluster and its EDS service name, and a func that stops the reports.
+type LoadReporter interface {
+	ReportLoad(server, cluster, edsService string) (*lrs.ClusterLoad, func(), error)
+}
+
+// Hooks report the outcome of every pick, in the style of
+// net/http/httptrace: each field is optional, and a nil field costs one
+// comparison. Hooks are called on the goroutine of the RPC, synchronously:
+// they must be cheap and must not block. Their Info structs are passed by
+// value and allocate nothing.
+type Hooks struct {
+	// Dropped is called when an RPC is dropped by a drop_overloads
+	// category of its leaf cluster's endpoints.
+	Dropped func(DropInfo)
+	// CircuitBroken is called when an RPC is refused because its leaf
+	// cluster has max_requests RPCs in flight (gRFC A32).
+	CircuitBroken func(CircuitBreakerInfo)
+	// NoEndpoint is called when an RPC's pick fails because no endpoint of
+	// the cluster can take it (every priority is failing). RPCs that wait
+	// for a connection are not reported.
+	NoEndpoint func(NoEndpointInfo)
+	// CallStarted is called when an RPC is sent to an endpoint.
+	CallStarted func(CallInfo)
+	// CallFinished is called when an RPC that CallStarted reported ends,
+	// with its error (nil for success).
+	CallFinished func(CallInfo, error)
+	// LoadReportFailed is called, during a config update, when the load
+	// reports of a leaf cluster could not be started; the leaf is used
+	// without them.
+	LoadReportFailed func(LoadReportErrorInfo)
+}
+
+// CallInfo names where an RPC went.
+type CallInfo struct {
+	// Cluster is the route-level cluster (Config.Name).
+	Cluster string
+	// Leaf is the leaf cluster whose endpoint took the RPC.
+	Leaf string
+	// Locality is the endpoint's locality.
+	Locality lrs.Locality
+}
+
+// DropInfo describes an RPC dropped by a drop_overloads category.
+type DropInfo struct {
+	Cluster, Leaf string
+	// Category is the drop_overloads category.
+	Category string
+}
+
+// CircuitBreakerInfo describes an RPC refused by circuit breaking.
+type CircuitBreakerInfo struct {
+	Cluster, Leaf string
+	// EDSService is the leaf's EDS service name, which with Leaf keys the
+	// counter.
+	EDSService string
+	// MaxRequests is the leaf's max_requests.
+	MaxRequests uint32
+}
+
+// NoEndpointInfo describes an RPC that found no endpoint.
+type NoEndpointInfo struct {
+	Cluster, Leaf string
+	// Err is the error the RPC fails with.
+	Err error
+}
+
+// LoadReportErrorInfo describes load reports that could not be started.
+type LoadReportErrorInfo struct {
+	Cluster, Leaf string
+	// Server is the LRS server.
+	Server string
+	Err    error
+}
+
+// Recorder receives, from the pick of an RPC whose context carries it
+// (see WithRecorder), where the RPC went. The pick writes it on the RPC's
+// goroutine; read it after the RPC returns. When an RPC is picked more
+// than once (it waited for a connection, or was retried), the last pick
+// wins.
+type Recorder struct {
+	// Leaf is the leaf cluster the RPC was given to; set on every pick
+	// outcome except waiting.
+	Leaf string
+	// Locality is the locality of the endpoint that took the RPC; zero when
+	// the RPC was not sent (dropped, refused or failed).
+	Locality lrs.Locality
+}
+
+type recorderKey struct{}
+
+// WithRecorder returns a context carrying r, for the RPC's picks to write
+// into.
+func WithRecorder(ctx context.Context, r *Recorder) context.Context {
+	return context.WithValue(ctx, recorderKey{}, r)
+}
+
+// recorderFrom returns the Recorder that ctx carries, nil if none.
+func recorderFrom(ctx context.Context) *Recorder {
+	if ctx == nil {
+		return nil
+	}
+	r, _ := ctx.Value(recorderKey{}).(*Recorder)
+	return r
+}

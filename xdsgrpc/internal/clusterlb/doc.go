@@ -1,0 +1,97 @@
+// Package clusterlb is the load-balancing policy of one route-level
+// cluster of an xdslens channel: given the leaf clusters the dependency
+// manager resolved it to (one EDS or LOGICAL_DNS cluster, or the leaves of
+// an aggregate cluster, gRFC A37), it picks the endpoint of every RPC,
+// drops and refuses RPCs as the control plane says, and reports load.
+//
+// It is built on grpc-go's public balancer API only. A Balancer is a
+// balancer.Balancer that talks only to the balancer.ClientConn it was
+// built with (New), so a routing policy can run one per cluster as its
+// children; its Config, a serviceconfig.LoadBalancingConfig, comes in
+// ClientConnState.BalancerConfig.
+//
+// # What it does, and after whom
+//
+// Where the gRFCs leave a choice, the Balancer does what gRPC C-core does;
+// the C-core policy each part follows is named below.
+//
+//	part                 behaviour                                                       after C-core's
+//	priorities           the EDS priorities of every leaf, flattened in leaf order        priority, cds
+//	                     (leaf 1's p0, p1, ..., then leaf 2's); a leaf without
+//	                     endpoints counts as one failing priority
+//	choosing             the first priority READY or IDLE, or still within its failover    priority
+//	                     timer, starting priorities on the way; else the first
+//	                     CONNECTING; else the last. A higher priority that becomes
+//	                     READY again is used again at once
+//	failover timer       FailoverTimeout (10 s) from a priority's start, or from its       priority
+//	                     going CONNECTING after READY or IDLE; if it fires first, the
+//	                     priority counts as failing
+//	retention            a started priority below the one in use stays connected for      priority
+//	                     Retention (15 min), then is closed
+//	endpoints            only HEALTHY and UNKNOWN ones; one pick_first per endpoint       round_robin
+//	                     (all its addresses), under grpc-go's endpointsharding
+//	localities           weighted round robin over the READY localities of the          weighted_round_robin's
+//	                     priority, by locality weight (a lock-free stride schedule)     static stride scheduler
+//	within a locality    round robin over its READY endpoints                            round_robin
+//	drops                each drop_overloads category drawn in order at every pick,      xds_cluster_impl
+//	                     before anything else, whatever the state of the endpoints
+//	circuit breaking     at most max_requests RPCs in flight per cluster and EDS         xds_cluster_impl
+//	                     service name, counted across every Balancer sharing Counters
+//	load reports         per locality: calls started, succeeded, failed, in progress,    xds_cluster_impl
+//	                     named ORCA metrics; drops by category, circuit-breaking drops
+//	                     without one
+//	re-resolution        endpoints of LOGICAL_DNS clusters may ask the resolver to       cds
+//	                     resolve again; those of EDS clusters may not
+//
+// The circuit breaker counts an RPC from its pick to its end (grpc-go has
+// no call-start event); C-core checks the limit at the pick and counts from
+// the call's start. Unlike C-core, which keeps a priority removed from the
+// configuration for the retention time, a Config update closes at once
+// the connections to endpoints it no longer has. Endpoint weights and the
+// Cluster's LB policy are not used: every cluster is balanced with
+// locality-weighted round robin.
+//
+// # Statuses
+//
+// The Balancer never fails an RPC with INVALID_ARGUMENT or NOT_FOUND
+// (gRFC A54). Every failure is UNAVAILABLE; the messages name the leaf
+// cluster, and those of a cluster with no usable endpoint end with its
+// resolution note (gRFC A88):
+//
+//	situation                        message                                                               RPC
+//	drop_overloads category          cluster "c1": dropped by drop_overloads category "lb"                 fails, even wait-for-ready
+//	max_requests in flight           cluster "c1": circuit breaking: max_requests 100 reached              fails, even wait-for-ready
+//	every endpoint failing           cluster "c1": all endpoints failing: last error: ...; NOTE            fails, unless wait-for-ready
+//	endpoints could not be had       cluster "c1": endpoints not available; NOTE                          fails, unless wait-for-ready
+//	an EDS resource without any      cluster "c1": no endpoints; NOTE                                      fails, unless wait-for-ready
+//	no HEALTHY or UNKNOWN endpoint   cluster "c1": priority 0: none of its 3 endpoints is HEALTHY ...; NOTE  fails, unless wait-for-ready
+//	the leaf's Cluster failed        cluster "c1": <its error>; NOTE                                       fails, unless wait-for-ready
+//	connecting                       -                                                                     waits
+//
+// A leaf of an aggregate cluster is named `cluster "c1" (of aggregate
+// cluster "agg")`. When every priority fails, the message is that of the
+// last one, as C-core delegates to the last priority.
+//
+// # Observing
+//
+// Hooks report each pick outcome (dropped, refused by the circuit breaker,
+// no endpoint, call started, call finished) with the route-level and leaf
+// cluster and the locality; a nil hook costs one comparison. Counters.All
+// reads the in-flight requests against max_requests, for a gauge. An RPC
+// whose context carries a Recorder (WithRecorder) learns which leaf
+// cluster and locality took it.
+//
+// # Cost
+//
+// Picking a READY endpoint, and the Done func of the RPC (load report,
+// counter, hook), allocate nothing: each locality's Done func is built
+// with the picker. See BenchmarkPick and TestPickAllocs.
+//
+// # Concurrency
+//
+// The Balancer's state changes on one goroutine of its own, which runs,
+// in order, the calls of its ClientConn-facing methods, the states its
+// children report and its timers; the methods wait for their turn to
+// finish. Close stops that goroutine and every timer before it returns.
+// Pickers are immutable and safe for concurrent use.
+package clusterlb
