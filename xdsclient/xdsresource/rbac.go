@@ -1,7 +1,6 @@
 package xdsresource
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -15,30 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
-
-// validateFilterConfig checks the fields of a filter config, or of a
-// config override, whose type gRPC validates beyond unmarshalling. msg is
-// the unmarshalled config, nil when it came in a TypedStruct. Errors start
-// with the field path inside the config.
-func validateFilterConfig(typeURL string, msg proto.Message) error {
-	switch typeURL {
-	case RBACFilterTypeURL:
-		if msg == nil {
-			return errors.New("an RBAC config in a TypedStruct is not supported")
-		}
-		return validateRBAC(msg.(*rbacv3.RBAC), "")
-	case RBACPerRouteFilterTypeURL:
-		if msg == nil {
-			return errors.New("an RBACPerRoute config in a TypedStruct is not supported")
-		}
-		rbac := msg.(*rbacv3.RBACPerRoute).GetRbac()
-		if rbac == nil {
-			return nil // the route runs without RBAC
-		}
-		return validateRBAC(rbac, "rbac.")
-	}
-	return nil
-}
 
 // validateRBAC checks an RBAC filter config as an xDS-enabled gRPC server
 // does (gRFC A41). at is the path of the config, "" or ending in a dot.

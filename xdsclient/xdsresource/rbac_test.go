@@ -260,7 +260,7 @@ func TestRBACErrors(t *testing.T) {
 		{name: "url_path principal", build: cfg(denyID(&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_UrlPath{UrlPath: &matcherv3.PathMatcher{}}})),
 			want: id0 + `.url_path.path: missing`},
 		{name: "in a TypedStruct", build: cfg(&xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL}),
-			want: at + `an RBAC config in a TypedStruct is not supported`},
+			want: at + `a config of type "` + RBACFilterTypeURL + `" in a TypedStruct is not supported`},
 		{name: "first bad policy by name", build: func() proto.Message {
 			c := rbacRules(rbacconfigv3.RBAC_ALLOW, policyWith(t, rawCheckedCondition))
 			c.Rules.Policies["a"] = policyWith(t, rawCondition)
@@ -319,7 +319,7 @@ func TestRBACPerRoute(t *testing.T) {
 		{name: "optional does not excuse bad rules", build: build(&routev3.FilterConfig{Config: toAny(t, &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{Action: 5}}}), IsOptional: true}),
 			want: at + `rbac.rules.action: 5 is not ALLOW, DENY or LOG`},
 		{name: "in a TypedStruct", build: build(&xdstypev3.TypedStruct{TypeUrl: RBACPerRouteFilterTypeURL}),
-			want: at + `an RBACPerRoute config in a TypedStruct is not supported`},
+			want: at + `a config of type "` + RBACPerRouteFilterTypeURL + `" in a TypedStruct is not supported`},
 	})
 
 	// The override is checked on every level that carries one.
