@@ -142,16 +142,16 @@ func validateRBACMatcher(m proto.Message, oneof, at string) error {
 	return fmt.Errorf("%s: not supported", at)
 }
 
-// validateRBACHeader checks a header matcher of a policy. The name is
-// compared as given, with case: ":scheme" and names starting with "grpc-"
-// are rejected; "host" is accepted and gRPC matches it against
-// ":authority".
+// validateRBACHeader checks a header matcher of a policy. Header names do
+// not depend on case, so the name is lower-cased before the checks:
+// ":scheme" and names starting with "grpc-" are rejected; "host" is
+// accepted and gRPC matches it against ":authority".
 func validateRBACHeader(h *routev3.HeaderMatcher, at string) error {
 	name := h.GetName()
-	switch {
-	case name == ":scheme":
+	switch lower := strings.ToLower(name); {
+	case lower == ":scheme":
 		return fmt.Errorf("%s.name: %q is not allowed in RBAC", at, name)
-	case strings.HasPrefix(name, "grpc-"):
+	case strings.HasPrefix(lower, "grpc-"):
 		return fmt.Errorf("%s.name: %q: names starting with \"grpc-\" are not allowed in RBAC", at, name)
 	}
 	switch s := h.GetHeaderMatchSpecifier().(type) {
