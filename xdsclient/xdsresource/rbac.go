@@ -16,10 +16,9 @@ import (
 )
 
 // validateRBAC checks an RBAC filter config as an xDS-enabled gRPC server
-// does (gRFC A41). at is the path of the config, "" or ending in a dot.
-// Without rules, or with the action LOG, gRPC enforces nothing and reads
-// nothing further; audit_logging_options, shadow_rules and matcher are
-// ignored.
+// does (gRFC A41, A59). at is the path of the config, "" or ending in a
+// dot. Without rules, or with the action LOG, gRPC enforces nothing and
+// reads nothing further; shadow_rules and matcher are ignored.
 func validateRBAC(m *rbacv3.RBAC, at string) error {
 	rules := m.GetRules()
 	if rules == nil {
@@ -43,7 +42,7 @@ func validateRBAC(m *rbacv3.RBAC, at string) error {
 			return err
 		}
 	}
-	return nil
+	return validateAuditLogging(rules.GetAuditLoggingOptions(), at+"rules.audit_logging_options")
 }
 
 // validateRBACPolicy checks one policy, found at at.
