@@ -23,8 +23,9 @@
 // experimental environment variables unset. The last column says which
 // implementation a rule follows: "C-core" where C-core is known to differ
 // from grpc-go and its behaviour was chosen, "grpc-go" where only grpc-go's
-// behaviour was checked and C-core may differ; C-core's source was not
-// read at a pinned version.
+// behaviour was checked and C-core may differ, "neither" where both are
+// left on purpose, with the reason; C-core's source was read on its main
+// branch, not at a pinned version.
 //
 //	| resource | rule | source | follows |
 //	|---|---|---|---|
@@ -63,6 +64,7 @@
 //	| Cluster, Listener | each provider instance is read from its current field or, when that is unset, from its deprecated one (tls_certificate_certificate_provider_instance; validation_context_certificate_provider_instance, alone or in combined_validation_context); every other rule applies the same either way | A29 | C-core (grpc-go reads the deprecated fields only when the current ones name nothing or are invalid, and then skips the rules of the current ones) |
 //	| Cluster | load_balancing_policy: a TypedStruct (xds or udpa) names a custom policy by the last segment of its type_url; used when a balancer of that name is registered with gRPC in this program, whose parser must accept the struct as JSON; skipped otherwise | A52 | grpc-go |
 //	| Cluster | client_side_weighted_round_robin: error_utilization_penalty not negative; weight_update_period at least 100ms | A58 | grpc-go |
+//	| ClusterLoadAssignment | policy.drop_overloads: a category is required (empty rejected) | xDS endpoint.proto (category has min_len 1) | C-core (grpc-go accepts an empty category; the category is what load reports count drops under, and the xDS API requires one) |
 //
 // Rules that predate these (routes, clusters, endpoints) are documented on
 // the types and fields they produce.
