@@ -24,8 +24,8 @@
 // implementation a rule follows: "C-core" where C-core is known to differ
 // from grpc-go and its behaviour was chosen, "grpc-go" where only grpc-go's
 // behaviour was checked and C-core may differ, "neither" where both are
-// left on purpose, with the reason; C-core's source was read on its main
-// branch, not at a pinned version.
+// left on purpose, with the reason; C-core's source was not read at a
+// pinned version.
 //
 //	| resource | rule | source | follows |
 //	|---|---|---|---|
