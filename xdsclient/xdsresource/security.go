@@ -224,7 +224,7 @@ func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *SecurityConfi
 		vc, at = t.ValidationContext, "validation_context"
 	case *tlsv3.CommonTlsContext_CombinedValidationContext:
 		vc, at = t.CombinedValidationContext.GetDefaultValidationContext(), "combined_validation_context.default_validation_context"
-		if old := t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); old != nil && vc.GetCaCertificateProviderInstance() == nil {
+		if old := t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); old != nil {
 			root, rootField = old, "combined_validation_context.validation_context_certificate_provider_instance"
 		}
 	case *tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance:
@@ -238,7 +238,7 @@ func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *SecurityConfi
 		if err := checkValidationContext(vc, at, server, sc); err != nil {
 			return "", err
 		}
-		if ca := vc.GetCaCertificateProviderInstance(); ca != nil {
+		if ca := vc.GetCaCertificateProviderInstance(); ca != nil { // the current field wins
 			root, rootField = ca, at+".ca_certificate_provider_instance"
 		}
 	}
