@@ -2,22 +2,53 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/xdslens/xdslens/exporters"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// metricsShutdownTimeout bounds the graceful stop of the metrics server.
+// metricsShutdownTimeout bounds the graceful stop of the metrics server
+// and the last OTLP export.
 const metricsShutdownTimeout = 5 * time.Second
+
+// defaultServiceName is the OpenTelemetry service.name of xdswatch's
+// metrics when neither --service-name nor the environment names one.
+const defaultServiceName = "xdswatch"
+
+// metricsResource is the OpenTelemetry resource that describes xdswatch in
+// its metrics (Prometheus target_info, the resource of OTLP exports): the
+// SDK's default, which reads OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_SERVICE_NAME, with service.name from --service-name when given,
+// else from the environment, else "xdswatch", as OpenTelemetry's
+// conventions ask of a service rather than the SDK's
+// "unknown_service:PROGRAM".
+func metricsResource(cfg *config) (*resource.Resource, error) {
+	base := resource.Default()
+	if !cfg.given["service-name"] {
+		if v, ok := base.Set().Value(semconv.ServiceNameKey); ok && !strings.HasPrefix(v.AsString(), "unknown_service") {
+			return base, nil
+		}
+	}
+	return resource.Merge(base, resource.NewSchemaless(semconv.ServiceName(cfg.serviceName)))
+}
 
 // serveMetrics serves the metrics of the pool's clients (package telemetry:
 // the gRFC A78 instruments and xdslens's own) as Prometheus text on
-// http://addr/metrics, from a registry of its own. The returned func stops
-// the server and detaches the metrics from the pool.
-func serveMetrics(addr string, pool *xdsclient.Pool) (string, func(), error) {
-	p, err := exporters.Prometheus()
+// http://addr/metrics, from a registry of its own, describing the process
+// as cfg says. The returned func stops the server and detaches the metrics
+// from the pool.
+func serveMetrics(addr string, pool *xdsclient.Pool, cfg *config) (string, func(), error) {
+	res, err := metricsResource(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := exporters.Prometheus(exporters.WithResource(res))
 	if err != nil {
 		return "", nil, err
 	}
