@@ -44,17 +44,10 @@ func metricsResource(cfg *config) (*resource.Resource, error) {
 // as cfg says. The returned func stops the server and detaches the metrics
 // from the pool.
 func serveMetrics(addr string, pool *xdsclient.Pool, cfg *config) (string, func(), error) {
-	res, err := metricsResource(cfg)
+	p, m, err := observe(pool, cfg, func(opts ...exporters.Option) (*exporters.Provider, error) {
+		return exporters.Prometheus(opts...)
+	})
 	if err != nil {
-		return "", nil, err
-	}
-	p, err := exporters.Prometheus(exporters.WithResource(res))
-	if err != nil {
-		return "", nil, err
-	}
-	m, err := telemetry.New(pool, telemetry.WithMeterProvider(p))
-	if err != nil {
-		p.Shutdown(context.Background())
 		return "", nil, err
 	}
 	bound, shutdown, err := exporters.ServePrometheus(context.Background(), addr, p.Handler)
@@ -70,4 +63,24 @@ func serveMetrics(addr string, pool *xdsclient.Pool, cfg *config) (string, func(
 		m.Close()
 		p.Shutdown(ctx)
 	}, nil
+}
+
+// observe makes a provider with newProvider, given the options that
+// describe the process as cfg says and opts, and attaches to it the
+// metrics of the pool's clients (package telemetry).
+func observe(pool *xdsclient.Pool, cfg *config, newProvider func(...exporters.Option) (*exporters.Provider, error), opts ...exporters.Option) (*exporters.Provider, *telemetry.Metrics, error) {
+	res, err := metricsResource(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := newProvider(append([]exporters.Option{exporters.WithResource(res)}, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := telemetry.New(pool, telemetry.WithMeterProvider(p))
+	if err != nil {
+		p.Shutdown(context.Background())
+		return nil, nil, err
+	}
+	return p, m, nil
 }

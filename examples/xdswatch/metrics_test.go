@@ -328,13 +328,9 @@ func promQuery(base, query string) ([]promSample, error) {
 // demo server, whose LRS service answers; the stream shows in the
 // xdslens.xds_client.lrs_* metrics.
 func TestDemoLoadReport(t *testing.T) {
-	p := startProc(t, cleanEnv(), "--output", "json", "--metrics-addr", "127.0.0.1:0")
-	var l struct{ Metrics string }
-	if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
-		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
-	}
+	p, addr := startDemoMetrics(t, cleanEnv())
 	if msg := poll(testTimeout, func() string {
-		body, err := scrape(l.Metrics)
+		body, err := scrape(addr)
 		if err != nil {
 			return err.Error()
 		}
@@ -346,6 +342,19 @@ func TestDemoLoadReport(t *testing.T) {
 		t.Fatal(msg)
 	}
 	p.interrupt(t)
+}
+
+// startDemoMetrics runs the demo in JSON mode with env and args, serving
+// its metrics on a loopback port, and returns the process and the metrics
+// address from its listening line.
+func startDemoMetrics(t *testing.T, env []string, args ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, env, append([]string{"--output", "json", "--metrics-addr", "127.0.0.1:0"}, args...)...)
+	var l struct{ Metrics string }
+	if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
+		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
+	}
+	return p, l.Metrics
 }
 
 // scrape returns the body of the /metrics page at addr.
@@ -380,13 +389,9 @@ func TestMetricsServiceName(t *testing.T) {
 					env = append(env, kv)
 				}
 			}
-			p := startProc(t, env, append([]string{"--output", "json", "--metrics-addr", "127.0.0.1:0"}, tc.args...)...)
-			var l struct{ Metrics string }
-			if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
-				t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
-			}
+			p, addr := startDemoMetrics(t, env, tc.args...)
 			if msg := poll(testTimeout, func() string {
-				body, err := scrape(l.Metrics)
+				body, err := scrape(addr)
 				if err != nil {
 					return err.Error()
 				}

@@ -7,7 +7,6 @@ import (
 	"net/url"
 
 	"github.com/xdslens/xdslens/exporters"
-	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
@@ -96,33 +95,24 @@ func pushOTLP(endpoint string, pool *xdsclient.Pool, cfg *config) (string, func(
 	if err != nil {
 		return "", nil, err
 	}
-	res, err := metricsResource(cfg)
-	if err != nil {
-		return "", nil, err
-	}
-	opts := []exporters.Option{exporters.WithResource(res)}
+	var opts []exporters.Option
 	if cfg.otlpInterval > 0 {
 		opts = append(opts, exporters.WithInterval(cfg.otlpInterval))
 	}
 	if !e.tls {
 		opts = append(opts, exporters.WithInsecure())
 	}
-	var p *exporters.Provider
-	if e.grpc {
-		p, err = exporters.OTLPGRPC(context.Background(), e.hostPort, opts...)
-	} else {
+	p, m, err := observe(pool, cfg, func(opts ...exporters.Option) (*exporters.Provider, error) {
+		if e.grpc {
+			return exporters.OTLPGRPC(context.Background(), e.hostPort, opts...)
+		}
 		target := e.hostPort
 		if e.path != "" {
 			target = e.String()
 		}
-		p, err = exporters.OTLPHTTP(context.Background(), target, opts...)
-	}
+		return exporters.OTLPHTTP(context.Background(), target, opts...)
+	}, opts...)
 	if err != nil {
-		return "", nil, err
-	}
-	m, err := telemetry.New(pool, telemetry.WithMeterProvider(p))
-	if err != nil {
-		p.Shutdown(context.Background())
 		return "", nil, err
 	}
 	return e.String(), func() {
