@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -167,6 +169,38 @@ func TestOTLPEndpointParse(t *testing.T) {
 	for _, in := range []string{"127.0.0.1:4317", "tcp://x:1", "grpc://", "grpc://x:4317/path", "http://u@x:1", "http://x:1?q=1", "::"} {
 		if _, err := parseOTLPEndpoint(in); err == nil || !strings.Contains(err.Error(), "--otlp-endpoint") {
 			t.Errorf("parseOTLPEndpoint(%q): %v, want an error naming the flag", in, err)
+		}
+	}
+}
+
+// TestCollectorConfig checks the OpenTelemetry Collector configuration the
+// documentation shows: its OTLP receivers listen where the
+// --otlp-endpoint of its usage line points, on OTLP's ports, and its
+// metrics pipeline goes from them to the prometheus exporter.
+func TestCollectorConfig(t *testing.T) {
+	b, err := os.ReadFile("otel-collector.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(b)
+	for _, proto := range []string{"grpc", "http"} {
+		m := regexp.MustCompile(`(?m)^      ` + proto + `:\n        endpoint: (\S+)$`).FindStringSubmatch(conf)
+		if m == nil {
+			t.Errorf("no %s receiver endpoint in\n%s", proto, conf)
+			continue
+		}
+		flag := regexp.MustCompile(`\b` + proto + `://\S+`).FindString(conf)
+		e, err := parseOTLPEndpoint(flag)
+		if err != nil || e.hostPort != m[1] {
+			t.Errorf("the usage line's %q goes to %v (%v); the receiver listens on %s", flag, e.hostPort, err, m[1])
+		}
+		if _, port, _ := net.SplitHostPort(m[1]); (proto == "grpc") != (port == otlpGRPCPort) {
+			t.Errorf("%s receiver on port %s: want OTLP's", proto, port)
+		}
+	}
+	for _, want := range []string{"receivers: [otlp]", "exporters: [prometheus]", "  prometheus:\n    endpoint: "} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("the configuration has no %q", want)
 		}
 	}
 }
