@@ -58,9 +58,9 @@
 //
 // grpcdebug (`grpcdebug HOST:PORT xds status`, `xds config`) reads entries
 // without last_updated as A40 leaves them, printing an empty time. Its
-// v1.0.5 release refuses a response with more than one ClientConfig
-// ("Received unexpected number of ClientConfig 2"); its main branch adds a
-// Scope column and `xds config --scope`. To serve v1.0.5 from a pool of
+// v1.0.5 release and its main branch up to 64d2b46 (2025-03) refuse a
+// response with more than one ClientConfig ("Received unexpected number of
+// ClientConfig 2") and have no --scope. To serve them from a pool of
 // several clients, give each target a server of its own with [ForTarget]
 // (or pass a single *xdsclient.Client): a Source of one client gives
 // exactly one ClientConfig.

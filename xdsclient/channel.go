@@ -609,8 +609,14 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 		ch.fullResync = true
 		return
 	}
+	logf := c.logger.Warn
+	if ch.lastStream != nil {
+		// A retry of a server that has not answered since its last failure:
+		// the failure was logged then.
+		logf = c.logger.Debug
+	}
 	ch.lastStream = err
-	c.logger.Warn("ADS stream failed before any response", "server", ch.uri, "err", err, "backoff", delay)
+	logf("ADS stream failed before any response", "server", ch.uri, "err", err, "backoff", delay)
 	ch.fail(tx, fmt.Errorf("ADS stream failed before any response: %w", err), true)
 }
 
