@@ -35,6 +35,10 @@
 //   - config_status is left unset and is_static_resource false, as A40 asks
 //     of clients.
 //
+// A version_info over 1 KiB is cut there, and details over 16 KiB, each
+// with a marker saying how many bytes were left out ("...[N more bytes]"),
+// so that a server's oversized strings cannot make every response huge.
+//
 // A request with node_matchers is refused with INVALID_ARGUMENT (a process
 // is a single node). A request with exclude_resource_contents gets no
 // xds_config or failed_configuration, which keeps the response small for
