@@ -11,14 +11,21 @@ import (
 // watches they need, drops those nothing needs, and makes a new Config if
 // every resource has been heard from and something changed. mu is held.
 func (m *Manager) update() {
+	structural := m.structural
+	m.structural = false
+	if !structural && m.walkValid && m.walkReady && m.last != nil && !m.lastFailed {
+		m.patch()
+		return
+	}
+	m.clearDirty()
 	if m.lis == nil || m.vh == nil {
 		// Nothing to walk from: keep every watch (as gRPC C-core does) for
 		// when the listener or route configuration comes back.
 		m.walkValid = false
 		return
 	}
-	clear(m.wantEDS)
-	clear(m.wantDNS)
+	m.nEDS, m.nDNS = 0, 0
+	m.gen++
 	m.walk.reset(m.lookupFn)
 	ready := true
 	for _, name := range m.roots {
@@ -26,7 +33,7 @@ func (m *Manager) update() {
 			ready = false
 		}
 	}
-	m.walkValid = true
+	m.walkValid, m.walkReady = true, ready
 	m.reconcile()
 	if !ready {
 		return
@@ -36,44 +43,48 @@ func (m *Manager) update() {
 		return
 	}
 	m.last, m.lastFailed = cfg, false
-	m.enqueue(output{cfg: cfg, eds: maps.Clone(m.wantEDS), dns: maps.Clone(m.wantDNS)})
+	m.enqueue(output{cfg: cfg})
 }
 
 // lookup is the walk's lookupFunc: it watches what a cluster needs.
-func (m *Manager) lookup(name string) (*xdsresource.Cluster, clusterStatus) {
+func (m *Manager) lookup(name string) (*xdsresource.Cluster, clusterStatus, *clusterState) {
 	st := m.clusters[name]
 	switch {
 	case st == nil:
-		m.watchCluster(name)
-		return nil, statusPending
+		return nil, statusPending, m.watchCluster(name)
 	case !st.heard:
-		return nil, statusPending
+		return nil, statusPending, st
 	case st.err != nil:
-		return nil, statusFailed
+		return nil, statusFailed, st
 	}
 	c := st.cluster
-	switch c.Kind {
+	switch st.kind {
 	case xdsresource.ClusterEDS:
-		name := c.EDSName()
-		m.wantEDS[name] = true
-		e := m.endpoints[name]
-		if e == nil {
-			e = m.watchEndpoints(name)
+		if e := st.eds; e == nil || e.dead || e.name != st.endpoints {
+			if st.eds = m.endpoints[st.endpoints]; st.eds == nil {
+				st.eds = m.watchEndpoints(st.endpoints)
+			}
 		}
-		if !e.heard {
-			return c, statusPending
+		if st.eds.add(m.gen, st) {
+			m.nEDS++
+		}
+		if !st.eds.heard {
+			return c, statusPending, st
 		}
 	case xdsresource.ClusterLogicalDNS:
-		m.wantDNS[c.DNSHostname] = true
-		d := m.dns[c.DNSHostname]
-		if d == nil {
-			d = m.startDNS(c.DNSHostname)
+		if d := st.dns; d == nil || d.dead || d.name != st.endpoints {
+			if st.dns = m.dns[st.endpoints]; st.dns == nil {
+				st.dns = m.startDNS(st.endpoints)
+			}
 		}
-		if !d.heard {
-			return c, statusPending
+		if st.dns.add(m.gen, st) {
+			m.nDNS++
+		}
+		if !st.dns.heard {
+			return c, statusPending, st
 		}
 	}
-	return c, statusReady
+	return c, statusReady, st
 }
 
 // reconcile cancels the watches that neither the current resources nor
@@ -81,6 +92,12 @@ func (m *Manager) lookup(name string) (*xdsresource.Cluster, clusterStatus) {
 // cluster that a new route configuration no longer names thus stays
 // watched until a config without it is delivered (gRFC A74). mu is held.
 func (m *Manager) reconcile() {
+	// What the walk reached is watched; when the counts are equal, nothing
+	// else is.
+	if len(m.clusters) == len(m.walk.nodes) && len(m.endpoints) == m.nEDS && len(m.dns) == m.nDNS {
+		return
+	}
+	var kept *keptNames
 	for name, st := range m.clusters {
 		if m.walk.nodes[name] != nil || m.delivered.holds(name) || m.pending.holds(name) {
 			continue
@@ -90,7 +107,13 @@ func (m *Manager) reconcile() {
 		delete(m.clusters, name)
 	}
 	for name, st := range m.endpoints {
-		if m.wantEDS[name] || m.delivered.eds[name] || m.pending.eds[name] {
+		if st.users.gen == m.gen {
+			continue
+		}
+		if kept == nil {
+			kept = m.keptNames()
+		}
+		if kept.eds[name] {
 			continue
 		}
 		st.dead = true
@@ -98,13 +121,43 @@ func (m *Manager) reconcile() {
 		delete(m.endpoints, name)
 	}
 	for name, st := range m.dns {
-		if m.wantDNS[name] || m.delivered.dns[name] || m.pending.dns[name] {
+		if st.users.gen == m.gen {
+			continue
+		}
+		if kept == nil {
+			kept = m.keptNames()
+		}
+		if kept.dns[name] {
 			continue
 		}
 		st.dead = true
 		st.cancel()
 		delete(m.dns, name)
 	}
+}
+
+// keptNames are the EDS resources and DNS names that the delivered and
+// pending configs use.
+type keptNames struct{ eds, dns map[string]bool }
+
+func (m *Manager) keptNames() *keptNames {
+	k := &keptNames{eds: map[string]bool{}, dns: map[string]bool{}}
+	for _, cfg := range []*Config{m.delivered.cfg, m.pending.cfg} {
+		if cfg == nil {
+			continue
+		}
+		for _, s := range cfg.Clusters {
+			if !s.IsLeaf() {
+				continue
+			}
+			if s.Cluster.Kind == xdsresource.ClusterEDS {
+				k.eds[s.Cluster.EDSName()] = true
+			} else {
+				k.dns[s.Cluster.DNSHostname] = true
+			}
+		}
+	}
+	return k
 }
 
 // build makes the Config of the current resources from a complete walk, or
@@ -118,16 +171,20 @@ func (m *Manager) build() *Config {
 	}
 	top := m.msg.join(m.ldsNote, m.rdsNote)
 	m.slots = m.slots[:0]
-	reused := 0
+	reused, present := 0, 0
 	for _, n := range m.walk.order {
 		if n.status == statusPending {
 			continue // below an aggregate that failed
 		}
 		s := m.slotOf(n, top)
-		if p := prev[n.name]; p != nil && sameSlot(p, &s) {
-			m.slots = append(m.slots, p)
-			reused++
-			continue
+		p := prev[n.name]
+		if p != nil {
+			present++
+			if sameSlot(p, &s) {
+				m.slots = append(m.slots, p)
+				reused++
+				continue
+			}
 		}
 		c := s // only a new slot escapes
 		m.slots = append(m.slots, &c)
@@ -140,9 +197,24 @@ func (m *Manager) build() *Config {
 		l.Listener == m.lis && l.RouteConfig == m.rc && l.VirtualHost == m.vh && l.RouteConfigName == rdsName {
 		return nil
 	}
-	clusters := make(map[string]*ClusterConfig, len(m.slots))
-	for _, s := range m.slots {
-		clusters[s.Name] = s
+	var clusters map[string]*ClusterConfig
+	switch {
+	case prev != nil && reused == len(prev) && reused == len(m.slots):
+		clusters = prev // the same slots: share the immutable map
+	case prev != nil && present == len(prev) && present == len(m.slots):
+		// Cloning the last map and replacing the slots that changed is
+		// much cheaper than filling a new one.
+		clusters = maps.Clone(prev)
+		for _, s := range m.slots {
+			if clusters[s.Name] != s {
+				clusters[s.Name] = s
+			}
+		}
+	default:
+		clusters = make(map[string]*ClusterConfig, len(m.slots))
+		for _, s := range m.slots {
+			clusters[s.Name] = s
+		}
 	}
 	clear(m.slots) // keep no slot alive through the scratch slice
 	return &Config{
@@ -159,7 +231,7 @@ func (m *Manager) build() *Config {
 // slotOf returns the slot of a cluster the walk explored; top is the
 // resolution note of the listener and route configuration.
 func (m *Manager) slotOf(n *node, top string) ClusterConfig {
-	st := m.clusters[n.name]
+	st := n.state
 	switch {
 	case n.status == statusFailed:
 		return ClusterConfig{Name: n.name, Err: st.err}
@@ -170,15 +242,15 @@ func (m *Manager) slotOf(n *node, top string) ClusterConfig {
 		return ClusterConfig{Name: n.name, Err: st.graphErr}
 	}
 	s := ClusterConfig{Name: n.name, Cluster: n.cluster, Server: st.server}
-	switch n.cluster.Kind {
+	switch st.kind {
 	case xdsresource.ClusterAggregate:
 		s.Leaves = n.leaves
 	case xdsresource.ClusterEDS:
-		e := m.endpoints[n.cluster.EDSName()]
+		e := st.eds
 		s.Endpoints = e.cla
 		s.ResolutionNote = m.msg.note(top, st.note, e.dataNote, e.note)
 	case xdsresource.ClusterLogicalDNS:
-		d := m.dns[n.cluster.DNSHostname]
+		d := st.dns
 		s.Endpoints = d.cla
 		s.ResolutionNote = m.msg.note(top, st.note, d.note)
 	}

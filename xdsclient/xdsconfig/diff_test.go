@@ -48,15 +48,24 @@ func TestDiff(t *testing.T) {
 		{"virtual host changed", base, with(func(c *xdsconfig.Config) { c.RouteConfig, c.VirtualHost = rcOther, &rcOther.VirtualHosts[0] }),
 			xdsconfig.Changes{RouteConfig: true, VirtualHost: true}},
 		{"RDS name", base, with(func(c *xdsconfig.Config) { c.RouteConfigName = "r2" }), xdsconfig.Changes{RouteConfig: true}},
-		{"endpoints", base, with(func(c *xdsconfig.Config) { c.Clusters["a"] = slot(func(s *xdsconfig.ClusterConfig) { s.Endpoints = eps2 }) }),
+		{"endpoints", base, with(func(c *xdsconfig.Config) {
+			c.Clusters["a"] = slot(func(s *xdsconfig.ClusterConfig) { s.Endpoints = eps2 })
+		}),
 			xdsconfig.Changes{Changed: []string{"a"}}},
-		{"note", base, with(func(c *xdsconfig.Config) { c.Clusters["a"] = slot(func(s *xdsconfig.ClusterConfig) { s.ResolutionNote = "x" }) }),
+		{"note", base, with(func(c *xdsconfig.Config) {
+			c.Clusters["a"] = slot(func(s *xdsconfig.ClusterConfig) { s.ResolutionNote = "x" })
+		}),
 			xdsconfig.Changes{Changed: []string{"a"}}},
 		{"error message", base, with(func(c *xdsconfig.Config) { c.Clusters["b"] = &xdsconfig.ClusterConfig{Name: "b", Err: errors.New("y")} }),
 			xdsconfig.Changes{Changed: []string{"b"}}},
-		{"leaves", base, with(func(c *xdsconfig.Config) { c.Clusters["a"] = slot(func(s *xdsconfig.ClusterConfig) { s.Leaves = []string{"z"} }) }),
+		{"leaves", base, with(func(c *xdsconfig.Config) {
+			c.Clusters["a"] = slot(func(s *xdsconfig.ClusterConfig) { s.Leaves = []string{"z"} })
+		}),
 			xdsconfig.Changes{Changed: []string{"a"}}},
-		{"added and removed", base, with(func(c *xdsconfig.Config) { delete(c.Clusters, "b"); c.Clusters["c"] = &xdsconfig.ClusterConfig{Name: "c"} }),
+		{"added and removed", base, with(func(c *xdsconfig.Config) {
+			delete(c.Clusters, "b")
+			c.Clusters["c"] = &xdsconfig.ClusterConfig{Name: "c"}
+		}),
 			xdsconfig.Changes{Added: []string{"c"}, Removed: []string{"b"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

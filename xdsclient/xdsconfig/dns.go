@@ -18,6 +18,7 @@ type dnsState struct {
 	cancel context.CancelFunc
 	now    chan struct{} // ResolveNow
 
+	users
 	dead  bool
 	heard bool
 	cla   *xdsresource.ClusterLoadAssignment // nil when resolution failed
@@ -100,6 +101,10 @@ func (m *Manager) sleep(ctx context.Context, st *dnsState, wait time.Duration, s
 // the cluster with no endpoints, whatever an earlier resolution found, and
 // its resolution note says why. mu is held.
 func (m *Manager) onDNS(st *dnsState, host, port string, addrs []string, err error) {
+	if st.heard {
+		m.dirtyDNS = append(m.dirtyDNS, st)
+		m.dataEvent = true
+	}
 	st.heard = true
 	if err != nil {
 		st.cla = nil

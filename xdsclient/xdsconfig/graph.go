@@ -27,15 +27,17 @@ const (
 )
 
 // lookupFunc tells the walk about cluster name: its resource when one is
-// usable (nil otherwise) and its status. The manager's lookup starts the
-// watches a cluster needs as a side effect.
-type lookupFunc func(name string) (*xdsresource.Cluster, clusterStatus)
+// usable (nil otherwise), its status, and the manager's state of it, kept
+// in the node for the manager. The manager's lookup starts the watches a
+// cluster needs as a side effect.
+type lookupFunc func(name string) (*xdsresource.Cluster, clusterStatus, *clusterState)
 
 // node is the walk's result for one cluster.
 type node struct {
 	name    string
 	cluster *xdsresource.Cluster
 	status  clusterStatus
+	state   *clusterState
 	// ready: the cluster and everything below it has been heard from.
 	ready bool
 	// leaves are, for an aggregate, its leaf clusters in priority order,
@@ -51,6 +53,7 @@ type node struct {
 	// away when the node is reached higher up.
 	budget  int
 	onStack bool
+	self    [1]string // the leaves of a leaf, without an allocation
 }
 
 // errDepth is the error of an aggregate whose graph is too deep; the
@@ -104,7 +107,7 @@ func (w *walk) visit(name string, budget int) *node {
 		return n
 	}
 	n.budget = budget
-	n.cluster, n.status = w.lookup(name)
+	n.cluster, n.status, n.state = w.lookup(name)
 	n.leaves, n.err, n.graphErr = nil, nil, false
 	switch {
 	case n.status == statusPending:
@@ -113,7 +116,8 @@ func (w *walk) visit(name string, budget int) *node {
 		n.ready = true
 	case n.cluster.Kind != xdsresource.ClusterAggregate:
 		n.ready = true
-		n.leaves = []string{name}
+		n.self[0] = name
+		n.leaves = n.self[:]
 	default:
 		w.expand(n, budget)
 	}

@@ -15,7 +15,14 @@ import (
 type graph map[string]string
 
 func (g graph) lookup(looked *[]string) lookupFunc {
-	return func(name string) (*xdsresource.Cluster, clusterStatus) {
+	return func(name string) (*xdsresource.Cluster, clusterStatus, *clusterState) {
+		c, s := g.status(looked, name)
+		return c, s, nil
+	}
+}
+
+func (g graph) status(looked *[]string, name string) (*xdsresource.Cluster, clusterStatus) {
+	{
 		*looked = append(*looked, name)
 		spec, ok := g[name]
 		switch {
@@ -67,14 +74,14 @@ func TestWalk(t *testing.T) {
 			roots: []string{"agg"}, ready: true, want: map[string]string{"agg": "b,a,d"},
 		},
 		{
-			name: "chain of aggregates depth first",
-			g:    graph{"top": "agg:mid,c3", "mid": "agg:c1,c2", "c1": "eds", "c2": "eds", "c3": "eds"},
+			name:  "chain of aggregates depth first",
+			g:     graph{"top": "agg:mid,c3", "mid": "agg:c1,c2", "c1": "eds", "c2": "eds", "c3": "eds"},
 			roots: []string{"top"}, ready: true,
 			want: map[string]string{"top": "c1,c2,c3", "mid": "c1,c2"},
 		},
 		{
-			name: "diamond keeps a leaf once, every aggregate has its leaves",
-			g:    graph{"a": "agg:b,c", "b": "agg:l,m", "c": "agg:l", "l": "eds", "m": "eds"},
+			name:  "diamond keeps a leaf once, every aggregate has its leaves",
+			g:     graph{"a": "agg:b,c", "b": "agg:l,m", "c": "agg:l", "l": "eds", "m": "eds"},
 			roots: []string{"a", "c"}, ready: true,
 			want: map[string]string{"a": "l,m", "b": "l,m", "c": "l"},
 		},
@@ -87,8 +94,8 @@ func TestWalk(t *testing.T) {
 			want: map[string]string{"a": `error: loop through "a"`},
 		},
 		{
-			name: "loop fails every aggregate above it",
-			g:    graph{"r": "agg:x,l", "x": "agg:y", "y": "agg:x", "l": "eds"},
+			name:  "loop fails every aggregate above it",
+			g:     graph{"r": "agg:x,l", "x": "agg:y", "y": "agg:x", "l": "eds"},
 			roots: []string{"r", "l"}, ready: true,
 			want: map[string]string{"r": "error: loop", "x": "error: loop", "y": "error: loop", "l": "l"},
 		},

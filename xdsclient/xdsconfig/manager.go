@@ -57,7 +57,7 @@ type Manager struct {
 	msg       messages
 	lookupFn  lookupFunc
 
-	wake      chan struct{} // a config or error waits in pending
+	wake      chan struct{} // the state is dirty, or an error waits in pending
 	quit      chan struct{} // closed by Stop
 	done      chan struct{} // closed when the delivering goroutine ends
 	deliverer atomic.Int64  // the delivering goroutine's ID
@@ -68,24 +68,36 @@ type Manager struct {
 	// watch's running callback, which may wait for mu).
 	mu      sync.Mutex
 	stopped bool
-	lds     *watchState
-	lis     *xdsresource.Listener // nil until a valid API listener
-	ldsNote string                // the Listener's ambient error
-	rds     *watchState           // nil while the route config is inline
-	rc      *xdsresource.RouteConfiguration
-	vh      *xdsresource.VirtualHost // nil until rc has a virtual host for authority
-	roots   []string                 // the clusters vh's routes name
-	rdsNote string                   // the RouteConfiguration's ambient error
+	dirty   bool // the state changed since the last update
+	// structural: a change since the last update may change the graph or
+	// what is ready, so the next update walks everything; otherwise only
+	// the data of the states in the dirty lists changed (see patch).
+	structural bool
+	dataEvent  bool // the running event changed data only
+	dirtyEDS   []*edsState
+	dirtyDNS   []*dnsState
+	dirtyCDS   []*clusterState
+	lds        *watchState
+	lis        *xdsresource.Listener // nil until a valid API listener
+	ldsNote    string                // the Listener's ambient error
+	rds        *watchState           // nil while the route config is inline
+	rc         *xdsresource.RouteConfiguration
+	vh         *xdsresource.VirtualHost // nil until rc has a virtual host for authority
+	roots      []string                 // the clusters vh's routes name
+	rdsNote    string                   // the RouteConfiguration's ambient error
 
 	clusters  map[string]*clusterState
 	endpoints map[string]*edsState
 	dns       map[string]*dnsState
 
 	walk      walk
-	walkValid bool            // walk describes the current resources
-	wantEDS   map[string]bool // EDS names the walk reached
-	wantDNS   map[string]bool // DNS names the walk reached
-	slots     []*ClusterConfig
+	gen       uint64 // the walk's generation
+	walkValid bool   // walk describes the current resources
+	walkReady bool   // and everything in it has been heard from
+	// nEDS and nDNS count the EDS resources and DNS names the walk
+	// reached: those whose users are of generation gen.
+	nEDS, nDNS int
+	slots      []*ClusterConfig
 
 	last       *Config // the last config made
 	lastFailed bool    // an error was reported after last
@@ -94,12 +106,10 @@ type Manager struct {
 	cancels    []func()
 }
 
-// output is what the Watcher gets next: a config, with the endpoint names
-// it holds, or an error.
+// output is what the Watcher gets next: a config or an error.
 type output struct {
-	cfg      *Config
-	err      error
-	eds, dns map[string]bool
+	cfg *Config
+	err error
 }
 
 func (o output) empty() bool { return o.cfg == nil && o.err == nil }
@@ -118,9 +128,16 @@ type watchState struct {
 type clusterState struct {
 	watchState
 	cluster *xdsresource.Cluster // nil unless valid
-	server  string
-	err     *ResourceError // the resource's error, when it failed
-	note    string         // its ambient error
+	// kind and endpoints (EDS name or DNS host) copy cluster's, so that a
+	// walk of many clusters does not visit each resource.
+	kind      xdsresource.ClusterKind
+	endpoints string
+	server    string
+	err       *ResourceError // the resource's error, when it failed
+	note      string         // its ambient error
+	// eds or dns is the state of its endpoints, as the last walk found it.
+	eds *edsState
+	dns *dnsState
 	// graphErr caches the slot error of an invalid aggregate graph, whose
 	// walk error says graphDetail.
 	graphErr    *ResourceError
@@ -129,9 +146,27 @@ type clusterState struct {
 
 type edsState struct {
 	watchState
+	users                                       // the clusters that use it
 	cla      *xdsresource.ClusterLoadAssignment // nil when it failed
 	dataNote string                             // its error, or what is odd in it
 	note     string                             // its ambient error
+}
+
+// users are the clusters that the walk of generation gen found using an
+// EDS resource or DNS name.
+type users struct {
+	gen   uint64
+	users []*clusterState
+}
+
+// add adds st, and reports whether it is the first of generation gen.
+func (u *users) add(gen uint64, st *clusterState) (first bool) {
+	if u.gen != gen {
+		clear(u.users)
+		u.gen, u.users, first = gen, u.users[:0], true
+	}
+	u.users = append(u.users, st)
+	return first
 }
 
 // Watch starts the dependency manager of listener for a channel whose
@@ -155,8 +190,6 @@ func Watch(c *xdsclient.Client, listener, authority string, w Watcher, opts ...O
 		clusters:  make(map[string]*clusterState),
 		endpoints: make(map[string]*edsState),
 		dns:       make(map[string]*dnsState),
-		wantEDS:   make(map[string]bool),
-		wantDNS:   make(map[string]bool),
 	}
 	m.lookupFn = m.lookup
 	started := make(chan struct{})
@@ -230,7 +263,11 @@ func (m *Manager) ResolveNow() {
 	}
 }
 
-// run delivers what the manager makes to the Watcher, one call at a time.
+// run makes the configs and delivers them to the Watcher, one call at a
+// time. Events only change the state and mark it dirty; the config is made
+// here, once for however many events came meanwhile, so that a burst of
+// callbacks (the 10,000 clusters of one response) costs a few walks of the
+// graph, not one per callback.
 func (m *Manager) run(started chan<- struct{}) {
 	defer close(m.done)
 	m.deliverer.Store(goid())
@@ -243,13 +280,24 @@ func (m *Manager) run(started chan<- struct{}) {
 		}
 		for {
 			m.mu.Lock()
+			if m.stopped {
+				m.mu.Unlock()
+				return
+			}
+			if m.dirty {
+				m.dirty = false
+				m.update()
+			}
 			out := m.pending
 			m.pending = output{}
-			if m.stopped || out.empty() {
-				m.mu.Unlock()
+			cancels := m.takeCancels()
+			m.mu.Unlock()
+			for _, cancel := range cancels {
+				cancel()
+			}
+			if out.empty() {
 				break
 			}
-			m.mu.Unlock()
 			if out.cfg != nil {
 				m.w.Update(out.cfg)
 				m.afterDelivery(out)
@@ -282,6 +330,11 @@ func (m *Manager) afterDelivery(out output) {
 // yet delivered.
 func (m *Manager) enqueue(out output) {
 	m.pending = out
+	m.signal()
+}
+
+// signal wakes the goroutine that makes and delivers configs.
+func (m *Manager) signal() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -296,15 +349,20 @@ func (m *Manager) takeCancels() []func() {
 
 // handle runs event, a change of the state of a watch or DNS name, with
 // mu held, unless the manager is stopped or the watch is no longer
-// wanted (*dead); then it makes the config again.
+// wanted (*dead); the config is then made again.
 func (m *Manager) handle(dead *bool, event func()) {
 	m.mu.Lock()
 	if m.stopped || *dead {
 		m.mu.Unlock()
 		return
 	}
+	m.dataEvent = false
 	event()
-	m.update()
+	if !m.dataEvent {
+		m.structural = true
+	}
+	m.dirty = true
+	m.signal()
 	cancels := m.takeCancels()
 	m.mu.Unlock()
 	for _, cancel := range cancels {

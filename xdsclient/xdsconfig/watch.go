@@ -153,7 +153,7 @@ func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration) {
 // weighted_clusters. A cluster_header or cluster_specifier_plugin route
 // names its clusters at the time of the RPC, none here.
 func clustersOf(vh *xdsresource.VirtualHost, dst []string) []string {
-	seen := make(map[string]bool)
+	seen := make(map[string]bool, len(vh.Routes))
 	add := func(name string) {
 		if !seen[name] {
 			seen[name] = true
@@ -180,7 +180,13 @@ func (m *Manager) watchCluster(name string) *clusterState {
 	m.clusters[name] = st
 	st.cancel = m.client.Watch(xdsresource.ClusterType, name, xdsWatcher{m, &st.dead,
 		func(r *xdsclient.Resource, err error) { m.onCluster(st, r, err) },
-		func(err error) { st.note = m.ambientPart("CDS", name, err) }})
+		func(err error) {
+			st.note = m.ambientPart("CDS", name, err)
+			if st.heard {
+				m.dirtyCDS = append(m.dirtyCDS, st)
+				m.dataEvent = true
+			}
+		}})
 	return st
 }
 
@@ -197,6 +203,10 @@ func (m *Manager) onCluster(st *clusterState, r *xdsclient.Resource, err error) 
 		st.cluster, st.server, st.err = nil, "", m.msg.resourceError("CDS", st.name, nil, "unsupported cluster type "+c.Kind.String())
 	default:
 		st.cluster, st.server, st.err = c, r.Server, nil
+		st.kind, st.endpoints = c.Kind, c.EDSName()
+		if c.Kind == xdsresource.ClusterLogicalDNS {
+			st.endpoints = c.DNSHostname
+		}
 	}
 }
 
@@ -206,11 +216,24 @@ func (m *Manager) watchEndpoints(name string) *edsState {
 	m.endpoints[name] = st
 	st.cancel = m.client.Watch(xdsresource.EndpointsType, name, xdsWatcher{m, &st.dead,
 		func(r *xdsclient.Resource, err error) { m.onEndpoints(st, r, err) },
-		func(err error) { st.note = m.ambientPart("EDS", name, err) }})
+		func(err error) {
+			st.note = m.ambientPart("EDS", name, err)
+			m.endpointsData(st)
+		}})
 	return st
 }
 
+// endpointsData marks a change of the data of endpoints already heard
+// from: the clusters that use them change, the graph does not.
+func (m *Manager) endpointsData(st *edsState) {
+	if st.heard {
+		m.dirtyEDS = append(m.dirtyEDS, st)
+		m.dataEvent = true
+	}
+}
+
 func (m *Manager) onEndpoints(st *edsState, r *xdsclient.Resource, err error) {
+	m.endpointsData(st)
 	st.heard, st.note = true, ""
 	var cla *xdsresource.ClusterLoadAssignment
 	if err == nil {
