@@ -17,33 +17,53 @@ func (w benchWatcher) Update(c *Config) { w <- c }
 func (w benchWatcher) Error(err error)  { panic(err) }
 
 // benchManager is a manager of a route configuration that names n EDS
-// clusters, with every resource heard from. Its xDS client subscribes on
-// a server that never answers: the benchmark hands the manager decoded
-// resources itself, so that it measures the manager, not decoding.
+// clusters, with every resource heard from.
 func benchManager(b *testing.B, n int) (*Manager, benchWatcher) {
-	srv := xdstest.NewADSServer(b)
-	cfg := xdstest.Bootstrap{Servers: []string{srv.Addr()}, Node: `{"id": "bench"}`}.Parse(b)
-	c := xdstest.NewClient(b, cfg, xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
+	return injected(b, routeConfig(n, 0), func(name string) *xdsresource.Cluster {
+		return &xdsresource.Cluster{Name: name, Kind: xdsresource.ClusterEDS}
+	})
+}
+
+// injected is a manager of listener L → rc whose clusters are made by
+// cluster and whose endpoints each have one address, all heard from. Its
+// xDS client subscribes on a server that never answers: the manager is
+// handed decoded resources directly, so that what is measured or checked
+// is the manager alone.
+func injected(tb testing.TB, rc *xdsresource.RouteConfiguration, cluster func(name string) *xdsresource.Cluster) (*Manager, benchWatcher) {
+	srv := xdstest.NewADSServer(tb)
+	cfg := xdstest.Bootstrap{Servers: []string{srv.Addr()}, Node: `{"id": "bench"}`}.Parse(tb)
+	c := xdstest.NewClient(tb, cfg, xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
 	w := make(benchWatcher, 1)
 	m := Watch(c, "L", "svc", w)
-	b.Cleanup(m.Stop)
+	tb.Cleanup(m.Stop)
 	inject(m, &m.lds.dead, func() { m.onListener(resource(&xdsresource.Listener{Name: "L", RouteConfigName: "R"}), nil) })
 	m.mu.Lock()
 	rds := m.rds
 	m.mu.Unlock()
-	inject(m, &rds.dead, func() { m.onRouteConfig(rds, resource(routeConfig(n, 0)), nil) })
-	waitFor(b, m, func() bool { return len(m.clusters) == n })
-	inject(m, new(bool), func() {
-		for name, st := range m.clusters {
-			m.onCluster(st, resource(&xdsresource.Cluster{Name: name, Kind: xdsresource.ClusterEDS}), nil)
+	inject(m, &rds.dead, func() { m.onRouteConfig(rds, resource(rc), nil) })
+	for {
+		// Until every watch started has been heard from: each round of
+		// clusters may name more (aggregates) or endpoints.
+		waitFor(tb, m, func() bool { return !m.dirty })
+		var pending int
+		inject(m, new(bool), func() {
+			for name, st := range m.clusters {
+				if !st.heard {
+					pending++
+					m.onCluster(st, resource(cluster(name)), nil)
+				}
+			}
+			for name, st := range m.endpoints {
+				if !st.heard {
+					pending++
+					m.onEndpoints(st, resource(endpoints(name, 1)), nil)
+				}
+			}
+		})
+		if pending == 0 {
+			break
 		}
-	})
-	waitFor(b, m, func() bool { return len(m.endpoints) == n })
-	inject(m, new(bool), func() {
-		for name, st := range m.endpoints {
-			m.onEndpoints(st, resource(endpoints(name, 1)), nil)
-		}
-	})
+	}
 	<-w
 	return m, w
 }
@@ -51,7 +71,7 @@ func benchManager(b *testing.B, n int) (*Manager, benchWatcher) {
 func inject(m *Manager, dead *bool, event func()) { m.handle(dead, event) }
 
 // waitFor waits until cond holds, with mu held.
-func waitFor(b *testing.B, m *Manager, cond func() bool) {
+func waitFor(b testing.TB, m *Manager, cond func() bool) {
 	for deadline := time.Now().Add(xdstest.Timeout); ; time.Sleep(time.Millisecond) {
 		m.mu.Lock()
 		ok := cond()
