@@ -58,6 +58,7 @@ func (m *Manager) lookup(name string) (*xdsresource.Cluster, clusterStatus, *clu
 		return nil, statusFailed, st
 	}
 	c := st.cluster
+	heard := true
 	switch st.kind {
 	case xdsresource.ClusterEDS:
 		if e := st.eds; e == nil || e.dead || e.name != st.endpoints {
@@ -65,26 +66,28 @@ func (m *Manager) lookup(name string) (*xdsresource.Cluster, clusterStatus, *clu
 				st.eds = m.watchEndpoints(st.endpoints)
 			}
 		}
-		if st.eds.add(m.gen, st) {
-			m.nEDS++
-		}
-		if !st.eds.heard {
-			return c, statusPending, st
-		}
+		heard = m.use(&st.eds.watchState, &st.eds.users, &m.nEDS, st)
 	case xdsresource.ClusterLogicalDNS:
 		if d := st.dns; d == nil || d.dead || d.name != st.endpoints {
 			if st.dns = m.dns[st.endpoints]; st.dns == nil {
 				st.dns = m.startDNS(st.endpoints)
 			}
 		}
-		if st.dns.add(m.gen, st) {
-			m.nDNS++
-		}
-		if !st.dns.heard {
-			return c, statusPending, st
-		}
+		heard = m.use(&st.dns.watchState, &st.dns.users, &m.nDNS, st)
+	}
+	if !heard {
+		return c, statusPending, st
 	}
 	return c, statusReady, st
+}
+
+// use records that cluster st gets its endpoints from source w (of users
+// u, counted in *n), and reports whether w has been heard from.
+func (m *Manager) use(w *watchState, u *users, n *int, st *clusterState) bool {
+	if u.add(m.gen, st) {
+		*n++
+	}
+	return w.heard
 }
 
 // reconcile cancels the watches that neither the current resources nor
@@ -97,42 +100,33 @@ func (m *Manager) reconcile() {
 	if len(m.clusters) == len(m.walk.nodes) && len(m.endpoints) == m.nEDS && len(m.dns) == m.nDNS {
 		return
 	}
-	var kept *keptNames
 	for name, st := range m.clusters {
-		if m.walk.nodes[name] != nil || m.delivered.holds(name) || m.pending.holds(name) {
-			continue
+		if m.walk.nodes[name] == nil && !m.delivered.holds(name) && !m.pending.holds(name) {
+			st.dead = true
+			m.cancels = append(m.cancels, st.cancel)
+			delete(m.clusters, name)
 		}
-		st.dead = true
-		m.cancels = append(m.cancels, st.cancel)
-		delete(m.clusters, name)
+	}
+	var k *keptNames // only when something may go
+	kept := func() *keptNames {
+		if k == nil {
+			k = m.keptNames()
+		}
+		return k
 	}
 	for name, st := range m.endpoints {
-		if st.users.gen == m.gen {
-			continue
+		if st.users.gen != m.gen && !kept().eds[name] {
+			st.dead = true
+			m.cancels = append(m.cancels, st.cancel)
+			delete(m.endpoints, name)
 		}
-		if kept == nil {
-			kept = m.keptNames()
-		}
-		if kept.eds[name] {
-			continue
-		}
-		st.dead = true
-		m.cancels = append(m.cancels, st.cancel)
-		delete(m.endpoints, name)
 	}
 	for name, st := range m.dns {
-		if st.users.gen == m.gen {
-			continue
+		if st.users.gen != m.gen && !kept().dns[name] {
+			st.dead = true
+			st.cancel()
+			delete(m.dns, name)
 		}
-		if kept == nil {
-			kept = m.keptNames()
-		}
-		if kept.dns[name] {
-			continue
-		}
-		st.dead = true
-		st.cancel()
-		delete(m.dns, name)
 	}
 }
 

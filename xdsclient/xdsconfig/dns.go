@@ -12,23 +12,20 @@ import (
 )
 
 // dnsState is the resolution of the "host:port" of LOGICAL_DNS clusters.
-// Its fields but the first three are guarded by Manager.mu.
+// Its fields but name, cancel and now are guarded by Manager.mu.
 type dnsState struct {
-	name   string // "host:port"
-	cancel context.CancelFunc
-	now    chan struct{} // ResolveNow
+	watchState               // name is "host:port", cancel ends the resolution
+	now        chan struct{} // ResolveNow
 
 	users
-	dead  bool
-	heard bool
-	cla   *xdsresource.ClusterLoadAssignment // nil when resolution failed
-	note  string                             // why it failed
+	cla  *xdsresource.ClusterLoadAssignment // nil when resolution failed
+	note string                             // why it failed
 }
 
 // startDNS starts resolving name on a goroutine of its own. mu is held.
 func (m *Manager) startDNS(name string) *dnsState {
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &dnsState{name: name, cancel: cancel, now: make(chan struct{}, 1)}
+	st := &dnsState{watchState: watchState{name: name, cancel: cancel}, now: make(chan struct{}, 1)}
 	m.dns[name] = st
 	m.dnsWG.Add(1)
 	go m.resolve(ctx, st)
