@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -68,6 +69,61 @@ func configError(t *testing.T, err error, kind, name string, cause codes.Code, w
 	if !errors.As(err, &re) || re.Kind != kind || re.Name != name || re.CauseCode() != cause ||
 		!strings.HasPrefix(err.Error(), kind+` resource "`+name+`": `) || !strings.Contains(err.Error(), want) {
 		t.Errorf("config error %v; want a %s %q error with cause %v saying %q", err, kind, name, cause, want)
+	}
+}
+
+// The xDS channel fails with nothing cached: the listener's ResourceChanged
+// error fails the config.
+func TestA88ChannelFailureUncached(t *testing.T) {
+	f := newScripted(t, nil)
+	f.Srv.Stop()
+	_, r := start(t, f.c, "L", "svc")
+	configError(t, r.failure(), "LDS", "L", codes.Unavailable, f.Srv.Addr())
+}
+
+// ADS streams that fail before any response: resources not yet cached
+// (the clusters) fail their slots; the cached listener and route
+// configuration only add to notes, which error slots do not have.
+func TestA88StreamFailedWithoutResponseUncached(t *testing.T) {
+	f := newScripted(t, nil)
+	_, r := start(t, f.c, "L", "svc")
+	f.stream("L")
+	f.push(ldsURL, controlplane.Listener("L", "R"))
+	f.want(rdsURL, "R")
+	f.push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B"))))
+	f.want(cdsURL, "A", "B")
+	f.st.End(status.Error(codes.Unavailable, "first stream ends after responses"))
+	f.st = f.NextStream() // no error yet: the first stream had responses (gRFC A57)
+	f.want(cdsURL, "A", "B")
+	f.st.End(status.Error(codes.Unavailable, "second stream ends with none"))
+	c := r.config()
+	for _, name := range []string{"A", "B"} {
+		if re := slotErr(t, c, name, codes.Unavailable); !strings.Contains(re.Error(), "second stream ends with none") {
+			t.Errorf("slot %q: %v, want the stream's status", name, re)
+		}
+	}
+}
+
+// The same with everything cached: every note says so, nothing else
+// changes.
+func TestA88StreamFailedWithoutResponseCached(t *testing.T) {
+	f := newScripted(t, nil)
+	_, r, base := f.baseline()
+	f.st.End(status.Error(codes.Unavailable, "first stream ends after responses"))
+	f.st = f.NextStream()
+	f.want(ldsURL, "L")
+	f.st.End(status.Error(codes.Unavailable, "second stream ends with none"))
+	c := r.until("notes of the failed stream", func(c *xdsconfig.Config) bool {
+		return strings.Count(c.Clusters["A"].ResolutionNote, "second stream ends with none") == 4 &&
+			strings.Count(c.Clusters["B"].ResolutionNote, "second stream ends with none") == 4
+	})
+	for _, name := range []string{"A", "B"} {
+		if s := c.Clusters[name]; s.Cluster != base.Clusters[name].Cluster || s.Endpoints != base.Clusters[name].Endpoints {
+			t.Errorf("cluster %q lost its resource or endpoints on an ambient error", name)
+		}
+	}
+	if c.Listener != base.Listener || c.RouteConfig != base.RouteConfig {
+		t.Error("the listener or route configuration changed on an ambient error")
 	}
 }
 
