@@ -15,6 +15,19 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 
+// newAdminServer returns a gRPC server with the admin services over every
+// client of pool; stop reports NOT_SERVING and stops it.
+func newAdminServer(pool *xdsclient.Pool) (srv *grpc.Server, stop func()) {
+	srv = grpc.NewServer()
+	services := admin.Register(srv, pool) // CSDS, channelz, health, reflection
+	// or CSDS alone: csds.NewServer(pool).Register(srv)
+	// or one client: admin.Register(srv, client) / csds.NewServer(client)
+	return srv, func() {
+		services.Shutdown()
+		srv.Stop()
+	}
+}
+
 // Serve the admin services of a pool on a port of their own, as
 // `grpcdebug HOST:PORT xds status`, `channelz channels` and `health` expect.
 func Example() {
@@ -31,11 +44,9 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := grpc.NewServer()
-	services := admin.Register(srv, pool)
+	srv, stop := newAdminServer(pool)
 	go srv.Serve(lis)
-	defer srv.Stop()
-	defer services.Shutdown()
+	defer stop()
 
 	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -14,6 +14,17 @@ import (
 	"github.com/xdslens/xdslens/xdsclient"
 
 	"github.com/xdslens/xdslens/internal/redact"
+	"github.com/xdslens/xdslens/internal/truncate"
+)
+
+// What a response shows of a server's strings is bounded, so that a server
+// cannot make every entry it names, in every CSDS response, megabytes long:
+// version_info (of the resource held, or of the update that failed) is cut
+// at maxShown bytes and error_state.details at maxDetails (the client's
+// error messages are bounded there already), each cut marked.
+const (
+	maxShown   = 1 << 10
+	maxDetails = 16 << 10
 )
 
 // builder turns cache entries into GenericXdsConfig messages.
@@ -89,7 +100,7 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 		g.Name = e.Name
 		g.ClientStatus = ClientStatus(e.State)
 		if e.Cached {
-			g.VersionInfo = e.Version
+			g.VersionInfo = truncate.String(e.Version, maxShown)
 			if !b.exclude {
 				a := &anys[0]
 				anys = anys[1:]
@@ -102,9 +113,9 @@ func (b *builder) genericXdsConfigs(entries []xdsclient.EntrySnapshot) []*status
 		if e.Err != nil {
 			fs := &errs[0]
 			errs = errs[1:]
-			fs.Details = errorMessage(e.Err)
+			fs.Details = truncate.String(errorMessage(e.Err), maxDetails)
 			if !e.FailedAt.IsZero() {
-				fs.VersionInfo = e.FailedVersion
+				fs.VersionInfo = truncate.String(e.FailedVersion, maxShown)
 				fs.LastUpdateAttempt = ts(e.FailedAt)
 			}
 			if e.FailedRaw != nil && !b.exclude && parses(e.TypeURL, e.FailedRaw) {

@@ -35,6 +35,10 @@
 //   - config_status is left unset and is_static_resource false, as A40 asks
 //     of clients.
 //
+// A version_info over 1 KiB is cut there, and details over 16 KiB, each
+// with a marker saying how many bytes were left out ("...[N more bytes]"),
+// so that a server's oversized strings cannot make every response huge.
+//
 // A request with node_matchers is refused with INVALID_ARGUMENT (a process
 // is a single node). A request with exclude_resource_contents gets no
 // xds_config or failed_configuration, which keeps the response small for
@@ -58,9 +62,9 @@
 //
 // grpcdebug (`grpcdebug HOST:PORT xds status`, `xds config`) reads entries
 // without last_updated as A40 leaves them, printing an empty time. Its
-// v1.0.5 release refuses a response with more than one ClientConfig
-// ("Received unexpected number of ClientConfig 2"); its main branch adds a
-// Scope column and `xds config --scope`. To serve v1.0.5 from a pool of
+// v1.0.5 release and its main branch up to 64d2b46 (2025-03) refuse a
+// response with more than one ClientConfig ("Received unexpected number of
+// ClientConfig 2") and have no --scope. To serve them from a pool of
 // several clients, give each target a server of its own with [ForTarget]
 // (or pass a single *xdsclient.Client): a Source of one client gives
 // exactly one ClientConfig.

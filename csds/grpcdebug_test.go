@@ -2,11 +2,13 @@ package csds_test
 
 // These tests read the response the way the `xds status` and `xds config`
 // commands of grpcdebug (github.com/grpc-ecosystem/grpcdebug) do, in two
-// builds: v1.0.5, its latest release, and the later main branch that adds
-// client scopes. v1.0.5 refuses any response with other than one
-// ClientConfig, its protos predate client_scope (dropped when it decodes)
-// and the RECEIVED_ERROR and TIMEOUT states (printed as their numbers).
-// Both builds print an entry without last_updated with an empty time.
+// builds: v1.0.5, its latest release, and a later change, on no release,
+// that adds a Scope column and `xds config --scope` (its main branch up to
+// 64d2b46, of 2025-03, refuses more than one ClientConfig as v1.0.5 does).
+// v1.0.5 refuses any response with other than one ClientConfig, its protos
+// predate client_scope (dropped when it decodes) and the RECEIVED_ERROR and
+// TIMEOUT states (printed as their numbers). Both builds print an entry
+// without last_updated with an empty time.
 
 import (
 	"fmt"
@@ -35,7 +37,7 @@ type grpcdebugBuild int
 const (
 	// v105 is the v1.0.5 release.
 	v105 grpcdebugBuild = iota
-	// scoped is the main branch with the Scope column and --scope.
+	// scoped is the later change with the Scope column and --scope.
 	scoped
 )
 

@@ -298,3 +298,28 @@ func TestPoolTwoTargets(t *testing.T) {
 		}
 	}
 }
+
+// A server's oversized strings are cut in what CSDS shows: a resource held
+// at a version_info of 3 MiB, then NACKed at another, shows both versions
+// cut at 1 KiB with a marker, and error_state.details within 16 KiB.
+func TestServerStringsBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	v1, v2 := strings.Repeat("1", 3<<20), strings.Repeat("2", 3<<20)
+	rec, st := f.watch("c1")
+	f.Send(st, xdstest.Response(cdsURL, v1, controlplane.Cluster("c1", "c1")))
+	rec.Expect(t, xdsclient.NotifyResource, 0)
+	f.Send(st, xdstest.Response(cdsURL, v2, xdstest.InvalidCluster("c1")))
+	rec.Expect(t, xdsclient.NotifyAmbientError, codes.InvalidArgument)
+	_, g := only(t, f.fetch())
+	for _, v := range []struct{ field, got, digit string }{
+		{"version_info", g.GetVersionInfo(), "1"},
+		{"error_state.version_info", g.GetErrorState().GetVersionInfo(), "2"},
+	} {
+		if len(v.got) > 1<<10 || !strings.HasPrefix(v.got, v.digit) || !strings.HasSuffix(v.got, " more bytes]") {
+			t.Errorf("%s: %d bytes, ending %q: want the version cut at 1 KiB, marked", v.field, len(v.got), v.got[max(0, len(v.got)-40):])
+		}
+	}
+	if d := g.GetErrorState().GetDetails(); len(d) > 16<<10 || !strings.Contains(d, "unsupported cluster type STATIC") {
+		t.Errorf("error_state.details: %d bytes, %.200q...: want at most 16 KiB, with the cause", len(d), d)
+	}
+}

@@ -18,19 +18,33 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
+// serveMetrics serves the metrics of every client of pool in the
+// Prometheus text format on http://addr/metrics, until stop is called.
+func serveMetrics(ctx context.Context, pool *xdsclient.Pool, addr string) (bound string, stop func(), err error) {
+	p, err := exporters.Prometheus() // or OTLPGRPC, OTLPHTTP, Stdout
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := telemetry.New(pool, telemetry.WithMeterProvider(p))
+	if err != nil {
+		p.Shutdown(ctx)
+		return "", nil, err
+	}
+	bound, shutdown, err := exporters.ServePrometheus(ctx, addr, p.Handler)
+	if err != nil {
+		m.Close()
+		p.Shutdown(ctx)
+		return "", nil, err
+	}
+	return bound, func() {
+		shutdown(ctx)
+		m.Close()
+		p.Shutdown(ctx)
+	}, nil
+}
+
 func ExamplePrometheus() {
 	ctx := context.Background()
-	p, err := exporters.Prometheus()
-	if err != nil {
-		panic(err)
-	}
-	defer p.Shutdown(ctx)
-	addr, stop, err := exporters.ServePrometheus(ctx, "127.0.0.1:0", p.Handler)
-	if err != nil {
-		panic(err)
-	}
-	defer stop(ctx)
-
 	cfg, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}],
 		"node": {"id": "example"}
@@ -39,11 +53,11 @@ func ExamplePrometheus() {
 		panic(err)
 	}
 	pool := xdsclient.NewPool(cfg, xdsclient.WithLogger(slog.New(slog.DiscardHandler)))
-	m, err := telemetry.New(pool, telemetry.WithMeterProvider(p))
+	addr, stop, err := serveMetrics(ctx, pool, "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
-	defer m.Close()
+	defer stop()
 
 	client, release, err := pool.Get("xds:///example")
 	if err != nil {

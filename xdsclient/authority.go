@@ -159,7 +159,7 @@ func (tx *txn) maybeFallback(a *authority, reason error) bool {
 	for i := a.active + 1; i < len(a.servers); i++ {
 		next, err := tx.channel(a.servers[i])
 		if err != nil {
-			c.logger.Warn("xDS fallback server unusable; trying the next one", "authority", a.name, "server", a.servers[i].URI, "priority", i, "err", err)
+			c.logger.Warn("xDS fallback server unusable; trying the next one", "authority", a.name, "server", a.servers[i].URI, "priority", i, "err", shownErr(err))
 			continue
 		}
 		a.chans[i] = next
@@ -169,8 +169,8 @@ func (tx *txn) maybeFallback(a *authority, reason error) bool {
 			next.subscribe(tx, e)
 		}
 		a.active = i
-		c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev.uri, "to", next.uri, "reason", reason)
-		tx.authorityServerChanged(a, prev.uri, fmt.Sprintf("fallback: %q failed (%v) while resources were missing", prev.uri, reason))
+		c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev.uri, "to", next.uri, "reason", shownErr(reason))
+		tx.authorityServerChanged(a, prev.uri, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.uri, shownErr(reason)))
 		if !next.failed {
 			return true
 		}

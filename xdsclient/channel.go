@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
@@ -312,7 +311,7 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 		// telling them here too would say the same thing twice.
 		reason := "xDS channel reports TRANSIENT_FAILURE"
 		if ch.lastStream != nil {
-			reason += " (last ADS stream error: " + ch.lastStream.Error() + ")"
+			reason += " (last ADS stream error: " + shownErr(ch.lastStream) + ")"
 		}
 		ch.fail(tx, errors.New(reason), false)
 	}
@@ -448,21 +447,28 @@ func (ch *channel) runStreams() {
 				return
 			}
 		}
+		start := time.Now()
 		started, gotResponse, err := ch.runStream(ads)
 		if ch.ctx.Err() != nil {
 			return
 		}
 		err = c.explainStreamError(err)
 		var delay time.Duration
-		if gotResponse && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrKeepaliveTimeout) {
+		if gotResponse && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrRequestTooLarge) && !errors.Is(err, ErrKeepaliveTimeout) {
 			retries = 0
 		} else {
 			// A response too large to read comes again on the next stream,
-			// and a server that stopped answering pings is failing: back
-			// off even if earlier responses were read.
+			// as does a request too large for the server, and a server
+			// that stopped answering pings is failing: back off even if
+			// earlier responses were read.
 			delay = c.o.backoff(retries)
 			retries++
 		}
+		// Streams start at most once per minStreamInterval: gRFC A57
+		// restarts a stream that had a response at once, so a server
+		// that ends every stream right after a response would otherwise
+		// get new streams as fast as it can end them.
+		delay = max(delay, c.o.minStreamInterval-time.Since(start))
 		ch.streamEnded(started, gotResponse, err, delay)
 		if delay > 0 {
 			t := time.NewTimer(delay)
@@ -548,19 +554,6 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 	}
 }
 
-// explainStreamError names the failures the client detects itself: a
-// response over the size limit is ErrResponseTooLarge, a keepalive ping
-// left unanswered ErrKeepaliveTimeout, each with the setting involved.
-func (c *Client) explainStreamError(err error) error {
-	if status.Code(err) == codes.ResourceExhausted && strings.Contains(err.Error(), "larger than max") {
-		return fmt.Errorf("%w: the limit is %d bytes (xdsclient.WithMaxResponseSize): %v", ErrResponseTooLarge, c.o.maxResponseSize, err)
-	}
-	if status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "keepalive ping failed") {
-		return fmt.Errorf("%w (keepalive time %v, timeout %v): %v", ErrKeepaliveTimeout, c.o.keepaliveTime, c.o.keepaliveWait, err)
-	}
-	return err
-}
-
 // streamEnded records the end of a stream (started), or the failure to
 // create one (not started): each has its own hook, so that every
 // StreamEnded matches a StreamStarted.
@@ -595,22 +588,31 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 		// The connection died silently: a connectivity failure (gRFC A57)
 		// although the stream had responses.
 		ch.lastStream = err
-		c.logger.Warn("xDS server stopped answering keepalive pings", "server", ch.uri, "err", err, "backoff", delay)
+		c.logger.Warn("xDS server stopped answering keepalive pings", "server", ch.uri, "err", shownErr(err), "backoff", delay)
 		ch.fail(tx, err, true)
 		return
 	case gotResponse && errors.Is(err, ErrResponseTooLarge):
-		c.logger.Error("ADS response too large; reconnecting with backoff", "server", ch.uri, "err", err, "backoff", delay)
+		c.logger.Error("ADS response too large; reconnecting with backoff", "server", ch.uri, "err", shownErr(err), "backoff", delay)
+		return
+	case gotResponse && errors.Is(err, ErrRequestTooLarge):
+		c.logger.Error("ADS request too large for the server; reconnecting with backoff", "server", ch.uri, "err", shownErr(err), "backoff", delay)
 		return
 	case gotResponse:
-		c.logger.Debug("ADS stream ended after a response; reconnecting", "server", ch.uri, "err", err)
+		c.logger.Debug("ADS stream ended after a response; reconnecting", "server", ch.uri, "err", shownErr(err), "backoff", delay)
 		return
 	case quietResume:
-		c.logger.Debug("resumed delta stream ended without a response (nothing had changed); the next stream asks for everything", "server", ch.uri, "err", err)
+		c.logger.Debug("resumed delta stream ended without a response (nothing had changed); the next stream asks for everything", "server", ch.uri, "err", shownErr(err))
 		ch.fullResync = true
 		return
 	}
+	logf := c.logger.Warn
+	if ch.lastStream != nil {
+		// A retry of a server that has not answered since its last failure:
+		// the failure was logged then.
+		logf = c.logger.Debug
+	}
 	ch.lastStream = err
-	c.logger.Warn("ADS stream failed before any response", "server", ch.uri, "err", err, "backoff", delay)
+	logf("ADS stream failed before any response", "server", ch.uri, "err", shownErr(err), "backoff", delay)
 	ch.fail(tx, fmt.Errorf("ADS stream failed before any response: %w", err), true)
 }
 
@@ -639,7 +641,10 @@ func errorDetail(nack error) *rpcstatus.Status {
 	if nack == nil {
 		return nil
 	}
-	return &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: nack.Error()}
+	// A server's strings in it are valid UTF-8 (protobuf checks), but
+	// anything else in an error may not be, and a request that does not
+	// marshal would fail the stream.
+	return &rpcstatus.Status{Code: int32(codes.InvalidArgument), Message: strings.ToValidUTF8(nack.Error(), "\ufffd")}
 }
 
 // firstNode returns the node for the first request of a stream, first set

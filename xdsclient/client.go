@@ -103,6 +103,9 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 	if o.maxResponseSize <= 0 {
 		return nil, fmt.Errorf("xdsclient: max response size %d: must be positive", o.maxResponseSize)
 	}
+	if o.minStreamInterval < 0 {
+		return nil, fmt.Errorf("xdsclient: min stream interval %v: must not be negative", o.minStreamInterval)
+	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
@@ -245,23 +248,42 @@ func sameType(a, b xdsresource.Type) bool {
 // told when the last watcher of a resource leaves. cancel may be called
 // more than once.
 //
-// Watch never fails: a name that cannot be served (an xdstp:// name of an
+// Watch never fails: a name that cannot be served (one that is not valid
+// UTF-8 or is longer than MaxResourceNameSize, an xdstp:// name of an
 // unknown authority or of another type, a server that cannot be dialled),
 // a type whose URL is registered to another Type, or a closed client is
 // reported through the watcher's ResourceChanged with an error, and the
-// watch then ends by itself.
+// watch then ends by itself. Such a watch is that watcher's problem alone:
+// nothing is sent to a server for it, and no other watcher hears of it.
+// On a closed client that error is UNAVAILABLE with ErrClosed's text; the
+// callback runs as every callback does, one at a time, after those queued
+// before it, and not once cancel has returned.
+//
+// Watch panics if w is nil, as net/http's Handle does for a nil handler: a
+// nil watcher is a mistake in the calling code, found at the call rather
+// than when the client first has something to tell it.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
+	if w == nil {
+		panic("xdsclient: Watch of " + shortName(typ) + " " + shown(name) + " with a nil Watcher")
+	}
+	nameErr := checkName(name)
 	tx := c.lock()
 	defer tx.unlock()
+	if nameErr != nil {
+		return tx.refuse(typ, name, w, statusError(codes.InvalidArgument, fmt.Sprintf("%s resource name %s (node ID %s): %v", shortName(typ), shown(name), shown(c.nodeID), nameErr)))
+	}
 	if c.closed {
-		return c.refuseClosed(typ, name, w)
+		return tx.refuse(typ, name, w, c.closedErr(typ, name))
 	}
 	if err := tx.registerType(typ); err != nil {
-		return tx.refuse(typ, name, w, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err))
+		return tx.refuse(typ, name, w, statusError(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", shortName(typ), name, shown(c.nodeID), err)))
 	}
 	name, err := canonicalName(typ, name)
+	if err == nil && len(name) > MaxResourceNameSize {
+		err = fmt.Errorf("resource name %s: its canonical form has %d bytes, more than the %d a resource name may have", shown(name), len(name), MaxResourceNameSize)
+	}
 	if err != nil {
-		return tx.refuse(typ, name, w, status.Errorf(codes.InvalidArgument, "%s (node ID %q): %v", shortName(typ), c.nodeID, err))
+		return tx.refuse(typ, name, w, statusError(codes.InvalidArgument, fmt.Sprintf("%s (node ID %s): %v", shortName(typ), shown(c.nodeID), err)))
 	}
 	// A cached resource is decoded for the new watcher with the lock released,
 	// so that a large resource does not hold up the client; if the entry
@@ -281,7 +303,7 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 			decodedFor = h.from
 			tx = c.lock()
 			if c.closed {
-				return c.refuseClosed(typ, name, w)
+				return tx.refuse(typ, name, w, c.closedErr(typ, name))
 			}
 			continue
 		}
@@ -324,12 +346,9 @@ func (tx *txn) refuse(typ xdsresource.Type, name string, w Watcher, err error) (
 	}
 }
 
-// refuseClosed tells w that the client is closed. The callback runs on a
-// goroutine of its own, since a closed client runs no more callbacks.
-func (c *Client) refuseClosed(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
-	err := status.Errorf(codes.Unavailable, "%s %q: %v", shortName(typ), name, ErrClosed)
-	go w.ResourceChanged(nil, err)
-	return func() {}
+// closedErr is the error of a watch on a closed client.
+func (c *Client) closedErr(typ xdsresource.Type, name string) error {
+	return status.Errorf(codes.Unavailable, "%s %q: %v", shortName(typ), name, ErrClosed)
 }
 
 // kind returns the entries of typ, making the table on first use.
@@ -380,7 +399,7 @@ func (tx *txn) newEntry(typ xdsresource.Type, name string) (*entry, error) {
 	c := tx.c
 	a, err := tx.authority(name)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s %q (node ID %q): %v", shortName(typ), name, c.nodeID, err)
+		return nil, statusError(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", shortName(typ), name, shown(c.nodeID), err))
 	}
 	k := tx.kind(typ)
 	e := &entry{kind: k, name: name, auth: a}
@@ -419,8 +438,9 @@ func (c *Client) cancelWatch(ref *watcherRef) {
 // Close stops every stream and timer, closes every channel (their hooks
 // fire: stream ended, not connected, channel closed), drops the cache and
 // waits for the client's goroutines to end. Hooks queued before Close run
-// before it returns; watchers get no callback after Close returns. Close
-// may be called from a watcher callback or a hook: it then returns without
+// before it returns; watchers get no callback after Close returns (a watch
+// made on a closed client gets one, saying so: see Watch). Close may be
+// called from a watcher callback or a hook: it then returns without
 // waiting for the goroutine that runs callbacks, which ends as soon as the
 // callback that called Close returns.
 func (c *Client) Close() {

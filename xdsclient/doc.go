@@ -43,6 +43,21 @@
 // ReportLoad reports a data plane's load to an LRS server (package lrs),
 // for a Cluster with lrs_server self; its streams have hooks of their own.
 //
+// # Bounds
+//
+// No caller and no server can make the client hurt the others. Watch
+// refuses a name that is not valid UTF-8 or is longer than
+// MaxResourceNameSize, to that watcher alone, and panics on a nil watcher.
+// A response is at most WithMaxResponseSize bytes (ErrResponseTooLarge);
+// a request the server refuses as too large is ErrRequestTooLarge. ADS
+// streams to one server start at most once per WithMinStreamInterval
+// (250ms by default), so a server that ends every stream right after a
+// response sees at most four new streams a second; a stream that lived
+// longer is restarted at once, as gRFC A57 says. What a server or a caller
+// supplies is cut, marked "...[N more bytes]", before it reaches an error
+// (at most 16 KiB), a log line or CSDS; hooks, Dump and delivered
+// resources carry it as received.
+//
 // # Delta
 //
 // Over incremental xDS (DeltaAggregatedResources) requests name only the

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -76,9 +78,12 @@ func TestResponseSizeLimit(t *testing.T) {
 			t.Errorf("error %v does not say %q", e.Err, want)
 		}
 	}
+	if contains(e.Err, "server refused") {
+		t.Errorf("error %v says the server refused a request", e.Err)
+	}
 	end := f.hooks.ended.waitFor(t, "the stream's end", func(xdsclient.StreamEndInfo) bool { return true })
-	if !errors.Is(end.Err, xdsclient.ErrResponseTooLarge) {
-		t.Errorf("StreamEnded error %v is not ErrResponseTooLarge", end.Err)
+	if !errors.Is(end.Err, xdsclient.ErrResponseTooLarge) || errors.Is(end.Err, xdsclient.ErrRequestTooLarge) {
+		t.Errorf("StreamEnded error %v is not ErrResponseTooLarge alone", end.Err)
 	}
 
 	// A response of 6 MB (as large as 70,000 ordinary clusters, here
@@ -163,9 +168,165 @@ func TestTransportOptionErrors(t *testing.T) {
 		{xdsclient.WithKeepalive(time.Second, time.Second), "keepalive time 1s: must be at least 10s"},
 		{xdsclient.WithKeepalive(time.Minute, 0), "keepalive timeout 0s: must be positive"},
 		{xdsclient.WithMaxResponseSize(0), "max response size 0: must be positive"},
+		{xdsclient.WithMinStreamInterval(-time.Second), "min stream interval -1s: must not be negative"},
 	} {
 		if _, err := xdsclient.New(cfg, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New: %v, want an error saying %q", err, tc.want)
 		}
 	}
+}
+
+// A request the server refuses as too large is told apart from a response
+// the client refuses (TestResponseSizeLimit): the error says the server
+// refused the client's request, with its size and the server's limit.
+// Requests grow with the subscription, not with one caller's name
+// (MaxResourceNameSize): here twenty long names and a server that takes
+// 64 KiB.
+func TestRequestTooLargeForTheServer(t *testing.T) {
+	srv := xdstest.NewADSServer(t, grpc.MaxRecvMsgSize(64<<10))
+	hooks := newRecordedHooks()
+	c := newClient(t, bootstrapFor(t, srv.Addr()), xdsclient.WithHooks(hooks.hooks()))
+	s := xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: srv}
+	var recs []*xdstest.Watcher
+	for i := range 20 {
+		rec := xdstest.NewWatcher()
+		recs = append(recs, rec)
+		defer c.Watch(xdsresource.ClusterType, fmt.Sprintf("c%d-%s", i, strings.Repeat("n", 4000)), rec)()
+	}
+	st := s.NextStream()
+	// The server reads requests until one is over its limit, and ends the
+	// stream with the reason, as a gRPC server does.
+	var err error
+	for err == nil {
+		_, err = st.RecvType(s.Ctx, cdsURL)
+	}
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("the server read the requests until %v, want RESOURCE_EXHAUSTED", err)
+	}
+	st.End(err)
+	e := recs[0].Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	msg := status.Convert(e.Err).Message()
+	msg = msg[strings.LastIndex(msg, `"`)+1:] // after the resource's long name
+	for _, want := range []string{"larger than the server accepts", "the server refused a request of", "over its limit of 65536"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error ...%s does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "larger than the client accepts") || strings.Contains(msg, "WithMaxResponseSize") {
+		t.Errorf("error ...%s blames the response size limit", msg)
+	}
+	end := hooks.ended.waitFor(t, "the stream's end", func(xdsclient.StreamEndInfo) bool { return true })
+	if !errors.Is(end.Err, xdsclient.ErrRequestTooLarge) || errors.Is(end.Err, xdsclient.ErrResponseTooLarge) {
+		t.Errorf("StreamEnded error %v is not ErrRequestTooLarge alone", end.Err)
+	}
+}
+
+// What a server supplies is cut before it reaches an error, a log line or
+// a cache entry's error: a stream status of 1 MiB, a version_info of
+// 3 MiB, a TP3 message of 3 MiB. No message is over 16 KiB, each keeps
+// the cause that follows the cut string and says how much was cut.
+func TestServerStringsAreBounded(t *testing.T) {
+	var logs xdstest.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f := newFixture(t, nil, xdsclient.WithLogger(logger))
+	huge := strings.Repeat("v", 3<<20)
+	rec, st := f.WatchCluster(f.c, "c1")
+	st.End(status.Error(codes.Unavailable, strings.Repeat("s", 1<<20)))
+	e := rec.Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
+	checkBounded(t, e.Err, "failed before any response")
+
+	st = f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, huge, xdstest.InvalidCluster("c1"))
+	e = rec.Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
+	checkBounded(t, e.Err, "unsupported cluster type STATIC")
+	checkBounded(t, f.entry(cdsURL, "c1").Err, "unsupported cluster type STATIC")
+	if nack := f.RecvType(st, cdsURL); len(nack.GetErrorDetail().GetMessage()) > maxMessage {
+		t.Errorf("NACK error_detail of %d bytes", len(nack.GetErrorDetail().GetMessage()))
+	}
+
+	f.Send(st, xdstest.ErrorResponse(cdsURL, huge, xdstest.ResourceError("c1", codes.PermissionDenied, huge+" the end")))
+	e = rec.Expect(t, xdsclient.NotifyResourceError, codes.PermissionDenied)
+	checkBounded(t, e.Err, "control plane reported PermissionDenied")
+	for line := range strings.Lines(logs.String()) {
+		if len(line) > maxMessage {
+			t.Errorf("log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+}
+
+// checkBounded fails t unless err's message is at most 16 KiB, valid
+// UTF-8, says cause, and marks a cut.
+func checkBounded(t *testing.T, err error, cause string) {
+	t.Helper()
+	msg := status.Convert(err).Message()
+	checkMessage(t, msg)
+	if !strings.Contains(msg, cause) || !strings.Contains(msg, " more bytes]") {
+		t.Errorf("error %.300q...%.300q does not say %q and mark the cut", msg, msg[max(0, len(msg)-300):], cause)
+	}
+}
+
+// A server that ends every stream right after one response gets at most
+// one new stream per WithMinStreamInterval, sustained; gRFC A57 alone
+// restarts each at once, which made such a server (or a proxy in front of
+// it) get over a thousand streams a second. The wait is StreamEnded's
+// Backoff.
+func TestStreamRestartsAreSpaced(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, p protocol) {
+		const interval, window = 100 * time.Millisecond, time.Second
+		f := p.fixture(t, nil, xdsclient.WithMinStreamInterval(interval))
+		start := time.Now() // before the first stream starts
+		_, w, _ := p.watch(f, "c1")
+		streams := 1
+		for {
+			w.send("1", controlplane.Cluster("c1", "c1"))
+			w.end(nil)
+			if time.Since(start) >= window {
+				break
+			}
+			w = p.next(f)
+			w.recv()
+			streams++
+		}
+		t.Logf("%d streams in %v", streams, time.Since(start))
+		// Stream k starts at least k-1 intervals after start, and is
+		// taken only if stream k-1 came within the window.
+		if most := int(window/interval) + 1; streams > most {
+			t.Errorf("%d streams in %v, want at most %d (one per %v)", streams, window, most, interval)
+		}
+		// Each short stream waits out the rest of its interval (one that
+		// lived longer, on a slow machine, is restarted at once).
+		waited := 0
+		for _, end := range f.hooks.ended.snapshot() {
+			if end.Backoff > interval {
+				t.Errorf("a stream that ended after a response: restart after %v, want at most %v", end.Backoff, interval)
+			}
+			if end.Backoff > 0 {
+				waited++
+			}
+		}
+		if waited == 0 {
+			t.Error("no restart waited: StreamEnded's Backoff does not show the interval")
+		}
+	})
+}
+
+// A stream that lived longer than the interval is restarted at once after
+// it ends (gRFC A57): the interval holds back only streams that end as
+// soon as they start.
+func TestLongLivedStreamRestartsAtOnce(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, p protocol) {
+		const interval = 50 * time.Millisecond
+		f := p.fixture(t, nil, xdsclient.WithMinStreamInterval(interval))
+		rec, w := p.cached(f, "c1")
+		<-time.After(interval) // the stream has now lived longer than the interval
+		w.end(nil)
+		end := f.hooks.ended.waitFor(t, "the stream's end", func(xdsclient.StreamEndInfo) bool { return true })
+		if !end.ResponseReceived || end.Backoff != 0 {
+			t.Errorf("stream end %+v: want a restart at once after a stream with a response", end)
+		}
+		w = p.next(f)
+		w.recv()
+		rec.ExpectNone(t)
+	})
 }

@@ -37,12 +37,22 @@ type loadServer struct {
 // than once; the ClusterLoad must not be used after it.
 //
 // server must be one of the bootstrap's servers; its credentials are used.
+// cluster and edsService must be valid UTF-8 and at most
+// MaxResourceNameSize bytes long, as resource names given to Watch.
 // The stream runs on a connection of its own to the server, so load
 // reporting never keeps an xDS channel open nor shows in its hooks and
 // metrics; the hooks LoadReportStreamStarted, LoadReportStreamEnded and
 // LoadReportSent report it. The client's backoff (WithBackoff) spaces
 // attempts that fail before a response.
 func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.ClusterLoad, release func(), err error) {
+	// The names go into every report of the stream, which one name that
+	// does not marshal would fail for all its users: they are checked as
+	// Watch checks a resource name.
+	for _, n := range []struct{ what, name string }{{"cluster", cluster}, {"EDS service", edsService}} {
+		if err := checkName(n.name); err != nil {
+			return nil, nil, fmt.Errorf("xdsclient: load report of %s %s: %v", n.what, shown(n.name), err)
+		}
+	}
 	tx := c.lock()
 	if c.closed {
 		tx.unlock()

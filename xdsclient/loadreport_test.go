@@ -150,6 +150,11 @@ func TestReportLoadErrors(t *testing.T) {
 	if _, _, err := c.ReportLoad("elsewhere:443", "c", ""); err == nil || !strings.Contains(err.Error(), `"elsewhere:443"`) {
 		t.Errorf("ReportLoad to a server not in the bootstrap: %v, want an error naming it", err)
 	}
+	for _, bad := range [][2]string{{"c\xff", ""}, {"c", strings.Repeat("s", xdsclient.MaxResourceNameSize+1)}} {
+		if _, _, err := c.ReportLoad("127.0.0.1:1", bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), "load report of") {
+			t.Errorf("ReportLoad of cluster %.20q, service %.20q: %v, want an error naming the bad name", bad[0], bad[1], err)
+		}
+	}
 	// The server is not up: the stream is retried until Close, which
 	// stops it.
 	_, release, err := c.ReportLoad("127.0.0.1:1", "c", "")

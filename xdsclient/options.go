@@ -47,6 +47,12 @@ const MinKeepaliveTime = 10 * time.Second
 // allocate for one message.
 const DefaultMaxResponseSize = 64 << 20
 
+// DefaultMinStreamInterval is the shortest time between the starts of two
+// ADS streams to one server: at most four new streams a second, however
+// often a server (or a proxy in front of it) ends them. See
+// WithMinStreamInterval.
+const DefaultMinStreamInterval = 250 * time.Millisecond
+
 // DefaultResourceTimeout is the does-not-exist timer of the xDS protocol.
 // Servers with resource_timer_is_transient_error use twice this.
 const DefaultResourceTimeout = 15 * time.Second
@@ -70,7 +76,10 @@ type options struct {
 	keepaliveTime   time.Duration
 	keepaliveWait   time.Duration
 	maxResponseSize int
-	delta           *bool // nil: as each server's "delta_xds" feature says
+	// minStreamInterval is the shortest time between the starts of two
+	// streams to one server.
+	minStreamInterval time.Duration
+	delta             *bool // nil: as each server's "delta_xds" feature says
 }
 
 func defaultOptions() options {
@@ -84,6 +93,8 @@ func defaultOptions() options {
 		keepaliveTime:   DefaultKeepaliveTime,
 		keepaliveWait:   DefaultKeepaliveTimeout,
 		maxResponseSize: DefaultMaxResponseSize,
+
+		minStreamInterval: DefaultMinStreamInterval,
 	}
 }
 
@@ -116,6 +127,20 @@ func WithResourceTimeout(d time.Duration) Option {
 // connection backoff: 1s, ×1.6, ±20%, at most 120s.
 func WithBackoff(delay func(retries int) time.Duration) Option {
 	return optionFunc(func(o *options) { o.backoff = delay })
+}
+
+// WithMinStreamInterval sets the shortest time between the starts of two
+// ADS streams to one server (default DefaultMinStreamInterval, 250ms; 0
+// turns the bound off). gRFC A57 has a stream that ended after a response
+// restarted at once, with no backoff, and gRPC's clients do so: a server
+// that ends every stream right after one response then gets new streams as
+// fast as it can end them. With the bound, a stream that lived at least d
+// is still restarted at once, a shorter one only d after it started; a
+// stream that failed without a response waits for the backoff
+// (WithBackoff), or d if that is longer. The wait is StreamEnded's
+// Backoff.
+func WithMinStreamInterval(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.minStreamInterval = d })
 }
 
 // WithLogger sets the logger (default slog.Default()).

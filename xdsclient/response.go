@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/internal/truncate"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -164,7 +165,7 @@ func (ch *channel) applyResponse(id uint64, r *incoming) {
 	if c.closed || typ == nil || ts == nil {
 		tx.unlock()
 		if !c.closed {
-			c.logger.Warn("xDS response of a type that was never subscribed; ignored", "server", ch.uri, "type", typeURL)
+			c.logger.Warn("xDS response of a type that was never subscribed; ignored", "server", ch.uri, "type", truncate.String(typeURL, maxShown))
 		}
 		return
 	}
@@ -385,9 +386,7 @@ func (d *nackDetail) room() bool {
 // add adds msg, cut at maxNACKMessage bytes.
 func (d *nackDetail) add(msg string) {
 	d.n++
-	if len(msg) > maxNACKMessage {
-		msg = strings.ToValidUTF8(msg[:maxNACKMessage], "") + "..."
-	}
+	msg = truncate.String(msg, maxNACKMessage)
 	if d.b.Len() > 0 {
 		d.b.WriteString("; ")
 	}

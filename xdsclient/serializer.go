@@ -31,6 +31,10 @@ type callbackSerializer struct {
 	stopped chan struct{}
 	before  func(notification) // called before each watcher callback
 	gid     atomic.Int64       // the serializer goroutine's ID
+	// over is set (under mu) once run has returned; what is queued then
+	// (the one callback of a watch on a closed client) is run by a drain
+	// goroutine, started when draining is not set.
+	over, draining bool
 
 	// current is the watcher whose callback runs now. A cancel of that
 	// watcher from another goroutine waits for the callback to return;
@@ -52,7 +56,21 @@ func newCallbackSerializer(ctx context.Context, before func(notification)) *call
 func (s *callbackSerializer) add(n ...notification) {
 	s.mu.Lock()
 	s.queue = append(s.queue, n...)
+	s.wakeLocked()
+}
+
+// wakeLocked has what was just queued run, and releases mu: run is told,
+// or once it has returned, a drain goroutine starts unless one runs.
+func (s *callbackSerializer) wakeLocked() {
+	start := s.over && !s.draining
+	if start {
+		s.draining = true
+	}
 	s.mu.Unlock()
+	if start {
+		go s.drain()
+		return
+	}
 	signal(s.wake)
 }
 
@@ -67,8 +85,7 @@ func (s *callbackSerializer) addAll(ns []notification) []notification {
 	} else {
 		s.queue = append(s.queue, ns...)
 	}
-	s.mu.Unlock()
-	signal(s.wake)
+	s.wakeLocked()
 	clear(ns)
 	return ns[:0]
 }
@@ -120,21 +137,41 @@ func (s *callbackSerializer) run(ctx context.Context, started chan struct{}) {
 		case <-s.wake:
 		case <-ctx.Done():
 			// The client is closed: hooks queued before Close still run,
-			// so observers see what Close did; watchers hear nothing more.
-			for {
-				s.mu.Lock()
-				q := s.queue
-				s.queue = nil
-				s.mu.Unlock()
-				if len(q) == 0 {
-					return
-				}
-				for i := range q {
-					s.runOne(&q[i], false)
-				}
-			}
+			// so observers see what Close did; watchers hear nothing
+			// more, but for the one callback of a watch made on the
+			// closed client.
+			s.runQueued(func() { s.over = true })
+			return
 		}
 	}
+}
+
+// runQueued runs what is queued, hooks and the callbacks of watches on a
+// closed client but no other watcher callback, until the queue is empty;
+// then it calls done with mu held.
+func (s *callbackSerializer) runQueued(done func()) {
+	for {
+		s.mu.Lock()
+		q := s.queue
+		s.queue = nil
+		if len(q) == 0 {
+			done()
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		for i := range q {
+			s.runOne(&q[i], false)
+		}
+	}
+}
+
+// drain runs what was queued after run returned, one at a time and in
+// order as run does, and ends once the queue is empty. It counts as the
+// serializer's goroutine while it runs.
+func (s *callbackSerializer) drain() {
+	s.gid.Store(goid())
+	s.runQueued(func() { s.draining = false })
 }
 
 // runOne runs one queued notification; watcher callbacks only if watchers

@@ -15,7 +15,9 @@ import (
 //
 // Callbacks for one client run one at a time, in the order the events
 // happened, and never under a client lock, so a callback may call the
-// client (to add or cancel watches). A callback must not call Close.
+// client: add or cancel watches, or Close it (Close, called from a
+// callback, returns without waiting for that callback to end, and no
+// callback of a watch made before Close runs after it).
 //
 // Flow control: the client does not read the next response from an xDS
 // server until every callback caused by the previous one has returned, so a
@@ -111,22 +113,31 @@ func (a typedAdapter[T]) ResourceChanged(r *Resource, err error) {
 
 func (a typedAdapter[T]) AmbientError(err error) { a.w.AmbientError(err) }
 
-// WatchListener watches a Listener resource.
+// watchTyped watches name of typ for w, which, like Watch's watcher, must
+// not be nil.
+func watchTyped[T any](c *Client, typ xdsresource.Type, name string, w TypedWatcher[T]) (cancel func()) {
+	if w == nil {
+		panic("xdsclient: Watch of " + shortName(typ) + " " + shown(name) + " with a nil TypedWatcher")
+	}
+	return c.Watch(typ, name, typedAdapter[T]{w})
+}
+
+// WatchListener watches a Listener resource (see Client.Watch); it panics if w is nil.
 func WatchListener(c *Client, name string, w TypedWatcher[*xdsresource.Listener]) (cancel func()) {
-	return c.Watch(xdsresource.ListenerType, name, typedAdapter[*xdsresource.Listener]{w})
+	return watchTyped(c, xdsresource.ListenerType, name, w)
 }
 
-// WatchRouteConfig watches a RouteConfiguration resource.
+// WatchRouteConfig watches a RouteConfiguration resource (see Client.Watch); it panics if w is nil.
 func WatchRouteConfig(c *Client, name string, w TypedWatcher[*xdsresource.RouteConfiguration]) (cancel func()) {
-	return c.Watch(xdsresource.RouteConfigType, name, typedAdapter[*xdsresource.RouteConfiguration]{w})
+	return watchTyped(c, xdsresource.RouteConfigType, name, w)
 }
 
-// WatchCluster watches a Cluster resource.
+// WatchCluster watches a Cluster resource (see Client.Watch); it panics if w is nil.
 func WatchCluster(c *Client, name string, w TypedWatcher[*xdsresource.Cluster]) (cancel func()) {
-	return c.Watch(xdsresource.ClusterType, name, typedAdapter[*xdsresource.Cluster]{w})
+	return watchTyped(c, xdsresource.ClusterType, name, w)
 }
 
-// WatchEndpoints watches a ClusterLoadAssignment resource.
+// WatchEndpoints watches a ClusterLoadAssignment resource (see Client.Watch); it panics if w is nil.
 func WatchEndpoints(c *Client, name string, w TypedWatcher[*xdsresource.ClusterLoadAssignment]) (cancel func()) {
-	return c.Watch(xdsresource.EndpointsType, name, typedAdapter[*xdsresource.ClusterLoadAssignment]{w})
+	return watchTyped(c, xdsresource.EndpointsType, name, w)
 }

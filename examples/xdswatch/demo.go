@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
@@ -81,22 +82,51 @@ func demoServerOptions(opts ...controlplane.Option) []controlplane.Option {
 	return append([]controlplane.Option{controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register)}, opts...)
 }
 
-// setUpDemo loads the demo configuration into srv and describes it.
-func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
+// demoResources returns the demo configuration: controlplane's demo
+// resources rooted at demoListener, its cluster reporting load to the
+// server that sent it (lrs_server self), and the Listener of an xDS-enabled
+// server on demoServerAddr. Every configuration the demo and its tour serve
+// is made from it.
+func demoResources() []proto.Message {
 	resources := controlplane.DemoResources(demoListener)
-	d := &demo{addr: srv.Addr(), srv: srv, stop: srv.Stop}
 	for i, m := range resources {
 		if c, ok := m.(*clusterv3.Cluster); ok {
-			d.loadCluster = c.GetName()
 			resources[i] = controlplane.ClusterWithLoadReporting(c.GetName(), c.GetEdsClusterConfig().GetServiceName())
 		}
 	}
-	resources = append(resources, controlplane.ServerListener(fmt.Sprintf(demoServerTemplate, demoServerAddr), "127.0.0.1", 8443, demoListener+"-route"))
+	return append(resources, controlplane.ServerListener(fmt.Sprintf(demoServerTemplate, demoServerAddr), "127.0.0.1", 8443, demoListener+"-route"))
+}
+
+// setUpDemo loads the demo configuration into srv and describes it.
+func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
+	resources := demoResources()
+	d := &demo{addr: srv.Addr(), srv: srv, stop: srv.Stop}
+	for _, m := range resources {
+		if c, ok := m.(*clusterv3.Cluster); ok {
+			d.loadCluster = c.GetName()
+		}
+	}
 	if err := srv.SetResources(ctx, "", demoVersion, resources...); err != nil {
 		return nil, err
 	}
-	// The resource names are read back through the client's own decoders,
-	// so the watched names are exactly what the server serves.
+	specs, err := specsOf(resources, d.addr)
+	if err != nil {
+		return nil, err
+	}
+	d.specs = specs
+	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
+	if err != nil {
+		return nil, err
+	}
+	d.bootstrap = cfg
+	return d, nil
+}
+
+// specsOf returns a spec for each of resources, as served by serverURI.
+// The names are read back through the client's own decoders, so that the
+// watched names are exactly what the server serves.
+func specsOf(resources []proto.Message, serverURI string) ([]spec, error) {
+	specs := make([]spec, 0, len(resources))
 	for _, m := range resources {
 		a, err := anypb.New(m)
 		if err != nil {
@@ -106,18 +136,13 @@ func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("demo resource: %w", err)
 		}
-		name, _, err := typ.Decode(xdsresource.DecodeOptions{ServerURI: d.addr}, a)
+		name, _, err := typ.Decode(xdsresource.DecodeOptions{ServerURI: serverURI}, a)
 		if name == "" {
 			return nil, fmt.Errorf("demo %s resource has no name: %v", typeLabel(typ), err)
 		}
-		d.specs = append(d.specs, spec{typ: typ, name: name})
+		specs = append(specs, spec{typ: typ, name: name})
 	}
-	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
-	if err != nil {
-		return nil, err
-	}
-	d.bootstrap = cfg
-	return d, nil
+	return specs, nil
 }
 
 // demoServer is one insecure server of the demo bootstrap.

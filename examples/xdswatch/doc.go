@@ -19,7 +19,16 @@
 //	                         (":0" style ports allowed; "" for none)
 //	--metrics-addr HOST:PORT serve Prometheus text on /metrics there (the metrics of package
 //	                         telemetry; "" for none)
-//	--resource-timeout DUR   base does-not-exist timer (default 15s)
+//	--otlp-endpoint URL      also push the metrics with OTLP: grpc://HOST:PORT (gRPC),
+//	                         http://HOST:PORT (HTTP, path /v1/metrics unless the URL has
+//	                         one); grpcs:// and https:// for TLS; default ports 4317, 4318
+//	--otlp-interval DUR      how often to push (default OTEL_METRIC_EXPORT_INTERVAL, else 60s)
+//	--service-name NAME      OpenTelemetry service.name of the metrics: Prometheus's
+//	                         target_info, the OTLP resource (default OTEL_SERVICE_NAME,
+//	                         else "xdswatch")
+//	--resource-timeout DUR   base does-not-exist timer (default 15s); it starts when a
+//	                         request for the resource is sent (gRFC A57), so while no
+//	                         server can be reached the resources wait and none times out
 //	--keepalive-time DUR     HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
 //	                         at least 10s)
 //	--keepalive-timeout DUR  how long a ping may go unanswered before the connection
@@ -56,13 +65,15 @@
 // --demo-tour adds a second demo server, listed second in the demo
 // bootstrap with resource_timer_is_transient_error, and walks the client
 // through the cases of gRFC A88 and A71, one step per --demo-tour-step,
-// each announced on standard error ("xdswatch: tour N/9 ...") and followed
-// by a "reached" line once the client shows its effect:
+// each announced on standard error ("xdswatch: tour N/9 ...") with every
+// change it makes, and followed by a "reached" line once the client shows
+// the whole cache the step announced (every entry, its state, the version
+// it uses and the server that sent it), naming what changed:
 //
 //	| step             | what the control plane does                             | what the client shows            |
 //	|------------------|---------------------------------------------------------|----------------------------------|
-//	| start            | serves version 1                                        | REQUESTED, then ACKED            |
-//	| version update   | version 2: one endpoint fewer                           | eds ACKED at version 2           |
+//	| start            | serves version 1 (five resources)                       | REQUESTED, then ACKED            |
+//	| version update   | version 2: one endpoint fewer                           | every resource ACKED at 2        |
 //	| NACK             | version 3: an unsupported (STATIC) cluster              | cds NACKED, version 2 in use     |
 //	| ignored deletion | version 4 leaves the cluster out                        | cds DOES_NOT_EXIST, still in use |
 //	| TP3 error        | version 5: resource_errors UNAVAILABLE for the cluster  | cds RECEIVED_ERROR, still in use |
@@ -72,8 +83,11 @@
 //	|                  |                                                         | tour-timeout TIMEOUT             |
 //	| switch back      | the primary returns with version 7                      | version 7 from the primary       |
 //
-// Each state is held for a step after it is reached, so CSDS and the
-// metrics show it too. The tour waits for the client at each step (the
+// Every version serves the whole demo configuration, the server Listener
+// and the cluster's lrs_server included, changed only as the table says;
+// the other resources stay as they were, at the new version. Each state is
+// held for a step after it is reached, so CSDS and the metrics show it
+// too. The tour waits for the client at each step (the
 // switch back waits for gRPC's reconnect backoff to the primary), and at
 // the default step of 3s takes under a minute. A NACKed version is not
 // sent again: the demo server waits for the next version, as a control
@@ -91,9 +105,20 @@
 // ERROR lines come from ResourceChanged with an error (stop using the
 // resource); AMBIENT lines from AmbientError (keep using it); "ambient
 // error cleared" from AmbientError(nil), gRFC A88's OnAmbientError(OK): the
-// error reported before is over.
+// error reported before is over. An error that says what the watch's last
+// line said is not printed again: while a server stays down, the client
+// tells every watcher again on each failed reconnect, and a person wants a
+// line per change (the transport's reason for each attempt, such as EOF
+// then connection refused, does not count as a change; the servers tried
+// do). The client logs a server's failure as a warning on standard error
+// once, and its retries at debug level.
 //
-// With --output json, the first line is
+// When a server fails before any request could be sent to it, xdswatch
+// says once on standard error that it was not reached and that the
+// resources wait for it: their does-not-exist timers start only once a
+// request is sent (gRFC A57), so none times out meanwhile.
+//
+// With --output json, every callback is a line, and the first line is
 //
 //	{"event":"listening","csds":"HOST:PORT","metrics":"HOST:PORT"}
 //
@@ -109,6 +134,15 @@
 // AmbientError(nil): the error reported before is over. Fields that the
 // xDS APIs mark sensitive (private keys, passwords) are printed as
 // "[redacted]", here and over CSDS.
+//
+// # Metrics
+//
+// --metrics-addr serves the metrics of package telemetry in the Prometheus
+// text format; --otlp-endpoint pushes the same ones to an OpenTelemetry
+// Collector or any OTLP receiver, and otel-collector.yaml beside this file
+// is a Collector configuration that receives them and serves them to
+// Prometheus. Both describe the process with the OpenTelemetry resource,
+// service.name set by --service-name.
 //
 // # Input limits
 //

@@ -45,6 +45,12 @@ type config struct {
 	// not given.
 	csdsAddr    string
 	metricsAddr string
+	// otlpEndpoint is --otlp-endpoint, "" when not given; otlpInterval is
+	// --otlp-interval, 0 when not given.
+	otlpEndpoint string
+	otlpInterval time.Duration
+	// serviceName is --service-name.
+	serviceName string
 	// resourceTimeout is --resource-timeout.
 	resourceTimeout time.Duration
 	// keepaliveTime and keepaliveTimeout are --keepalive-time and
@@ -76,7 +82,16 @@ Flags:
   --csds-addr HOST:PORT     serve the admin port there: CSDS, channelz, health, reflection
                             (":0" style ports allowed; "" for none)
   --metrics-addr HOST:PORT  serve Prometheus text on /metrics there ("" for none)
-  --resource-timeout DUR    base does-not-exist timer (default 15s)
+  --otlp-endpoint URL       also push the metrics with OTLP: grpc://HOST:PORT (gRPC),
+                            http://HOST:PORT (HTTP, path /v1/metrics unless the URL
+                            has one); grpcs:// and https:// for TLS; default ports
+                            4317 and 4318
+  --otlp-interval DUR       how often to push (default OTEL_METRIC_EXPORT_INTERVAL, else 60s)
+  --service-name NAME       OpenTelemetry service.name of the metrics (target_info, OTLP
+                            resource) (default OTEL_SERVICE_NAME, else "xdswatch")
+  --resource-timeout DUR    base does-not-exist timer (default 15s). It starts when a
+                            request for the resource is sent (gRFC A57): while no
+                            server can be reached, resources wait and none times out
   --keepalive-time DUR      HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
                             at least 10s)
   --keepalive-timeout DUR   how long a ping may go unanswered before the connection
@@ -202,6 +217,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "%v", err)
 	}
 	defer release()
+	if cfg.output == outputText {
+		defer noteUnreached(client, errw)()
+	}
 
 	servers, err := startSidecars(pool, cfg)
 	if err != nil {
@@ -278,6 +296,9 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&cfg.target, "target", "xdswatch", "pool key, grpc.target label and CSDS client_scope")
 	fs.StringVar(&cfg.csdsAddr, "csds-addr", "", "serve CSDS on HOST:PORT")
 	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on HOST:PORT")
+	fs.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", "", "push the metrics with OTLP to this URL")
+	fs.DurationVar(&cfg.otlpInterval, "otlp-interval", 0, "how often to push the metrics with OTLP")
+	fs.StringVar(&cfg.serviceName, "service-name", defaultServiceName, "OpenTelemetry service.name of the metrics")
 	fs.DurationVar(&cfg.resourceTimeout, "resource-timeout", xdsclient.DefaultResourceTimeout, "base does-not-exist timer")
 	fs.DurationVar(&cfg.keepaliveTime, "keepalive-time", xdsclient.DefaultKeepaliveTime, "HTTP/2 keepalive ping interval")
 	fs.DurationVar(&cfg.keepaliveTimeout, "keepalive-timeout", xdsclient.DefaultKeepaliveTimeout, "keepalive ping timeout")
@@ -310,6 +331,20 @@ func parseArgs(args []string) (*config, error) {
 	case outputText, outputJSON:
 	default:
 		return nil, fmt.Errorf("--output %q: want text or json", cfg.output)
+	}
+	if cfg.otlpEndpoint != "" {
+		if _, err := parseOTLPEndpoint(cfg.otlpEndpoint); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.given["otlp-interval"] && cfg.otlpInterval <= 0 {
+		return nil, fmt.Errorf("--otlp-interval %v: must be positive", cfg.otlpInterval)
+	}
+	if cfg.given["otlp-interval"] && cfg.otlpEndpoint == "" {
+		return nil, errors.New("--otlp-interval without --otlp-endpoint")
+	}
+	if cfg.serviceName == "" {
+		return nil, errors.New("--service-name: empty")
 	}
 	if cfg.resourceTimeout <= 0 {
 		return nil, fmt.Errorf("--resource-timeout %v: must be positive", cfg.resourceTimeout)

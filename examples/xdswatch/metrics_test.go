@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -327,13 +328,9 @@ func promQuery(base, query string) ([]promSample, error) {
 // demo server, whose LRS service answers; the stream shows in the
 // xdslens.xds_client.lrs_* metrics.
 func TestDemoLoadReport(t *testing.T) {
-	p := startProc(t, cleanEnv(), "--output", "json", "--metrics-addr", "127.0.0.1:0")
-	var l struct{ Metrics string }
-	if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
-		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
-	}
+	p, addr := startDemoMetrics(t, cleanEnv())
 	if msg := poll(testTimeout, func() string {
-		body, err := scrape(l.Metrics)
+		body, err := scrape(addr)
 		if err != nil {
 			return err.Error()
 		}
@@ -347,6 +344,19 @@ func TestDemoLoadReport(t *testing.T) {
 	p.interrupt(t)
 }
 
+// startDemoMetrics runs the demo in JSON mode with env and args, serving
+// its metrics on a loopback port, and returns the process and the metrics
+// address from its listening line.
+func startDemoMetrics(t *testing.T, env []string, args ...string) (*proc, string) {
+	t.Helper()
+	p := startProc(t, env, append([]string{"--output", "json", "--metrics-addr", "127.0.0.1:0"}, args...)...)
+	var l struct{ Metrics string }
+	if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Metrics == "" {
+		t.Fatalf("listening line: %v, metrics %q", err, l.Metrics)
+	}
+	return p, l.Metrics
+}
+
 // scrape returns the body of the /metrics page at addr.
 func scrape(addr string) (string, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -356,4 +366,43 @@ func scrape(addr string) (string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return string(body), err
+}
+
+// TestMetricsServiceName: target_info on /metrics carries the OpenTelemetry
+// service.name: "xdswatch" by default, OTEL_SERVICE_NAME when set, and
+// --service-name above both.
+func TestMetricsServiceName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"default", nil, nil, "xdswatch"},
+		{"environment", []string{"OTEL_SERVICE_NAME=from-env"}, nil, "from-env"},
+		{"flag", []string{"OTEL_SERVICE_NAME=from-env"}, []string{"--service-name", "payments-xds"}, "payments-xds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var env []string
+			for _, kv := range cleanEnv(tc.env...) {
+				if !strings.HasPrefix(kv, "OTEL_") || slices.Contains(tc.env, kv) {
+					env = append(env, kv)
+				}
+			}
+			p, addr := startDemoMetrics(t, env, tc.args...)
+			if msg := poll(testTimeout, func() string {
+				body, err := scrape(addr)
+				if err != nil {
+					return err.Error()
+				}
+				if !hasSample(body, "target_info", map[string]string{"service_name": tc.want}, 1) {
+					return fmt.Sprintf("no target_info with service_name %q in\n%s", tc.want, body)
+				}
+				return ""
+			}); msg != "" {
+				t.Fatal(msg)
+			}
+			p.interrupt(t)
+		})
+	}
 }

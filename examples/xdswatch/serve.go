@@ -3,20 +3,26 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// serveFunc starts one server beside the watches on addr (HOST:PORT, port 0
-// allowed) over the clients of pool. It returns the address actually bound
-// and a func that stops the server.
-type serveFunc func(addr string, pool *xdsclient.Pool) (bound string, stop func(), err error)
+// serveFunc starts one server or exporter beside the watches on addr
+// (HOST:PORT, port 0 allowed; a URL for OTLP) over the clients of pool, as
+// cfg says. It returns the address actually bound (the URL exported to)
+// and a func that stops it.
+type serveFunc func(addr string, pool *xdsclient.Pool, cfg *config) (bound string, stop func(), err error)
 
 // sidecars are the servers started beside the watches.
 type sidecars struct {
 	// csds and metrics are the bound addresses, "" when not serving.
 	csds    string
 	metrics string
+	// otlp is the URL the metrics are pushed to, "" for none; otlpEvery
+	// how often.
+	otlp      string
+	otlpEvery time.Duration
 	// stops stop the running servers.
 	stops []func()
 }
@@ -24,7 +30,7 @@ type sidecars struct {
 // startSidecars starts the servers cfg asks for. A failure stops the ones
 // already started and is returned.
 func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
-	s := &sidecars{}
+	s := &sidecars{otlpEvery: cfg.otlpInterval}
 	for _, sc := range []struct {
 		flag  string
 		addr  string
@@ -33,11 +39,12 @@ func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
 	}{
 		{"--csds-addr", cfg.csdsAddr, serveAdmin, &s.csds},
 		{"--metrics-addr", cfg.metricsAddr, serveMetrics, &s.metrics},
+		{"--otlp-endpoint", cfg.otlpEndpoint, pushOTLP, &s.otlp},
 	} {
 		if sc.addr == "" {
 			continue
 		}
-		bound, stop, err := sc.serve(sc.addr, pool)
+		bound, stop, err := sc.serve(sc.addr, pool, cfg)
 		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("%s %s: %w", sc.flag, sc.addr, err)
@@ -63,5 +70,12 @@ func (s *sidecars) printTry(w io.Writer) {
 	}
 	if s.metrics != "" {
 		fmt.Fprintf(w, "xdswatch: metrics on http://%s/metrics; try: curl http://%s/metrics\n", s.metrics, s.metrics)
+	}
+	if s.otlp != "" {
+		every := "the OpenTelemetry SDK's interval (OTEL_METRIC_EXPORT_INTERVAL, else 60s)"
+		if s.otlpEvery > 0 {
+			every = s.otlpEvery.String()
+		}
+		fmt.Fprintf(w, "xdswatch: metrics pushed with OTLP to %s every %s\n", s.otlp, every)
 	}
 }

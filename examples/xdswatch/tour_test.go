@@ -4,132 +4,201 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
+	"maps"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// csdsEntry is what the tour test reads of one CSDS generic_xds_config.
-type csdsEntry struct {
-	typ, name string
-	status    adminv3.ClientResourceStatus
-	version   string // of the resource in use, "" when none
-	cached    bool
-}
-
-func (e csdsEntry) String() string {
-	return fmt.Sprintf("%s %s %v version %q cached %v", e.typ, e.name, e.status, e.version, e.cached)
-}
-
-// TestDemoTour runs the tour with a short step and reads CSDS on the admin
-// port each time the tour says a step took effect: every cache state shows
-// up in CSDS (REQUESTED, ACKED, NACKED, RECEIVED_ERROR, DOES_NOT_EXIST,
-// TIMEOUT), as do the secondary server's version after the fallback and the
-// primary's after the switch back. Standard output stays JSON lines, and
-// the NACK, which go-control-plane would resend in a loop, is heard once.
-func TestDemoTour(t *testing.T) {
-	p := startProc(t, cleanEnv(), "--demo-tour", "--demo-tour-step", "500ms", "--output", "json")
-	l := p.event(t)
-	if l.Event != eventListening || l.CSDS == nil || *l.CSDS == "" {
-		t.Fatalf("first line %+v, want listening with the admin address", l)
+// csdsCache reads the one ClientConfig of a CSDS response as a tourCache
+// (without servers, which CSDS does not show).
+func csdsCache(t *testing.T, resp *statusv3.ClientStatusResponse) tourCache {
+	t.Helper()
+	if len(resp.GetConfig()) != 1 {
+		t.Fatalf("CSDS: %d ClientConfigs, want 1", len(resp.GetConfig()))
 	}
-	csdsClient := statusv3.NewClientStatusDiscoveryServiceClient(dial(t, *l.CSDS))
-
-	var seen []csdsEntry // in the order first seen
-	var tourLines []string
-	for {
-		line := p.errLine(t)
-		if !strings.HasPrefix(line, "xdswatch: tour") {
-			continue // the client's own warnings, about the primary going away
+	states := map[adminv3.ClientResourceStatus]xdsclient.CacheState{
+		adminv3.ClientResourceStatus_REQUESTED:      xdsclient.StateRequested,
+		adminv3.ClientResourceStatus_DOES_NOT_EXIST: xdsclient.StateDoesNotExist,
+		adminv3.ClientResourceStatus_ACKED:          xdsclient.StateACKed,
+		adminv3.ClientResourceStatus_NACKED:         xdsclient.StateNACKed,
+		adminv3.ClientResourceStatus_RECEIVED_ERROR: xdsclient.StateReceivedError,
+		adminv3.ClientResourceStatus_TIMEOUT:        xdsclient.StateTimeout,
+	}
+	c := tourCache{}
+	for _, g := range resp.GetConfig()[0].GetGenericXdsConfigs() {
+		e := tourEntry{state: states[g.GetClientStatus()]}
+		if g.GetXdsConfig() != nil {
+			e.version = g.GetVersionInfo()
 		}
-		tourLines = append(tourLines, line)
+		c[resourceKey{typeURL: g.GetTypeUrl(), name: g.GetName()}] = e
+	}
+	return c
+}
+
+// withoutServers returns c without the servers its entries came from.
+func withoutServers(c tourCache) tourCache {
+	out := tourCache{}
+	for k, e := range c {
+		e.from = ""
+		out[k] = e
+	}
+	return out
+}
+
+// cacheDiff lists how got differs from want, one entry a line.
+func cacheDiff(got, want tourCache) string {
+	var lines []string
+	for _, k := range want.sortedKeys() {
+		if g, ok := got[k]; !ok || g != want[k] {
+			lines = append(lines, fmt.Sprintf("%s: CSDS %+v (present %v), announced %+v", keyLabel(k), g, ok, want[k]))
+		}
+	}
+	for _, k := range got.sortedKeys() {
+		if _, ok := want[k]; !ok {
+			lines = append(lines, fmt.Sprintf("%s: CSDS %+v, not announced", keyLabel(k), got[k]))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestDemoTour runs the tour in this process (so the race detector sees
+// it) in text mode, standard output and standard error on one pipe, with a
+// step of 1s, and checks what a person sees:
+//
+//   - each time the tour says a goal was reached, CSDS on the admin port
+//     shows exactly the whole cache that goal announced (every entry, its
+//     state and version): nothing changes that the tour does not
+//     announce. A goal that is not the last of its step may already have
+//     given way to the next one (a short does-not-exist timer), which
+//     CSDS may show instead;
+//   - the fallback step prints one line per change: one UNAVAILABLE line
+//     per watch, however many times the client fails to reconnect to the
+//     primary, and one warning for the failure and one for the fallback;
+//   - the NACK, which go-control-plane would resend in a loop, is heard
+//     once, and the cluster reports its load (LRS) in every version.
+func TestDemoTour(t *testing.T) {
+	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
+	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+	const step = time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	lines := pipeLines(outR)
+	result := make(chan int, 1)
+	go func() {
+		result <- run(ctx, []string{"--demo-tour", "--demo-tour-step", step.String()}, strings.NewReader(""), outW, outW)
+		outW.Close()
+	}()
+
+	specs, err := specsOf(demoResources(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := (&tour{specs: specs, timeout: step}).steps()
+	var (
+		csdsClient statusv3.ClientStatusDiscoveryServiceClient
+		reached    = map[int]int{} // by step number: goals reached so far
+		stepOf     = 0             // the step whose lines are being read
+		fallback   []string        // the lines of the fallback step
+		nacks      int
+	)
+	reachedRE := regexp.MustCompile(`^xdswatch: tour (\d+)/\d+ reached: `)
+	stepRE := regexp.MustCompile(`^xdswatch: tour (\d+)/\d+ [a-zA-Z0-9 -]+: `)
+	for {
+		line := nextLine(t, lines, "output")
+		if addr, ok := strings.CutPrefix(line, "xdswatch: admin port (CSDS, channelz, health, reflection) on "); ok {
+			addr, _, _ = strings.Cut(addr, ";")
+			csdsClient = statusv3.NewClientStatusDiscoveryServiceClient(dial(t, addr))
+		}
 		if strings.Contains(line, "not reached") || strings.Contains(line, "the tour ends here") {
 			t.Errorf("tour: %s", line)
 		}
 		if strings.HasPrefix(line, "xdswatch: tour over") {
 			break
 		}
-		if !strings.Contains(line, " reached: ") {
+		if m := stepRE.FindStringSubmatch(line); m != nil && !reachedRE.MatchString(line) {
+			stepOf, _ = strconv.Atoi(m[1])
+		}
+		if steps[max(stepOf-1, 0)].title == "fallback" {
+			fallback = append(fallback, line)
+		}
+		if strings.Contains(line, " cds "+tourCluster+" AMBIENT INVALID_ARGUMENT") {
+			nacks++
+		}
+		if strings.Contains(line, " cds "+tourCluster+" v") && !strings.HasSuffix(line, ", LRS") {
+			t.Errorf("the demo cluster without load reporting: %s", line)
+		}
+		m := reachedRE.FindStringSubmatch(line)
+		if m == nil {
 			continue
 		}
-		// The tour holds what it reached for a step (500ms) at least:
-		// CSDS shows it now.
+		n, _ := strconv.Atoi(m[1])
+		i := reached[n]
+		reached[n]++
+		if n > len(steps) || i >= len(steps[n-1].goals) {
+			t.Fatalf("%q: step %d has no goal %d", line, n, i+1)
+		}
+		if csdsClient == nil {
+			t.Fatal("no admin port line before the tour")
+		}
+		// The tour holds the last goal of a step for a step (1s) at
+		// least: CSDS shows it now.
 		resp, err := csdsClient.FetchClientStatus(testContext(t), &statusv3.ClientStatusRequest{})
 		if err != nil {
 			t.Fatalf("CSDS after %q: %v", line, err)
 		}
-		if len(resp.GetConfig()) != 1 {
-			t.Fatalf("CSDS: %d ClientConfigs, want 1", len(resp.GetConfig()))
+		got, goals := csdsCache(t, resp), steps[n-1].goals
+		want := withoutServers(goals[i].cache)
+		if i+1 < len(goals) && cacheDiff(got, want) != "" && cacheDiff(got, withoutServers(goals[i+1].cache)) == "" {
+			continue // already the next goal
 		}
-		for _, g := range resp.GetConfig()[0].GetGenericXdsConfigs() {
-			typ, err := resolveType(g.GetTypeUrl())
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := csdsEntry{typ: typeLabel(typ), name: g.GetName(), status: g.GetClientStatus(), version: g.GetVersionInfo(), cached: g.GetXdsConfig() != nil}
-			if !slices.Contains(seen, e) {
-				seen = append(seen, e)
-			}
+		if d := cacheDiff(got, want); d != "" {
+			t.Errorf("after %q, CSDS differs from what the tour announced:\n%s", line, d)
 		}
 	}
-	if n := strings.Count(strings.Join(tourLines, "\n"), " reached: "); n != 11 {
-		t.Errorf("%d goals reached, want 11:\n%s", n, strings.Join(tourLines, "\n"))
-	}
-
-	const (
-		requested  = adminv3.ClientResourceStatus_REQUESTED
-		acked      = adminv3.ClientResourceStatus_ACKED
-		nacked     = adminv3.ClientResourceStatus_NACKED
-		dne        = adminv3.ClientResourceStatus_DOES_NOT_EXIST
-		received   = adminv3.ClientResourceStatus_RECEIVED_ERROR
-		timeoutSt  = adminv3.ClientResourceStatus_TIMEOUT
-		demoCDS    = tourCluster
-		fallbackV1 = tourFallbackVersion
-	)
-	want := []csdsEntry{
-		{"lds", "demo", acked, "1", true},
-		{"eds", demoCDS, acked, "2", true},
-		{"cds", demoCDS, nacked, "2", true},   // NACK: version 2 still in use
-		{"cds", demoCDS, dne, "2", true},      // ignored deletion: still in use
-		{"cds", demoCDS, received, "2", true}, // TP3 error: still in use
-		{"cds", tourMissing, requested, "", false},
-		{"cds", tourMissing, dne, "", false},
-		{"cds", demoCDS, acked, "6", true}, // recovery
-		{"lds", "demo", acked, fallbackV1, true},
-		{"cds", tourTimeout, timeoutSt, "", false},
-		{"lds", "demo", acked, "7", true}, // switch back
-	}
-	for _, w := range want {
-		if !slices.Contains(seen, w) {
-			t.Errorf("CSDS never showed %v", w)
-		}
-	}
-	if fb, back := slices.Index(seen, want[8]), slices.Index(seen, want[10]); fb < 0 || back < fb {
-		t.Errorf("the fallback version (at %d) was not followed by the primary's (at %d)", fb, back)
-	}
-	if t.Failed() {
-		for _, e := range seen {
-			t.Logf("seen: %v", e)
-		}
-	}
-
-	p.interrupt(t)
-	nacks := 0
-	for _, line := range drain(p.stdout.lines) {
-		e := parseEvent(t, line)
-		if e.Event == eventAmbientError && e.Type == typeLabel(xdsresource.ClusterType) && e.Name == demoCDS && e.Code == "INVALID_ARGUMENT" {
-			nacks++
+	for i, s := range steps {
+		if reached[i+1] != len(s.goals) {
+			t.Errorf("step %d (%s): %d goals reached, want %d", i+1, s.title, reached[i+1], len(s.goals))
 		}
 	}
 	if nacks != 1 {
-		t.Errorf("%d ambient INVALID_ARGUMENT events for cds %s, want 1 (one NACK)", nacks, demoCDS)
+		t.Errorf("%d AMBIENT INVALID_ARGUMENT lines for cds %s, want 1 (one NACK)", nacks, tourCluster)
+	}
+
+	// The fallback step: one UNAVAILABLE line for each watch, and two
+	// warnings.
+	unavailable := map[string]int{}
+	warnings := 0
+	for _, l := range fallback {
+		if strings.Contains(l, "level=WARN") {
+			warnings++
+		}
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], "UNAVAILABLE") {
+			unavailable[f[1]+" "+f[2]]++
+		}
+	}
+	wantUnavailable := map[string]int{"cds " + tourMissing: 1, "cds " + tourTimeout: 1}
+	for _, s := range specs {
+		wantUnavailable[typeLabel(s.typ)+" "+s.name] = 1
+	}
+	if !maps.Equal(unavailable, wantUnavailable) || warnings != 2 {
+		t.Errorf("fallback step: UNAVAILABLE lines by watch %v, want %v; %d warnings, want 2 (the failure, the fallback):\n%s",
+			unavailable, wantUnavailable, warnings, strings.Join(fallback, "\n"))
+	}
+
+	cancel()
+	expectCleanReturn(t, result)
+	for range lines {
 	}
 }
 
@@ -143,7 +212,7 @@ func TestRunTourInProcess(t *testing.T) {
 		stop string // the stderr line prefix after which run is cancelled
 	}{
 		{"after the tour", "xdswatch: tour over"},
-		{"during the fallback", "xdswatch: tour 8/9 reached: lds demo"},
+		{"during the fallback", "xdswatch: tour 8/9 reached: every demo resource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GRPC_XDS_BOOTSTRAP", "")

@@ -6,30 +6,85 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // printWatcher is an xdsclient.Watcher that prints every callback for one
-// watch.
+// watch. In text output, an error that says what the last line of the
+// watch said is not printed again: while a server stays unreachable, each
+// failed reconnect reports it to every watcher again, and a person wants
+// one line per change. JSON output, for programs, has every callback.
 type printWatcher struct {
 	out  *output
 	spec spec
+
+	mu sync.Mutex // guards last
+	// last is the error the last text line of this watch printed ("" when
+	// it printed a resource or a cleared error).
+	last string
 }
 
 // ResourceChanged prints a resource event, or a resource_error event when
 // err is set.
-func (w printWatcher) ResourceChanged(r *xdsclient.Resource, err error) {
+func (w *printWatcher) ResourceChanged(r *xdsclient.Resource, err error) {
 	if err != nil {
-		w.out.watchError(eventResourceError, w.spec.typ, w.spec.name, err)
+		if !w.repeated(eventResourceError, err) {
+			w.out.watchError(eventResourceError, w.spec.typ, w.spec.name, err)
+		}
 		return
 	}
+	w.repeated(eventResource, nil)
 	w.out.resource(w.spec.typ, w.spec.name, r)
 }
 
 // AmbientError prints an ambient_error event.
-func (w printWatcher) AmbientError(err error) {
-	w.out.watchError(eventAmbientError, w.spec.typ, w.spec.name, err)
+func (w *printWatcher) AmbientError(err error) {
+	if !w.repeated(eventAmbientError, err) {
+		w.out.watchError(eventAmbientError, w.spec.typ, w.spec.name, err)
+	}
+}
+
+// repeated records that the watch is told event with err, and reports
+// whether, in text output, the last line of this watch said the same.
+func (w *printWatcher) repeated(event string, err error) bool {
+	if w.out.json {
+		return false
+	}
+	key := ""
+	if err != nil {
+		st := status.Convert(err)
+		key = event + " " + st.Code().String() + " " + sameState(st.Message())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	repeat := key != "" && key == w.last
+	w.last = key
+	return repeat
+}
+
+// unreachableCause starts the cause of the error that xdsclient gives
+// watchers when their server cannot be reached. The servers tried follow
+// it, then the transport's reason for the last attempt.
+const unreachableCause = "xDS server unreachable (servers tried: "
+
+// sameState returns msg without what may differ between two errors that
+// mean the same state: the transport's reason of an unreachable server
+// (EOF as the server stops, then connection refused) is dropped, the
+// servers tried are kept.
+func sameState(msg string) string {
+	i := strings.Index(msg, unreachableCause)
+	if i < 0 {
+		return msg
+	}
+	j := strings.Index(msg[i+len(unreachableCause):], "): ")
+	if j < 0 {
+		return msg
+	}
+	return msg[:i+len(unreachableCause)+j+1]
 }
 
 // watchSet holds the running watches, oldest first for each resource. It
@@ -54,7 +109,7 @@ func (ws *watchSet) add(s spec) {
 	if _, seen := ws.byKey[k]; !seen {
 		ws.order = append(ws.order, k)
 	}
-	cancel := ws.client.Watch(s.typ, s.name, printWatcher{out: ws.out, spec: s})
+	cancel := ws.client.Watch(s.typ, s.name, &printWatcher{out: ws.out, spec: s})
 	ws.byKey[k] = append(ws.byKey[k], cancel)
 }
 

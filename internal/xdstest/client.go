@@ -13,11 +13,13 @@ import (
 
 // ClientOptions returns options that suit a client in a test, followed by
 // opts, which may override them: a backoff of 10ms after a stream fails,
-// gRFC A88 data error handling whatever the environment says, and no log
-// output.
+// streams restarted with no minimum interval (so that a stream ended after
+// a response is restarted at once, as gRFC A57 says), gRFC A88 data error
+// handling whatever the environment says, and no log output.
 func ClientOptions(opts ...xdsclient.Option) []xdsclient.Option {
 	return append([]xdsclient.Option{
 		xdsclient.WithBackoff(func(int) time.Duration { return 10 * time.Millisecond }),
+		xdsclient.WithMinStreamInterval(0),
 		xdsclient.WithLegacyDataErrorHandling(false),
 		xdsclient.WithLogger(slog.New(slog.DiscardHandler)),
 	}, opts...)

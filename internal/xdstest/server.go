@@ -20,6 +20,7 @@ const rebindTimeout = 5 * time.Second
 // Its methods are safe for concurrent use.
 type ADSServer struct {
 	addr string
+	opts []grpc.ServerOption
 
 	life sync.Mutex // serializes Stop, Restart and the final cleanup
 	// The fields below are guarded by life.
@@ -35,14 +36,15 @@ type ADSServer struct {
 }
 
 // NewADSServer starts an ADS server on 127.0.0.1 with a port chosen by the
-// system. It stops when t and its cleanups finish.
-func NewADSServer(t testing.TB) *ADSServer {
+// system, with opts (grpc.MaxRecvMsgSize, for example) if any, also after a
+// Restart. It stops when t and its cleanups finish.
+func NewADSServer(t testing.TB, opts ...grpc.ServerOption) *ADSServer {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("xdstest: listen on 127.0.0.1:0: %v", err)
 	}
-	s := &ADSServer{addr: lis.Addr().String()}
+	s := &ADSServer{addr: lis.Addr().String(), opts: opts}
 	s.serve(lis)
 	t.Cleanup(func() {
 		s.Stop()
@@ -62,7 +64,7 @@ func (s *ADSServer) Addr() string { return s.addr }
 func (s *ADSServer) serve(lis net.Listener) {
 	// WaitForHandlers makes grpc.Server.Stop return only after every
 	// stream handler has, so Stop leaves nothing behind.
-	srv := grpc.NewServer(grpc.WaitForHandlers(true))
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.WaitForHandlers(true)}, s.opts...)...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, &adsHandler{s: s})
 	served := make(chan struct{})
 	go func() {

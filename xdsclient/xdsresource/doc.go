@@ -23,8 +23,9 @@
 // experimental environment variables unset. The last column says which
 // implementation a rule follows: "C-core" where C-core is known to differ
 // from grpc-go and its behaviour was chosen, "grpc-go" where only grpc-go's
-// behaviour was checked and C-core may differ; C-core's source was not
-// read at a pinned version.
+// behaviour was checked and C-core may differ, "neither" where both are
+// left on purpose, with the reason; C-core's source was not read at a
+// pinned version.
 //
 //	| resource | rule | source | follows |
 //	|---|---|---|---|
@@ -43,24 +44,27 @@
 //	| Listener | no usable filter chain and no default_filter_chain: rejected | A36 | |
 //	| Listener | DownstreamTlsContext: require_sni false, ocsp_staple_policy LENIENT_STAPLING, common_tls_context set; an identity provider instance is required; require_client_certificate needs a ca_certificate_provider_instance; no match_subject_alt_names | A29 | |
 //	| Listener | an RBAC filter's config is read only on servers, after the side check: an optional RBAC filter on a client is left out unread | A39, A41 | C-core (grpc-go parses it first and rejects a bad one) |
-//	| Listener, RouteConfiguration | RBAC and RBACPerRoute configs in a TypedStruct are rejected | A41 | |
+//	| Listener, RouteConfiguration | a router, fault, RBAC or RBACPerRoute config in a TypedStruct (xds or udpa), in http_filters or typed_per_filter_config, is rejected even when is_optional; the type_url inside still names the filter, so an unknown one stays skippable | A39, A41 | C-core (the side check comes first: an optional fault filter in a TypedStruct on a server is left out, where grpc-go parses it first and rejects it) |
 //	| Listener, RouteConfiguration | RBAC: no rules means no enforcement; rules with action LOG are ignored and not read; another action than ALLOW, DENY or LOG is rejected | A41 | C-core (grpc-go still checks the header names and conditions of LOG policies) |
-//	| Listener, RouteConfiguration | RBAC: audit_logging_options, shadow_rules, shadow_matcher and matcher are ignored | A41, A59 | C-core (audit logging off without its experimental environment variable; grpc-go builds the audit loggers and rejects unknown ones that are not is_optional) |
+//	| Listener, RouteConfiguration | RBAC: shadow_rules, shadow_matcher and matcher are ignored | A41 | |
+//	| Listener, RouteConfiguration | RBAC audit_logging_options of ALLOW and DENY rules: audit_condition NONE, ON_DENY, ON_ALLOW or ON_DENY_AND_ALLOW; each logger needs audit_logger.typed_config, even when is_optional; known loggers are the stdout logger and, in a TypedStruct, one registered with gRPC in this program (package authz/audit) under the last segment of the type_url, whose parser must accept the struct as JSON; another type is rejected unless is_optional, then ignored | A59 | C-core as it runs with audit logging on (its default leaves it off behind GRPC_EXPERIMENTAL_XDS_RBAC_AUDIT_LOGGING and ignores the options, a rollout switch A59 does not describe); grpc-go rejects an optional logger of a type it cannot unmarshal and does not check audit_condition |
 //	| Listener, RouteConfiguration | RBAC policies: condition and checked_condition rejected; every permission and principal, nested in and_rules/or_rules/not_rule and and_ids/or_ids/not_id, has a rule gRPC knows (destination_port_range, uri_template, matcher, sourced_metadata, filter_state and custom are rejected); any, destination_port and metadata accepted as they are | A41 | |
-//	| Listener, RouteConfiguration | RBAC header matchers: a name of ":scheme" or starting with "grpc-" is rejected, compared with case; "host" and other pseudo-headers accepted; a match specifier is required, safe_regex_match valid RE2, range_match end not below start | A41 | C-core (grpc-go lowercases the name before the checks and accepts a reversed range; C-core rejects the range and bad regexes when it builds the policy) |
+//	| Listener, RouteConfiguration | RBAC header matchers: a name of ":scheme" or starting with "grpc-" is rejected, compared without case ("GRPC-Foo" is a grpc- header); "host" and other pseudo-headers accepted; a match specifier is required, safe_regex_match valid RE2, range_match end not below start | A41 | grpc-go for the name (C-core compares it with case, so it accepts a matcher on "GRPC-Foo" that can never match, gRPC's header keys being lower case); C-core for the rest (grpc-go accepts a reversed range; C-core rejects the range and bad regexes when it builds the policy) |
 //	| Listener, RouteConfiguration | RBAC string matchers (url_path.path, requested_server_name, authenticated.principal_name, header string_match): a pattern required, safe_regex valid RE2, empty prefix, suffix and contains accepted; url_path needs path | A41 | C-core (grpc-go rejects empty prefix, suffix and contains) |
 //	| Listener, RouteConfiguration | RBAC CIDR ranges (destination_ip, source_ip, direct_remote_ip, remote_ip): an IP address without zone, prefix_len at most its size (an IPv4-mapped address has 128 bits) | A41 | grpc-go |
 //	| RouteConfiguration | RBACPerRoute overrides, on virtual hosts, routes and weighted clusters, are validated as RBAC under rbac even when is_optional; one without rbac turns RBAC off for its scope | A41 | |
 //	| RouteConfiguration | cluster_specifier_plugins: RouteLookupClusterSpecifier accepted and validated as gRPC's RLS policy does; another type rejected unless is_optional, and its routes ignored; plugins no route uses are dropped | A28 | |
 //	| RouteConfiguration | RLS lookup_service must resolve with a scheme gRPC knows (dns, passthrough, unix, unix-abstract, or one registered in this program) | A28 | grpc-go |
 //	| Cluster | UpstreamTlsContext: transport_socket named envoy.transport_sockets.tls, common_tls_context set, a ca_certificate_provider_instance required (system_root_certs is off, as in gRPC by default) | A29 | |
-//	| Cluster, Listener | CommonTlsContext: tls_params, custom_handshaker, validation_context_sds_secret_config rejected; tls_certificates and tls_certificate_sds_secret_configs rejected when no tls_certificate_provider_instance is set | A29 | |
+//	| Cluster, Listener | CommonTlsContext: tls_params, custom_handshaker, validation_context_sds_secret_config rejected; tls_certificate_sds_secret_configs rejected when no identity provider instance is set (current or deprecated field) | A29 | C-core |
+//	| Cluster, Listener | tls_certificates rejected whenever set, also beside an identity provider instance, current or deprecated | A29 | neither (C-core and grpc-go ignore them beside an identity provider instance; a TlsCertificate carries a private key, which gRPC never takes from a control plane, so one sent is reported) |
 //	| Cluster, Listener | CertificateValidationContext: verify_certificate_spki, verify_certificate_hash, require_signed_certificate_timestamp, crl and custom_validator_config rejected | A29 | |
 //	| Cluster, Listener | match_subject_alt_names: prefix, suffix and contains not empty, safe_regex valid RE2 | A29 | |
 //	| Cluster, Listener | every certificate provider instance named must be in the bootstrap's certificate_providers, and have a name | A29 | C-core (grpc-go fails later, when it builds the credentials, and treats an empty client identity instance as none) |
-//	| Cluster, Listener | the deprecated tls_certificate_certificate_provider_instance and validation_context_certificate_provider_instance are read when the current fields name no provider or are invalid | A29 | grpc-go |
+//	| Cluster, Listener | each provider instance is read from its current field or, when that is unset, from its deprecated one (tls_certificate_certificate_provider_instance; validation_context_certificate_provider_instance, alone or in combined_validation_context); every other rule applies the same either way | A29 | C-core (grpc-go reads the deprecated fields only when the current ones name nothing or are invalid, and then skips the rules of the current ones) |
 //	| Cluster | load_balancing_policy: a TypedStruct (xds or udpa) names a custom policy by the last segment of its type_url; used when a balancer of that name is registered with gRPC in this program, whose parser must accept the struct as JSON; skipped otherwise | A52 | grpc-go |
 //	| Cluster | client_side_weighted_round_robin: error_utilization_penalty not negative; weight_update_period at least 100ms | A58 | grpc-go |
+//	| ClusterLoadAssignment | policy.drop_overloads: a category is required (empty rejected) | xDS endpoint.proto (category has min_len 1) | C-core (grpc-go accepts an empty category; the category is what load reports count drops under, and the xDS API requires one) |
 //
 // Rules that predate these (routes, clusters, endpoints) are documented on
 // the types and fields they produce.

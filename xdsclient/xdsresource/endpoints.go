@@ -73,6 +73,7 @@ func (h HealthStatus) Usable() bool { return h == HealthHealthy || h == HealthUn
 
 // DropOverload is one category of requests to drop.
 type DropOverload struct {
+	// Category names the drops in load reports; never empty.
 	Category string
 	// Numerator is the share to drop out of Denominator, which is always
 	// one million: HUNDRED and TEN_THOUSAND denominators are converted.
@@ -121,6 +122,9 @@ type localityKey struct {
 func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignment, error) {
 	c := &ClusterLoadAssignment{ClusterName: m.GetClusterName()}
 	for i, d := range m.GetPolicy().GetDropOverloads() {
+		if d.GetCategory() == "" {
+			return nil, fmt.Errorf("policy.drop_overloads[%d].category: empty", i)
+		}
 		n, err := perMillion(d.GetDropPercentage())
 		if err != nil {
 			return nil, fmt.Errorf("policy.drop_overloads[%d]: %v", i, err)

@@ -135,6 +135,17 @@ func TestEndpointsErrors(t *testing.T) {
 			want: `eds "c1": policy.drop_overloads[1]: unsupported denominator 9`,
 		},
 		{
+			name: "drop without category",
+			build: func() proto.Message {
+				m := cla()
+				m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
+					drop("a", 1, typev3.FractionalPercent_MILLION), drop("", 1, typev3.FractionalPercent_MILLION),
+				}}
+				return m
+			},
+			want: `eds "c1": policy.drop_overloads[1].category: empty`,
+		},
+		{
 			name: "locality without id",
 			build: func() proto.Message {
 				l := locality("z", 1, 0)

@@ -117,3 +117,24 @@ func checkFilterOverrides(m map[string]*anypb.Any) error {
 	}
 	return nil
 }
+
+// validateFilterConfig checks a filter config, or a config override, of a
+// type that is understood. msg is the unmarshalled config, nil when it came
+// in a TypedStruct: gRPC reads the filters it knows only from their own
+// message, so such a config is rejected, whatever is_optional says. Errors
+// start with the field path inside the config.
+func validateFilterConfig(typeURL string, msg proto.Message) error {
+	if msg == nil {
+		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", typeURL)
+	}
+	switch m := msg.(type) {
+	case *rbacv3.RBAC:
+		return validateRBAC(m, "")
+	case *rbacv3.RBACPerRoute:
+		if m.GetRbac() == nil {
+			return nil // the route runs without RBAC
+		}
+		return validateRBAC(m.GetRbac(), "rbac.")
+	}
+	return nil
+}

@@ -94,18 +94,73 @@ func TestListenerOptionalFilters(t *testing.T) {
 	unknown := httpFilter(t, "unknown", &structpb.Struct{})
 	unknown.IsOptional = true
 	noConfig := &hcmv3.HttpFilter{Name: "no-config", IsOptional: true}
-	typed := httpFilter(t, "typed-fault", &xdstypev3.TypedStruct{TypeUrl: FaultFilterTypeURL})
+	fault := httpFilter(t, "fault", &faultv3.HTTPFault{})
 	serverOnly := httpFilter(t, "rbac", &rbacv3.RBAC{})
 	serverOnly.IsOptional = true
-	router := httpFilter(t, "router", &udpatypev1.TypedStruct{TypeUrl: RouterFilterTypeURL})
-	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, noConfig, typed, serverOnly, router}
+	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, noConfig, fault, serverOnly, routerFilter(t)}
 	_, v, err := decode(t, ListenerType, apiListener(t, hcm))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	fs := v.(*Listener).HTTPFilters
-	if len(fs) != 2 || fs[0].Name != "typed-fault" || fs[0].TypeURL != FaultFilterTypeURL || fs[1].Name != "router" || fs[1].TypeURL != RouterFilterTypeURL {
-		t.Errorf("HTTPFilters = %+v, want typed-fault (fault) and router", fs)
+	if len(fs) != 2 || fs[0].Name != "fault" || fs[0].TypeURL != FaultFilterTypeURL || fs[1].Name != "router" || fs[1].TypeURL != RouterFilterTypeURL {
+		t.Errorf("HTTPFilters = %+v, want fault and router", fs)
+	}
+}
+
+// As in gRPC, the configs of the router and fault filters are read only
+// from their own messages: one in a TypedStruct, of either kind, is
+// rejected even when the filter is optional, on the side that runs the
+// filter. On the other side the side check comes first, as in C-core.
+func TestFilterConfigInTypedStruct(t *testing.T) {
+	xdsTS := func(url string) proto.Message { return &xdstypev3.TypedStruct{TypeUrl: url} }
+	udpaTS := func(url string) proto.Message { return &udpatypev1.TypedStruct{TypeUrl: url} }
+	optional := func(f *hcmv3.HttpFilter) *hcmv3.HttpFilter {
+		f.IsOptional = true
+		return f
+	}
+	withFilters := func(fs ...*hcmv3.HttpFilter) func() proto.Message {
+		return func() proto.Message {
+			hcm := rdsHCM(t)
+			hcm.HttpFilters = fs
+			return apiListener(t, hcm)
+		}
+	}
+	override := func(cfg *anypb.Any) func() proto.Message {
+		return func() proto.Message {
+			m := routeConfig(prefixRoute("/", "c1"))
+			m.VirtualHosts[0].Routes[0].TypedPerFilterConfig = map[string]*anypb.Any{"fault": cfg}
+			return m
+		}
+	}
+	const lds = `lds "l1": `
+	const notSupported = ` in a TypedStruct is not supported`
+	runErrorCases(t, ListenerType, "l1", []errorCase{
+		{name: "router in an xds TypedStruct", build: withFilters(httpFilter(t, "router", xdsTS(RouterFilterTypeURL))),
+			want: lds + `http_filters[0] "router": a config of type "` + RouterFilterTypeURL + `"` + notSupported},
+		{name: "router in a udpa TypedStruct", build: withFilters(httpFilter(t, "router", udpaTS(RouterFilterTypeURL))),
+			want: lds + `http_filters[0] "router": a config of type "` + RouterFilterTypeURL + `"` + notSupported},
+		{name: "fault in a TypedStruct", build: withFilters(httpFilter(t, "fault", xdsTS(FaultFilterTypeURL)), routerFilter(t)),
+			want: lds + `http_filters[0] "fault": a config of type "` + FaultFilterTypeURL + `"` + notSupported},
+		{name: "optional fault in a TypedStruct", build: withFilters(optional(httpFilter(t, "fault", udpaTS(FaultFilterTypeURL))), routerFilter(t)),
+			want: lds + `http_filters[0] "fault": a config of type "` + FaultFilterTypeURL + `"` + notSupported},
+	})
+	const rds = `rds "r1": virtual_hosts[0].routes[0]: typed_per_filter_config["fault"]: `
+	runErrorCases(t, RouteConfigType, "r1", []errorCase{
+		{name: "fault override in a TypedStruct", build: override(toAny(t, xdsTS(FaultFilterTypeURL))),
+			want: rds + `a config of type "` + FaultFilterTypeURL + `"` + notSupported},
+		{name: "optional fault override in a TypedStruct", build: override(toAny(t, &routev3.FilterConfig{Config: toAny(t, udpaTS(FaultFilterTypeURL)), IsOptional: true})),
+			want: rds + `a config of type "` + FaultFilterTypeURL + `"` + notSupported},
+	})
+
+	// A server does not run the fault filter: an optional one is left
+	// out before its config is looked at.
+	hcm := rdsHCM(t)
+	hcm.HttpFilters = []*hcmv3.HttpFilter{optional(httpFilter(t, "fault", xdsTS(FaultFilterTypeURL))), routerFilter(t)}
+	c := chain(t, "c", nil)
+	c.Filters = []*listenerv3.Filter{hcmFilter(t, hcm)}
+	if fs := decodeServer(t, serverLis(c)).FilterChains[0].HTTPFilters; len(fs) != 1 || fs[0].TypeURL != RouterFilterTypeURL {
+		t.Errorf("HTTPFilters = %+v, want only the router", fs)
 	}
 }
 

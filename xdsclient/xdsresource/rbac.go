@@ -1,7 +1,6 @@
 package xdsresource
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -16,35 +15,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// validateFilterConfig checks the fields of a filter config, or of a
-// config override, whose type gRPC validates beyond unmarshalling. msg is
-// the unmarshalled config, nil when it came in a TypedStruct. Errors start
-// with the field path inside the config.
-func validateFilterConfig(typeURL string, msg proto.Message) error {
-	switch typeURL {
-	case RBACFilterTypeURL:
-		if msg == nil {
-			return errors.New("an RBAC config in a TypedStruct is not supported")
-		}
-		return validateRBAC(msg.(*rbacv3.RBAC), "")
-	case RBACPerRouteFilterTypeURL:
-		if msg == nil {
-			return errors.New("an RBACPerRoute config in a TypedStruct is not supported")
-		}
-		rbac := msg.(*rbacv3.RBACPerRoute).GetRbac()
-		if rbac == nil {
-			return nil // the route runs without RBAC
-		}
-		return validateRBAC(rbac, "rbac.")
-	}
-	return nil
-}
-
 // validateRBAC checks an RBAC filter config as an xDS-enabled gRPC server
-// does (gRFC A41). at is the path of the config, "" or ending in a dot.
-// Without rules, or with the action LOG, gRPC enforces nothing and reads
-// nothing further; audit_logging_options, shadow_rules and matcher are
-// ignored.
+// does (gRFC A41, A59). at is the path of the config, "" or ending in a
+// dot. Without rules, or with the action LOG, gRPC enforces nothing and
+// reads nothing further; shadow_rules and matcher are ignored.
 func validateRBAC(m *rbacv3.RBAC, at string) error {
 	rules := m.GetRules()
 	if rules == nil {
@@ -68,7 +42,7 @@ func validateRBAC(m *rbacv3.RBAC, at string) error {
 			return err
 		}
 	}
-	return nil
+	return validateAuditLogging(rules.GetAuditLoggingOptions(), at+"rules.audit_logging_options")
 }
 
 // validateRBACPolicy checks one policy, found at at.
@@ -167,16 +141,16 @@ func validateRBACMatcher(m proto.Message, oneof, at string) error {
 	return fmt.Errorf("%s: not supported", at)
 }
 
-// validateRBACHeader checks a header matcher of a policy. The name is
-// compared as given, with case: ":scheme" and names starting with "grpc-"
-// are rejected; "host" is accepted and gRPC matches it against
-// ":authority".
+// validateRBACHeader checks a header matcher of a policy. Header names do
+// not depend on case, so the name is lower-cased before the checks:
+// ":scheme" and names starting with "grpc-" are rejected; "host" is
+// accepted and gRPC matches it against ":authority".
 func validateRBACHeader(h *routev3.HeaderMatcher, at string) error {
 	name := h.GetName()
-	switch {
-	case name == ":scheme":
+	switch lower := strings.ToLower(name); {
+	case lower == ":scheme":
 		return fmt.Errorf("%s.name: %q is not allowed in RBAC", at, name)
-	case strings.HasPrefix(name, "grpc-"):
+	case strings.HasPrefix(lower, "grpc-"):
 		return fmt.Errorf("%s.name: %q: names starting with \"grpc-\" are not allowed in RBAC", at, name)
 	}
 	switch s := h.GetHeaderMatchSpecifier().(type) {

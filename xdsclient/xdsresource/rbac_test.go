@@ -1,8 +1,11 @@
 package xdsresource
 
 import (
+	"encoding/json"
+	"errors"
 	"testing"
 
+	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
@@ -14,8 +17,10 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // rbacServer returns a server listener whose only chain runs the filter
@@ -150,17 +155,16 @@ func TestRBACAccepted(t *testing.T) {
 		&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_RemoteIp{RemoteIp: cidr("fe80::", 10)}},
 		headerID(exactHeader("host", "example.com")),
 		headerID(exactHeader(":authority", "example.com")),
-		headerID(exactHeader("Grpc-Timeout", "1S")),
-		headerID(exactHeader(":Scheme", "http")),
+		headerID(exactHeader("Host", "example.com")),
+		headerID(exactHeader("x-grpc-trace", "1")),
 		&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_UrlPath{UrlPath: &matcherv3.PathMatcher{Rule: &matcherv3.PathMatcher_Path{Path: exactStr("/svc/M")}}}},
 		&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_Metadata{Metadata: &matcherv3.MetadataMatcher{}}},
 	))
-	// Ignored: LOG rules are not read, nor audit_logging_options,
-	// shadow_rules and matcher.
+	// Ignored: LOG rules are not read, nor their audit_logging_options;
+	// shadow_rules and matcher are never read.
 	logRules := rbacRules(rbacconfigv3.RBAC_LOG, policyWith(t, rawCondition))
 	logRules.Rules.Policies["q"] = &rbacconfigv3.Policy{Permissions: []*rbacconfigv3.Permission{headerPerm(exactHeader("grpc-x", ""))}}
-	audit := allowPerm(anyPerm)
-	audit.Rules.AuditLoggingOptions = &rbacconfigv3.RBAC_AuditLoggingOptions{
+	logRules.Rules.AuditLoggingOptions = &rbacconfigv3.RBAC_AuditLoggingOptions{
 		AuditCondition: 7,
 		LoggerConfigs:  []*rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{{AuditLogger: &corev3.TypedExtensionConfig{Name: "unknown"}}},
 	}
@@ -178,7 +182,6 @@ func TestRBACAccepted(t *testing.T) {
 		{"every permission", everyPermission},
 		{"every principal", everyPrincipal},
 		{"LOG rules are not validated", logRules},
-		{"audit_logging_options ignored", audit},
 		{"shadow_rules and matcher ignored", shadow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -221,6 +224,10 @@ func TestRBACErrors(t *testing.T) {
 			want: perm0 + `.and_rules.rules[0].header.name: "grpc-timeout": names starting with "grpc-" are not allowed in RBAC`},
 		{name: "grpc- header in principal", build: cfg(denyID(&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_NotId{NotId: headerID(exactHeader("grpc-status", "0"))}})),
 			want: id0 + `.not_id.header.name: "grpc-status": names starting with "grpc-" are not allowed in RBAC`},
+		{name: ":scheme header in capitals", build: cfg(allowPerm(orPerms(anyPerm, headerPerm(exactHeader(":SCHEME", "https"))))),
+			want: perm0 + `.or_rules.rules[1].header.name: ":SCHEME" is not allowed in RBAC`},
+		{name: "grpc- header in mixed case", build: cfg(denyID(headerID(exactHeader("GRPC-Foo", "x")))),
+			want: id0 + `.header.name: "GRPC-Foo": names starting with "grpc-" are not allowed in RBAC`},
 		{name: "header without specifier", build: cfg(allowPerm(headerPerm(&routev3.HeaderMatcher{Name: "x"}))),
 			want: perm0 + `.header: no header match specifier is set`},
 		{name: "header bad regex", build: cfg(allowPerm(headerPerm(&routev3.HeaderMatcher{Name: "x", HeaderMatchSpecifier: &routev3.HeaderMatcher_SafeRegexMatch{SafeRegexMatch: &matcherv3.RegexMatcher{Regex: "a("}}}))),
@@ -260,7 +267,7 @@ func TestRBACErrors(t *testing.T) {
 		{name: "url_path principal", build: cfg(denyID(&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_UrlPath{UrlPath: &matcherv3.PathMatcher{}}})),
 			want: id0 + `.url_path.path: missing`},
 		{name: "in a TypedStruct", build: cfg(&xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL}),
-			want: at + `an RBAC config in a TypedStruct is not supported`},
+			want: at + `a config of type "` + RBACFilterTypeURL + `" in a TypedStruct is not supported`},
 		{name: "first bad policy by name", build: func() proto.Message {
 			c := rbacRules(rbacconfigv3.RBAC_ALLOW, policyWith(t, rawCheckedCondition))
 			c.Rules.Policies["a"] = policyWith(t, rawCondition)
@@ -319,7 +326,7 @@ func TestRBACPerRoute(t *testing.T) {
 		{name: "optional does not excuse bad rules", build: build(&routev3.FilterConfig{Config: toAny(t, &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{Action: 5}}}), IsOptional: true}),
 			want: at + `rbac.rules.action: 5 is not ALLOW, DENY or LOG`},
 		{name: "in a TypedStruct", build: build(&xdstypev3.TypedStruct{TypeUrl: RBACPerRouteFilterTypeURL}),
-			want: at + `an RBACPerRoute config in a TypedStruct is not supported`},
+			want: at + `a config of type "` + RBACPerRouteFilterTypeURL + `" in a TypedStruct is not supported`},
 	})
 
 	// The override is checked on every level that carries one.
@@ -327,6 +334,111 @@ func TestRBACPerRoute(t *testing.T) {
 	vh.VirtualHosts[0].TypedPerFilterConfig = map[string]*anypb.Any{"rbac": toAny(t, &rbacv3.RBACPerRoute{Rbac: denyID(&rbacconfigv3.Principal{})})}
 	_, _, err := decode(t, RouteConfigType, vh)
 	if want := `rds "r1": virtual_hosts[0].typed_per_filter_config["rbac"]: rbac.rules.policies["p"].principals[0]: no identifier is set`; err == nil || err.Error() != want {
+		t.Errorf("Decode error = %v, want %s", err, want)
+	}
+}
+
+// testAuditLoggerName is an audit logger registered with gRPC, whose config
+// parser accepts only an object without "bad".
+const testAuditLoggerName = "xdslens_test_audit_logger"
+
+type testAuditLoggerBuilder struct{}
+
+func (testAuditLoggerBuilder) ParseLoggerConfig(config json.RawMessage) (audit.LoggerConfig, error) {
+	var m map[string]any
+	if err := json.Unmarshal(config, &m); err != nil {
+		return nil, err
+	}
+	if _, bad := m["bad"]; bad {
+		return nil, errors.New(`"bad" is set`)
+	}
+	return nil, nil
+}
+
+func (testAuditLoggerBuilder) Build(audit.LoggerConfig) audit.Logger { return nil }
+
+func (testAuditLoggerBuilder) Name() string { return testAuditLoggerName }
+
+func init() { audit.RegisterLoggerBuilder(testAuditLoggerBuilder{}) }
+
+// withAudit returns an ALLOW config for any request with the given audit
+// condition and loggers.
+func withAudit(cond rbacconfigv3.RBAC_AuditLoggingOptions_AuditCondition, loggers ...*rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig) *rbacv3.RBAC {
+	c := allowPerm(anyPerm)
+	c.Rules.AuditLoggingOptions = &rbacconfigv3.RBAC_AuditLoggingOptions{AuditCondition: cond, LoggerConfigs: loggers}
+	return c
+}
+
+// auditLogger is a logger config of type cfg.
+func auditLogger(t testing.TB, cfg proto.Message, optional bool) *rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig {
+	return &rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{
+		AuditLogger: &corev3.TypedExtensionConfig{Name: "l", TypedConfig: toAny(t, cfg)},
+		IsOptional:  optional,
+	}
+}
+
+// Audit loggers are checked as gRPC does when it runs them (gRFC A59): a
+// logger gRPC does not know is an error unless it is optional.
+func TestRBACAuditLogging(t *testing.T) {
+	stdout := &rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{AuditLogger: &corev3.TypedExtensionConfig{
+		Name: "stdout", TypedConfig: &anypb.Any{TypeUrl: stdoutAuditLoggerTypeURL},
+	}}
+	registered := func(v map[string]any) proto.Message {
+		s, err := structpb.NewStruct(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &xdstypev3.TypedStruct{TypeUrl: "type.googleapis.com/" + testAuditLoggerName, Value: s}
+	}
+	unknownTS := &xdstypev3.TypedStruct{TypeUrl: "type.googleapis.com/no_such_logger"}
+	for _, tc := range []struct {
+		name string
+		cfg  *rbacv3.RBAC
+	}{
+		{"stdout logger", withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY_AND_ALLOW, stdout)},
+		{"registered logger", withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, auditLogger(t, registered(map[string]any{"ok": true}), false))},
+		{"registered logger without value", withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_ALLOW,
+			auditLogger(t, &udpatypev1.TypedStruct{TypeUrl: "example.com/x/" + testAuditLoggerName}, false))},
+		{"optional unknown TypedStruct", withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_NONE, auditLogger(t, unknownTS, true))},
+		{"optional unknown type", withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_NONE, auditLogger(t, &structpb.Struct{}, true), stdout)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			decodeServer(t, rbacServer(t, tc.cfg))
+		})
+	}
+
+	const at = `lds "` + serverName + `": filter_chains[0].filters[0] "hcm": http_filters[0] "rbac": rules.audit_logging_options`
+	cfg := func(c proto.Message) func() proto.Message {
+		return func() proto.Message { return rbacServer(t, c) }
+	}
+	runErrorCases(t, ListenerType, serverName, []errorCase{
+		{name: "unknown audit condition", build: cfg(withAudit(4, stdout)),
+			want: at + `.audit_condition: 4 is not NONE, ON_DENY, ON_ALLOW or ON_DENY_AND_ALLOW`},
+		{name: "unknown type", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, stdout, auditLogger(t, &structpb.Struct{}, false))),
+			want: at + `.logger_configs[1].audit_logger.typed_config: audit logger type "type.googleapis.com/google.protobuf.Struct" is not supported`},
+		{name: "unknown TypedStruct", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, auditLogger(t, unknownTS, false))),
+			want: at + `.logger_configs[0].audit_logger.typed_config: audit logger type "type.googleapis.com/no_such_logger" is not supported`},
+		{name: "no typed_config", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY,
+			&rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{AuditLogger: &corev3.TypedExtensionConfig{Name: "l"}})),
+			want: at + `.logger_configs[0].audit_logger.typed_config: missing`},
+		{name: "optional without typed_config", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY,
+			&rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{AuditLogger: &corev3.TypedExtensionConfig{Name: "l"}, IsOptional: true})),
+			want: at + `.logger_configs[0].audit_logger.typed_config: missing`},
+		{name: "no audit_logger", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, &rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{IsOptional: true})),
+			want: at + `.logger_configs[0].audit_logger: missing`},
+		{name: "TypedStruct naming nothing", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, auditLogger(t, &xdstypev3.TypedStruct{TypeUrl: "example.com/"}, true))),
+			want: at + `.logger_configs[0].audit_logger.typed_config: TypedStruct type_url "example.com/" names no logger`},
+		{name: "config the registered logger refuses", build: cfg(withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, auditLogger(t, registered(map[string]any{"bad": 1}), true))),
+			want: at + `.logger_configs[0].audit_logger.typed_config: audit logger "` + testAuditLoggerName + `": "bad" is set`},
+	})
+
+	// RBACPerRoute overrides are checked the same way.
+	m := routeConfig(prefixRoute("/", "c1"))
+	m.VirtualHosts[0].TypedPerFilterConfig = map[string]*anypb.Any{"rbac": toAny(t, &rbacv3.RBACPerRoute{
+		Rbac: withAudit(rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY, auditLogger(t, unknownTS, false)),
+	})}
+	_, _, err := decode(t, RouteConfigType, m)
+	if want := `rds "r1": virtual_hosts[0].typed_per_filter_config["rbac"]: rbac.rules.audit_logging_options.logger_configs[0].audit_logger.typed_config: audit logger type "type.googleapis.com/no_such_logger" is not supported`; err == nil || err.Error() != want {
 		t.Errorf("Decode error = %v, want %s", err, want)
 	}
 }

@@ -152,150 +152,120 @@ func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) e
 // validateCommonTLS applies gRFC A29 to a CommonTlsContext, for a server
 // or a client. Errors start with the field below common_tls_context.
 //
-// As in gRPC, certificate provider instances are read from the current
-// fields (tls_certificate_provider_instance and a validation context's
-// ca_certificate_provider_instance). When those give nothing usable, the
-// deprecated tls_certificate_certificate_provider_instance and
-// validation_context_certificate_provider_instance are read instead, if
-// any is set.
+// As in gRPC C-core, the rules are applied once to the whole context, and
+// each provider instance is read from its current field
+// (tls_certificate_provider_instance, a validation context's
+// ca_certificate_provider_instance) or, when that is unset, from its
+// deprecated one (tls_certificate_certificate_provider_instance,
+// validation_context_certificate_provider_instance on its own or inside
+// combined_validation_context). Using a deprecated field excuses nothing
+// that the rules reject. tls_certificates, which hold a private key or the
+// way to one, are rejected even beside a provider instance, where gRPC
+// ignores them: a control plane that sends a private key to its clients
+// has exposed it, which is reported rather than ignored.
 func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server bool) (*SecurityConfig, error) {
 	switch {
 	case c.GetTlsParams() != nil:
 		return nil, errors.New("tls_params: not supported")
 	case c.GetCustomHandshaker() != nil:
 		return nil, errors.New("custom_handshaker: not supported")
+	case len(c.GetTlsCertificates()) != 0:
+		return nil, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
 	}
-	p, err := currentTLSFields(c, server)
-	if (err != nil || p.empty()) && hasDeprecatedTLSFields(c) {
-		if old, oldErr := deprecatedTLSFields(c, server); oldErr == nil {
-			p, err = old, nil
-		}
+	sc := new(SecurityConfig)
+	var idField string
+	if id := c.GetTlsCertificateProviderInstance(); id != nil {
+		idField = "tls_certificate_provider_instance"
+		sc.IdentityInstance, sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	} else if id := c.GetTlsCertificateCertificateProviderInstance(); id != nil {
+		idField = "tls_certificate_certificate_provider_instance"
+		sc.IdentityInstance, sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	} else if len(c.GetTlsCertificateSdsSecretConfigs()) != 0 {
+		return nil, errors.New("tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance")
 	}
+	rootField, err := validationContext(c, server, sc)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case server && p.sc.IdentityInstance == "" && p.idField == "":
+	case server && idField == "":
 		return nil, errors.New("tls_certificate_provider_instance: missing, a server needs an identity certificate")
-	case !server && p.sc.RootInstance == "" && p.rootField == "":
+	case !server && rootField == "":
 		return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance")
 	}
-	if p.idField != "" {
-		if err := checkProviderInstance(opts, p.sc.IdentityInstance); err != nil {
-			return nil, fmt.Errorf("%s.%v", p.idField, err)
+	if idField != "" {
+		if err := checkProviderInstance(opts, sc.IdentityInstance); err != nil {
+			return nil, fmt.Errorf("%s.%v", idField, err)
 		}
 	}
-	if p.rootField != "" {
-		if err := checkProviderInstance(opts, p.sc.RootInstance); err != nil {
-			return nil, fmt.Errorf("%s.%v", p.rootField, err)
+	if rootField != "" {
+		if err := checkProviderInstance(opts, sc.RootInstance); err != nil {
+			return nil, fmt.Errorf("%s.%v", rootField, err)
 		}
 	}
-	return p.sc, nil
+	return sc, nil
 }
 
-// tlsProviders is what one reading of a CommonTlsContext found: the
-// config, and the paths of the fields that named the identity and root
-// provider instances, "" when none did.
-type tlsProviders struct {
-	sc                 *SecurityConfig
-	idField, rootField string
-}
-
-// empty reports whether p names no provider and no SAN matcher.
-func (p tlsProviders) empty() bool {
-	return p.idField == "" && p.rootField == "" && len(p.sc.SANMatchers) == 0
-}
-
-// currentTLSFields reads the provider instances from the fields A29
-// specifies.
-func currentTLSFields(c *tlsv3.CommonTlsContext, server bool) (tlsProviders, error) {
-	p := tlsProviders{sc: &SecurityConfig{}}
-	if id := c.GetTlsCertificateProviderInstance(); id != nil {
-		p.idField = "tls_certificate_provider_instance"
-		p.sc.IdentityInstance, p.sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
-	} else {
-		switch {
-		case len(c.GetTlsCertificates()) != 0:
-			return p, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
-		case len(c.GetTlsCertificateSdsSecretConfigs()) != 0:
-			return p, errors.New("tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance")
-		}
+// validationContext reads the validation_context_type of c into sc and
+// returns the path of the field that named the root provider instance, ""
+// when no validation context is set. A validation context, alone or as the
+// default of a combined one, is checked whichever field names the roots.
+func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *SecurityConfig) (rootField string, err error) {
+	var root interface {
+		GetInstanceName() string
+		GetCertificateName() string
 	}
-
 	var vc *tlsv3.CertificateValidationContext
 	var at string
 	switch t := c.GetValidationContextType().(type) {
 	case nil:
-		return p, nil
+		return "", nil
 	case *tlsv3.CommonTlsContext_ValidationContext:
 		vc, at = t.ValidationContext, "validation_context"
 	case *tlsv3.CommonTlsContext_CombinedValidationContext:
 		vc, at = t.CombinedValidationContext.GetDefaultValidationContext(), "combined_validation_context.default_validation_context"
-	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
-		return p, errors.New("validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance")
-	default:
-		pm := c.ProtoReflect()
-		field := pm.WhichOneof(pm.Descriptor().Oneofs().ByName("validation_context_type")).Name()
-		return p, fmt.Errorf("%s: not supported, use validation_context.ca_certificate_provider_instance", field)
-	}
-	switch {
-	case len(vc.GetVerifyCertificateSpki()) != 0:
-		return p, fmt.Errorf("%s.verify_certificate_spki: not supported", at)
-	case len(vc.GetVerifyCertificateHash()) != 0:
-		return p, fmt.Errorf("%s.verify_certificate_hash: not supported", at)
-	case vc.GetRequireSignedCertificateTimestamp().GetValue():
-		return p, fmt.Errorf("%s.require_signed_certificate_timestamp: not supported", at)
-	case vc.GetCrl() != nil:
-		return p, fmt.Errorf("%s.crl: not supported", at)
-	case vc.GetCustomValidatorConfig() != nil:
-		return p, fmt.Errorf("%s.custom_validator_config: not supported", at)
-	}
-	ca := vc.GetCaCertificateProviderInstance()
-	if ca == nil {
-		return p, fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
-	}
-	p.rootField = at + ".ca_certificate_provider_instance"
-	p.sc.RootInstance, p.sc.RootCertName = ca.GetInstanceName(), ca.GetCertificateName()
-	if err := sanMatchers(vc.GetMatchSubjectAltNames(), at, server, p.sc); err != nil {
-		return p, err
-	}
-	return p, nil
-}
-
-// hasDeprecatedTLSFields reports whether c sets one of the deprecated
-// provider instance fields.
-func hasDeprecatedTLSFields(c *tlsv3.CommonTlsContext) bool {
-	return c.GetTlsCertificateCertificateProviderInstance() != nil ||
-		c.GetValidationContextCertificateProviderInstance() != nil ||
-		c.GetCombinedValidationContext().GetValidationContextCertificateProviderInstance() != nil
-}
-
-// deprecatedTLSFields reads the provider instances from the deprecated
-// fields, as gRPC still does.
-func deprecatedTLSFields(c *tlsv3.CommonTlsContext, server bool) (tlsProviders, error) {
-	p := tlsProviders{sc: &SecurityConfig{}}
-	if id := c.GetTlsCertificateCertificateProviderInstance(); id != nil {
-		p.idField = "tls_certificate_certificate_provider_instance"
-		p.sc.IdentityInstance, p.sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
-	}
-	var root *tlsv3.CommonTlsContext_CertificateProviderInstance
-	switch t := c.GetValidationContextType().(type) {
-	case nil:
-	case *tlsv3.CommonTlsContext_CombinedValidationContext:
-		const at = "combined_validation_context.default_validation_context"
-		if err := sanMatchers(t.CombinedValidationContext.GetDefaultValidationContext().GetMatchSubjectAltNames(), at, server, p.sc); err != nil {
-			return p, err
-		}
-		if root = t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); root != nil {
-			p.rootField = "combined_validation_context.validation_context_certificate_provider_instance"
+		if old := t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); old != nil {
+			root, rootField = old, "combined_validation_context.validation_context_certificate_provider_instance"
 		}
 	case *tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance:
-		root, p.rootField = t.ValidationContextCertificateProviderInstance, "validation_context_certificate_provider_instance"
+		root, rootField = t.ValidationContextCertificateProviderInstance, "validation_context_certificate_provider_instance"
+	case *tlsv3.CommonTlsContext_ValidationContextSdsSecretConfig:
+		return "", errors.New("validation_context_sds_secret_config: not supported, use validation_context.ca_certificate_provider_instance")
 	default:
-		return p, errors.New("validation_context_type: not supported")
+		return "", fmt.Errorf("%s: not supported, use validation_context.ca_certificate_provider_instance", setOneof(c, "validation_context_type").Name())
 	}
-	p.sc.RootInstance, p.sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
-	return p, nil
+	if at != "" {
+		if err := checkValidationContext(vc, at, server, sc); err != nil {
+			return "", err
+		}
+		if ca := vc.GetCaCertificateProviderInstance(); ca != nil { // the current field wins
+			root, rootField = ca, at+".ca_certificate_provider_instance"
+		}
+	}
+	if root == nil {
+		return "", fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
+	}
+	sc.RootInstance, sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
+	return rootField, nil
+}
+
+// checkValidationContext rejects the fields of vc, found at at, that gRPC
+// does not support, and reads its match_subject_alt_names into sc. vc may
+// be nil.
+func checkValidationContext(vc *tlsv3.CertificateValidationContext, at string, server bool, sc *SecurityConfig) error {
+	switch {
+	case len(vc.GetVerifyCertificateSpki()) != 0:
+		return fmt.Errorf("%s.verify_certificate_spki: not supported", at)
+	case len(vc.GetVerifyCertificateHash()) != 0:
+		return fmt.Errorf("%s.verify_certificate_hash: not supported", at)
+	case vc.GetRequireSignedCertificateTimestamp().GetValue():
+		return fmt.Errorf("%s.require_signed_certificate_timestamp: not supported", at)
+	case vc.GetCrl() != nil:
+		return fmt.Errorf("%s.crl: not supported", at)
+	case vc.GetCustomValidatorConfig() != nil:
+		return fmt.Errorf("%s.custom_validator_config: not supported", at)
+	}
+	return sanMatchers(vc.GetMatchSubjectAltNames(), at, server, sc)
 }
 
 // sanMatchers validates match_subject_alt_names, found in the validation

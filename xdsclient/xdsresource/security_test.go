@@ -175,8 +175,8 @@ func deprecatedInstance(instance, cert string) *tlsv3.CommonTlsContext_Certifica
 	return &tlsv3.CommonTlsContext_CertificateProviderInstance{InstanceName: instance, CertificateName: cert}
 }
 
-// As gRPC does, the deprecated provider fields are read when the current
-// ones give nothing usable.
+// As in gRPC C-core, each provider instance is read from its deprecated
+// field when its current one is unset.
 func TestClusterSecurityDeprecatedFields(t *testing.T) {
 	exact := &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "a"}}
 	tests := []struct {
@@ -196,14 +196,23 @@ func TestClusterSecurityDeprecatedFields(t *testing.T) {
 				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
 			}},
 		}, &SecurityConfig{RootInstance: "roots", SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
-		// gRPC reads the deprecated fields when the current ones are
-		// invalid too, so a field it rejects there goes unnoticed.
-		{"current fields invalid", &tlsv3.CommonTlsContext{
+		{"current roots, deprecated identity", &tlsv3.CommonTlsContext{
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
+			ValidationContextType:                     caContext("roots"),
+		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
+		{"the current field wins", &tlsv3.CommonTlsContext{
+			TlsCertificateProviderInstance:            provider("identity", "new"),
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("nope", "old"),
 			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{VerifyCertificateHash: []string{"h"}},
-				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: provider("roots", "new")},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("nope", "old"),
 			}},
-		}, &SecurityConfig{RootInstance: "roots"}},
+		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "new", RootInstance: "roots", RootCertName: "new"}},
+		{"sds identity beside a deprecated instance", &tlsv3.CommonTlsContext{
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
+			TlsCertificateSdsSecretConfigs:            []*tlsv3.SdsSecretConfig{{Name: "s"}},
+			ValidationContextType:                     caContext("roots"),
+		}, &SecurityConfig{IdentityInstance: "identity", RootInstance: "roots", RootCertName: "ca"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,40 +228,61 @@ func TestClusterSecurityDeprecatedFields(t *testing.T) {
 		})
 	}
 
-	// The current fields win when they are usable: the deprecated
-	// identity is not read.
-	m := edsCluster()
-	m.TransportSocket = tlsSocket(t, upstream(func(c *tlsv3.CommonTlsContext) {
-		c.TlsCertificateCertificateProviderInstance = deprecatedInstance("identity", "")
-	}))
-	_, v, err := decode(t, ClusterType, m)
-	if err != nil {
-		t.Fatal(err)
+	const at = `cds "c1": transport_socket.typed_config.common_tls_context.`
+	with := func(c *tlsv3.CommonTlsContext) func() proto.Message {
+		return func() proto.Message {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: c})
+			return m
+		}
 	}
-	if sc := v.(*Cluster).Security; sc.IdentityInstance != "" || sc.RootInstance != "roots" {
-		t.Errorf("Security = %+v, want roots only", sc)
+	deprecatedRoots := &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
+		ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
 	}
-
 	runErrorCases(t, ClusterType, "c1", []errorCase{
-		{name: "unknown deprecated root instance", build: func() proto.Message {
-			m := edsCluster()
-			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
-				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
-					ValidationContextCertificateProviderInstance: deprecatedInstance("nope", ""),
-				},
-			}})
-			return m
-		}, want: `cds "c1": transport_socket.typed_config.common_tls_context.validation_context_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},
-		{name: "deprecated fields invalid too", build: func() proto.Message {
-			m := edsCluster()
-			m.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
-				TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
-				ValidationContextType:                     caContext("roots", &matcherv3.StringMatcher{}),
-			}})
-			return m
-		}, want: `cds "c1": transport_socket.typed_config.common_tls_context.validation_context.match_subject_alt_names[0]: no match pattern`},
+		{name: "unknown deprecated root instance", build: with(&tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
+				ValidationContextCertificateProviderInstance: deprecatedInstance("nope", ""),
+			},
+		}), want: at + `validation_context_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},
+		{name: "bad SAN matcher beside a deprecated identity", build: with(&tlsv3.CommonTlsContext{
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
+			ValidationContextType:                     caContext("roots", &matcherv3.StringMatcher{}),
+		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern`},
+		{name: "unsupported field beside a deprecated root", build: with(&tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{VerifyCertificateHash: []string{"h"}},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+			}},
+		}), want: at + `combined_validation_context.default_validation_context.verify_certificate_hash: not supported`},
+		{name: "private key beside a deprecated root", build: with(&tlsv3.CommonTlsContext{
+			TlsCertificates:       []*tlsv3.TlsCertificate{inlineKey},
+			ValidationContextType: deprecatedRoots,
+		}), want: at + `tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "private key beside a deprecated identity", build: with(&tlsv3.CommonTlsContext{
+			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
+			TlsCertificates:       []*tlsv3.TlsCertificate{inlineKey},
+			ValidationContextType: deprecatedRoots,
+		}), want: at + `tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "private key beside an identity instance", build: with(&tlsv3.CommonTlsContext{
+			TlsCertificateProviderInstance: provider("identity", ""),
+			TlsCertificates:                []*tlsv3.TlsCertificate{inlineKey},
+			ValidationContextType:          caContext("roots"),
+		}), want: at + `tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "sds identity beside a deprecated root", build: with(&tlsv3.CommonTlsContext{
+			TlsCertificateSdsSecretConfigs: []*tlsv3.SdsSecretConfig{{Name: "s"}},
+			ValidationContextType:          deprecatedRoots,
+		}), want: at + `tls_certificate_sds_secret_configs: not supported, use tls_certificate_provider_instance`},
+		{name: "combined without roots", build: with(&tlsv3.CommonTlsContext{
+			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext: &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{exact}},
+			}},
+		}), want: at + `combined_validation_context.default_validation_context.ca_certificate_provider_instance: missing`},
 	})
 }
+
+// inlineKey is a TlsCertificate carrying a private key.
+var inlineKey = &tlsv3.TlsCertificate{PrivateKey: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: "KEY"}}}
 
 func TestServerSecurityDeprecatedIdentity(t *testing.T) {
 	m := serverLis(chain(t, "c", nil))

@@ -343,6 +343,20 @@ func TestServerListenerErrors(t *testing.T) {
 			d.CommonTlsContext.TlsCertificateProviderInstance = nil
 			d.CommonTlsContext.TlsCertificates = []*tlsv3.TlsCertificate{{}}
 		})), want: tls0 + `common_tls_context.tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "private key beside a deprecated identity", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) {
+			d.CommonTlsContext.TlsCertificateProviderInstance = nil
+			d.CommonTlsContext.TlsCertificateCertificateProviderInstance = deprecatedInstance("identity", "")
+			d.CommonTlsContext.TlsCertificates = []*tlsv3.TlsCertificate{inlineKey}
+		})), want: tls0 + `common_tls_context.tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "private key beside an identity instance", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) {
+			d.CommonTlsContext.TlsCertificates = []*tlsv3.TlsCertificate{inlineKey}
+		})), want: tls0 + `common_tls_context.tls_certificates: not supported, use tls_certificate_provider_instance`},
+		{name: "unsupported field beside a deprecated root", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) {
+			d.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{Crl: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: "crl"}}},
+				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
+			}}
+		})), want: tls0 + `common_tls_context.combined_validation_context.default_validation_context.crl: not supported`},
 		{name: "unknown identity instance", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) {
 			d.CommonTlsContext.TlsCertificateProviderInstance = provider("gone", "")
 		})), want: tls0 + `common_tls_context.tls_certificate_provider_instance.instance_name: "gone" is not in the bootstrap's certificate_providers`},

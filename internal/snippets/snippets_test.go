@@ -1,0 +1,132 @@
+package snippets_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/xdslens/xdslens/internal/snippets"
+)
+
+// root is the module root, from this package's directory.
+const root = "../.."
+
+// TestMarkdownQuotesCompiledCode checks every Markdown file of the
+// module: each Go block is a quotation of compiled code, equal to it.
+func TestMarkdownQuotesCompiledCode(t *testing.T) {
+	errs, err := snippets.Check(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		t.Error(err)
+	}
+	// The check must have something to check.
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := snippets.Blocks("README.md", b)
+	if err != nil || len(blocks) < 3 {
+		t.Errorf("README.md: %d Go blocks, %v; want at least 3", len(blocks), err)
+	}
+}
+
+// TestReadmeInstallation checks that the README says how to add the
+// module and which Go it needs: the go line of go.mod.
+func TestReadmeInstallation(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install, _, _ := strings.Cut(string(readme), "## Quick start")
+	for _, want := range []string{"go get github.com/xdslens/xdslens@latest", "Go " + string(m[1]) + " or later"} {
+		if !strings.Contains(install, want) {
+			t.Errorf("the README before its quick start does not say %q", want)
+		}
+	}
+}
+
+// TestCheckFindsDrift runs Check on a module of its own: a block equal to
+// what it quotes passes; a changed block, a block without a marker and a
+// marker naming nothing the file declares are each reported.
+func TestCheckFindsDrift(t *testing.T) {
+	const src = `package p
+
+import "fmt"
+
+// Greeter greets.
+type Greeter struct{ name string }
+
+// Greet prints a greeting.
+func (g *Greeter) Greet() { fmt.Println("hello", g.name) }
+
+func unrelated() {}
+
+// hello greets the world.
+func hello() {
+	(&Greeter{"world"}).Greet()
+}
+`
+	const quote = "// hello greets the world.\nfunc hello() {\n\t(&Greeter{\"world\"}).Greet()\n}\n\n" +
+		"// Greeter greets.\ntype Greeter struct{ name string }\n\n" +
+		"// Greet prints a greeting.\nfunc (g *Greeter) Greet() { fmt.Println(\"hello\", g.name) }"
+	for _, tc := range []struct {
+		name, md, wantErr string
+	}{
+		{"equal", "text\n<!-- snippet: p/p.go hello Greeter -->\n```go\n" + quote + "\n```\n", ""},
+		{"changed", "<!-- snippet: p/p.go hello Greeter -->\n```go\n" + strings.Replace(quote, "world", "moon", 1) + "\n```\n", "README.md:2: the block differs from p/p.go hello Greeter"},
+		{"no marker", "text\n\n```go\nfmt.Println(res)\n```\n", "README.md:3: a Go block without"},
+		{"unknown name", "<!-- snippet: p/p.go goodbye -->\n```go\n```\n", "declares no goodbye"},
+		{"unknown file", "<!-- snippet: p/q.go hello -->\n```go\n```\n", "q.go"},
+		{"unclosed", "<!-- snippet: p/p.go hello -->\n```go\nfunc hello() {\n", "never closed"},
+		{"in a list item", "- item:\n\n  <!-- snippet: p/p.go hello Greeter -->\n  ```go\n" + strings.ReplaceAll(quote, "\n", "\n  ") + "\n  ```\n", ""},
+		{"whole file", "<!-- snippet: p/conf.yaml -->\n```yaml\na: 1\nb: 2\n```\n", ""},
+		{"whole file changed", "<!-- snippet: p/conf.yaml -->\n```yaml\na: 1\n```\n", "README.md:2: the block differs from p/conf.yaml"},
+		{"other language unquoted", "```yaml\nanything: 1\n```\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "p", "testdata"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]string{
+				"p/p.go":              src,
+				"p/conf.yaml":         "a: 1\nb: 2\n",
+				"README.md":           tc.md,
+				"p/testdata/skip.md":  "```go\nnot checked\n```\n",
+				".hidden/x.md":        "```go\nnot checked\n```\n",
+				"p/docs_no_blocks.md": "```sh\ngo test ./...\n```\n",
+			}
+			for name, content := range files {
+				path := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			errs, err := snippets.Check(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.wantErr == "" && len(errs) > 0:
+				t.Errorf("Check: %v, want no error", errs)
+			case tc.wantErr != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.wantErr)):
+				t.Errorf("Check: %v, want one error containing %q", errs, tc.wantErr)
+			}
+		})
+	}
+}
