@@ -48,10 +48,10 @@ func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
 	}
 	return &clusterlb.Hooks{
 		Dropped: func(i clusterlb.DropInfo) {
-			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickDropped, Category: i.Category, Err: i.Err})
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickDropped, Category: i.Category})
 		},
 		CircuitBroken: func(i clusterlb.CircuitBreakerInfo) {
-			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickOverloaded, Err: i.Err})
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickOverloaded})
 		},
 		NoEndpoint: func(i clusterlb.NoEndpointInfo) {
 			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickNoEndpoint, Err: i.Err})

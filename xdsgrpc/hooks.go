@@ -111,7 +111,9 @@ type PickInfo struct {
 	Outcome       PickOutcome
 	// Category is the drop category, with PickDropped.
 	Category string
-	// Err is the error the RPC fails with, nil with PickSent.
+	// Err is the error the RPC fails with; nil with PickSent, and with
+	// PickDropped and PickOverloaded, whose errors say no more than the
+	// other fields.
 	Err error
 }
 

@@ -126,7 +126,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		hooks:    b.clusterHooks(key),
 		sc:       cc.ParseServiceConfig(routerServiceConfig),
 	}
-	r.stop = xdsconfig.Watch(client, listener, authority, r, b.opts.configOptions...)
+	r.mgr = xdsconfig.Watch(client, listener, authority, r, b.opts.configOptions...)
 	return r, nil
 }
 
@@ -169,7 +169,7 @@ type xdsResolver struct {
 	builder  *Builder
 	hooks    *clusterlb.Hooks
 	sc       *serviceconfig.ParseResult
-	stop     func()
+	mgr      *xdsconfig.Manager
 
 	// last is the config last handed to the channel, nil after an error.
 	// The dependency manager calls Update and Error one at a time, so
@@ -212,11 +212,11 @@ func (r *xdsResolver) state(cs *channelState) resolver.State {
 
 // ResolveNow asks the dependency manager to resolve LOGICAL_DNS names
 // again; xDS resources need no asking.
-func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) {}
+func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) { r.mgr.ResolveNow() }
 
 // Close stops the dependency manager and releases the client.
 func (r *xdsResolver) Close() {
-	r.stop()
+	r.mgr.Stop()
 	r.builder.releaseCounters(r.target)
 	r.release()
 }
