@@ -30,9 +30,14 @@ type hookLog struct {
 
 func (l *hookLog) hooks() *xdsgrpc.Hooks {
 	return &xdsgrpc.Hooks{
-		ConfigChanged: func(i xdsgrpc.ConfigInfo) { l.mu.Lock(); l.configs = append(l.configs, i); l.mu.Unlock(); xdstest.Notify() },
-		Picked:        func(i xdsgrpc.PickInfo) { l.mu.Lock(); l.picks = append(l.picks, i); l.mu.Unlock() },
-		CallFinished:  func(i xdsgrpc.CallEndInfo) { l.mu.Lock(); l.finished = append(l.finished, i); l.mu.Unlock() },
+		ConfigChanged: func(i xdsgrpc.ConfigInfo) {
+			l.mu.Lock()
+			l.configs = append(l.configs, i)
+			l.mu.Unlock()
+			xdstest.Notify()
+		},
+		Picked:       func(i xdsgrpc.PickInfo) { l.mu.Lock(); l.picks = append(l.picks, i); l.mu.Unlock() },
+		CallFinished: func(i xdsgrpc.CallEndInfo) { l.mu.Lock(); l.finished = append(l.finished, i); l.mu.Unlock() },
 	}
 }
 
