@@ -82,6 +82,10 @@ func DialOption(pool *xdsclient.Pool, opts ...Option) grpc.DialOption {
 	return grpc.WithResolvers(NewBuilder(pool, opts...))
 }
 
+func init() {
+	resolver.Register(NewBuilder(xdsclient.DefaultPool()))
+}
+
 // Scheme returns Scheme.
 func (b *Builder) Scheme() string { return Scheme }
 

@@ -34,9 +34,10 @@ const ServerHeader = "x-backend"
 type Backend struct {
 	addr string
 
-	mu   sync.Mutex
-	srv  *grpc.Server
-	hold chan struct{} // RPCs wait for it to be closed; nil when not held
+	mu      sync.Mutex
+	srv     *grpc.Server
+	hold    chan struct{} // RPCs wait for it to be closed; nil when not held
+	changed chan struct{} // closed and replaced at every call
 
 	calls atomic.Int64
 }
@@ -47,7 +48,7 @@ func Start() (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backends: %w", err)
 	}
-	b := &Backend{addr: lis.Addr().String()}
+	b := &Backend{addr: lis.Addr().String(), changed: make(chan struct{})}
 	b.serve(lis)
 	return b, nil
 }
@@ -131,9 +132,29 @@ type service struct {
 	b *Backend
 }
 
+// WaitCalls waits until the backend has answered or is answering n RPCs of
+// TestService, or ctx ends.
+func (b *Backend) WaitCalls(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		changed := b.changed
+		b.mu.Unlock()
+		if b.calls.Load() >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("backends: %s answered %d calls, waiting for %d: %w", b.addr, b.calls.Load(), n, ctx.Err())
+		}
+	}
+}
+
 func (s *service) answer(ctx context.Context) error {
-	s.b.calls.Add(1)
 	s.b.mu.Lock()
+	s.b.calls.Add(1)
+	close(s.b.changed)
+	s.b.changed = make(chan struct{})
 	hold := s.b.hold
 	s.b.mu.Unlock()
 	if hold != nil {

@@ -88,14 +88,14 @@ func TestA88StreamFailedWithoutResponseUncached(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r := start(t, f.c, "L", "svc")
 	f.stream("L")
-	f.push(ldsURL, controlplane.Listener("L", "R"))
-	f.want(rdsURL, "R")
-	f.push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B"))))
-	f.want(cdsURL, "A", "B")
-	f.st.End(status.Error(codes.Unavailable, "first stream ends after responses"))
-	f.st = f.NextStream() // no error yet: the first stream had responses (gRFC A57)
-	f.want(cdsURL, "A", "B")
-	f.st.End(status.Error(codes.Unavailable, "second stream ends with none"))
+	f.Push(ldsURL, controlplane.Listener("L", "R"))
+	f.Want(rdsURL, "R")
+	f.Push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B"))))
+	f.Want(cdsURL, "A", "B")
+	f.St.End(status.Error(codes.Unavailable, "first stream ends after responses"))
+	f.St = f.NextStream() // no error yet: the first stream had responses (gRFC A57)
+	f.Want(cdsURL, "A", "B")
+	f.St.End(status.Error(codes.Unavailable, "second stream ends with none"))
 	c := r.config()
 	for _, name := range []string{"A", "B"} {
 		if re := slotErr(t, c, name, codes.Unavailable); !strings.Contains(re.Error(), "second stream ends with none") {
@@ -109,10 +109,10 @@ func TestA88StreamFailedWithoutResponseUncached(t *testing.T) {
 func TestA88StreamFailedWithoutResponseCached(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r, base := f.baseline()
-	f.st.End(status.Error(codes.Unavailable, "first stream ends after responses"))
-	f.st = f.NextStream()
-	f.want(ldsURL, "L")
-	f.st.End(status.Error(codes.Unavailable, "second stream ends with none"))
+	f.St.End(status.Error(codes.Unavailable, "first stream ends after responses"))
+	f.St = f.NextStream()
+	f.Want(ldsURL, "L")
+	f.St.End(status.Error(codes.Unavailable, "second stream ends with none"))
 	c := r.until("notes of the failed stream", func(c *xdsconfig.Config) bool {
 		return strings.Count(c.Clusters["A"].ResolutionNote, "second stream ends with none") == 4 &&
 			strings.Count(c.Clusters["B"].ResolutionNote, "second stream ends with none") == 4
@@ -133,7 +133,7 @@ func TestA88StreamFailedWithoutResponseCached(t *testing.T) {
 func TestA88NACKCachedCluster(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r, base := f.baseline()
-	f.push(cdsURL, xdstest.InvalidCluster("A"))
+	f.Push(cdsURL, xdstest.InvalidCluster("A"))
 	c := r.config()
 	checkNote(t, c, "A", `CDS resource "A": `, "NACK")
 	if s := c.Clusters["A"]; s.Cluster != base.Clusters["A"].Cluster || s.Endpoints != base.Clusters["A"].Endpoints {
@@ -144,7 +144,7 @@ func TestA88NACKCachedCluster(t *testing.T) {
 		t.Errorf("Diff = %s, want only A changed", ch)
 	}
 
-	f.push(cdsURL, controlplane.Cluster("A", ""))
+	f.Push(cdsURL, controlplane.Cluster("A", ""))
 	checkNodeNote(t, r.config(), "A", "B")
 }
 
@@ -153,15 +153,15 @@ func TestA88NACKCachedCluster(t *testing.T) {
 func TestA88NACKCachedClusterFailOnDataErrors(t *testing.T) {
 	f := newScripted(t, []string{bootstrap.FeatureFailOnDataErrors})
 	_, r, _ := f.baseline()
-	f.push(cdsURL, xdstest.InvalidCluster("A"))
+	f.Push(cdsURL, xdstest.InvalidCluster("A"))
 	c := r.config()
 	slotErr(t, c, "A", codes.InvalidArgument)
 	checkNodeNote(t, c, "B")
-	f.want(edsURL, "B") // nothing needs A's endpoints any more
+	f.Want(edsURL, "B") // nothing needs A's endpoints any more
 
-	f.push(cdsURL, controlplane.Cluster("A", ""))
-	f.want(edsURL, "A", "B")
-	f.push(edsURL)
+	f.Push(cdsURL, controlplane.Cluster("A", ""))
+	f.Want(edsURL, "A", "B")
+	f.Push(edsURL)
 	c = r.config()
 	if !c.Clusters["A"].IsLeaf() {
 		t.Errorf("A after a valid resource: %s", describe(c))
@@ -175,9 +175,9 @@ func TestA88NACKUncachedCluster(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r := start(t, f.c, "L", "svc")
 	f.stream("L")
-	f.push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "A")))
-	f.want(cdsURL, "A")
-	f.push(cdsURL, xdstest.InvalidCluster("A"))
+	f.Push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "A")))
+	f.Want(cdsURL, "A")
+	f.Push(cdsURL, xdstest.InvalidCluster("A"))
 	c := r.config()
 	re := slotErr(t, c, "A", codes.InvalidArgument)
 	if !strings.Contains(re.Error(), nodeMark) {
@@ -195,7 +195,7 @@ func TestA88ClusterDeletion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newScripted(t, tc.features)
 			_, r, _ := f.baseline()
-			f.remove(cdsURL, "A")
+			f.Remove(cdsURL, "A")
 			c := r.config()
 			if tc.features == nil {
 				checkNote(t, c, "A", `CDS resource "A": `, "deleted by the server")
@@ -213,23 +213,23 @@ func TestA88ListenerDeletion(t *testing.T) {
 	t.Run("ignored", func(t *testing.T) {
 		f := newScripted(t, nil)
 		_, r, _ := f.baseline()
-		f.remove(ldsURL, "L")
+		f.Remove(ldsURL, "L")
 		c := r.config()
 		checkNote(t, c, "A", `LDS resource "L": `)
 		checkNote(t, c, "B", `LDS resource "L": `)
 
-		f.push(ldsURL, controlplane.Listener("L", "R"))
+		f.Push(ldsURL, controlplane.Listener("L", "R"))
 		checkNodeNote(t, r.config(), "A", "B")
 	})
 	t.Run("fail_on_data_errors", func(t *testing.T) {
 		f := newScripted(t, []string{bootstrap.FeatureFailOnDataErrors})
 		_, r, _ := f.baseline()
-		f.remove(ldsURL, "L")
+		f.Remove(ldsURL, "L")
 		configError(t, r.failure(), "LDS", "L", codes.NotFound, nodeMark)
 
 		// The listener comes back: the route configuration and clusters
 		// were kept, so the config is whole at once.
-		f.push(ldsURL, controlplane.Listener("L", "R"))
+		f.Push(ldsURL, controlplane.Listener("L", "R"))
 		checkNodeNote(t, r.config(), "A", "B")
 	})
 }
@@ -251,7 +251,7 @@ func TestA88TP3Errors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newScripted(t, tc.features)
 			_, r, _ := f.baseline()
-			f.pushErrors(cdsURL, xdstest.ResourceError("A", tc.code, "tp3 says no"))
+			f.PushErrors(cdsURL, xdstest.ResourceError("A", tc.code, "tp3 says no"))
 			c := r.config()
 			if tc.ambient {
 				checkNote(t, c, "A", `CDS resource "A": `, "tp3 says no")
@@ -265,11 +265,11 @@ func TestA88TP3Errors(t *testing.T) {
 		f := newScripted(t, nil)
 		_, r := start(t, f.c, "L", "svc")
 		f.stream("L")
-		f.push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "A")))
-		f.want(cdsURL, "A")
-		f.push(cdsURL, controlplane.Cluster("A", "A-eds"))
-		f.want(edsURL, "A-eds")
-		f.Send(f.st, xdstest.ErrorResponse(edsURL, "e1", xdstest.ResourceError("A-eds", codes.Unavailable, "tp3 endpoints")))
+		f.Push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "A")))
+		f.Want(cdsURL, "A")
+		f.Push(cdsURL, controlplane.Cluster("A", "A-eds"))
+		f.Want(edsURL, "A-eds")
+		f.Send(f.St, xdstest.ErrorResponse(edsURL, "e1", xdstest.ResourceError("A-eds", codes.Unavailable, "tp3 endpoints")))
 		c := r.config()
 		s := c.Clusters["A"]
 		if !s.IsLeaf() || s.Endpoints != nil {
@@ -278,7 +278,7 @@ func TestA88TP3Errors(t *testing.T) {
 		checkNote(t, c, "A", `EDS resource "A-eds": `, "tp3 endpoints")
 
 		// Valid endpoints end it.
-		f.push(edsURL, controlplane.Endpoints("A-eds", "127.0.0.1:1"))
+		f.Push(edsURL, controlplane.Endpoints("A-eds", "127.0.0.1:1"))
 		c = r.config()
 		checkNodeNote(t, c, "A")
 		if len(addrs(c.Clusters["A"])) != 1 {
@@ -289,9 +289,9 @@ func TestA88TP3Errors(t *testing.T) {
 		f := newScripted(t, nil)
 		_, r := start(t, f.c, "L", "svc")
 		f.stream("L")
-		f.push(ldsURL, controlplane.Listener("L", "R"))
-		f.want(rdsURL, "R")
-		f.Send(f.st, xdstest.ErrorResponse(rdsURL, "e1", xdstest.ResourceError("R", codes.PermissionDenied, "not yours")))
+		f.Push(ldsURL, controlplane.Listener("L", "R"))
+		f.Want(rdsURL, "R")
+		f.Send(f.St, xdstest.ErrorResponse(rdsURL, "e1", xdstest.ResourceError("R", codes.PermissionDenied, "not yours")))
 		configError(t, r.failure(), "RDS", "R", codes.PermissionDenied, "not yours")
 	})
 }
@@ -316,11 +316,11 @@ func TestA88DoesNotExist(t *testing.T) {
 			f := newScripted(t, tc.features, timeout)
 			_, r := start(t, f.c, "L", "svc")
 			f.stream("L")
-			f.push(ldsURL, controlplane.ListenerInlineRoute("L", routes("inline", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B")))))
-			f.want(cdsURL, "A", "B")
-			f.push(cdsURL, controlplane.Cluster("B", ""))
-			f.want(edsURL, "B")
-			f.push(edsURL, controlplane.Endpoints("B", "127.0.0.1:2"))
+			f.Push(ldsURL, controlplane.ListenerInlineRoute("L", routes("inline", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B")))))
+			f.Want(cdsURL, "A", "B")
+			f.Push(cdsURL, controlplane.Cluster("B", ""))
+			f.Want(edsURL, "B")
+			f.Push(edsURL, controlplane.Endpoints("B", "127.0.0.1:2"))
 			c := r.config()
 			slotErr(t, c, "A", tc.code)
 			checkNodeNote(t, c, "B")
@@ -350,13 +350,13 @@ func TestA88ServerUnreachableCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.stream("L")
-	f.push(ldsURL, controlplane.Listener("L", "R"))
-	f.want(rdsURL, "R")
-	f.push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B"))))
-	f.want(cdsURL, "A", "B")
-	f.push(cdsURL)
-	f.want(edsURL, "A", "B")
-	f.push(edsURL)
+	f.Push(ldsURL, controlplane.Listener("L", "R"))
+	f.Want(rdsURL, "R")
+	f.Push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/a", "A"), toCluster("/", "B"))))
+	f.Want(cdsURL, "A", "B")
+	f.Push(cdsURL)
+	f.Want(edsURL, "A", "B")
+	f.Push(edsURL)
 	r.until("notes cleared", func(c *xdsconfig.Config) bool {
 		return c.Clusters["A"].ResolutionNote == "xDS node ID:"+nodeID && c.Clusters["B"].ResolutionNote == "xDS node ID:"+nodeID
 	})
@@ -368,7 +368,7 @@ func TestA88NACKCachedRouteConfig(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r, _ := f.baseline()
 	bad := routes("R", vhost("vh", nil, toCluster("/", "A"))) // no domains: invalid
-	f.push(rdsURL, bad)
+	f.Push(rdsURL, bad)
 	c := r.config()
 	checkNote(t, c, "A", `RDS resource "R": `)
 	checkNote(t, c, "B", `RDS resource "R": `)
@@ -379,15 +379,15 @@ func TestA88NACKUncachedRouteConfig(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r := start(t, f.c, "L", "svc")
 	f.stream("L")
-	f.push(ldsURL, controlplane.Listener("L", "R"))
-	f.want(rdsURL, "R")
-	f.push(rdsURL, routes("R", vhost("vh", nil, toCluster("/", "A"))))
+	f.Push(ldsURL, controlplane.Listener("L", "R"))
+	f.Want(rdsURL, "R")
+	f.Push(rdsURL, routes("R", vhost("vh", nil, toCluster("/", "A"))))
 	configError(t, r.failure(), "RDS", "R", codes.InvalidArgument, "domains")
-	f.push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/", "A"))))
-	f.want(cdsURL, "A")
-	f.push(cdsURL, controlplane.Cluster("A", ""))
-	f.want(edsURL, "A")
-	f.push(edsURL, controlplane.Endpoints("A", "127.0.0.1:1"))
+	f.Push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/", "A"))))
+	f.Want(cdsURL, "A")
+	f.Push(cdsURL, controlplane.Cluster("A", ""))
+	f.Want(edsURL, "A")
+	f.Push(edsURL, controlplane.Endpoints("A", "127.0.0.1:1"))
 	if c := r.config(); !c.Clusters["A"].IsLeaf() {
 		t.Errorf("config after recovery: %s", describe(c))
 	}
@@ -397,7 +397,7 @@ func TestNotAPIListener(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r := start(t, f.c, "L", "svc")
 	f.stream("L")
-	f.push(ldsURL, controlplane.ServerListener("L", "127.0.0.1", 8080, "R"))
+	f.Push(ldsURL, controlplane.ServerListener("L", "127.0.0.1", 8080, "R"))
 	configError(t, r.failure(), "LDS", "L", codes.Unavailable, "not an API listener")
 }
 
@@ -405,20 +405,20 @@ func TestNoVirtualHostForAuthority(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r := start(t, f.c, "L", "svc.example.com")
 	f.stream("L")
-	f.push(ldsURL, controlplane.Listener("L", "R"))
-	f.want(rdsURL, "R")
-	f.push(rdsURL, routes("R", vhost("vh", []string{"other.example.com"}, toCluster("/", "A"))))
+	f.Push(ldsURL, controlplane.Listener("L", "R"))
+	f.Want(rdsURL, "R")
+	f.Push(rdsURL, routes("R", vhost("vh", []string{"other.example.com"}, toCluster("/", "A"))))
 	configError(t, r.failure(), "RDS", "R", codes.Unavailable, `could not find VirtualHost for "svc.example.com"`)
 
 	// An inline route configuration fails as the listener.
-	f.push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"x"}, "A")))
+	f.Push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"x"}, "A")))
 	configError(t, r.failure(), "LDS", "L", codes.Unavailable, "could not find VirtualHost")
 }
 
 func TestEndpointsWithoutLocalities(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r, _ := f.baseline()
-	f.push(edsURL, noEndpoints("A"))
+	f.Push(edsURL, noEndpoints("A"))
 	c := r.config()
 	checkNote(t, c, "A", `EDS resource "A": contains no localities`, nodeMark)
 	if s := c.Clusters["A"]; s.Endpoints == nil || len(s.Endpoints.Localities) != 0 {
@@ -432,10 +432,10 @@ func TestHostileMessagesBounded(t *testing.T) {
 	f := newScripted(t, []string{bootstrap.FeatureFailOnDataErrors})
 	_, r, _ := f.baseline()
 	huge := strings.Repeat("x", 1<<20)
-	f.pushErrors(cdsURL, xdstest.ResourceError("A", codes.Internal, huge))
+	f.PushErrors(cdsURL, xdstest.ResourceError("A", codes.Internal, huge))
 	c := r.config()
 	checkNote(t, c, "A", `CDS resource "A": `, nodeMark)
-	f.pushErrors(cdsURL, xdstest.ResourceError("B", codes.NotFound, huge))
+	f.PushErrors(cdsURL, xdstest.ResourceError("B", codes.NotFound, huge))
 	c = r.config()
 	if re := slotErr(t, c, "B", codes.NotFound); len(re.Error()) > xdsconfig.MaxMessageLen {
 		t.Errorf("slot error of %d bytes", len(re.Error()))

@@ -63,9 +63,9 @@ func (r *resolver) LookupHost(_ context.Context, host string) ([]string, error) 
 func (f *scripted) serveDNS() {
 	f.T.Helper()
 	f.stream("L")
-	f.push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "D")))
-	f.want(cdsURL, "D")
-	f.push(cdsURL, logicalDNS("D", "backend.example.com", 8080))
+	f.Push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "D")))
+	f.Want(cdsURL, "D")
+	f.Push(cdsURL, logicalDNS("D", "backend.example.com", 8080))
 }
 
 func TestLogicalDNS(t *testing.T) {
@@ -99,7 +99,7 @@ func TestLogicalDNS(t *testing.T) {
 
 	// Ambient errors of the listener reach a LOGICAL_DNS cluster's note too
 	// (gRFC A88).
-	f.remove(ldsURL, "L")
+	f.Remove(ldsURL, "L")
 	checkNote(t, r.config(), "D", `LDS resource "L"`, "DNS resolution failed")
 }
 
@@ -178,16 +178,16 @@ func TestStopWhileConfigsFlow(t *testing.T) {
 	f := newScripted(t, nil)
 	// The client's goroutines are there before the manager's.
 	warm := f.c.Watch(xdsresource.ListenerType, "warm-up", xdstest.NewWatcher())
-	f.st = f.NextStream()
-	f.want(ldsURL, "warm-up")
+	f.St = f.NextStream()
+	f.Want(ldsURL, "warm-up")
 	ignore := goleak.IgnoreCurrent()
 
 	r := &recorder{t: t, ch: make(chan event)}
 	m := xdsconfig.Watch(f.c, "L", "svc", r, xdsconfig.WithResolver(res), xdsconfig.WithDNSRefreshInterval(time.Microsecond))
-	f.want(ldsURL, "L", "warm-up")
-	f.push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "D")))
-	f.want(cdsURL, "D")
-	f.push(cdsURL, logicalDNS("D", "backend.example.com", 8080))
+	f.Want(ldsURL, "L", "warm-up")
+	f.Push(ldsURL, controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "D")))
+	f.Want(cdsURL, "D")
+	f.Push(cdsURL, logicalDNS("D", "backend.example.com", 8080))
 	for range 5 {
 		r.config()
 	}

@@ -25,10 +25,10 @@ func TestTearRouteSwitch(t *testing.T) {
 			if tc.name == "weighted clusters" {
 				newRoute = toWeighted("/", "B", 1, "C", 1)
 			}
-			f.push(rdsURL, routes("R", vhost("vh", []string{"*"}, newRoute)))
-			f.want(cdsURL, "A", "B", "C")
-			f.push(cdsURL, controlplane.Cluster("C", ""))
-			f.want(edsURL, "A", "B", "C")
+			f.Push(rdsURL, routes("R", vhost("vh", []string{"*"}, newRoute)))
+			f.Want(cdsURL, "A", "B", "C")
+			f.Push(cdsURL, controlplane.Cluster("C", ""))
+			f.Want(edsURL, "A", "B", "C")
 			// Everything the config in use needs is still watched.
 			for _, url := range []string{cdsURL, edsURL} {
 				if !watched(f.c, url, "A") {
@@ -37,8 +37,8 @@ func TestTearRouteSwitch(t *testing.T) {
 			}
 			// A's endpoints change while C's are slow: no config can be
 			// made (the route needs C), so the one in use stays.
-			f.push(edsURL, controlplane.Endpoints("A", "127.0.0.1:11"))
-			f.push(edsURL, controlplane.Endpoints("C", "127.0.0.1:3"))
+			f.Push(edsURL, controlplane.Endpoints("A", "127.0.0.1:11"))
+			f.Push(edsURL, controlplane.Endpoints("C", "127.0.0.1:3"))
 			c := r.config()
 			if c.Clusters["A"] != nil || !slices.Equal(addrs(c.Clusters["C"]), []string{"127.0.0.1:3"}) {
 				t.Errorf("first config after the switch: %s; want C with its endpoints and no A", describe(c))
@@ -48,11 +48,11 @@ func TestTearRouteSwitch(t *testing.T) {
 			}
 			// Once it is delivered, A is unwatched.
 			if tc.name == "cluster" {
-				f.want(cdsURL, "C")
-				f.want(edsURL, "C")
+				f.Want(cdsURL, "C")
+				f.Want(edsURL, "C")
 			} else {
-				f.want(cdsURL, "B", "C")
-				f.want(edsURL, "B", "C")
+				f.Want(cdsURL, "B", "C")
+				f.Want(edsURL, "B", "C")
 			}
 			r.none()
 		})
@@ -64,18 +64,18 @@ func TestTearRouteSwitch(t *testing.T) {
 func TestTearRouteConfigNameChange(t *testing.T) {
 	f := newScripted(t, nil)
 	_, r, _ := f.baseline()
-	f.push(ldsURL, controlplane.Listener("L", "R2"))
-	f.want(rdsURL, "R2")
+	f.Push(ldsURL, controlplane.Listener("L", "R2"))
+	f.Want(rdsURL, "R2")
 	// The old route configuration changes meanwhile: it is no longer the
 	// listener's, nothing is delivered.
-	f.push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/", "A"))))
-	f.push(edsURL, controlplane.Endpoints("B", "127.0.0.1:22"))
-	f.push(rdsURL, routes("R2", vhost("vh2", []string{"*"}, toCluster("/", "B"))))
+	f.Push(rdsURL, routes("R", vhost("vh", []string{"*"}, toCluster("/", "A"))))
+	f.Push(edsURL, controlplane.Endpoints("B", "127.0.0.1:22"))
+	f.Push(rdsURL, routes("R2", vhost("vh2", []string{"*"}, toCluster("/", "B"))))
 	c := r.config()
 	if c.RouteConfigName != "R2" || c.VirtualHost.Name != "vh2" || len(c.Clusters) != 1 ||
 		!slices.Equal(addrs(c.Clusters["B"]), []string{"127.0.0.1:22"}) {
 		t.Errorf("config after the change: %s", describe(c))
 	}
-	f.want(cdsURL, "B")
+	f.Want(cdsURL, "B")
 	r.none()
 }
