@@ -42,7 +42,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PROM_ADDR="+promtest.FreeAddr(t), "SCRAPE_INTERVAL=1s")
+	cmd.Env = append(os.Environ(), "PROM_ADDR="+promtest.FreeAddr(t))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,9 @@ func TestDemoPrometheusScript(t *testing.T) {
 	// Prometheus scrapes the demo, with the recording rules loaded: the
 	// demo's four resources are acked, and the cluster it does not serve
 	// becomes does_not_exist when the resource timer fires.
-	states := `sum by (grpc_xds_cache_state) (` + dashboards.RecordResources + `{job="xdswatch"})`
+	// The job of the committed prometheus.yml, which the script runs.
+	job := `{job="` + dashboards.ScrapeJob + `"}`
+	states := `sum by (grpc_xds_cache_state) (` + dashboards.RecordResources + job + `)`
 	prom.WaitUntil(t, "demo cache states", states, func(r []promtest.Sample) bool {
 		got := map[string]string{}
 		for _, s := range r {
@@ -104,7 +106,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 		}
 		return got["acked"] == "4" && got["does_not_exist"] == "1"
 	})
-	prom.ExpectLabels(t, "demo scrape health", panelExpr(t, "Scrape health", map[string]string{"job": "xdswatch"}),
+	prom.ExpectLabels(t, "demo scrape health", panelExpr(t, "Scrape health", map[string]string{"job": dashboards.ScrapeJob}),
 		"instance", addrs["xdswatch"])
 	// The alerting rules are loaded: the missing cluster's alert is pending.
 	prom.WaitFor(t, "does-not-exist alert pending",
