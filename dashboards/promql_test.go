@@ -281,3 +281,15 @@ func TestEveryQueryHasSelectors(t *testing.T) {
 		}
 	}
 }
+
+// TestNoPrometheusModule checks that the module does not require
+// github.com/prometheus/prometheus: the tests leave PromQL syntax to
+// promtool, which checks it with the Prometheus that runs the rules,
+// instead of compiling Prometheus's parser and everything it imports.
+func TestNoPrometheusModule(t *testing.T) {
+	for _, line := range strings.Split(string(readFile(t, "../go.mod")), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "github.com/prometheus/prometheus" || f[0] == "require" && f[1] == "github.com/prometheus/prometheus") {
+			t.Errorf("go.mod requires github.com/prometheus/prometheus: %q", line)
+		}
+	}
+}
