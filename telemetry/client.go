@@ -228,8 +228,8 @@ func (cm *clientMetrics) responseReceived(i xdsclient.ResponseInfo) {
 	}
 	attrs := cm.serverType(i.Server, i.TypeURL).attrs
 	cm.unlock()
-	// Both counters are added to, zero included, so that both series
-	// exist from the first response of a type.
+	// Both counters are added to, zero included; their series exist
+	// already, at zero, from the type's first watch on the server.
 	ctx := context.Background()
 	cm.inst.valid.Add(ctx, int64(i.Valid), attrs)
 	cm.inst.invalid.Add(ctx, int64(i.Invalid), attrs)
