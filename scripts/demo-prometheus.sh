@@ -80,6 +80,9 @@ go build -o "$dir/xdswatch" ./examples/xdswatch
 if [ $# -eq 0 ]; then
   set -- lds:demo rds:demo-route cds:demo-cluster eds:demo-cluster cds:demo-missing
 fi
+# The output file exists before the loop below reads it, whenever the
+# background shell gets to open it.
+: >"$dir/xdswatch.jsonl"
 "$dir/xdswatch" --metrics-addr 127.0.0.1:0 --output json "$@" \
   >"$dir/xdswatch.jsonl" 2>"$dir/xdswatch.log" </dev/null &
 watch_pid=$!
