@@ -100,7 +100,7 @@ func TestDemoTour(t *testing.T) {
 		outW.Close()
 	}()
 
-	specs, err := specsOf(demoResources(), "")
+	specs, err := specsOf(demoResources([]string{"127.0.0.1:1", "127.0.0.1:2"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
