@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -167,6 +168,28 @@ func TestParseArgs(t *testing.T) {
 	if _, err := parseArgs([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: %v, want flag.ErrHelp", err)
 	}
+
+	// xds:/// arguments among TYPE:NAME ones, and the RPC flags.
+	cfg, err = parseArgs([]string{"xds:///a", "cds:c", "--rpc-interval", "1s", "--rpc-header", "X-A=1", "--rpc-header", "x-a=2", "xds://auth/b%2Fc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, tg := range cfg.targets {
+		targets = append(targets, tg.arg+" "+tg.authority+" "+tg.path)
+	}
+	if want := []string{"xds:///a  /a", "xds://auth/b%2Fc auth /b/c"}; !slices.Equal(targets, want) || len(cfg.specs) != 1 {
+		t.Errorf("targets %q, want %q; specs %v", targets, want, cfg.specs)
+	}
+	if r := cfg.rpc; r.interval != time.Second || r.method != "/grpc.health.v1.Health/Check" || r.timeout != time.Second ||
+		!slices.Equal(r.headers.md["x-a"], []string{"1", "2"}) || len(r.headers.md) != 1 {
+		t.Errorf("rpc flags %+v", r)
+	}
+	// The tour routes xds:///demo, with RPCs three times per step.
+	cfg, err = parseArgs([]string{"--demo-tour", "--demo-tour-step", "600ms"})
+	if err != nil || len(cfg.targets) != 1 || cfg.targets[0].arg != tourTarget || cfg.rpc.interval != 200*time.Millisecond {
+		t.Errorf("--demo-tour: %+v, %v; want target %s and RPCs every 200ms", cfg, err, tourTarget)
+	}
 }
 
 // TestCodeNames checks every name against grpc-go's own JSON names for
@@ -211,4 +234,43 @@ func expectCleanReturn(t *testing.T, result <-chan int) {
 	case <-time.After(testTimeout):
 		t.Fatal("run did not return after cancellation")
 	}
+}
+
+// TestRunChannelInProcess routes xds:///demo in this process, so the race
+// detector sees the channel, its hooks and its RPCs: the RPCs reach the
+// demo's two backends, and once run returns no goroutine is left (the
+// channel, its RPCs and the demo's backends are stopped).
+func TestRunChannelInProcess(t *testing.T) {
+	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
+	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdoutR, stdoutW := io.Pipe()
+	stdout := pipeLines(stdoutR)
+	result := make(chan int, 1)
+	go func() {
+		result <- run(ctx, []string{"--csds-addr", "", "--metrics-addr", "", "--output", "json", "--rpc-interval", "10ms", "xds:///demo"},
+			strings.NewReader(""), stdoutW, io.Discard)
+		stdoutW.Close()
+	}()
+	if l := nextLine(t, stdout, "stdout"); l != `{"event":"listening","csds":"","metrics":""}` {
+		t.Fatalf("first line %s", l)
+	}
+	peers := map[string]bool{}
+	for len(peers) < 2 {
+		e := parseChannelEvent(t, nextLine(t, stdout, "stdout"))
+		if e.Event == eventRPC {
+			if e.Code != "OK" {
+				t.Fatalf("rpc %+v, want OK", e)
+			}
+			peers[*e.Peer] = true
+		}
+	}
+	cancel()
+	go func() {
+		for range stdout {
+		}
+	}()
+	expectCleanReturn(t, result)
 }
