@@ -75,10 +75,14 @@ type config struct {
 }
 
 // usageText is printed for -h and --help.
-const usageText = `usage: xdswatch [flags] TYPE:NAME [TYPE:NAME ...]
+const usageText = `usage: xdswatch [flags] TYPE:NAME|xds:///LISTENER ...
 
 Watches xDS resources and prints one line per watcher callback.
 TYPE is lds, rds, cds or eds, or the full type URL of one of those types.
+xds:///LISTENER routes a gRPC channel by the listener's resources (through
+package xdsgrpc, with the client of --target) and prints one line per config
+the channel uses (config), or per error that fails it (config_error); with
+--rpc-interval it also makes RPCs through it and prints one line each (rpc).
 
 Flags:
   --bootstrap FILE          bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
@@ -104,18 +108,30 @@ Flags:
   --output text|json        text for people (default), JSON lines for programs
   --stdin                   also read commands from standard input, one a line:
                             +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
-                            the oldest watcher of that resource
+                            the oldest watcher of that resource; +xds:///LISTENER
+                            and -xds:///LISTENER start and close a channel
+  --rpc-interval DUR        make one RPC per interval through each xds:/// channel,
+                            one at a time (default none; with --demo-tour a third
+                            of --demo-tour-step)
+  --rpc-method /S/M         the RPCs' method, with an empty request
+                            (default /grpc.health.v1.Health/Check)
+  --rpc-header KEY=VALUE    send this header (metadata) with every RPC; repeatable
+  --rpc-timeout DUR         deadline of each RPC (default 1s); one made before the
+                            channel's first config waits for it up to this long
   --demo-tour               demo only: walk the demo control plane through every
                             cache state (version update, NACK, ignored deletion,
                             TP3 error, does-not-exist, recovery, fallback and
-                            switch back), one step on standard error at a time
+                            switch back), one step on standard error at a time,
+                            routing xds:///demo and showing what its RPCs see
   --demo-tour-step DUR      how long the tour shows each state (default 3s); unless
                             given, --resource-timeout is the same
 
 Without a bootstrap, xdswatch starts an embedded demo control plane on
-127.0.0.1, watches its resources, and serves the admin port and the
-metrics on 127.0.0.1 ports chosen by the system (unless --csds-addr and
---metrics-addr say otherwise); in text mode it prints the commands to try.
+127.0.0.1, with two gRPC backends behind its cluster, watches its resources
+(with no argument), and serves the admin port and the metrics on 127.0.0.1
+ports chosen by the system (unless --csds-addr and --metrics-addr say
+otherwise); in text mode it prints the commands to try. Try:
+  xdswatch --rpc-interval 500ms xds:///demo
 `
 
 // main runs xdswatch, ending it cleanly on SIGINT or SIGTERM.
