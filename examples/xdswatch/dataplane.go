@@ -161,32 +161,28 @@ func (cs *channelSet) closeAll() {
 	}
 }
 
-// config prints a config the channel uses. In text output, a config that
-// reads as the last one printed is not printed again.
+// config prints a config the channel uses.
 func (ch *channel) config(c *xdsconfig.Config) {
-	o := ch.set.out
-	ts := o.now()
+	ts := ch.set.out.now()
 	e := configLine(ts, ch.t.arg, c)
-	if o.json {
-		o.writeJSON(e)
-		return
-	}
-	text := configText(e)
-	if !ch.repeated(text) {
-		o.writeText(ts.Format(textTime) + " " + text)
-	}
+	ch.printConfig(ts, e, configText(e))
 }
 
 // configError prints the error that failed the channel's whole config.
 func (ch *channel) configError(err error) {
-	o := ch.set.out
-	ts := o.now()
+	ts := ch.set.out.now()
 	e := configErrorLine(ts, ch.t.arg, ch.listener, err)
+	ch.printConfig(ts, e, configErrorText(e))
+}
+
+// printConfig prints a config or config_error line at ts: event in JSON,
+// text in text output, unless it reads as the last line printed.
+func (ch *channel) printConfig(ts time.Time, event any, text string) {
+	o := ch.set.out
 	if o.json {
-		o.writeJSON(e)
+		o.writeJSON(event)
 		return
 	}
-	text := configErrorText(e)
 	if !ch.repeated(text) {
 		o.writeText(ts.Format(textTime) + " " + text)
 	}

@@ -15,10 +15,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/backends"
@@ -126,17 +124,6 @@ func prioritized(name string, priorities ...[]endpointAt) *endpointv3.ClusterLoa
 	return cla
 }
 
-// aggregate returns an aggregate cluster of children (gRFC A37).
-func aggregate(name string, children ...string) *clusterv3.Cluster {
-	cfg, err := anypb.New(&aggregatev3.ClusterConfig{Clusters: children})
-	if err != nil {
-		panic(err)
-	}
-	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
-		Name: "envoy.clusters.aggregate", TypedConfig: cfg,
-	}}}
-}
-
 // logicalDNS returns a LOGICAL_DNS cluster of addr, "host:port".
 func logicalDNS(name, addr string) *clusterv3.Cluster {
 	return &clusterv3.Cluster{
@@ -187,7 +174,7 @@ func mixedConfig(dnsAddr string) []proto.Message {
 			[]endpointAt{{"127.0.0.1:13", corev3.HealthStatus_UNHEALTHY}, {"127.0.0.1:12", corev3.HealthStatus_UNKNOWN},
 				{"127.0.0.1:11", corev3.HealthStatus_HEALTHY}, {"127.0.0.1:14", corev3.HealthStatus_DRAINING}},
 			[]endpointAt{{"127.0.0.1:21", corev3.HealthStatus_HEALTHY}}),
-		aggregate("agg", "c2", "dns"),
+		controlplane.AggregateCluster("agg", "c2", "dns"),
 		controlplane.Cluster("c2", ""),
 		controlplane.Endpoints("c2", "127.0.0.1:31"),
 		logicalDNS("dns", dnsAddr),

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -234,43 +233,4 @@ func expectCleanReturn(t *testing.T, result <-chan int) {
 	case <-time.After(testTimeout):
 		t.Fatal("run did not return after cancellation")
 	}
-}
-
-// TestRunChannelInProcess routes xds:///demo in this process, so the race
-// detector sees the channel, its hooks and its RPCs: the RPCs reach the
-// demo's two backends, and once run returns no goroutine is left (the
-// channel, its RPCs and the demo's backends are stopped).
-func TestRunChannelInProcess(t *testing.T) {
-	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
-	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stdoutR, stdoutW := io.Pipe()
-	stdout := pipeLines(stdoutR)
-	result := make(chan int, 1)
-	go func() {
-		result <- run(ctx, []string{"--csds-addr", "", "--metrics-addr", "", "--output", "json", "--rpc-interval", "10ms", "xds:///demo"},
-			strings.NewReader(""), stdoutW, io.Discard)
-		stdoutW.Close()
-	}()
-	if l := nextLine(t, stdout, "stdout"); l != `{"event":"listening","csds":"","metrics":""}` {
-		t.Fatalf("first line %s", l)
-	}
-	peers := map[string]bool{}
-	for len(peers) < 2 {
-		e := parseChannelEvent(t, nextLine(t, stdout, "stdout"))
-		if e.Event == eventRPC {
-			if e.Code != "OK" {
-				t.Fatalf("rpc %+v, want OK", e)
-			}
-			peers[*e.Peer] = true
-		}
-	}
-	cancel()
-	go func() {
-		for range stdout {
-		}
-	}()
-	expectCleanReturn(t, result)
 }

@@ -274,9 +274,10 @@ func TestDemoTour(t *testing.T) {
 }
 
 // TestRunTourInProcess runs the tour in this process, so the race detector
-// sees it, and ends it at the end of the tour and in the middle of the
-// fallback step (primary stopped, secondary in use): run returns and
-// leaves no goroutine behind.
+// sees it, its channel and its RPCs, and ends it at the end of the tour and
+// in the middle of the fallback step (primary stopped, secondary in use):
+// RPCs succeeded, and run returns and leaves no goroutine behind (the
+// channel, its RPCs and the demo's backends are stopped).
 func TestRunTourInProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -300,9 +301,15 @@ func TestRunTourInProcess(t *testing.T) {
 				stdoutW.Close()
 				stderrW.Close()
 			}()
+			okRPCs := make(chan int, 1)
 			go func() {
-				for range stdout {
+				n := 0
+				for l := range stdout {
+					if strings.Contains(l, `"event":"rpc"`) && strings.Contains(l, `"code":"OK"`) {
+						n++
+					}
 				}
+				okRPCs <- n
 			}()
 			for {
 				l := nextLine(t, stderr, "stderr")
@@ -316,6 +323,9 @@ func TestRunTourInProcess(t *testing.T) {
 			cancel()
 			expectCleanReturn(t, result)
 			for range stderr {
+			}
+			if n := <-okRPCs; n == 0 {
+				t.Error("no RPC through " + tourTarget + " succeeded")
 			}
 		})
 	}
