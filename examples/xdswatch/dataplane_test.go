@@ -21,6 +21,8 @@ import (
 
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // channelEvent is a JSON line of an xds:/// channel: config, config_error
@@ -514,4 +516,49 @@ func TestChannelStdin(t *testing.T) {
 		t.Fatalf("line %s, want the cluster's second watch: the RPCs are over", l)
 	}
 	p.interruptClean(t)
+}
+
+// TestConfigTextRepeats: in text output, a config line that says what the
+// channel's last line said is not printed again, the transport's reason of
+// an unreachable server aside; JSON output has every config.
+func TestConfigTextRepeats(t *testing.T) {
+	note := func(reason string) string {
+		return `LDS resource "L": lds "L" from xDS server "s" (node ID "n"): ` + unreachableCause + `"s"): ` + reason
+	}
+	cfg := func(note string) *xdsconfig.Config {
+		return &xdsconfig.Config{ListenerName: "L", RouteConfigName: "R", Clusters: map[string]*xdsconfig.ClusterConfig{
+			"c": {Name: "c", Cluster: &xdsresource.Cluster{Name: "c", Kind: xdsresource.ClusterEDS}, ResolutionNote: note},
+		}}
+	}
+	configs := []*xdsconfig.Config{
+		cfg(nodeNote),
+		cfg(nodeNote),    // the same: not printed again
+		cfg(note("EOF")), // a new note
+		cfg(note("connection refused")),
+		cfg(nodeNote),
+	}
+	for _, tc := range []struct {
+		format string
+		want   []int // the configs printed
+	}{
+		{outputText, []int{0, 2, 4}},
+		{outputJSON, []int{0, 1, 2, 3, 4}},
+	} {
+		var buf strings.Builder
+		ch := &channel{set: &channelSet{out: newOutput(&buf, tc.format)}, t: target{arg: "xds:///L"}, listener: "L"}
+		for _, c := range configs {
+			ch.config(c)
+		}
+		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		if len(lines) != len(tc.want) {
+			t.Errorf("%s: %d lines, want %d:\n%s", tc.format, len(lines), len(tc.want), buf.String())
+			continue
+		}
+		for i, n := range tc.want {
+			want := *configs[n].Clusters["c"]
+			if !strings.Contains(lines[i], strings.ReplaceAll(want.ResolutionNote, `"`, `\"`)) && !strings.Contains(lines[i], want.ResolutionNote) {
+				t.Errorf("%s: line %d = %s, want config %d", tc.format, i, lines[i], n)
+			}
+		}
+	}
 }
