@@ -70,34 +70,27 @@ type demo struct {
 // backends as the cluster's endpoints to every node, with opts; the same
 // gRPC server serves LRS.
 func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) {
-	var bs []*backends.Backend
-	stopBackends := func() {
-		for _, b := range bs {
-			b.Stop()
-		}
-	}
+	d := &demo{}
 	for range demoBackends {
 		b, err := backends.Start()
 		if err != nil {
-			stopBackends()
+			d.stopBackends()
 			return nil, err
 		}
-		bs = append(bs, b)
+		d.backends = append(d.backends, b)
 	}
 	srv, err := controlplane.Start(ctx, "127.0.0.1:0", demoServerOptions(opts...)...)
 	if err != nil {
-		stopBackends()
-		return nil, err
-	}
-	d, err := setUpDemo(ctx, srv, bs)
-	if err != nil {
-		srv.Stop()
-		stopBackends()
+		d.stopBackends()
 		return nil, err
 	}
 	d.stop = func() {
 		srv.Stop()
-		stopBackends()
+		d.stopBackends()
+	}
+	if err := d.setUp(ctx, srv); err != nil {
+		d.stop()
+		return nil, err
 	}
 	return d, nil
 }
@@ -133,29 +126,28 @@ func demoResources(endpoints []string) []proto.Message {
 	}
 }
 
-// setUpDemo loads the demo configuration, with bs as the cluster's
-// endpoints, into srv and describes it.
-func setUpDemo(ctx context.Context, srv *controlplane.Server, bs []*backends.Backend) (*demo, error) {
-	addrs := make([]string, len(bs))
-	for i, b := range bs {
+// setUp loads the demo configuration, with d's backends as the cluster's
+// endpoints, into srv and describes it in d.
+func (d *demo) setUp(ctx context.Context, srv *controlplane.Server) error {
+	addrs := make([]string, len(d.backends))
+	for i, b := range d.backends {
 		addrs[i] = b.Addr()
 	}
-	resources := demoResources(addrs)
-	d := &demo{addr: srv.Addr(), srv: srv, resources: resources, backends: bs}
-	if err := srv.SetResources(ctx, "", demoVersion, resources...); err != nil {
-		return nil, err
+	d.addr, d.srv, d.resources = srv.Addr(), srv, demoResources(addrs)
+	if err := srv.SetResources(ctx, "", demoVersion, d.resources...); err != nil {
+		return err
 	}
-	specs, err := specsOf(resources, d.addr)
+	specs, err := specsOf(d.resources, d.addr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.specs = specs
 	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.bootstrap = cfg
-	return d, nil
+	return nil
 }
 
 // specsOf returns a spec for each of resources, as served by serverURI.
