@@ -15,11 +15,12 @@
 //
 // # What a channel does
 //
-// The resolver gets the pool's client for the channel's target, names the
-// Listener to watch from the bootstrap's templates (gRFC A47) and runs a
-// dependency manager (package xdsconfig, gRFC A74) for it; every Config it
-// delivers goes to the channel. The routing policy then routes each RPC in
-// the picker:
+// The resolver gets the pool's client for the channel's target (or, with
+// WithPoolTarget, the client of another target, shared with whatever else
+// uses it), names the Listener to watch from the bootstrap's templates
+// (gRFC A47) and runs a dependency manager (package xdsconfig, gRFC A74)
+// for it; every Config it delivers goes to the channel. The routing policy
+// then routes each RPC in the picker:
 //
 //   - the route: the first route of the virtual host (chosen for the
 //     channel's authority) whose path (prefix, exact or safe_regex, with

@@ -23,6 +23,7 @@ type options struct {
 	hooks           []*Hooks
 	failoverTimeout time.Duration
 	configOptions   []xdsconfig.Option
+	poolTarget      string
 	// For tests: deterministic random sources of routing and drops.
 	routingOptions []routing.Option
 	rand           func(n uint32) uint32
@@ -50,4 +51,16 @@ func WithFailoverTimeout(d time.Duration) Option {
 // xdsconfig) of the channels, such as how LOGICAL_DNS names are resolved.
 func WithConfigOptions(opts ...xdsconfig.Option) Option {
 	return optionFunc(func(o *options) { o.configOptions = append(o.configOptions, opts...) })
+}
+
+// WithPoolTarget has every channel of the Builder get its xDS client from
+// the pool under target, instead of under the channel's own target (one
+// client per channel target, as gRFC A71 has it). Channels then share that
+// client's cache, its connections to xDS servers, its circuit-breaker
+// counters and its CSDS client config with whatever else uses it: a tool
+// that watches resources with a client of its own and routes channels by
+// the same resources shows one cache. Hooks and metrics still name each
+// channel by its own target.
+func WithPoolTarget(target string) Option {
+	return optionFunc(func(o *options) { o.poolTarget = target })
 }

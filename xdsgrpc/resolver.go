@@ -102,7 +102,11 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		return nil, errServiceConfigDisabled
 	}
 	key := target.String()
-	client, release, err := b.pool.Get(key)
+	poolKey := key
+	if b.opts.poolTarget != "" {
+		poolKey = b.opts.poolTarget
+	}
+	client, release, err := b.pool.Get(poolKey)
 	if err != nil {
 		return nil, fmt.Errorf("xdslens: target %q: %w", key, err)
 	}
@@ -124,8 +128,9 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		client:   client,
 		release:  release,
 		target:   key,
+		poolKey:  poolKey,
 		listener: listener,
-		counters: b.acquireCounters(key),
+		counters: b.acquireCounters(poolKey),
 		builder:  b,
 		hooks:    b.clusterHooks(key),
 		sc:       cc.ParseServiceConfig(routerServiceConfig),
@@ -138,9 +143,9 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 // travels in the resolver state's attributes.
 var routerServiceConfig = `{"loadBalancingConfig":[{"` + routerName + `":{}}]}`
 
-// acquireCounters returns the circuit-breaker counters of the channels of
-// target, shared by all of them, as gRPC shares them among the channels of
-// one xDS client.
+// acquireCounters returns the circuit-breaker counters of the channels
+// whose xDS client is the pool's client for target, shared by all of them,
+// as gRPC shares them among the channels of one xDS client.
 func (b *Builder) acquireCounters(target string) *sharedCounters {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -168,6 +173,7 @@ type xdsResolver struct {
 	client   *xdsclient.Client
 	release  func()
 	target   string
+	poolKey  string // the pool's key of client
 	listener string
 	counters *sharedCounters
 	builder  *Builder
@@ -221,7 +227,7 @@ func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) { r.mgr.ResolveNow(
 // Close stops the dependency manager and releases the client.
 func (r *xdsResolver) Close() {
 	r.mgr.Stop()
-	r.builder.releaseCounters(r.target)
+	r.builder.releaseCounters(r.poolKey)
 	r.release()
 }
 
