@@ -39,6 +39,34 @@ const (
 	// MetricStreamsEnded is the counter xdslens.xds_client.streams_ended:
 	// ADS streams that ended, by [LabelResponseReceived].
 	MetricStreamsEnded = "xdslens_xds_client_streams_ended_total"
+	// MetricStreamsStartFailed is the counter
+	// xdslens.xds_client.streams_start_failed: ADS streams that could not
+	// be created. [MetricStreamsStarted] minus [MetricStreamsEnded] is the
+	// number of open streams.
+	MetricStreamsStartFailed = "xdslens_xds_client_streams_start_failed_total"
+	// MetricFetches is the counter xdslens.xds_client.resource_fetches:
+	// the fetches of [MetricFetchDuration], by [LabelOutcome], with series
+	// at zero from a type's first watch.
+	MetricFetches = "xdslens_xds_client_resource_fetches_total"
+
+	// MetricLRSReports is the counter xdslens.xds_client.lrs_reports: load
+	// reports sent on LRS streams.
+	MetricLRSReports = "xdslens_xds_client_lrs_reports_total"
+	// MetricLRSCalls is the counter xdslens.xds_client.lrs_calls: the calls
+	// the load reports carried, by [LabelKind] (issued, succeeded, errored,
+	// dropped).
+	MetricLRSCalls = "xdslens_xds_client_lrs_calls_total"
+	// MetricLRSStreamsStarted is the counter
+	// xdslens.xds_client.lrs_streams_started: LRS streams created.
+	MetricLRSStreamsStarted = "xdslens_xds_client_lrs_streams_started_total"
+	// MetricLRSStreamsEnded is the counter
+	// xdslens.xds_client.lrs_streams_ended: LRS streams that ended, by
+	// [LabelResponseReceived].
+	MetricLRSStreamsEnded = "xdslens_xds_client_lrs_streams_ended_total"
+	// MetricLRSStreamsStartFailed is the counter
+	// xdslens.xds_client.lrs_streams_start_failed: LRS stream attempts
+	// that could not create a stream.
+	MetricLRSStreamsStartFailed = "xdslens_xds_client_lrs_streams_start_failed_total"
 )
 
 // Prometheus label names of those series.
@@ -62,10 +90,12 @@ const (
 	// stream broke first.
 	LabelOutcome = "outcome"
 	// LabelKind is the kind of callback on [MetricWatcherNotifications]:
-	// resource, resource_error or ambient_error.
+	// resource, resource_error or ambient_error; on [MetricLRSCalls], the
+	// kind of call: issued, succeeded, errored or dropped.
 	LabelKind = "kind"
-	// LabelResponseReceived tells on [MetricStreamsEnded] whether the
-	// stream had read a response: "true" or "false" (a gRFC A57 failure).
+	// LabelResponseReceived tells on [MetricStreamsEnded] and
+	// [MetricLRSStreamsEnded] whether the stream had read a response:
+	// "true" or "false" (for ADS, a gRFC A57 failure).
 	LabelResponseReceived = "response_received"
 	// LabelPriority is the index of the server in its authority's server
 	// list on [MetricAuthorityServer] ("0" is the primary).

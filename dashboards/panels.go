@@ -412,25 +412,3 @@ func setIDs(d *dashboard.Dashboard) {
 		}
 	}
 }
-
-// sized is a panel builder that places the panel in a w×h box of the grid
-// (24 columns wide); the dashboard builder chooses x and y.
-type sized struct {
-	panel cog.Builder[dashboard.Panel]
-	w, h  uint32
-}
-
-// size returns panel sized w columns by h rows.
-func size(panel cog.Builder[dashboard.Panel], w, h uint32) cog.Builder[dashboard.Panel] {
-	return sized{panel: panel, w: w, h: h}
-}
-
-// Build builds the panel and sets its size.
-func (s sized) Build() (dashboard.Panel, error) {
-	p, err := s.panel.Build()
-	if err != nil {
-		return p, err
-	}
-	p.GridPos = &dashboard.GridPos{W: s.w, H: s.h}
-	return p, nil
-}

@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,7 +19,6 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -220,17 +217,4 @@ func endpoints(name string, ls ...locality) *endpointv3.ClusterLoadAssignment {
 		cla.Endpoints = append(cla.Endpoints, le)
 	}
 	return cla
-}
-
-func aggregateCluster(name string, children ...string) *clusterv3.Cluster {
-	cfg, err := anypb.New(&aggregatev3.ClusterConfig{Clusters: children})
-	if err != nil {
-		panic(err)
-	}
-	return &clusterv3.Cluster{
-		Name: name,
-		ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
-			Name: "envoy.clusters.aggregate", TypedConfig: cfg,
-		}},
-	}
 }

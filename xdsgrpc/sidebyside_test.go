@@ -179,7 +179,7 @@ func TestSideBySideAggregateCluster(t *testing.T) {
 	s.clusterOf = map[string]string{e.addr(0): "c1", e.addr(1): "c2"}
 	e.set(controlplane.Listener("svc", "svc-route"),
 		routeConfig("svc-route", route(prefixMatch("/"), toCluster("agg"))),
-		aggregateCluster("agg", "c1", "c2"),
+		controlplane.AggregateCluster("agg", "c1", "c2"),
 		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.addr(0)),
 		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.addr(1)))
 	s.eventually(t, "c1", "/pkg.Svc/M")

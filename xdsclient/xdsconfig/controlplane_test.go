@@ -88,8 +88,8 @@ func TestConfigAggregateChain(t *testing.T) {
 	f.set("1",
 		controlplane.Listener("L", "R"),
 		controlplane.RouteConfig("R", []string{"*"}, "top"),
-		aggregate("top", "mid", "c3"),
-		aggregate("mid", "c1", "c2"),
+		controlplane.AggregateCluster("top", "mid", "c3"),
+		controlplane.AggregateCluster("mid", "c1", "c2"),
 		controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""), controlplane.Cluster("c3", ""),
 		controlplane.Endpoints("c1", "127.0.0.1:1"), controlplane.Endpoints("c2", "127.0.0.1:2"), controlplane.Endpoints("c3", "127.0.0.1:3"))
 	_, r := start(t, f.c, "L", "svc")
@@ -109,8 +109,8 @@ func TestConfigAggregateChain(t *testing.T) {
 	f.set("2",
 		controlplane.Listener("L", "R"),
 		controlplane.RouteConfig("R", []string{"*"}, "top"),
-		aggregate("top", "c3", "mid"),
-		aggregate("mid", "c1"),
+		controlplane.AggregateCluster("top", "c3", "mid"),
+		controlplane.AggregateCluster("mid", "c1"),
 		controlplane.Cluster("c1", ""), controlplane.Cluster("c3", ""),
 		controlplane.Endpoints("c1", "127.0.0.1:1"), controlplane.Endpoints("c3", "127.0.0.1:3"))
 	r.until("the new order", func(c *xdsconfig.Config) bool {

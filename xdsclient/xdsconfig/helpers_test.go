@@ -14,11 +14,9 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -275,20 +273,6 @@ func addrs(s *xdsconfig.ClusterConfig) []string {
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Resource builders beyond those of internal/controlplane.
-
-// aggregate returns an aggregate cluster of children, in priority order.
-func aggregate(name string, children ...string) *clusterv3.Cluster {
-	cfg, err := anypb.New(&aggregatev3.ClusterConfig{Clusters: children})
-	if err != nil {
-		panic(err)
-	}
-	return &clusterv3.Cluster{
-		Name: name,
-		ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
-			Name: "envoy.clusters.aggregate", TypedConfig: cfg,
-		}},
-	}
-}
 
 // logicalDNS returns a LOGICAL_DNS cluster of host:port.
 func logicalDNS(name, host string, port uint32) *clusterv3.Cluster {
