@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,6 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
@@ -30,7 +33,8 @@ const (
 	MetricDataPlaneCalls = "xdslens.data_plane.calls"
 	// MetricDataPlaneDrops is an Int64Counter, unit {call}, labels
 	// grpc.target, xdslens.leaf_cluster and category: RPCs dropped by a
-	// drop_overloads category of the cluster's endpoints.
+	// drop_overloads category of the cluster's endpoints. Its series exist,
+	// at zero, from the first config that has the category.
 	MetricDataPlaneDrops = "xdslens.data_plane.drops"
 	// MetricDataPlaneConfigs is an Int64Counter, unit {config}, labels
 	// grpc.target and result (config, error): configs the channels of the
@@ -38,7 +42,10 @@ const (
 	MetricDataPlaneConfigs = "xdslens.data_plane.config_updates"
 	// MetricDataPlaneInFlight is an Int64ObservableGauge, unit {call},
 	// labels grpc.target, xdslens.leaf_cluster and xdslens.eds_service: the
-	// RPCs in flight that count against the cluster's max_requests.
+	// RPCs in flight that count against the cluster's max_requests. The
+	// counters are shared by the channels of one xDS client, so grpc.target
+	// is the target of that client in the pool: the channel's own target,
+	// or the one xdsgrpc.WithPoolTarget names.
 	MetricDataPlaneInFlight = "xdslens.data_plane.in_flight"
 	// MetricDataPlaneMaxRequests is an Int64ObservableGauge, unit {call},
 	// with the labels of MetricDataPlaneInFlight: the cluster's
@@ -182,9 +189,44 @@ func (d *DataPlane) configChanged(i xdsgrpc.ConfigInfo) {
 	ctx := context.Background()
 	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "error"})...)
 	d.configs.Add(ctx, 1, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "config"})...)
-	for name := range i.Config.Clusters {
+	c := i.Config
+	for name := range routedClusters(c) {
 		for _, o := range bornOutcomes {
 			d.picks.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindPick, target: i.Target, cluster: name, last: o.String()})...)
+		}
+	}
+	for name, cc := range c.Clusters {
+		if cc.Endpoints == nil {
+			continue
+		}
+		for _, drop := range cc.Endpoints.Drops {
+			d.drops.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindDrop, target: i.Target, leaf: name, last: drop.Category})...)
+		}
+	}
+}
+
+// routedClusters yields the clusters the routes of c's virtual host can
+// choose, the names picks label RPCs with: the leaves of an aggregate
+// cluster, which c.Clusters holds too, are not among them unless a route
+// names them.
+func routedClusters(c *xdsconfig.Config) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if c.VirtualHost == nil {
+			return
+		}
+		for _, r := range c.VirtualHost.Routes {
+			switch r.Action.Kind {
+			case xdsresource.ActionCluster:
+				if c.Clusters[r.Action.Cluster] != nil && !yield(r.Action.Cluster) {
+					return
+				}
+			case xdsresource.ActionWeightedClusters:
+				for _, w := range r.Action.WeightedClusters {
+					if c.Clusters[w.Name] != nil && !yield(w.Name) {
+						return
+					}
+				}
+			}
 		}
 	}
 }
