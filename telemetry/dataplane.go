@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient"
@@ -28,8 +30,10 @@ const (
 	MetricDataPlanePicks = "xdslens.data_plane.picks"
 	// MetricDataPlaneCalls is an Int64Counter, unit {call}, labels
 	// grpc.target, grpc.lb.backend_service, xdslens.leaf_cluster (the EDS
-	// or LOGICAL_DNS cluster of the endpoint) and grpc.status (the code
-	// name): RPCs sent to an endpoint, counted when they end.
+	// or LOGICAL_DNS cluster of the endpoint) and grpc.status (the code's
+	// name as gRPC's own metrics give it, gRFC A66: OK, UNAVAILABLE,
+	// DEADLINE_EXCEEDED...): RPCs sent to an endpoint, counted when they
+	// end.
 	MetricDataPlaneCalls = "xdslens.data_plane.calls"
 	// MetricDataPlaneDrops is an Int64Counter, unit {call}, labels
 	// grpc.target, xdslens.leaf_cluster and category: RPCs dropped by a
@@ -246,5 +250,36 @@ func (d *DataPlane) picked(i xdsgrpc.PickInfo) {
 }
 
 func (d *DataPlane) callFinished(i xdsgrpc.CallEndInfo) {
-	d.calls.Add(context.Background(), 1, d.attr(dataPlaneKey{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: status.Code(i.Err).String()})...)
+	d.calls.Add(context.Background(), 1, d.attr(dataPlaneKey{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: statusName(status.Code(i.Err))})...)
+}
+
+// statusNames are the status codes as gRPC's own metrics label them
+// (grpc.status of gRFC A66): the names of the codes in the gRPC spec.
+var statusNames = [...]string{
+	codes.OK:                 "OK",
+	codes.Canceled:           "CANCELLED",
+	codes.Unknown:            "UNKNOWN",
+	codes.InvalidArgument:    "INVALID_ARGUMENT",
+	codes.DeadlineExceeded:   "DEADLINE_EXCEEDED",
+	codes.NotFound:           "NOT_FOUND",
+	codes.AlreadyExists:      "ALREADY_EXISTS",
+	codes.PermissionDenied:   "PERMISSION_DENIED",
+	codes.ResourceExhausted:  "RESOURCE_EXHAUSTED",
+	codes.FailedPrecondition: "FAILED_PRECONDITION",
+	codes.Aborted:            "ABORTED",
+	codes.OutOfRange:         "OUT_OF_RANGE",
+	codes.Unimplemented:      "UNIMPLEMENTED",
+	codes.Internal:           "INTERNAL",
+	codes.Unavailable:        "UNAVAILABLE",
+	codes.DataLoss:           "DATA_LOSS",
+	codes.Unauthenticated:    "UNAUTHENTICATED",
+}
+
+// statusName returns the name of c as grpc.status labels it, or c's
+// number for a code the spec does not have.
+func statusName(c codes.Code) string {
+	if int(c) < len(statusNames) {
+		return statusNames[c]
+	}
+	return strconv.FormatUint(uint64(c), 10)
 }

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -10,9 +11,11 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/backends"
@@ -147,4 +150,19 @@ func TestDataPlaneMetrics(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+
+	// An RPC that ends with an error is counted by the code's name, as
+	// gRPC's own metrics name it.
+	release = back.Hold()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = client.EmptyCall(short, &testpb.Empty{})
+	cancel()
+	release()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("held RPC: %v, want DEADLINE_EXCEEDED", err)
+	}
+	calls := func(code string) string {
+		return lbl(telemetry.KeyTarget, target, telemetry.KeyBackendService, "c", telemetry.KeyLeafCluster, "c", telemetry.KeyStatus, code)
+	}
+	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneCalls, map[string]float64{calls("OK"): 2, calls("DEADLINE_EXCEEDED"): 1})
 }

@@ -130,7 +130,8 @@
 // cluster that a route can choose exist, at zero, from its first config,
 // and so do those of every drop category of a cluster's endpoints: the
 // increase of a first failure or drop shows. calls counts the RPCs sent to
-// an endpoint when they end, by status code. in_flight against
+// an endpoint when they end, by status code, named as gRPC's own metrics
+// name it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED). in_flight against
 // max_requests shows how close a cluster is to circuit breaking; the
 // circuit breakers are shared by the channels of one xDS client, so the
 // grpc.target of these two gauges is the client's target in the pool (the
