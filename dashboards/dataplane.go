@@ -46,7 +46,7 @@ func (g *gen) rpcsByOutcome() cog.Builder[dashboard.Panel] {
 			"channel has no usable listener or route configuration), no_route (orange), unsupported_action (yellow, a "+
 			"route that cannot forward), cluster_error (purple, the cluster's resource failed), no_endpoint (dark red, "+
 			"no endpoint can take the RPC), dropped (blue, drop_overloads), overloaded (dark orange, circuit breaking). "+
-			"Failures with no cluster chosen have an empty cluster.\n\n"+
+			"Failures with no cluster chosen have an empty cluster; an outcome that failed no RPC is not drawn.\n\n"+
 			"**Bad**: anything below the axis: those RPCs never reached a backend, because of the xDS configuration or "+
 			"the state of the endpoints it names.\n\n"+
 			"**Do**: read the failed RPCs' messages (they name the resource, the cause and the node ID), then the "+
@@ -55,7 +55,7 @@ func (g *gen) rpcsByOutcome() cog.Builder[dashboard.Panel] {
 			sumBy(g.picks(`="sent"`), LabelBackendService),
 			legend(LabelBackendService)+" sent")).
 		WithTarget(query("B",
-			sumBy(g.picks(`!="sent"`), LabelBackendService, LabelOutcome),
+			sumBy(g.picks(`!="sent"`), LabelBackendService, LabelOutcome)+" > 0",
 			legend(LabelBackendService, LabelOutcome))).
 		Unit(unitPerSecond("RPCs")).
 		OverrideByQuery("B", []dashboard.DynamicConfigValue{
@@ -76,7 +76,7 @@ func (g *gen) failedPicks() cog.Builder[dashboard.Panel] {
 			"unsupported_action: the route configuration does not match the RPCs' methods and headers; cluster_error: "+
 			"the cluster's cache state; no_endpoint: the endpoints (CSDS, EDS) and the backends' health.").
 		WithTarget(query("A",
-			"60 * "+sumBy(g.picks(`!="sent"`), LabelOutcome),
+			"60 * "+sumBy(g.picks(`!="sent"`), LabelOutcome)+" > 0",
 			legend(LabelOutcome))).
 		Unit("suffix: /min").
 		Min(0).
