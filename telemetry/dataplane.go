@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -250,7 +249,7 @@ func (d *DataPlane) picked(i xdsgrpc.PickInfo) {
 }
 
 func (d *DataPlane) callFinished(i xdsgrpc.CallEndInfo) {
-	d.calls.Add(context.Background(), 1, d.attr(dataPlaneKey{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: statusName(status.Code(i.Err))})...)
+	d.calls.Add(context.Background(), 1, d.attr(dataPlaneKey{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: StatusName(status.Code(i.Err))})...)
 }
 
 // statusNames are the status codes as gRPC's own metrics label them
@@ -275,11 +274,13 @@ var statusNames = [...]string{
 	codes.Unauthenticated:    "UNAUTHENTICATED",
 }
 
-// statusName returns the name of c as grpc.status labels it, or c's
-// number for a code the spec does not have.
-func statusName(c codes.Code) string {
+// StatusName returns the name of c as the grpc.status label of
+// MetricDataPlaneCalls gives it, and gRPC's own metrics (gRFC A66): the
+// code's name in the gRPC spec, such as DEADLINE_EXCEEDED; a code outside
+// gRPC's set as codes.Code prints it ("Code(42)").
+func StatusName(c codes.Code) string {
 	if int(c) < len(statusNames) {
 		return statusNames[c]
 	}
-	return strconv.FormatUint(uint64(c), 10)
+	return c.String()
 }

@@ -164,22 +164,7 @@ func TestMetrics(t *testing.T) {
 // hasSample reports whether the text exposition body has a sample of name
 // whose labels include labels, with value.
 func hasSample(body, name string, labels map[string]string, value float64) bool {
-	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		match := true
-		for k, v := range labels {
-			if !strings.Contains(rest, fmt.Sprintf("%s=%q", k, v)) {
-				match = false
-			}
-		}
-		if match && strings.HasSuffix(line, fmt.Sprintf("} %v", value)) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(sampleValues(body, name, labels), value)
 }
 
 // TestMetricsPrometheus lets a real Prometheus scrape xdswatch every
@@ -408,9 +393,10 @@ func TestMetricsServiceName(t *testing.T) {
 	}
 }
 
-// sampleValue returns the value of the first sample of name in the text
-// exposition body whose labels include labels.
-func sampleValue(body, name string, labels map[string]string) (float64, bool) {
+// sampleValues returns the values of the samples of name in the text
+// exposition body whose labels include labels, in order.
+func sampleValues(body, name string, labels map[string]string) []float64 {
+	var out []float64
 	for _, line := range strings.Split(body, "\n") {
 		rest, ok := strings.CutPrefix(line, name+"{")
 		if !ok {
@@ -423,13 +409,21 @@ func sampleValue(body, name string, labels map[string]string) (float64, bool) {
 			}
 		}
 		i := strings.LastIndex(rest, "} ")
-		if !match || i < 0 {
-			continue
-		}
 		var v float64
-		if _, err := fmt.Sscan(rest[i+2:], &v); err == nil {
-			return v, true
+		if match && i >= 0 {
+			if _, err := fmt.Sscan(rest[i+2:], &v); err == nil {
+				out = append(out, v)
+			}
 		}
+	}
+	return out
+}
+
+// sampleValue returns the value of the first sample of name in body whose
+// labels include labels.
+func sampleValue(body, name string, labels map[string]string) (float64, bool) {
+	if vs := sampleValues(body, name, labels); len(vs) > 0 {
+		return vs[0], true
 	}
 	return 0, false
 }
