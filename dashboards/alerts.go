@@ -58,6 +58,9 @@ type AlertOptions struct {
 	// RunbookURL is the address of RUNBOOK.md; each alert's runbook_url
 	// annotation is RunbookURL#alertname-in-lower-case.
 	RunbookURL string
+	// DataPlane are the thresholds of the alerts on the RPCs of xdslens
+	// channels.
+	DataPlane DataPlaneAlertOptions
 }
 
 // DefaultAlertOptions returns the thresholds of the committed rule file.
@@ -77,6 +80,7 @@ func DefaultAlertOptions() AlertOptions {
 		ScrapeFailedFor:  5 * time.Minute,
 		ScrapeLookback:   time.Hour,
 		RunbookURL:       "https://github.com/xdslens/xdslens/blob/main/dashboards/RUNBOOK.md",
+		DataPlane:        defaultDataPlaneAlertOptions(),
 	}
 }
 
@@ -256,6 +260,7 @@ func AlertRules(o AlertOptions) RuleGroup {
 			RunbookURL: runbook(AlertFetchLatencyHigh),
 		},
 	)
+	rules = append(rules, dataPlaneRules(o, s, runbook)...)
 	return RuleGroup{Name: "xdslens-xds-client-alerts", Rules: rules}
 }
 

@@ -285,9 +285,17 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricLRSStreamsStarted:         {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.MetricLRSStreamsEnded:           {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResponseReceived},
 	dashboards.MetricLRSStreamsStartFailed:     {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricDataPlanePicks:            {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelOutcome},
+	dashboards.MetricDataPlaneCalls:            {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelLeafCluster, dashboards.LabelStatus},
+	dashboards.MetricDataPlaneDrops:            {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelCategory},
+	dashboards.MetricDataPlaneConfigs:          {dashboards.LabelTarget, dashboards.LabelResult},
+	dashboards.MetricDataPlaneInFlight:         {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
+	dashboards.MetricDataPlaneMaxRequests:      {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
 	dashboards.RecordConnected:                 {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.RecordResources:                 {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelCacheState, dashboards.LabelResourceType},
 	dashboards.RecordAuthorityServer:           {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelServer, dashboards.LabelPriority},
+	dashboards.RecordInFlight:                  {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
+	dashboards.RecordMaxRequests:               {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
 	"up":                                       {},
 }
 
@@ -392,6 +400,8 @@ func TestAlertRules(t *testing.T) {
 		dashboards.AlertResourcesNACKed, dashboards.AlertResourcesDoesNotExist,
 		dashboards.AlertResourcesError, dashboards.AlertOnFallback,
 		dashboards.AlertFetchLatencyHigh,
+		dashboards.AlertRPCsFailing, dashboards.AlertRPCsDropped,
+		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
 	}
 	var got []string
 	o := dashboards.DefaultAlertOptions()

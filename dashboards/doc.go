@@ -11,7 +11,11 @@
 //     valid and invalid resource updates, resources by cache state, the
 //     resources that are not ACKed, the server each authority uses
 //     (fallback), control-plane fetch latency and outcomes, watcher
-//     notifications, and load reporting (LRS reports, streams and calls).
+//     notifications, the data plane (the RPCs of the xdslens channels the
+//     clients route, from telemetry.NewDataPlane: RPCs by cluster and
+//     outcome, failed picks, calls by status code, drops, in-flight RPCs
+//     against max_requests, config updates and errors), and load reporting
+//     (LRS reports, streams and calls).
 //   - [DrillDown], "xDS resource drill-down": the cache by authority,
 //     resource type and state over time, one panel per resource type, and
 //     updates, latency and notifications per type.
@@ -26,10 +30,11 @@
 //
 // [RecordingRules] returns the recording rules of the series the
 // dashboards read ([RecordConnected], [RecordResources],
-// [RecordAuthorityServer]); [AlertRules] the alerting rules, with the
-// thresholds and job selector of [AlertOptions]; [RuleFile] renders both
-// as the rule file that Prometheus loads. Each alert has a section in
-// RUNBOOK.md beside this file.
+// [RecordAuthorityServer], [RecordInFlight], [RecordMaxRequests]);
+// [AlertRules] the alerting rules, on the clients and on the data plane,
+// with the thresholds and job selector of [AlertOptions]; [RuleFile]
+// renders both as the rule file that Prometheus loads. Each alert has a
+// section in RUNBOOK.md beside this file.
 //
 // The generated files are committed beside the package and written by
 // [Files], which `go generate ./dashboards/...` runs through ./cmd/gen: the

@@ -226,10 +226,11 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// Every panel query returns series with the fleet variables set to
 	// the xdswatch process, and none of another job (Prometheus scrapes
 	// itself too); legends name the instance of per-process series.
-	// Grafana writes a regular expression into a PromQL string, with its
-	// backslashes escaped.
-	fleet := map[string]string{"job": xdswatchJob, "instance": strings.ReplaceAll(regexp.QuoteMeta(watch.metrics), `\`, `\\`)}
+	fleet := fleetOf(watch)
 	for _, q := range allPanelQueries(t) {
+		if readsDataPlane(q.expr) {
+			continue // TestDataPlaneOnPrometheus
+		}
 		expr := substitute(q.expr, rateWindow, fleet)
 		if strings.HasPrefix(expr, "absent(") {
 			// NO TARGETS: nothing while the job has a target, 1 for a job
@@ -241,26 +242,15 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 				substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"}))
 			continue
 		}
-		r := prom.WaitUntil(t, q.name(), expr, func(r []promtest.Sample) bool { return len(r) > 0 })
-		for _, s := range r {
-			if j, ok := s.Metric["job"]; ok && j != xdswatchJob {
-				t.Errorf("%s: series %v of job %q passes the job filter %q", q.name(), s.Metric, j, xdswatchJob)
-			}
-			if _, ok := s.Metric["instance"]; ok && !strings.Contains(q.legend, "{{instance}}") && q.panelType != "table" {
-				t.Errorf("%s: series %v carry the instance, but the legend %q does not name it", q.name(), s.Metric, q.legend)
-			}
-		}
+		expectPanelData(t, prom, q, expr)
 	}
 	// Every query drops everything but the selected job: with a job that
 	// does not exist, no panel has data.
 	for _, q := range allPanelQueries(t) {
-		if strings.HasPrefix(q.expr, "absent(") {
+		if strings.HasPrefix(q.expr, "absent(") || readsDataPlane(q.expr) {
 			continue
 		}
-		expr := substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"})
-		if r, err := prom.Query(expr); err != nil || len(r) != 0 {
-			t.Errorf("%s: %q gives %v (%v) for a job that does not exist", q.name(), expr, r, err)
-		}
+		expectNoOtherJob(t, prom, q)
 	}
 
 	// Selected panels show what the scenario did.
@@ -299,26 +289,15 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		if r.Alert == dashboards.AlertScrapeFailed {
 			continue // checked once xdswatch is gone
 		}
+		if slices.Contains(dataPlaneAlerts, r.Alert) {
+			continue // TestDataPlaneOnPrometheus
+		}
 		w, ok := want[r.Alert]
 		if !ok {
 			t.Errorf("alert %s: the scenario does not check it", r.Alert)
 			continue
 		}
-		prom.ExpectLabels(t, "alert "+r.Alert, r.Expr, w.label, w.values...)
-		for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
-			prom.ExpectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
-		}
-		res, err := prom.Query(r.Expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range res {
-			for _, l := range []string{dashboards.LabelScopeName, dashboards.LabelScopeVersion} {
-				if _, ok := s.Metric[l]; ok {
-					t.Errorf("alert %s: series %v carries %s", r.Alert, s.Metric, l)
-				}
-			}
-		}
+		expectAlert(t, prom, r, w.label, w.values...)
 	}
 	// Prometheus loaded the rule file and the alerts fire.
 	var alerts []string
@@ -362,16 +341,80 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 // xdswatchJob is the job name of xdswatch in the Prometheus of the test.
 const xdswatchJob = "xdswatch"
 
+// expectPanelData waits until expr, the query q with the fleet variables
+// set to the xdswatch process, returns series, and checks that none is of
+// another job (Prometheus scrapes itself too) and that the legend names
+// the instance of per-process series.
+func expectPanelData(t *testing.T, prom *promtest.Server, q panelQuery, expr string) {
+	t.Helper()
+	r := prom.WaitUntil(t, q.name(), expr, func(r []promtest.Sample) bool { return len(r) > 0 })
+	for _, s := range r {
+		if j, ok := s.Metric["job"]; ok && j != xdswatchJob {
+			t.Errorf("%s: series %v of job %q passes the job filter %q", q.name(), s.Metric, j, xdswatchJob)
+		}
+		if _, ok := s.Metric["instance"]; ok && !strings.Contains(q.legend, "{{instance}}") && q.panelType != "table" {
+			t.Errorf("%s: series %v carry the instance, but the legend %q does not name it", q.name(), s.Metric, q.legend)
+		}
+	}
+}
+
+// expectNoOtherJob checks that q gives nothing for a job that does not
+// exist: it selects by the job variable.
+func expectNoOtherJob(t *testing.T, prom *promtest.Server, q panelQuery) {
+	t.Helper()
+	expr := substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"})
+	if r, err := prom.Query(expr); err != nil || len(r) != 0 {
+		t.Errorf("%s: %q gives %v (%v) for a job that does not exist", q.name(), expr, r, err)
+	}
+}
+
+// fleetOf returns the values of the fleet variables that select the
+// xdswatch process x. Grafana writes a regular expression into a PromQL
+// string, with its backslashes escaped.
+func fleetOf(x *xdswatchProcess) map[string]string {
+	return map[string]string{"job": xdswatchJob, "instance": strings.ReplaceAll(regexp.QuoteMeta(x.metrics), `\`, `\\`)}
+}
+
+// expectAlert checks that the expression of alert r returns series with
+// each of values in label, located by job, instance and grpc_target, and
+// with no OpenTelemetry scope label.
+func expectAlert(t *testing.T, prom *promtest.Server, r dashboards.Rule, label string, values ...string) {
+	t.Helper()
+	prom.ExpectLabels(t, "alert "+r.Alert, r.Expr, label, values...)
+	for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
+		prom.ExpectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
+	}
+	res, err := prom.Query(r.Expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res {
+		for _, l := range []string{dashboards.LabelScopeName, dashboards.LabelScopeVersion} {
+			if _, ok := s.Metric[l]; ok {
+				t.Errorf("alert %s: series %v carries %s", r.Alert, s.Metric, l)
+			}
+		}
+	}
+}
+
 // panelExpr returns the first query of the panel titled title, with the
 // variables substituted (those of set with their values).
 func panelExpr(t *testing.T, title string, set ...map[string]string) string {
 	t.Helper()
+	return panelRefExpr(t, title, "", set...)
+}
+
+// panelRefExpr returns the query refID (the first when "") of the panel
+// titled title, with the variables substituted (those of set with their
+// values).
+func panelRefExpr(t *testing.T, title, refID string, set ...map[string]string) string {
+	t.Helper()
 	for _, q := range allPanelQueries(t) {
-		if q.title == title {
+		if q.title == title && (refID == "" || q.refID == refID) {
 			return substitute(q.expr, rateWindow, set...)
 		}
 	}
-	t.Fatalf("no panel %q", title)
+	t.Fatalf("no panel %q with query %q", title, refID)
 	return ""
 }
 
@@ -383,6 +426,9 @@ func e2eRules() dashboards.RuleGroup {
 	o.ScrapeFailedFor = 0
 	o.FlapWindow, o.FlapFailures = time.Minute, 1
 	o.LatencyWindow, o.LatencySLO = time.Minute, e2eSLO
+	d := &o.DataPlane
+	d.RateWindow = time.Minute
+	d.FailingFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0
 	return dashboards.AlertRules(o)
 }
 

@@ -23,9 +23,9 @@ const (
 
 // Overview returns the "xDS client overview" dashboard: is each process
 // scraped, is each client connected, is the configuration it receives
-// valid, which resources are not ACKed, is it on a fallback server, and
-// how fast the control plane answers. It reads the recorded series of
-// [RecordingRules].
+// valid, which resources are not ACKed, is it on a fallback server, how
+// fast the control plane answers, and what becomes of the RPCs of the
+// channels it routes. It reads the recorded series of [RecordingRules].
 func Overview(opts ...Option) (dashboard.Dashboard, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -61,7 +61,7 @@ func (g *gen) fetchBuckets(answered bool) string {
 
 func (g *gen) overview() (dashboard.Dashboard, error) {
 	b := g.newDashboard("xDS client overview", OverviewUID,
-		"Health of xdslens xDS clients: scrapes, connections to xDS servers, configuration updates, cache states, fallback, control-plane latency and load reporting.")
+		"Health of xdslens xDS clients: scrapes, connections to xDS servers, configuration updates, cache states, fallback, control-plane latency, the RPCs of the channels they route, and load reporting.")
 	return build(g.layout(b,
 		g.connectionRow(),
 		row{"Configuration updates", []panel{
@@ -81,6 +81,7 @@ func (g *gen) overview() (dashboard.Dashboard, error) {
 			{g.fetchQuantiles(), 12, 8, []string{AlertFetchLatencyHigh}},
 			{g.fetchOutcomes(), 24, 8, []string{AlertResourcesDoesNotExist}},
 		}},
+		g.dataPlaneRow(),
 		g.loadReportingRow(),
 	), OverviewUID)
 }

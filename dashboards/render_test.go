@@ -33,6 +33,8 @@ var grafanaColors = map[string]string{
 	"super-light-red":    "#FFA6B0",
 	"super-light-purple": "#DEB6F2",
 	"super-light-orange": "#FFCB7D",
+	"dark-red":           "#C4162A",
+	"dark-orange":        "#FA6400",
 }
 
 // valuesAt returns the values of s by timestamp.

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
@@ -25,12 +29,15 @@ const (
 	MetricDataPlanePicks = "xdslens.data_plane.picks"
 	// MetricDataPlaneCalls is an Int64Counter, unit {call}, labels
 	// grpc.target, grpc.lb.backend_service, xdslens.leaf_cluster (the EDS
-	// or LOGICAL_DNS cluster of the endpoint) and grpc.status (the code
-	// name): RPCs sent to an endpoint, counted when they end.
+	// or LOGICAL_DNS cluster of the endpoint) and grpc.status (the code's
+	// name as gRPC's own metrics give it, gRFC A66: OK, UNAVAILABLE,
+	// DEADLINE_EXCEEDED...): RPCs sent to an endpoint, counted when they
+	// end.
 	MetricDataPlaneCalls = "xdslens.data_plane.calls"
 	// MetricDataPlaneDrops is an Int64Counter, unit {call}, labels
 	// grpc.target, xdslens.leaf_cluster and category: RPCs dropped by a
-	// drop_overloads category of the cluster's endpoints.
+	// drop_overloads category of the cluster's endpoints. Its series exist,
+	// at zero, from the first config that has the category.
 	MetricDataPlaneDrops = "xdslens.data_plane.drops"
 	// MetricDataPlaneConfigs is an Int64Counter, unit {config}, labels
 	// grpc.target and result (config, error): configs the channels of the
@@ -38,7 +45,10 @@ const (
 	MetricDataPlaneConfigs = "xdslens.data_plane.config_updates"
 	// MetricDataPlaneInFlight is an Int64ObservableGauge, unit {call},
 	// labels grpc.target, xdslens.leaf_cluster and xdslens.eds_service: the
-	// RPCs in flight that count against the cluster's max_requests.
+	// RPCs in flight that count against the cluster's max_requests. The
+	// counters are shared by the channels of one xDS client, so grpc.target
+	// is the target of that client in the pool: the channel's own target,
+	// or the one xdsgrpc.WithPoolTarget names.
 	MetricDataPlaneInFlight = "xdslens.data_plane.in_flight"
 	// MetricDataPlaneMaxRequests is an Int64ObservableGauge, unit {call},
 	// with the labels of MetricDataPlaneInFlight: the cluster's
@@ -182,9 +192,44 @@ func (d *DataPlane) configChanged(i xdsgrpc.ConfigInfo) {
 	ctx := context.Background()
 	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "error"})...)
 	d.configs.Add(ctx, 1, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "config"})...)
-	for name := range i.Config.Clusters {
+	c := i.Config
+	for name := range routedClusters(c) {
 		for _, o := range bornOutcomes {
 			d.picks.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindPick, target: i.Target, cluster: name, last: o.String()})...)
+		}
+	}
+	for name, cc := range c.Clusters {
+		if cc.Endpoints == nil {
+			continue
+		}
+		for _, drop := range cc.Endpoints.Drops {
+			d.drops.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindDrop, target: i.Target, leaf: name, last: drop.Category})...)
+		}
+	}
+}
+
+// routedClusters yields the clusters the routes of c's virtual host can
+// choose, the names picks label RPCs with: the leaves of an aggregate
+// cluster, which c.Clusters holds too, are not among them unless a route
+// names them.
+func routedClusters(c *xdsconfig.Config) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if c.VirtualHost == nil {
+			return
+		}
+		for _, r := range c.VirtualHost.Routes {
+			switch r.Action.Kind {
+			case xdsresource.ActionCluster:
+				if c.Clusters[r.Action.Cluster] != nil && !yield(r.Action.Cluster) {
+					return
+				}
+			case xdsresource.ActionWeightedClusters:
+				for _, w := range r.Action.WeightedClusters {
+					if c.Clusters[w.Name] != nil && !yield(w.Name) {
+						return
+					}
+				}
+			}
 		}
 	}
 }
@@ -204,5 +249,38 @@ func (d *DataPlane) picked(i xdsgrpc.PickInfo) {
 }
 
 func (d *DataPlane) callFinished(i xdsgrpc.CallEndInfo) {
-	d.calls.Add(context.Background(), 1, d.attr(dataPlaneKey{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: status.Code(i.Err).String()})...)
+	d.calls.Add(context.Background(), 1, d.attr(dataPlaneKey{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: StatusName(status.Code(i.Err))})...)
+}
+
+// statusNames are the status codes as gRPC's own metrics label them
+// (grpc.status of gRFC A66): the names of the codes in the gRPC spec.
+var statusNames = [...]string{
+	codes.OK:                 "OK",
+	codes.Canceled:           "CANCELLED",
+	codes.Unknown:            "UNKNOWN",
+	codes.InvalidArgument:    "INVALID_ARGUMENT",
+	codes.DeadlineExceeded:   "DEADLINE_EXCEEDED",
+	codes.NotFound:           "NOT_FOUND",
+	codes.AlreadyExists:      "ALREADY_EXISTS",
+	codes.PermissionDenied:   "PERMISSION_DENIED",
+	codes.ResourceExhausted:  "RESOURCE_EXHAUSTED",
+	codes.FailedPrecondition: "FAILED_PRECONDITION",
+	codes.Aborted:            "ABORTED",
+	codes.OutOfRange:         "OUT_OF_RANGE",
+	codes.Unimplemented:      "UNIMPLEMENTED",
+	codes.Internal:           "INTERNAL",
+	codes.Unavailable:        "UNAVAILABLE",
+	codes.DataLoss:           "DATA_LOSS",
+	codes.Unauthenticated:    "UNAUTHENTICATED",
+}
+
+// StatusName returns the name of c as the grpc.status label of
+// MetricDataPlaneCalls gives it, and gRPC's own metrics (gRFC A66): the
+// code's name in the gRPC spec, such as DEADLINE_EXCEEDED; a code outside
+// gRPC's set as codes.Code prints it ("Code(42)").
+func StatusName(c codes.Code) string {
+	if int(c) < len(statusNames) {
+		return statusNames[c]
+	}
+	return c.String()
 }

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -10,9 +11,11 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/backends"
@@ -25,8 +28,9 @@ import (
 
 // TestDataPlaneMetrics sends RPCs through an xdslens channel and reads the
 // data-plane instruments: picks by cluster and outcome (born at zero with
-// the config), calls by status, drops by category, config updates, and
-// in-flight RPCs against max_requests.
+// the config for the clusters routes choose, not for the leaves of an
+// aggregate cluster), calls by status, drops by category (born at zero with
+// the config), config updates, and in-flight RPCs against max_requests.
 func TestDataPlaneMetrics(t *testing.T) {
 	ctx := xdstest.Context(t)
 	back, err := backends.Start()
@@ -55,10 +59,12 @@ func TestDataPlaneMetrics(t *testing.T) {
 	rc.VirtualHosts[0].Routes = []*routev3.Route{
 		toCluster("/grpc.testing.TestService/UnaryCall", "dropping"),
 		toCluster("/grpc.testing.TestService/EmptyCall", "c"),
+		toCluster("/grpc.testing.TestService/StreamingCall", "agg"),
 	}
 	if err := cp.SetResources(ctx, testNodeID, "1", controlplane.Listener("svc", "svc-route"), rc,
 		limited, controlplane.Endpoints("c", back.Addr()),
-		controlplane.Cluster("dropping", ""), dropping); err != nil {
+		controlplane.Cluster("dropping", ""), dropping,
+		controlplane.AggregateCluster("agg", "leaf"), controlplane.Cluster("leaf", ""), controlplane.Endpoints("leaf", back.Addr())); err != nil {
 		t.Fatal(err)
 	}
 
@@ -95,12 +101,14 @@ func TestDataPlaneMetrics(t *testing.T) {
 		lbl(telemetry.KeyTarget, target, telemetry.KeyResult, "error"):  0,
 	})
 	zero := map[string]float64{}
-	for _, c := range []string{"c", "dropping"} {
+	for _, c := range []string{"c", "dropping", "agg"} {
 		for _, o := range []string{"sent", "dropped", "overloaded", "no_endpoint", "cluster_error"} {
 			zero[picks(c, o)] = 0
 		}
 	}
 	waitSeries(t, ctx, reader, telemetry.MetricDataPlanePicks, zero)
+	drops := lbl(telemetry.KeyTarget, target, telemetry.KeyLeafCluster, "dropping", telemetry.KeyCategory, "lb")
+	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneDrops, map[string]float64{drops: 0})
 
 	if _, err := client.EmptyCall(ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
@@ -119,9 +127,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneCalls, map[string]float64{
 		lbl(telemetry.KeyTarget, target, telemetry.KeyBackendService, "c", telemetry.KeyLeafCluster, "c", telemetry.KeyStatus, "OK"): 1,
 	})
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneDrops, map[string]float64{
-		lbl(telemetry.KeyTarget, target, telemetry.KeyLeafCluster, "dropping", telemetry.KeyCategory, "lb"): 1,
-	})
+	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneDrops, map[string]float64{drops: 1})
 
 	// One RPC held in flight in cluster c, whose max_requests is 5.
 	release := back.Hold()
@@ -144,4 +150,19 @@ func TestDataPlaneMetrics(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+
+	// An RPC that ends with an error is counted by the code's name, as
+	// gRPC's own metrics name it.
+	release = back.Hold()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = client.EmptyCall(short, &testpb.Empty{})
+	cancel()
+	release()
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("held RPC: %v, want DEADLINE_EXCEEDED", err)
+	}
+	calls := func(code string) string {
+		return lbl(telemetry.KeyTarget, target, telemetry.KeyBackendService, "c", telemetry.KeyLeafCluster, "c", telemetry.KeyStatus, code)
+	}
+	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneCalls, map[string]float64{calls("OK"): 2, calls("DEADLINE_EXCEEDED"): 1})
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc"
@@ -52,6 +53,8 @@ type channelSet struct {
 	client *xdsclient.Client
 	out    *output
 	rpc    rpcConfig
+	// meters receive the data-plane metrics of every channel.
+	meters meters
 	byKey  map[string][]*channel
 	order  []string
 
@@ -60,9 +63,11 @@ type channelSet struct {
 }
 
 // newChannelSet returns an empty set of channels through the pool's client
-// of client.Target(), printing to out and making RPCs as rpc says.
-func newChannelSet(pool *xdsclient.Pool, client *xdsclient.Client, out *output, rpc rpcConfig) *channelSet {
-	return &channelSet{pool: pool, client: client, out: out, rpc: rpc, byKey: map[string][]*channel{}, observers: map[*func(rpcResult)]bool{}}
+// of client.Target(), printing to out, making RPCs as rpc says and
+// reporting each channel's data plane (package telemetry) to every one of
+// meters.
+func newChannelSet(pool *xdsclient.Pool, client *xdsclient.Client, out *output, rpc rpcConfig, meters meters) *channelSet {
+	return &channelSet{pool: pool, client: client, out: out, rpc: rpc, meters: meters, byKey: map[string][]*channel{}, observers: map[*func(rpcResult)]bool{}}
 }
 
 // observeRPCs has f called with the outcome of every RPC from now on,
@@ -87,6 +92,9 @@ type channel struct {
 	conn     *grpc.ClientConn
 	stopRPCs context.CancelFunc
 	rpcsDone chan struct{}
+	// dataPlanes report the channel's picks, calls, drops, configs and
+	// circuit breakers, one per provider of channelSet.meters.
+	dataPlanes []*telemetry.DataPlane
 
 	mu sync.Mutex // guards last
 	// last is what the last text line of the channel's configs said,
@@ -105,6 +113,14 @@ func (cs *channelSet) add(t target) error {
 		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
 	}))
+	for _, mp := range cs.meters {
+		dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
+		if err != nil {
+			ch.closeDataPlanes()
+			return fmt.Errorf("%q: data-plane metrics: %w", t.arg, err)
+		}
+		ch.dataPlanes = append(ch.dataPlanes, dp)
+	}
 	ch.conn, err = grpc.NewClient(t.key(),
 		grpc.WithResolvers(xdsScheme{b}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -112,6 +128,7 @@ func (cs *channelSet) add(t target) error {
 		// channel shuts down.
 		grpc.WithIdleTimeout(0))
 	if err != nil {
+		ch.closeDataPlanes()
 		return fmt.Errorf("%q: %w", t.arg, err)
 	}
 	ch.conn.Connect()
@@ -130,12 +147,21 @@ func (cs *channelSet) add(t target) error {
 	return nil
 }
 
-// close ends the channel's RPCs, then the channel: once it returns, the
-// channel prints nothing more.
+// close ends the channel's RPCs, then the channel, then its data-plane
+// metrics: once it returns, the channel prints and reports nothing more.
 func (ch *channel) close() {
 	ch.stopRPCs()
 	<-ch.rpcsDone
 	ch.conn.Close()
+	ch.closeDataPlanes()
+}
+
+// closeDataPlanes detaches the channel's data-plane metrics.
+func (ch *channel) closeDataPlanes() {
+	for _, dp := range ch.dataPlanes {
+		dp.Close()
+	}
+	ch.dataPlanes = nil
 }
 
 // cancelOldest closes the oldest channel of t, reporting false when t has

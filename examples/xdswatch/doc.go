@@ -240,8 +240,14 @@
 // # Metrics
 //
 // --metrics-addr serves the metrics of package telemetry in the Prometheus
-// text format; --otlp-endpoint pushes the same ones to an OpenTelemetry
-// Collector or any OTLP receiver, and otel-collector.yaml beside this file
+// text format: those of the pool's clients (telemetry.New) and those of
+// every xds:/// channel's data plane (telemetry.NewDataPlane on the
+// channel's xdsgrpc Builder: picks by cluster and outcome, calls by status,
+// drops, configs, in-flight RPCs against max_requests), whose grpc.target
+// is the channel's argument (xds:///demo), except for the in-flight and
+// max_requests gauges, which count per xDS client, --target; a channel's
+// series stop when it is closed. --otlp-endpoint pushes the same ones to
+// an OpenTelemetry Collector or any OTLP receiver, and otel-collector.yaml beside this file
 // is a Collector configuration that receives them and serves them to
 // Prometheus. Both describe the process with the OpenTelemetry resource,
 // service.name set by --service-name.

@@ -271,7 +271,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		servers.printTry(errw)
 	}
 
-	channels := newChannelSet(pool, client, out, cfg.rpc)
+	channels := newChannelSet(pool, client, out, cfg.rpc, servers.meters)
 	watches := newWatchSet(client, out, channels)
 	// Deferred calls run last in, first out: channels close and watches
 	// are cancelled, then the sidecars stop, then the pool closes the
