@@ -15,7 +15,7 @@ import (
 // BenchmarkRPC makes unary RPCs over loopback to two backends of one
 // cluster, through an xdslens channel and through grpc-go's own xDS
 // channel, in the same run, serially and from parallel goroutines.
-// Compare the two with benchstat (-count 6 or more).
+// Compare the two with benchstat -col /channel (-count 6 or more).
 func BenchmarkRPC(b *testing.B) {
 	e := newEnv(b, 2)
 	e.set(controlplane.Listener("svc", "svc-route"),
@@ -33,7 +33,7 @@ func BenchmarkRPC(b *testing.B) {
 		if _, err := client.EmptyCall(ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
 			b.Fatal(err)
 		}
-		b.Run("serial/"+ch.name, func(b *testing.B) {
+		b.Run("mode=serial/channel="+ch.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := client.EmptyCall(ctx, &testpb.Empty{}); err != nil {
@@ -41,7 +41,7 @@ func BenchmarkRPC(b *testing.B) {
 				}
 			}
 		})
-		b.Run("parallel/"+ch.name, func(b *testing.B) {
+		b.Run("mode=parallel/channel="+ch.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
