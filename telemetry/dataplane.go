@@ -142,10 +142,11 @@ func NewDataPlane(b *xdsgrpc.Builder, opts ...Option) (*DataPlane, error) {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	d.remove = b.AddHooks(&xdsgrpc.Hooks{
-		ConfigChanged: d.configChanged,
-		ConfigFailed:  d.configFailed,
-		Picked:        d.picked,
-		CallFinished:  d.callFinished,
+		ChannelStarted: d.channelStarted,
+		ConfigChanged:  d.configChanged,
+		ConfigFailed:   d.configFailed,
+		Picked:         d.picked,
+		CallFinished:   d.callFinished,
 	})
 	return d, nil
 }
@@ -187,6 +188,15 @@ func (d *DataPlane) attr(k dataPlaneKey) []metric.AddOption {
 // bornOutcomes are the pick outcomes whose series exist, at zero, from a
 // cluster's first config, so that the increase of a first one shows.
 var bornOutcomes = []xdsgrpc.PickOutcome{xdsgrpc.PickSent, xdsgrpc.PickDropped, xdsgrpc.PickOverloaded, xdsgrpc.PickNoEndpoint, xdsgrpc.PickClusterError}
+
+// channelStarted creates the config series of the channel's target at 0,
+// so that the increase of its first config, or of its first failure,
+// shows.
+func (d *DataPlane) channelStarted(i xdsgrpc.ChannelInfo) {
+	ctx := context.Background()
+	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "config"})...)
+	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "error"})...)
+}
 
 func (d *DataPlane) configChanged(i xdsgrpc.ConfigInfo) {
 	ctx := context.Background()

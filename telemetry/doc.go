@@ -129,14 +129,16 @@
 // gRPC's per-call metrics name it. The series of the main outcomes of a
 // cluster that a route can choose exist, at zero, from its first config,
 // and so do those of every drop category of a cluster's endpoints: the
-// increase of a first failure or drop shows. calls counts the RPCs sent to
+// increase of a first failure or drop shows; config_updates' two series
+// exist from the channel's start. calls counts the RPCs sent to
 // an endpoint when they end, by status code, named as gRPC's own metrics
 // name it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED). in_flight against
 // max_requests shows how close a cluster is to circuit breaking; the
 // circuit breakers are shared by the channels of one xDS client, so the
 // grpc.target of these two gauges is the client's target in the pool (the
-// channel's own, unless xdsgrpc.WithPoolTarget names another). An RPC costs two counter
-// additions and no allocation once its label sets have been seen.
+// channel's own, unless xdsgrpc.WithPoolTarget names another), whichever
+// Builder the channels came from. An RPC costs two counter additions and no
+// allocation once its label sets have been seen.
 //
 // The names are exported as constants (MetricResources, KeyCacheState, ...)
 // for use in queries. Package exporters makes MeterProviders for

@@ -27,15 +27,6 @@ func clusterConfig(name string, leaves []*xdsconfig.ClusterConfig, cs *channelSt
 	}
 }
 
-// sharedCounters are the circuit-breaking counters of the channels of one
-// target, which share the pool's client of that target.
-type sharedCounters struct {
-	refs int // guarded by Builder.mu
-	c    *clusterlb.Counters
-}
-
-func newSharedCounters() *sharedCounters { return &sharedCounters{c: clusterlb.NewCounters()} }
-
 // clusterHooks returns the hooks the cluster policies of the channels of
 // target call: each passes its event to the Builder's hooks as they are at
 // that moment.
@@ -65,31 +56,4 @@ func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
 			}
 		},
 	}
-}
-
-// InFlightInfo is one circuit-breaking counter: the RPCs in flight to a
-// cluster (and EDS service name) from the channels of one target, and the
-// cluster's max_requests.
-type InFlightInfo struct {
-	Target, Cluster, EDSService string
-	InFlight                    int64
-	MaxRequests                 uint32
-}
-
-// InFlight returns every circuit-breaking counter in use, for a gauge of
-// in-flight RPCs against max_requests.
-func (b *Builder) InFlight() []InFlightInfo {
-	b.mu.Lock()
-	targets := make(map[string]*clusterlb.Counters, len(b.counters))
-	for t, c := range b.counters {
-		targets[t] = c.c
-	}
-	b.mu.Unlock()
-	var out []InFlightInfo
-	for t, c := range targets {
-		for ci := range c.All() {
-			out = append(out, InFlightInfo{Target: t, Cluster: ci.Cluster, EDSService: ci.EDSService, InFlight: ci.InFlight, MaxRequests: ci.MaxRequests})
-		}
-	}
-	return out
 }

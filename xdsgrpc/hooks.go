@@ -8,13 +8,18 @@ import (
 // xdsclient.Hooks: each field is an optional func called when its event
 // happens, and a nil field costs nothing.
 //
-// ConfigChanged and ConfigFailed run on the goroutine that delivers the
-// channel's configs, one at a time, after the channel has the new config.
+// ChannelStarted and ChannelClosed run on the goroutine that builds or
+// closes the channel's resolver. ConfigChanged and ConfigFailed run on the
+// goroutine that delivers the channel's configs, one at a time, after the
+// channel has the new config.
 // Picked and CallFinished run on the goroutine of the RPC, inside gRPC's
 // pick: they must be cheap and must not block, and they are called for
 // every RPC (Picked possibly more than once for one RPC: a pick that waits
 // for a connection is retried).
 type Hooks struct {
+	// ChannelStarted is called when a channel's resolver starts, before
+	// any of its configs; ChannelClosed when it closes, after them.
+	ChannelStarted, ChannelClosed func(ChannelInfo)
 	// ConfigChanged is called when a channel starts using a new config.
 	ConfigChanged func(ConfigInfo)
 	// ConfigFailed is called when the whole config of a channel failed:
@@ -25,6 +30,13 @@ type Hooks struct {
 	Picked func(PickInfo)
 	// CallFinished is called when an RPC sent to an endpoint ends.
 	CallFinished func(CallEndInfo)
+}
+
+// ChannelInfo names a channel: its target, and the Listener resource it
+// watches.
+type ChannelInfo struct {
+	Target   string
+	Listener string
 }
 
 // ConfigInfo describes a new config of a channel.
@@ -141,6 +153,8 @@ func compose(hs []*Hooks) *Hooks {
 	}
 	out := &Hooks{}
 	for _, h := range live {
+		out.ChannelStarted = chain(out.ChannelStarted, h.ChannelStarted)
+		out.ChannelClosed = chain(out.ChannelClosed, h.ChannelClosed)
 		out.ConfigChanged = chain(out.ConfigChanged, h.ConfigChanged)
 		out.ConfigFailed = chain(out.ConfigFailed, h.ConfigFailed)
 		out.Picked = chain(out.Picked, h.Picked)

@@ -146,3 +146,33 @@ func TestHooksAndCallInfo(t *testing.T) {
 		t.Errorf("first ConfigChanged: %+v, want it to add cluster c", log.configs)
 	}
 }
+
+// TestChannelHooks checks that a channel's start comes before its first
+// config and its close after its last.
+func TestChannelHooks(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	add := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock(); xdstest.Notify() }
+	e := newEnv(t, 1, xdsgrpc.WithHooks(&xdsgrpc.Hooks{
+		ChannelStarted: func(i xdsgrpc.ChannelInfo) { add("started " + i.Target + " " + i.Listener) },
+		ConfigChanged:  func(i xdsgrpc.ConfigInfo) { add("config") },
+		ChannelClosed:  func(i xdsgrpc.ChannelInfo) { add("closed " + i.Target) },
+	}))
+	e.set(controlplane.Listener("svc", "svc-route"), routeConfig("svc-route", route(prefixMatch("/"), toCluster("c"))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.addr(0)))
+	conn := e.dial("xdslens:///svc")
+	if o := call(xdstest.Context(t), conn, "/pkg.Svc/M"); o.err != nil {
+		t.Fatal(o.err)
+	}
+	conn.Close()
+	xdstest.WaitFor(t, xdstest.Context(t), "the channel's close", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) > 0 && strings.HasPrefix(events[len(events)-1], "closed")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"started xdslens:///svc svc", "config", "closed xdslens:///svc"}; !slices.Equal(events, want) {
+		t.Errorf("events %q, want %q", events, want)
+	}
+}

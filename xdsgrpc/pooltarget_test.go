@@ -1,10 +1,15 @@
 package xdsgrpc_test
 
 import (
+	"strings"
 	"testing"
 
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -49,5 +54,54 @@ func TestWithPoolTarget(t *testing.T) {
 	}
 	if !found {
 		t.Error("the shared client's cache has no lds svc")
+	}
+}
+
+// TestCircuitBreakingAcrossBuilders has two Builders give their channels
+// the same xDS client: an RPC held on one channel counts against the
+// cluster's max_requests of 1 for the other, as gRPC counts a cluster's
+// RPCs across the channels of one xDS client, and both Builders report the
+// counter.
+func TestCircuitBreakingAcrossBuilders(t *testing.T) {
+	e := newEnv(t, 1)
+	limited := controlplane.Cluster("c", "")
+	limited.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(1)}}}
+	e.set(controlplane.Listener("svc", "svc-route"),
+		routeConfig("svc-route", route(prefixMatch(""), toCluster("c"))),
+		limited, controlplane.Endpoints("c", e.addr(0)))
+	var builders []*xdsgrpc.Builder
+	var conns []*grpc.ClientConn
+	for range 2 {
+		b := xdsgrpc.NewBuilder(e.pool, xdsgrpc.WithPoolTarget("shared"))
+		conn, err := grpc.NewClient("xdslens:///svc", grpc.WithResolvers(b), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		builders, conns = append(builders, b), append(conns, conn)
+	}
+	ctx := xdstest.Context(t)
+	for _, conn := range conns {
+		if o := call(ctx, conn, emptyCall); o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+	release := e.backends[0].Hold()
+	held := make(chan outcome, 1)
+	go func() { held <- call(ctx, conns[0], emptyCall) }()
+	if err := e.backends[0].WaitCalls(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if o := call(ctx, conns[1], emptyCall); status.Code(o.err) != codes.Unavailable || !strings.Contains(o.err.Error(), "max_requests 1") {
+		t.Errorf("RPC on the second channel: %v, want UNAVAILABLE naming max_requests 1", o.err)
+	}
+	for i, b := range builders {
+		if got := b.InFlight(); len(got) != 1 || got[0].InFlight != 1 || got[0].Target != "shared" {
+			t.Errorf("builder %d: InFlight() = %+v, want cluster c at 1 for target shared", i, got)
+		}
+	}
+	release()
+	if o := <-held; o.err != nil {
+		t.Error(o.err)
 	}
 }

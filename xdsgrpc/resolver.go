@@ -35,14 +35,14 @@ type Builder struct {
 	hooks atomic.Pointer[Hooks]
 
 	mu       sync.Mutex
-	hookList []*Hooks                   // guarded by mu
-	counters map[string]*sharedCounters // by target; guarded by mu
+	hookList []*Hooks                  // guarded by mu
+	clients  map[*xdsclient.Client]int // the clients of live channels, with their counts; guarded by mu
 }
 
 // NewBuilder returns a Builder that gets its xDS clients from pool. Give it
 // to a channel with grpc.WithResolvers, or use DialOption.
 func NewBuilder(pool *xdsclient.Pool, opts ...Option) *Builder {
-	b := &Builder{pool: pool, counters: map[string]*sharedCounters{}}
+	b := &Builder{pool: pool, clients: map[*xdsclient.Client]int{}}
 	b.opts = defaultOptions()
 	for _, o := range opts {
 		o.apply(&b.opts)
@@ -128,12 +128,14 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		client:   client,
 		release:  release,
 		target:   key,
-		poolKey:  poolKey,
 		listener: listener,
-		counters: b.acquireCounters(poolKey),
+		counters: b.acquireCounters(client),
 		builder:  b,
 		hooks:    b.clusterHooks(key),
 		sc:       cc.ParseServiceConfig(routerServiceConfig),
+	}
+	if h := b.hooks.Load(); h != nil && h.ChannelStarted != nil {
+		h.ChannelStarted(ChannelInfo{Target: key, Listener: listener})
 	}
 	r.mgr = xdsconfig.Watch(client, listener, authority, r, b.opts.configOptions...)
 	return r, nil
@@ -143,28 +145,22 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 // travels in the resolver state's attributes.
 var routerServiceConfig = `{"loadBalancingConfig":[{"` + routerName + `":{}}]}`
 
-// acquireCounters returns the circuit-breaker counters of the channels
-// whose xDS client is the pool's client for target, shared by all of them,
-// as gRPC shares them among the channels of one xDS client.
-func (b *Builder) acquireCounters(target string) *sharedCounters {
+// acquireCounters returns the circuit-breaking counters of client's
+// channels, and counts one more channel of the Builder on client.
+func (b *Builder) acquireCounters(client *xdsclient.Client) *sharedCounters {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.counters[target]
-	if c == nil {
-		c = newSharedCounters()
-		b.counters[target] = c
-	}
-	c.refs++
-	return c
+	b.clients[client]++
+	b.mu.Unlock()
+	return acquireCounters(client)
 }
 
-func (b *Builder) releaseCounters(target string) {
+func (b *Builder) releaseCounters(client *xdsclient.Client) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.counters[target]
-	if c.refs--; c.refs == 0 {
-		delete(b.counters, target)
+	if b.clients[client]--; b.clients[client] == 0 {
+		delete(b.clients, client)
 	}
+	b.mu.Unlock()
+	releaseCounters(client)
 }
 
 // xdsResolver is the resolver of one channel.
@@ -173,7 +169,6 @@ type xdsResolver struct {
 	client   *xdsclient.Client
 	release  func()
 	target   string
-	poolKey  string // the pool's key of client
 	listener string
 	counters *sharedCounters
 	builder  *Builder
@@ -227,7 +222,10 @@ func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) { r.mgr.ResolveNow(
 // Close stops the dependency manager and releases the client.
 func (r *xdsResolver) Close() {
 	r.mgr.Stop()
-	r.builder.releaseCounters(r.poolKey)
+	if h := r.builder.hooks.Load(); h != nil && h.ChannelClosed != nil {
+		h.ChannelClosed(ChannelInfo{Target: r.target, Listener: r.listener})
+	}
+	r.builder.releaseCounters(r.client)
 	r.release()
 }
 
