@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,11 @@ func TestDemoPrometheusScript(t *testing.T) {
 	}
 	cmd := exec.Command("bash", script)
 	cmd.Env = append(os.Environ(), "PROM_ADDR="+promtest.FreeAddr(t))
+	if len(raceFlags) > 0 {
+		// The script builds xdswatch as the tests were built, so that the
+		// build reuses their packages.
+		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+strings.Join(raceFlags, " ")))
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -488,7 +488,8 @@ func recvNaming(ctx context.Context, st *xdstest.Stream, name string) (*discover
 func buildXdswatch(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "xdswatch")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
+	args := append(append([]string{"build"}, raceFlags...), "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
+	cmd := exec.Command("go", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build xdswatch: %v\n%s", err, out)
 	}
