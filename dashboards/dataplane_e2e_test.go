@@ -89,6 +89,7 @@ func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
 }
 
 func TestDataPlaneOnPrometheus(t *testing.T) {
+	t.Parallel() // waits on Prometheus's scrapes and rule evaluations
 	if testing.Short() {
 		t.Skip("end-to-end test: builds xdswatch and runs Prometheus")
 	}

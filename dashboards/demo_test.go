@@ -29,6 +29,7 @@ import (
 var demoLine = regexp.MustCompile(`^(xdswatch|prometheus) \(pid (\d+)\):\s+(?:metrics at )?http://([^/ ]+)`)
 
 func TestDemoPrometheusScript(t *testing.T) {
+	t.Parallel() // waits on Prometheus's scrapes and rule evaluations
 	if testing.Short() {
 		t.Skip("runs xdswatch and Prometheus")
 	}

@@ -122,6 +122,7 @@ func secondResponse(extra ...proto.Message) *discoveryv3.DiscoveryResponse {
 }
 
 func TestEndToEndOnPrometheus(t *testing.T) {
+	t.Parallel() // waits on Prometheus's scrapes and rule evaluations
 	if testing.Short() {
 		t.Skip("end-to-end test: builds xdswatch and runs Prometheus")
 	}

@@ -18,21 +18,29 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 
 // testTimeout bounds every wait for output or exit.
 const testTimeout = 30 * time.Second
 
-// binary is the xdswatch binary that TestMain builds.
-var binary string
+// binary is the xdswatch binary that TestMain builds; built is closed
+// when the build has ended, with buildErr set if it failed.
+var (
+	binary   string
+	built    = make(chan struct{})
+	buildErr error
+)
 
 // TestMain builds the binary once for every test that runs it.
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }
 
-// testMain builds the binary into a temporary directory, runs the tests
-// and removes the directory.
+// testMain builds the binary into a temporary directory while the tests
+// run (the tests that run xdswatch in this process need no binary, and
+// linking one with the race detector takes a while), and removes the
+// directory when the tests and the build have ended.
 func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "xdswatch-test-")
 	if err != nil {
@@ -40,22 +48,35 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "xdswatch")
+	go func() {
+		defer close(built)
+		buildErr = buildBinary(binary)
+	}()
+	defer func() { <-built }()
+	// The tests that run xdswatch in this process see no bootstrap from
+	// the environment, so that the demo starts; cleared once here, as a
+	// parallel test cannot use t.Setenv.
+	os.Unsetenv(bootstrap.EnvBootstrapFile)
+	os.Unsetenv(bootstrap.EnvBootstrapConfig)
+	return m.Run()
+}
+
+// buildBinary builds xdswatch into path, with the race detector if the
+// tests have it.
+func buildBinary(path string) error {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot build xdswatch:", err)
-		return 1
+		return fmt.Errorf("cannot build xdswatch: %w", err)
 	}
-	binary = filepath.Join(dir, "xdswatch")
-	args := []string{"build", "-o", binary}
+	args := []string{"build", "-o", path}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command(goTool, append(args, ".")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		return 1
+	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	return m.Run()
+	return nil
 }
 
 // cleanEnv is the environment without the variables that choose a
@@ -119,6 +140,10 @@ type proc struct {
 // end of the test if it is still running.
 func startProc(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	<-built
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
 	p := &proc{stdout: newLineWriter(), stderr: newLineWriter(), done: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = env

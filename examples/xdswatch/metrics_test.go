@@ -171,6 +171,7 @@ func hasSample(body, name string, labels map[string]string, value float64) bool 
 // second and checks, through Prometheus's HTTP API, that each of the five
 // gRFC A78 series exists with the expected labels and value.
 func TestMetricsPrometheus(t *testing.T) {
+	t.Parallel() // waits on Prometheus's scrapes
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Skip("prometheus is not installed (Debian package prometheus; .ci/run installs it)")

@@ -46,6 +46,7 @@ func refusingServer(t *testing.T) (addr string, accepted <-chan struct{}) {
 // the resources wait for it, prints one UNAVAILABLE line per watch (not
 // one per attempt) and one warning, and no resource times out.
 func TestServerNeverReached(t *testing.T) {
+	t.Parallel() // waits for a resource timer that never starts
 	addr, accepted := refusingServer(t)
 	bootstrapFile := filepath.Join(t.TempDir(), "bootstrap.json")
 	bs := fmt.Sprintf(`{"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}], "node": {"id": %q}}`, addr, testNodeID)
