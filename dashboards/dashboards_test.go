@@ -2,6 +2,7 @@ package dashboards_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,9 +14,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
-	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/xdslens/xdslens/dashboards"
@@ -77,15 +85,48 @@ func sdkError(err error) error {
 	return err
 }
 
+// registerPlugins registers the SDK's decoders for the panel and query
+// kinds the dashboards use, so that the strict decoder checks their options
+// too. (The SDK's plugins.RegisterDefaultPlugins registers every kind it
+// knows and compiles some forty packages more into the tests.)
+func registerPlugins() {
+	rt := cog.NewRuntime()
+	for _, v := range []variants.PanelcfgConfig{
+		bargauge.VariantConfig(), heatmap.VariantConfig(), stat.VariantConfig(),
+		statetimeline.VariantConfig(), table.VariantConfig(), timeseries.VariantConfig(),
+	} {
+		rt.RegisterPanelcfgVariant(v)
+	}
+	rt.RegisterDataqueryVariant(prometheus.VariantConfig())
+}
+
 // TestDashboardsUnmarshalStrict reads the committed JSON back with the
 // SDK's strict decoder, which rejects unknown fields, and validates it.
 func TestDashboardsUnmarshalStrict(t *testing.T) {
-	plugins.RegisterDefaultPlugins()
+	registerPlugins()
 	for _, f := range dashboardFiles {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			var d dashboard.Dashboard
 			if err := sdkError(d.UnmarshalJSONStrict(readFile(t, f))); err != nil {
 				t.Fatalf("strict unmarshal: %v", err)
+			}
+			// A panel of a kind with no decoder registered would have had
+			// its options read without the strict check.
+			var kinds struct {
+				Panels []struct {
+					Title, Type string
+					Panels      []struct{ Title, Type string }
+				}
+			}
+			if err := json.Unmarshal(readFile(t, f), &kinds); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range kinds.Panels {
+				for _, panel := range append([]struct{ Title, Type string }{{p.Title, p.Type}}, p.Panels...) {
+					if _, ok := cog.NewRuntime().ConfigForPanelcfgVariant(panel.Type); !ok && panel.Type != "row" {
+						t.Errorf("panel %q is of kind %q, which registerPlugins does not register", panel.Title, panel.Type)
+					}
+				}
 			}
 			if err := sdkError(d.Validate()); err != nil {
 				t.Fatalf("validate: %v", err)
@@ -100,7 +141,7 @@ func TestDashboardsUnmarshalStrict(t *testing.T) {
 // TestStrictDecoderRejectsUnknownFields checks that the strict check can
 // fail once sdkError has dropped the SDK's empty error lists.
 func TestStrictDecoderRejectsUnknownFields(t *testing.T) {
-	plugins.RegisterDefaultPlugins()
+	registerPlugins()
 	var d dashboard.Dashboard
 	if sdkError(d.UnmarshalJSONStrict([]byte(`{"title": "x", "panelz": []}`))) == nil {
 		t.Fatal("the strict decoder accepted an unknown field")
