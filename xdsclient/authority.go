@@ -6,6 +6,7 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -89,11 +90,9 @@ func (tx *txn) authority(name string) (*authority, error) {
 
 func (tx *txn) authorityServerChanged(a *authority, prev, reason string) {
 	c := tx.c
-	for _, h := range c.hookList() {
-		if f := h.AuthorityServerChanged; f != nil {
-			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Server: a.activeChan().uri, Previous: prev, Priority: a.active, Reason: reason}
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().AuthorityServerChanged; f != nil {
+		info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Server: a.activeChan().uri, Previous: prev, Priority: a.active, Reason: reason}
+		tx.hook(func() { f(info) })
 	}
 }
 
@@ -123,11 +122,9 @@ func (a *authority) removeEntry(tx *txn, e *entry) {
 	}
 	c := a.c
 	prev := a.activeChan().uri
-	for _, h := range c.hookList() {
-		if f := h.AuthorityServerChanged; f != nil {
-			info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Previous: prev, Priority: -1, Reason: "released: no resource of the authority is watched"}
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().AuthorityServerChanged; f != nil {
+		info := AuthorityServerInfo{Target: c.o.target, Authority: a.name, Previous: prev, Priority: -1, Reason: "released: no resource of the authority is watched"}
+		tx.hook(func() { f(info) })
 	}
 	for i, ch := range a.chans {
 		if ch == nil {
@@ -159,7 +156,7 @@ func (tx *txn) maybeFallback(a *authority, reason error) bool {
 	for i := a.active + 1; i < len(a.servers); i++ {
 		next, err := tx.channel(a.servers[i])
 		if err != nil {
-			c.logger.Warn("xDS fallback server unusable; trying the next one", "authority", a.name, "server", a.servers[i].URI, "priority", i, "err", shownErr(err))
+			c.logger.Warn("xDS fallback server unusable; trying the next one", "authority", a.name, "server", a.servers[i].URI, "priority", i, "err", xerr.ShownErr(err))
 			continue
 		}
 		a.chans[i] = next
@@ -169,14 +166,14 @@ func (tx *txn) maybeFallback(a *authority, reason error) bool {
 			next.subscribe(tx, e)
 		}
 		a.active = i
-		c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev.uri, "to", next.uri, "reason", shownErr(reason))
-		tx.authorityServerChanged(a, prev.uri, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.uri, shownErr(reason)))
-		if !next.failed {
+		c.logger.Warn("xDS fallback: using a lower priority server", "authority", a.name, "from", prev.uri, "to", next.uri, "reason", xerr.ShownErr(reason))
+		tx.authorityServerChanged(a, prev.uri, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.uri, xerr.ShownErr(reason)))
+		if !next.h.Failed {
 			return true
 		}
 		// The fallback server is down already (it serves another
 		// authority): on to the next.
-		prev, reason = next, next.lastFailure
+		prev, reason = next, next.h.Failure
 	}
 	return false
 }

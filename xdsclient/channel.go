@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/health"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 // channel is the connection to one xDS server and its ADS stream, shared by
@@ -34,27 +36,12 @@ type channel struct {
 	cancel context.CancelFunc
 
 	// mu-guarded
-	types           map[string]*typeState
-	auths           map[*authority]struct{} // the authorities that use this server
-	closed          bool
-	lastFailure     error // the last server failure, nil once a response arrives
-	nEntries        int
-	timed           map[*entry]struct{}
-	ready           bool // the channel reports READY
-	state           connectivity.State
-	stateKnown      bool
-	failed          bool   // unhealthy since the last failure (gRFC A57)
-	connected       bool   // gRFC A78's connected gauge
-	streamID        uint64 // current stream, 0 when none
-	streamResponded bool   // a response was read on the current stream
-	// Over delta: resumed is the stream whose first requests carried the
-	// versions held (initial_resource_versions); the server need not
-	// answer those. fullResync asks the next stream to leave them out.
-	resumed    uint64
-	fullResync bool
-	noVersions uint64 // the stream whose first requests carry no versions
-	attempts   int
-	lastStream error // how the last stream failed, for connectivity errors
+	types    map[string]*typeState
+	auths    map[*authority]struct{} // the authorities that use this server
+	closed   bool
+	nEntries int
+	timed    map[*entry]struct{}
+	h        health.State // gRFC A57: the server's health, its stream, its connectivity
 
 	// The does-not-exist timers of the entries in timed share one runtime
 	// timer, wheel, set for the first slot of timerQ: every timer of a
@@ -162,7 +149,7 @@ func (ch *channel) subscribe(tx *txn, e *entry) {
 func (ch *channel) unsubscribe(tx *txn, e *entry) {
 	ch.stopTimer(tx, e)
 	ts := ch.types[e.kind.typ.TypeURL()]
-	if ch.delta && ch.streamID != 0 && e.sentStream(ch) == ch.streamID {
+	if ch.delta && ch.h.Stream != 0 && e.sentStream(ch) == ch.h.Stream {
 		ts.unsubscribe(e.name)
 	}
 	e.forgetSent(ch)
@@ -173,10 +160,10 @@ func (ch *channel) unsubscribe(tx *txn, e *entry) {
 }
 
 // maybeStartTimer starts e's does-not-exist timer if gRFC A57 allows:
-// the subscription went out on the current stream, the channel is READY,
-// and nothing has been received for e.
+// the subscription went out on the current stream, the channel is seen
+// READY, and nothing has been received for e.
 func (ch *channel) maybeStartTimer(tx *txn, e *entry) {
-	if e.timing || e.removed || e.active() != ch || e.state != StateRequested || !ch.ready || ch.streamID == 0 || e.sentStream(ch) != ch.streamID {
+	if e.timing || e.removed || e.active() != ch || e.state != StateRequested || !ch.h.TimersRun() || e.sentStream(ch) != ch.h.Stream {
 		return
 	}
 	c := ch.c
@@ -196,11 +183,9 @@ func (ch *channel) maybeStartTimer(tx *txn, e *entry) {
 		ch.timed = map[*entry]struct{}{}
 	}
 	ch.timed[e] = struct{}{}
-	for _, h := range c.hookList() {
-		if f := h.ResourceTimerStarted; f != nil {
-			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d, At: now}
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().ResourceTimerStarted; f != nil {
+		info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d, At: now}
+		tx.hook(func() { f(info) })
 	}
 }
 
@@ -253,12 +238,10 @@ func (ch *channel) stopTimer(tx *txn, e *entry) {
 	e.timerGen++
 	ch.untime(e)
 	c := ch.c
-	for _, h := range c.hookList() {
-		if f := h.ResourceTimerStopped; f != nil {
-			d, _ := c.resourceTimeout(ch)
-			info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d, At: tx.clock()}
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().ResourceTimerStopped; f != nil {
+		d, _ := c.resourceTimeout(ch)
+		info := ResourceTimerInfo{Target: c.o.target, Server: ch.uri, TypeURL: e.kind.typ.TypeURL(), Name: e.name, Duration: d, At: tx.clock()}
+		tx.hook(func() { f(info) })
 	}
 }
 
@@ -282,42 +265,77 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
-	if c.closed || ch.closed || (ch.stateKnown && ch.state == state) {
+	if c.closed || ch.closed {
 		return
 	}
-	ch.state, ch.stateKnown = state, true
-	for _, h := range c.hookList() {
-		if f := h.ConnectivityChanged; f != nil {
-			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: state}
-			tx.hook(func() { f(info) })
-		}
+	ch.step(tx, health.Event{Kind: health.Connectivity, State: state}, nil)
+}
+
+// step applies a health event (gRFC A57) and carries out its effects, in
+// this order: the new connectivity state, timers stopped, the event's own
+// hook (own, if not nil), timers started, the log line, a server failure
+// (ServerFailure, ConnectedChanged, fallback, watchers), or the server
+// connected again.
+func (ch *channel) step(tx *txn, ev health.Event, own func()) {
+	c := ch.c
+	var eff health.Effects
+	ch.h, eff = health.Step(ch.h, ev)
+	if f := c.hooks().ConnectivityChanged; f != nil && eff.ConnectivityChanged {
+		info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: ch.h.Connectivity}
+		tx.hook(func() { f(info) })
 	}
-	wasReady := ch.ready
-	ch.ready = state == connectivity.Ready
-	switch {
-	case ch.ready && !wasReady:
-		for e := range c.allEntries() {
-			ch.maybeStartTimer(tx, e)
-		}
-	case !ch.ready && wasReady:
+	if eff.StopTimers {
 		for e := range ch.timed {
 			ch.stopTimer(tx, e)
 		}
 	}
-	if state == connectivity.TransientFailure {
-		// A server failure (gRFC A57), which may start fallback (gRFC A71).
-		// Watchers hear of it from the ADS stream, which fails with the
-		// channel's reason as soon as the channel is in TRANSIENT_FAILURE:
-		// telling them here too would say the same thing twice.
-		reason := "xDS channel reports TRANSIENT_FAILURE"
-		if ch.lastStream != nil {
-			reason += " (last ADS stream error: " + shownErr(ch.lastStream) + ")"
+	if own != nil {
+		own()
+	}
+	if eff.StartTimers {
+		for e := range c.allEntries() {
+			ch.maybeStartTimer(tx, e)
 		}
-		ch.fail(tx, errors.New(reason), false)
+	}
+	ch.log(eff.Log, ev)
+	if f := c.hooks().ServerFailure; f != nil && eff.ServerFailure {
+		info := ServerFailureInfo{Target: c.o.target, Server: ch.uri, Reason: eff.Failure}
+		tx.hook(func() { f(info) })
+	}
+	if f := c.hooks().ConnectedChanged; f != nil && eff.ConnectedChanged {
+		info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: ch.h.Connected}
+		if !info.Connected {
+			info.Reason = ch.h.Failure
+		}
+		tx.hook(func() { f(info) })
+	}
+	if eff.Failure != nil {
+		ch.fail(tx, eff.Failure, eff.Notify)
 	}
 }
 
-// fail records a server failure (gRFC A57). For each authority whose
+// log writes the log line of a health event.
+func (ch *channel) log(l health.Log, ev health.Event) {
+	logger, server, err, backoff := ch.c.logger, ch.uri, xerr.ShownErr(ev.Err), ev.Backoff
+	switch l {
+	case health.LogKeepalive:
+		logger.Warn("xDS server stopped answering keepalive pings", "server", server, "err", err, "backoff", backoff)
+	case health.LogResponseTooLarge:
+		logger.Error("ADS response too large; reconnecting with backoff", "server", server, "err", err, "backoff", backoff)
+	case health.LogRequestTooLarge:
+		logger.Error("ADS request too large for the server; reconnecting with backoff", "server", server, "err", err, "backoff", backoff)
+	case health.LogEnded:
+		logger.Debug("ADS stream ended after a response; reconnecting", "server", server, "err", err, "backoff", backoff)
+	case health.LogQuietResume:
+		logger.Debug("resumed delta stream ended without a response (nothing had changed); the next stream asks for everything", "server", server, "err", err)
+	case health.LogFailed:
+		logger.Warn("ADS stream failed before any response", "server", server, "err", err, "backoff", backoff)
+	case health.LogFailedAgain:
+		logger.Debug("ADS stream failed before any response", "server", server, "err", err, "backoff", backoff)
+	}
+}
+
+// fail handles a server failure (gRFC A57). For each authority whose
 // active server this is, it falls back to the next server when a watched
 // resource was never received (gRFC A71); the watchers of an authority that
 // falls back hear nothing, since the next server may serve them at once.
@@ -327,17 +345,6 @@ func (ch *channel) onConnectivity(state connectivity.State) {
 // primary is no news to them.
 func (ch *channel) fail(tx *txn, reason error, notify bool) {
 	c := ch.c
-	ch.lastFailure = reason
-	if !ch.failed {
-		ch.failed = true
-		for _, h := range c.hookList() {
-			if f := h.ServerFailure; f != nil {
-				info := ServerFailureInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
-				tx.hook(func() { f(info) })
-			}
-		}
-	}
-	ch.setConnected(tx, false, reason)
 	var failing map[*authority]bool // the authorities that could not fall back
 	for _, a := range ch.sortedAuths() {
 		if a.activeChan() != ch || tx.maybeFallback(a, reason) {
@@ -392,40 +399,28 @@ func (tx *txn) closeChannel(ch *channel, reason error) {
 	for e := range ch.timed {
 		ch.stopTimer(tx, e)
 	}
-	if ch.streamID != 0 {
-		ch.streamID = 0
-		for _, h := range c.hookList() {
-			if f := h.StreamEnded; f != nil {
-				info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: ch.streamResponded, Err: reason}
-				tx.hook(func() { f(info) })
-			}
-		}
-	}
-	ch.setConnected(tx, false, reason)
-	ch.closed = true
-	for _, h := range c.hookList() {
-		if f := h.ChannelClosed; f != nil {
-			info := ChannelInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
+	if ch.h.Stream != 0 {
+		if f := c.hooks().StreamEnded; f != nil {
+			info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: ch.h.Responded, Err: reason}
 			tx.hook(func() { f(info) })
 		}
+		ch.h.Stream = 0
+	}
+	if ch.h.Connected {
+		ch.h.Connected = false
+		if f := c.hooks().ConnectedChanged; f != nil {
+			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
+			tx.hook(func() { f(info) })
+		}
+	}
+	ch.closed = true
+	if f := c.hooks().ChannelClosed; f != nil {
+		info := ChannelInfo{Target: c.o.target, Server: ch.uri, Reason: reason}
+		tx.hook(func() { f(info) })
 	}
 	ch.cancel()
 	delete(c.channels, ch.server.Key())
 	c.toClose = append(c.toClose, ch)
-}
-
-func (ch *channel) setConnected(tx *txn, connected bool, reason error) {
-	if ch.connected == connected {
-		return
-	}
-	ch.connected = connected
-	c := ch.c
-	for _, h := range c.hookList() {
-		if f := h.ConnectedChanged; f != nil {
-			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: connected, Reason: reason}
-			tx.hook(func() { f(info) })
-		}
-	}
 }
 
 // runStreams keeps one ADS stream open while anything is subscribed,
@@ -454,7 +449,7 @@ func (ch *channel) runStreams() {
 		}
 		err = c.explainStreamError(err)
 		var delay time.Duration
-		if gotResponse && !errors.Is(err, ErrResponseTooLarge) && !errors.Is(err, ErrRequestTooLarge) && !errors.Is(err, ErrKeepaliveTimeout) {
+		if gotResponse && causeOf(err) == health.CauseOther {
 			retries = 0
 		} else {
 			// A response too large to read comes again on the next stream,
@@ -497,25 +492,15 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		tx.unlock()
 		return false, false, context.Canceled
 	}
-	ch.attempts++
-	ch.streamResponded = false
 	c.streamSeq++
-	ch.streamID = c.streamSeq
-	id := ch.streamID
-	if ch.fullResync {
-		ch.noVersions, ch.fullResync = id, false
-	}
+	id := c.streamSeq
+	ch.step(tx, health.Event{Kind: health.StreamStarted, Stream: id}, nil)
 	for _, ts := range ch.types {
 		ts.reset()
 	}
-	if !ch.failed {
-		ch.setConnected(tx, true, nil)
-	}
-	for _, h := range c.hookList() {
-		if f := h.StreamStarted; f != nil {
-			info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.attempts, Delta: ch.delta}
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().StreamStarted; f != nil {
+		info := StreamInfo{Target: c.o.target, Server: ch.uri, Attempt: ch.h.Attempts, Delta: ch.delta}
+		tx.hook(func() { f(info) })
 	}
 	tx.unlock()
 	signal(ch.wake)
@@ -537,11 +522,9 @@ func (ch *channel) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (
 		if !gotResponse {
 			gotResponse = true
 			tx := c.lock()
-			ch.streamResponded = true
-			ch.failed = false
-			ch.lastStream = nil
-			ch.lastFailure = nil
-			ch.setConnected(tx, true, nil)
+			if !c.closed && !ch.closed && ch.h.Stream == id {
+				ch.step(tx, health.Event{Kind: health.Response}, nil)
+			}
 			tx.unlock()
 		}
 		apply(ch, id)
@@ -564,56 +547,33 @@ func (ch *channel) streamEnded(started, gotResponse bool, err error, delay time.
 	if c.closed || ch.closed {
 		return
 	}
-	// A delta stream resumed with the versions held may rightly get no
-	// response: nothing changed. Its end is not a server failure (gRFC
-	// A57 presumes a server answers every stream); the next stream asks
-	// for everything, and its end without a response is one.
-	quietResume := started && !gotResponse && ch.resumed != 0 && ch.resumed == ch.streamID
-	ch.streamID = 0
-	for e := range ch.timed {
-		ch.stopTimer(tx, e)
+	ev := health.Event{Kind: health.StreamStartFailed, Err: err, Backoff: delay}
+	if started {
+		ev = health.Event{Kind: health.StreamEnded, Err: err, Cause: causeOf(err), Backoff: delay}
 	}
-	for _, h := range c.hookList() {
-		f := h.StreamEnded
+	ch.step(tx, ev, func() {
+		f := c.hooks().StreamEnded
 		if !started {
-			f = h.StreamStartFailed
+			f = c.hooks().StreamStartFailed
 		}
 		if f != nil {
 			info := StreamEndInfo{Target: c.o.target, Server: ch.uri, ResponseReceived: gotResponse, Err: err, Backoff: delay}
 			tx.hook(func() { f(info) })
 		}
-	}
+	})
+}
+
+// causeOf classifies how a stream ended, for gRFC A57.
+func causeOf(err error) health.Cause {
 	switch {
-	case gotResponse && errors.Is(err, ErrKeepaliveTimeout):
-		// The connection died silently: a connectivity failure (gRFC A57)
-		// although the stream had responses.
-		ch.lastStream = err
-		c.logger.Warn("xDS server stopped answering keepalive pings", "server", ch.uri, "err", shownErr(err), "backoff", delay)
-		ch.fail(tx, err, true)
-		return
-	case gotResponse && errors.Is(err, ErrResponseTooLarge):
-		c.logger.Error("ADS response too large; reconnecting with backoff", "server", ch.uri, "err", shownErr(err), "backoff", delay)
-		return
-	case gotResponse && errors.Is(err, ErrRequestTooLarge):
-		c.logger.Error("ADS request too large for the server; reconnecting with backoff", "server", ch.uri, "err", shownErr(err), "backoff", delay)
-		return
-	case gotResponse:
-		c.logger.Debug("ADS stream ended after a response; reconnecting", "server", ch.uri, "err", shownErr(err), "backoff", delay)
-		return
-	case quietResume:
-		c.logger.Debug("resumed delta stream ended without a response (nothing had changed); the next stream asks for everything", "server", ch.uri, "err", shownErr(err))
-		ch.fullResync = true
-		return
+	case errors.Is(err, ErrKeepaliveTimeout):
+		return health.CauseKeepalive
+	case errors.Is(err, ErrResponseTooLarge):
+		return health.CauseResponseTooLarge
+	case errors.Is(err, ErrRequestTooLarge):
+		return health.CauseRequestTooLarge
 	}
-	logf := c.logger.Warn
-	if ch.lastStream != nil {
-		// A retry of a server that has not answered since its last failure:
-		// the failure was logged then.
-		logf = c.logger.Debug
-	}
-	ch.lastStream = err
-	logf("ADS stream failed before any response", "server", ch.uri, "err", shownErr(err), "backoff", delay)
-	ch.fail(tx, fmt.Errorf("ADS stream failed before any response: %w", err), true)
+	return health.CauseOther
 }
 
 // pendingRequest is a request of either protocol ready to send, with what
@@ -742,7 +702,7 @@ func (ch *channel) takeRequests(id uint64, first *bool) []pendingRequest[*discov
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
-	if ch.streamID != id || c.closed || ch.closed {
+	if ch.h.Stream != id || c.closed || ch.closed {
 		return nil
 	}
 	var out []pendingRequest[*discoveryv3.DiscoveryRequest]
@@ -774,13 +734,11 @@ func (ch *channel) requestSent(id uint64, info RequestInfo) {
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
-	if ch.streamID != id || c.closed {
+	if ch.h.Stream != id || c.closed {
 		return
 	}
 	info.Target, info.Server, info.Delta = c.o.target, ch.uri, ch.delta
-	for _, h := range c.hookList() {
-		if f := h.RequestSent; f != nil {
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().RequestSent; f != nil {
+		tx.hook(func() { f(info) })
 	}
 }

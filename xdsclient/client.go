@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -45,7 +46,10 @@ type Client struct {
 	callbacks *callbackSerializer
 	wg        sync.WaitGroup
 
-	hooks atomic.Pointer[[]*Hooks] // copy on write, so reads need no lock
+	// hooks are the Hooks attached (hookSet, guarded by mu) composed into
+	// one, replaced as a whole when hooks are added or removed, so that an
+	// event is one nil check and reads need no lock.
+	composed atomic.Pointer[Hooks]
 
 	closeDone chan struct{} // closed when Close has ended
 
@@ -57,6 +61,7 @@ type Client struct {
 	// taken under it.
 	tx          txn
 	mu          sync.Mutex
+	hookSet     []*Hooks
 	closed      bool
 	types       map[string]xdsresource.Type // by type URL
 	typeOrder   []string                    // type URLs in the order requests are sent
@@ -134,8 +139,8 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		closeDone:   make(chan struct{}),
 	}
 	c.tx.c = c
-	hooks := append([]*Hooks(nil), o.hooks...)
-	c.hooks.Store(&hooks)
+	c.hookSet = append([]*Hooks(nil), o.hooks...)
+	c.composed.Store(compose(c.hookSet))
 	c.callbacks = newCallbackSerializer(ctx, c.beforeCallback)
 	tx := c.lock()
 	defer tx.unlock()
@@ -148,8 +153,8 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// hookList returns the hooks in force.
-func (c *Client) hookList() []*Hooks { return *c.hooks.Load() }
+// hooks returns the hooks in force, composed into one.
+func (c *Client) hooks() *Hooks { return c.composed.Load() }
 
 // AddHooks adds hooks to a running client and returns a func that removes
 // them. The new hooks first see the client's current state as events — a
@@ -160,14 +165,14 @@ func (c *Client) hookList() []*Hooks { return *c.hooks.Load() }
 func (c *Client) AddHooks(h *Hooks) (remove func()) {
 	tx := c.lock()
 	defer tx.unlock()
-	list := append(append([]*Hooks(nil), c.hookList()...), h)
-	c.hooks.Store(&list)
+	c.hookSet = append(c.hookSet[:len(c.hookSet):len(c.hookSet)], h)
+	c.composed.Store(compose(c.hookSet))
 	for _, ch := range c.channels {
-		if f := h.ConnectivityChanged; f != nil && ch.stateKnown {
-			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: ch.state}
+		if f := h.ConnectivityChanged; f != nil && ch.h.Known {
+			info := ConnectivityInfo{Target: c.o.target, Server: ch.uri, State: ch.h.Connectivity}
 			tx.hook(func() { f(info) })
 		}
-		if f := h.ConnectedChanged; f != nil && ch.connected {
+		if f := h.ConnectedChanged; f != nil && ch.h.Connected {
 			info := ConnectedInfo{Target: c.o.target, Server: ch.uri, Connected: true}
 			tx.hook(func() { f(info) })
 		}
@@ -193,12 +198,13 @@ func (c *Client) AddHooks(h *Hooks) (remove func()) {
 			tx := c.lock()
 			defer tx.unlock()
 			var kept []*Hooks
-			for _, x := range c.hookList() {
+			for _, x := range c.hookSet {
 				if x != h {
 					kept = append(kept, x)
 				}
 			}
-			c.hooks.Store(&kept)
+			c.hookSet = kept
+			c.composed.Store(compose(kept))
 		})
 	}
 }
@@ -264,26 +270,26 @@ func sameType(a, b xdsresource.Type) bool {
 // than when the client first has something to tell it.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
 	if w == nil {
-		panic("xdsclient: Watch of " + shortName(typ) + " " + shown(name) + " with a nil Watcher")
+		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil Watcher")
 	}
 	nameErr := checkName(name)
 	tx := c.lock()
 	defer tx.unlock()
 	if nameErr != nil {
-		return tx.refuse(typ, name, w, statusError(codes.InvalidArgument, fmt.Sprintf("%s resource name %s (node ID %s): %v", shortName(typ), shown(name), shown(c.nodeID), nameErr)))
+		return tx.refuse(typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s resource name %s (node ID %s): %v", xerr.ShortName(typ), xerr.Shown(name), xerr.Shown(c.nodeID), nameErr)))
 	}
 	if c.closed {
 		return tx.refuse(typ, name, w, c.closedErr(typ, name))
 	}
 	if err := tx.registerType(typ); err != nil {
-		return tx.refuse(typ, name, w, statusError(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", shortName(typ), name, shown(c.nodeID), err)))
+		return tx.refuse(typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", xerr.ShortName(typ), name, xerr.Shown(c.nodeID), err)))
 	}
 	name, err := canonicalName(typ, name)
 	if err == nil && len(name) > MaxResourceNameSize {
-		err = fmt.Errorf("resource name %s: its canonical form has %d bytes, more than the %d a resource name may have", shown(name), len(name), MaxResourceNameSize)
+		err = fmt.Errorf("resource name %s: its canonical form has %d bytes, more than the %d a resource name may have", xerr.Shown(name), len(name), MaxResourceNameSize)
 	}
 	if err != nil {
-		return tx.refuse(typ, name, w, statusError(codes.InvalidArgument, fmt.Sprintf("%s (node ID %s): %v", shortName(typ), shown(c.nodeID), err)))
+		return tx.refuse(typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s (node ID %s): %v", xerr.ShortName(typ), xerr.Shown(c.nodeID), err)))
 	}
 	// A cached resource is decoded for the new watcher with the lock released,
 	// so that a large resource does not hold up the client; if the entry
@@ -348,7 +354,7 @@ func (tx *txn) refuse(typ xdsresource.Type, name string, w Watcher, err error) (
 
 // closedErr is the error of a watch on a closed client.
 func (c *Client) closedErr(typ xdsresource.Type, name string) error {
-	return status.Errorf(codes.Unavailable, "%s %q: %v", shortName(typ), name, ErrClosed)
+	return status.Errorf(codes.Unavailable, "%s %q: %v", xerr.ShortName(typ), name, ErrClosed)
 }
 
 // kind returns the entries of typ, making the table on first use.
@@ -399,7 +405,7 @@ func (tx *txn) newEntry(typ xdsresource.Type, name string) (*entry, error) {
 	c := tx.c
 	a, err := tx.authority(name)
 	if err != nil {
-		return nil, statusError(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", shortName(typ), name, shown(c.nodeID), err))
+		return nil, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", xerr.ShortName(typ), name, xerr.Shown(c.nodeID), err))
 	}
 	k := tx.kind(typ)
 	e := &entry{kind: k, name: name, auth: a}
@@ -408,10 +414,10 @@ func (tx *txn) newEntry(typ xdsresource.Type, name string) (*entry, error) {
 	c.link(e)
 	a.addEntry(tx, e)
 	tx.setState(e, StateRequested, held{})
-	if ch := a.activeChan(); ch.failed {
+	if ch := a.activeChan(); ch.h.Failed {
 		// A new resource is wanted while the server is down (gRFC A71):
 		// this one is missing, so there is no need to look for another.
-		tx.maybeFallback(a, ch.lastFailure)
+		tx.maybeFallback(a, ch.h.Failure)
 	}
 	return e, nil
 }
@@ -426,7 +432,7 @@ func (c *Client) cancelWatch(ref *watcherRef) {
 	}
 	e.removed = true
 	if e.deletionIgnored {
-		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", shortName(e.kind.typ), "name", e.name, "server", e.active().uri)
+		c.logger.Info("xDS resource deletion no longer ignored: watch cancelled", "type", xerr.ShortName(e.kind.typ), "name", e.name, "server", e.active().uri)
 	}
 	tx.setState(e, StateNone, held{})
 	e.kind.table.remove(e)
@@ -534,10 +540,8 @@ func (c *Client) beforeCallback(n notification) {
 
 // watcherNotified calls the WatcherNotified hooks.
 func (c *Client) watcherNotified(typeURL, name string, kind NotificationKind, err error) {
-	for _, h := range c.hookList() {
-		if h.WatcherNotified != nil {
-			h.WatcherNotified(NotificationInfo{Target: c.o.target, TypeURL: typeURL, Name: name, Kind: kind, Err: err})
-		}
+	if f := c.hooks().WatcherNotified; f != nil {
+		f(NotificationInfo{Target: c.o.target, TypeURL: typeURL, Name: name, Kind: kind, Err: err})
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/health"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -85,7 +87,7 @@ func (ch *channel) takeDeltaRequests(id uint64, first *bool) []pendingRequest[*d
 	c := ch.c
 	tx := c.lock()
 	defer tx.unlock()
-	if ch.streamID != id || c.closed || ch.closed {
+	if ch.h.Stream != id || c.closed || ch.closed {
 		return nil
 	}
 	var out []pendingRequest[*discoveryv3.DeltaDiscoveryRequest]
@@ -133,7 +135,7 @@ func (ch *channel) takeDeltaRequests(id uint64, first *bool) []pendingRequest[*d
 func (ch *channel) resubscribe(tx *txn, ts *typeState, url string, id uint64) ([]string, map[string]string) {
 	var versions map[string]string
 	var each func(*entry)
-	if !ch.failed && ch.noVersions != id {
+	if ch.h.SendVersions(id) {
 		each = func(e *entry) {
 			if r := e.res; r.ok() && r.from.ch == ch {
 				if versions == nil {
@@ -147,7 +149,7 @@ func (ch *channel) resubscribe(tx *txn, ts *typeState, url string, id uint64) ([
 	ts.resync = false
 	ts.subs = nil
 	if versions != nil {
-		ch.resumed = id
+		ch.h, _ = health.Step(ch.h, health.Event{Kind: health.Resumed})
 	}
 	return names, versions
 }
@@ -231,7 +233,7 @@ func (tx *txn) applyRemovals(ch *channel, typ xdsresource.Type, names []string, 
 		case e.seenGen == gen:
 			invalid++
 			if nacks.room() {
-				nacks.add(fmt.Sprintf("%s %q: appears in both resources and removed_resources", shortName(typ), name))
+				nacks.add(fmt.Sprintf("%s %q: appears in both resources and removed_resources", xerr.ShortName(typ), name))
 			}
 		default:
 			e.seenGen = gen

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/truncate"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -229,14 +230,12 @@ func (tx *txn) setState(e *entry, state CacheState, res held) {
 	if old == state && oldCached == res.ok() {
 		return
 	}
-	for _, h := range c.hookList() {
-		if f := h.CacheStateChanged; f != nil {
-			info := CacheStateInfo{
-				Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
-				Old: old, New: state, OldCached: oldCached, NewCached: res.ok(), Server: e.active().uri, Err: e.failureErr(), At: tx.clock(),
-			}
-			tx.hook(func() { f(info) })
+	if f := c.hooks().CacheStateChanged; f != nil {
+		info := CacheStateInfo{
+			Target: c.o.target, Authority: e.auth.name, TypeURL: e.kind.typ.TypeURL(), Name: e.name,
+			Old: old, New: state, OldCached: oldCached, NewCached: res.ok(), Server: e.active().uri, Err: e.failureErr(), At: tx.clock(),
 		}
+		tx.hook(func() { f(info) })
 	}
 }
 
@@ -319,8 +318,8 @@ func (tx *txn) currentErr(e *entry) error {
 	c := tx.c
 	switch e.state {
 	case StateACKed, StateRequested:
-		if ch := e.active(); ch.lastFailure != nil {
-			return c.unreachableErr(e, ch, ch.lastFailure)
+		if ch := e.active(); ch.h.Failure != nil {
+			return c.unreachableErr(e, ch, ch.h.Failure)
 		}
 		return nil
 	}
@@ -379,10 +378,10 @@ func (tx *txn) apply(e *entry, ev event, d details) {
 	switch {
 	case out.logIgnored:
 		c.logger.Warn("xDS resource deletion ignored (ignore_resource_deletion): keeping the cached resource",
-			"type", shortName(e.kind.typ), "name", e.name, "server", ch.uri, "version", truncate.String(d.version, maxShown))
+			"type", xerr.ShortName(e.kind.typ), "name", e.name, "server", ch.uri, "version", truncate.String(d.version, xerr.MaxShown))
 	case out.logUnignored:
 		c.logger.Info("xDS resource deletion no longer ignored: the server sends the resource again",
-			"type", shortName(e.kind.typ), "name", e.name, "server", ch.uri)
+			"type", xerr.ShortName(e.kind.typ), "name", e.name, "server", ch.uri)
 	}
 	e.deletionIgnored = out.deletionIgnored
 	var err error
@@ -430,27 +429,27 @@ func (tx *txn) applyInvalid(e *entry, raw []byte, cause error, version string, n
 	f := e.failure()
 	same := f != nil && f.raw != nil && string(f.raw) == string(raw)
 	tx.apply(e, event{kind: evInvalid, sameBytes: same}, details{
-		cause: fmt.Sprintf("rejected (NACK) version %s: %v", shown(version), cause), version: version, at: now, failRaw: raw})
+		cause: fmt.Sprintf("rejected (NACK) version %s: %v", xerr.Shown(version), cause), version: version, at: now, failRaw: raw})
 }
 
 // applyReceivedError applies a TP3 error sent by the server.
 func (tx *txn) applyReceivedError(e *entry, code codes.Code, msg, version string, now time.Time) {
 	tx.apply(e, event{kind: evServerError, code: code}, details{
-		cause: fmt.Sprintf("control plane reported %s: %s", code, truncate.String(msg, maxShown)), version: version, at: now})
+		cause: fmt.Sprintf("control plane reported %s: %s", code, truncate.String(msg, xerr.MaxShown)), version: version, at: now})
 }
 
 // applyDeletion handles an LDS or CDS resource missing from a full
 // state response.
 func (tx *txn) applyDeletion(e *entry, version string, now time.Time) {
 	tx.apply(e, event{kind: evDeletion}, details{
-		cause: fmt.Sprintf("deleted by the server (absent from the response at version %s)", shown(version)), version: version, at: now})
+		cause: fmt.Sprintf("deleted by the server (absent from the response at version %s)", xerr.Shown(version)), version: version, at: now})
 }
 
 // applyRemoval handles a resource, of any type, named in removed_resources
 // of a delta response.
 func (tx *txn) applyRemoval(e *entry, version string, now time.Time) {
 	tx.apply(e, event{kind: evDeletion, explicit: true}, details{
-		cause: fmt.Sprintf("deleted by the server (removed_resources of the response at system version %s)", shown(version)), version: version, at: now})
+		cause: fmt.Sprintf("deleted by the server (removed_resources of the response at system version %s)", xerr.Shown(version)), version: version, at: now})
 }
 
 // resourceTimeout is the does-not-exist timer for resources on a server.

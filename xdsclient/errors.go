@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslens/xdslens/internal/truncate"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 // DataPlaneError turns an error that a watcher received into one fit for a
@@ -56,34 +55,11 @@ var ErrKeepaliveTimeout = errors.New("xDS server did not answer a keepalive ping
 // closed.
 var ErrClosed = errors.New("xdsclient: client is closed")
 
-// resourceErrorf builds the status error given to watchers of one resource:
-// it names the resource, the server and the node, as gRFC A88 asks. The
-// cause is cut at maxCause bytes and the message at maxMessage, valid
-// UTF-8.
+// resourceErrorf builds the status error given to watchers of one
+// resource: it names the resource, the server and the node, as gRFC A88
+// asks.
 func (c *Client) resourceErrorf(code codes.Code, e *entry, server, format string, args ...any) error {
-	cause := truncate.String(fmt.Sprintf(format, args...), maxCause)
-	return statusError(code, fmt.Sprintf("%s %q from xDS server %s (node ID %s): %s", shortName(e.kind.typ), e.name, shown(server), shown(c.nodeID), cause))
-}
-
-// statusError returns a status error of code with msg, cut at maxMessage
-// bytes and made valid UTF-8, as every message the client gives watchers
-// is.
-func statusError(code codes.Code, msg string) error {
-	msg = truncate.String(msg, maxMessage)
-	if !utf8.ValidString(msg) {
-		msg = strings.ToValidUTF8(msg, "\ufffd")
-	}
-	return status.Error(code, msg)
-}
-
-func shortName(t interface {
-	ShortName() string
-	TypeURL() string
-}) string {
-	if s := t.ShortName(); s != "" {
-		return s
-	}
-	return t.TypeURL()
+	return xerr.Resource(code, xerr.ShortName(e.kind.typ), e.name, server, c.nodeID, fmt.Sprintf(format, args...))
 }
 
 // explainStreamError names the failures whose cause a stream's status

@@ -2,10 +2,7 @@ package xdsclient
 
 import (
 	"fmt"
-	"strconv"
 	"unicode/utf8"
-
-	"github.com/xdslens/xdslens/internal/truncate"
 )
 
 // MaxResourceNameSize is the longest resource name, in bytes, that Watch
@@ -16,19 +13,6 @@ import (
 // that the server refuses (gRPC servers take 4 MiB by default), which would
 // fail the stream of every resource on that server.
 const MaxResourceNameSize = 4 << 10
-
-// What the client shows of strings it does not write itself (a server's
-// version_info or status message, a caller's name) is bounded, so that
-// neither can make an error, a log line or CSDS arbitrarily large: each
-// such string is cut at maxShown bytes where it is quoted, the cause of an
-// error at maxCause, and a whole error message at maxMessage, each cut
-// marked with how much was left out. The error_detail of a NACK is bounded
-// on its own terms (nackDetail).
-const (
-	maxShown   = 1 << 10
-	maxCause   = 8 << 10
-	maxMessage = 16 << 10
-)
 
 // checkName returns why name cannot be watched, or nil.
 func checkName(name string) error {
@@ -52,16 +36,4 @@ func invalidAt(s string) int {
 		}
 	}
 	return len(s)
-}
-
-// shown returns s, a string the client did not write, as a message quotes
-// it: in Go syntax, cut at maxShown bytes.
-func shown(s string) string { return strconv.Quote(truncate.String(s, maxShown)) }
-
-// shownErr returns err's text cut at maxCause bytes, for a log line.
-func shownErr(err error) string {
-	if err == nil {
-		return ""
-	}
-	return truncate.String(err.Error(), maxCause)
 }

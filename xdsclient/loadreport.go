@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
 
@@ -50,7 +51,7 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 	// Watch checks a resource name.
 	for _, n := range []struct{ what, name string }{{"cluster", cluster}, {"EDS service", edsService}} {
 		if err := checkName(n.name); err != nil {
-			return nil, nil, fmt.Errorf("xdsclient: load report of %s %s: %v", n.what, shown(n.name), err)
+			return nil, nil, fmt.Errorf("xdsclient: load report of %s %s: %v", n.what, xerr.Shown(n.name), err)
 		}
 	}
 	tx := c.lock()
@@ -157,10 +158,8 @@ func (c *Client) loadEvents(server string) lrs.Events {
 // each of the client's Hooks, taking the lock to do so.
 func emitLoadHook[I any](c *Client, pick func(*Hooks) func(I), info I) {
 	tx := c.lock()
-	for _, h := range c.hookList() {
-		if f := pick(h); f != nil {
-			tx.hook(func() { f(info) })
-		}
+	if f := pick(c.hooks()); f != nil {
+		tx.hook(func() { f(info) })
 	}
 	tx.unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/goid"
 )
 
 // ServerTarget is the pool key of the client used by xDS-enabled servers
@@ -142,7 +143,7 @@ func (p *Pool) release(target string, pc *pooledClient) {
 func (p *Pool) runEventsLocked() {
 	done := make(chan struct{})
 	p.events = append(p.events, poolEvent{done: done})
-	inside := p.draining && p.drainer == goid()
+	inside := p.draining && p.drainer == goid.Get()
 	p.mu.Unlock()
 	p.drain()
 	if !inside {
@@ -159,7 +160,7 @@ func (p *Pool) drain() {
 		return
 	}
 	p.draining = true
-	p.drainer = goid()
+	p.drainer = goid.Get()
 	for len(p.events) > 0 {
 		ev := p.events[0]
 		p.events = p.events[1:]

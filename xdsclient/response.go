@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/truncate"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -165,7 +166,7 @@ func (ch *channel) applyResponse(id uint64, r *incoming) {
 	if c.closed || typ == nil || ts == nil {
 		tx.unlock()
 		if !c.closed {
-			c.logger.Warn("xDS response of a type that was never subscribed; ignored", "server", ch.uri, "type", truncate.String(typeURL, maxShown))
+			c.logger.Warn("xDS response of a type that was never subscribed; ignored", "server", ch.uri, "type", truncate.String(typeURL, xerr.MaxShown))
 		}
 		return
 	}
@@ -247,7 +248,7 @@ func (ch *channel) applyResponse(id uint64, r *incoming) {
 		if e.seenGen == gen {
 			invalid++
 			if nacks.room() {
-				nacks.add(fmt.Sprintf("%s %q: appears more than once in the response", shortName(typ), it.name))
+				nacks.add(fmt.Sprintf("%s %q: appears more than once in the response", xerr.ShortName(typ), it.name))
 			}
 			continue
 		}
@@ -302,7 +303,7 @@ func (ch *channel) applyResponse(id uint64, r *incoming) {
 			if e.seenGen == gen {
 				invalid++
 				if nacks.room() {
-					nacks.add(fmt.Sprintf("%s %q: appears in both resources and resource_errors", shortName(typ), name))
+					nacks.add(fmt.Sprintf("%s %q: appears in both resources and resource_errors", xerr.ShortName(typ), name))
 				}
 				continue
 			}
@@ -338,18 +339,16 @@ func (ch *channel) applyResponse(id uint64, r *incoming) {
 	} else {
 		ts.version = version
 	}
-	if ch.streamID == id {
+	if ch.h.Stream == id {
 		ts.nonce = r.nonce
 		ts.nack = nack
 		ts.dirty = true
 		signal(ch.wake)
 	}
-	for _, h := range c.hookList() {
-		if f := h.ResponseReceived; f != nil {
-			info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: r.nonce,
-				Valid: valid, Invalid: invalid, Errors: tp3, Removed: removed, NACK: nack, Delta: r.isDelta}
-			tx.hook(func() { f(info) })
-		}
+	if f := c.hooks().ResponseReceived; f != nil {
+		info := ResponseInfo{Target: c.o.target, Server: ch.uri, TypeURL: typeURL, Version: version, Nonce: r.nonce,
+			Valid: valid, Invalid: invalid, Errors: tp3, Removed: removed, NACK: nack, Delta: r.isDelta}
+		tx.hook(func() { f(info) })
 	}
 	tx.releaseWatchers()
 }

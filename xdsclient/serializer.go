@@ -1,12 +1,11 @@
 package xdsclient
 
 import (
-	"bytes"
 	"context"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/goid"
 )
 
 // notification is one queued event for the serializer: a watcher callback
@@ -100,7 +99,7 @@ func (s *callbackSerializer) barrier() <-chan struct{} {
 
 // onSerializer reports whether the caller runs on the serializer's
 // goroutine, that is inside a hook or a watcher callback.
-func (s *callbackSerializer) onSerializer() bool { return s.gid.Load() == goid() }
+func (s *callbackSerializer) onSerializer() bool { return s.gid.Load() == goid.Get() }
 
 // waitCallback returns once no callback of r runs, unless the caller is that
 // callback: then it returns at once (the callbacks after it find r
@@ -120,7 +119,7 @@ func (s *callbackSerializer) waitCallback(r *watcherRef) {
 
 func (s *callbackSerializer) run(ctx context.Context, started chan struct{}) {
 	defer close(s.stopped)
-	s.gid.Store(goid())
+	s.gid.Store(goid.Get())
 	close(started)
 	for {
 		s.mu.Lock()
@@ -170,7 +169,7 @@ func (s *callbackSerializer) runQueued(done func()) {
 // order as run does, and ends once the queue is empty. It counts as the
 // serializer's goroutine while it runs.
 func (s *callbackSerializer) drain() {
-	s.gid.Store(goid())
+	s.gid.Store(goid.Get())
 	s.runQueued(func() { s.draining = false })
 }
 
@@ -210,23 +209,6 @@ func (s *callbackSerializer) runWatcher(w *watcherRef, call func()) {
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
-}
-
-// goid returns the ID of the calling goroutine, read from its stack header
-// ("goroutine 18 [running]:"). It is used only on paths that may re-enter
-// the serializer (Close, and cancel racing a running callback).
-func goid() int64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return -1
-	}
-	return id
 }
 
 // watcherRef is one registered watcher of the cache entry e. The fields

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -117,7 +118,7 @@ func (a typedAdapter[T]) AmbientError(err error) { a.w.AmbientError(err) }
 // not be nil.
 func watchTyped[T any](c *Client, typ xdsresource.Type, name string, w TypedWatcher[T]) (cancel func()) {
 	if w == nil {
-		panic("xdsclient: Watch of " + shortName(typ) + " " + shown(name) + " with a nil TypedWatcher")
+		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil TypedWatcher")
 	}
 	return c.Watch(typ, name, typedAdapter[T]{w})
 }
