@@ -32,11 +32,10 @@ import (
 )
 
 // Watch is the state a watcher shares with the lanes that run its
-// callbacks: whether it is cancelled, and which lane runs a callback of it
-// now. Embed it in the watcher's record to make that record a Watcher.
+// callbacks: whether it is cancelled. Embed it in the watcher's record to
+// make that record a Watcher.
 type Watch struct {
 	cancelled atomic.Bool
-	on        atomic.Pointer[core] // the lane running a callback of it now
 }
 
 func (w *Watch) watch() *Watch { return w }
@@ -51,21 +50,87 @@ func (w *Watch) Cancel() bool { return w.cancelled.CompareAndSwap(false, true) }
 // Cancelled reports whether Cancel was called.
 func (w *Watch) Cancelled() bool { return w.cancelled.Load() }
 
-// Wait returns once no callback of w runs, unless the caller is that
-// callback: then it returns at once (the callbacks after it find w
-// cancelled).
-func (w *Watch) Wait() {
-	c := w.on.Load()
-	if c == nil || c.gid.Load() == goid.Get() {
-		return
+// Wait returns once no lane of set runs a callback of w, but the one the
+// caller may run in: a watcher that cancels itself from its own callback
+// does not wait for itself (the callbacks after it find w cancelled).
+func (w *Watch) Wait(set *Set) {
+	me := goid.Get()
+	for _, c := range set.snapshot() {
+		if c.current.Load() != w || c.gid.Load() == me {
+			continue
+		}
+		c.waiting.Add(1)
+		c.mu.Lock()
+		for c.current.Load() == w {
+			c.cond.Wait()
+		}
+		c.mu.Unlock()
+		c.waiting.Add(-1)
 	}
-	c.waiting.Add(1)
-	c.mu.Lock()
-	for w.on.Load() == c {
-		c.cond.Wait()
+}
+
+// Set is the lanes of one client that have a goroutine running, which a
+// cancel looks through and Close waits for. The zero Set is empty.
+type Set struct {
+	mu    sync.Mutex
+	cond  sync.Cond     // on mu: a lane left
+	cores map[*core]any // the Lane of each core
+}
+
+func (s *Set) add(c *core, l any) {
+	s.mu.Lock()
+	if s.cores == nil {
+		s.cores = map[*core]any{}
 	}
-	c.mu.Unlock()
-	c.waiting.Add(-1)
+	s.cores[c] = l
+	s.mu.Unlock()
+}
+
+func (s *Set) remove(c *core) {
+	s.mu.Lock()
+	delete(s.cores, c)
+	if s.cond.L != nil {
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// Wait returns once no lane of s has a goroutine running: each ran what
+// was posted to it and ended (its client closed, or it was closed).
+func (s *Set) Wait() {
+	s.mu.Lock()
+	s.cond.L = &s.mu
+	for len(s.cores) > 0 {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Set) snapshot() []*core {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*core, 0, len(s.cores))
+	for c := range s.cores {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Running reports whether the caller runs on a lane of s: inside a hook
+// call or a callback.
+func (s *Set) Running() bool { return s.Current() != nil }
+
+// Current returns the lane (a *Lane[W]) the caller runs on, nil if none.
+func (s *Set) Current() any {
+	me := goid.Get()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c, l := range s.cores {
+		if c.gid.Load() == me {
+			return l
+		}
+	}
+	return nil
 }
 
 // Lane is one serial queue of hook calls and watcher callbacks; W is the
@@ -88,10 +153,12 @@ type Lane[W Watcher] struct {
 
 // core is the part of a Lane that watchers wait on.
 type core struct {
+	set     *Set
 	mu      sync.Mutex
 	cond    sync.Cond
-	waiting atomic.Int32 // Wait calls waiting on cond
-	gid     atomic.Int64 // the goroutine running the lane's callbacks
+	current atomic.Pointer[Watch] // the watcher whose callback runs now
+	waiting atomic.Int32          // Wait calls waiting on cond
+	gid     atomic.Int64          // the goroutine running the lane's callbacks
 }
 
 // posted is what was posted to a lane during one holding of the lock.
@@ -123,12 +190,14 @@ type item[W Watcher] struct {
 	ch      chan struct{}
 }
 
-// New starts a lane that runs watcher callbacks with run, until ctx is
-// done: then it runs what was posted before but the Notify callbacks, and
-// returns.
-func New[W Watcher](ctx context.Context, run func(w W, payload any, err error, ambient bool)) *Lane[W] {
+// New starts a lane of set that runs watcher callbacks with run, until ctx
+// is done: then it runs what was posted before but the Notify callbacks,
+// and returns.
+func New[W Watcher](set *Set, ctx context.Context, run func(w W, payload any, err error, ambient bool)) *Lane[W] {
 	l := &Lane[W]{ctx: ctx, run: run, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	l.set = set
 	l.cond.L = &l.mu
+	set.add(&l.core, l)
 	started := make(chan struct{})
 	go l.loop(started)
 	<-started
@@ -137,10 +206,6 @@ func New[W Watcher](ctx context.Context, run func(w W, payload any, err error, a
 
 // Done is closed once the lane's goroutine has returned.
 func (l *Lane[W]) Done() <-chan struct{} { return l.done }
-
-// Running reports whether the caller runs on the lane: inside one of its
-// hook calls or callbacks.
-func (l *Lane[W]) Running() bool { return l.gid.Load() == goid.Get() }
 
 // Hook posts a hook call.
 func (l *Lane[W]) Hook(tx *txn.Tx, fn func()) { l.post(tx, item[W]{kind: kindHook, fn: fn}) }
@@ -203,14 +268,16 @@ func (l *Lane[W]) Barrier(tx *txn.Tx) <-chan struct{} {
 }
 
 // Fence makes what is posted to l from now on wait until everything
-// posted to other so far has run.
-func (l *Lane[W]) Fence(tx *txn.Tx, other *Lane[W]) {
-	if other == l || other == nil {
-		return
+// posted to the others so far has run.
+func (l *Lane[W]) Fence(tx *txn.Tx, others ...*Lane[W]) {
+	for _, other := range others {
+		if other == l || other == nil {
+			continue
+		}
+		ch := make(chan struct{})
+		other.post(tx, item[W]{kind: kindBarrier, ch: ch})
+		l.post(tx, item[W]{kind: kindFence, ch: ch})
 	}
-	ch := make(chan struct{})
-	other.post(tx, item[W]{kind: kindBarrier, ch: ch})
-	l.post(tx, item[W]{kind: kindFence, ch: ch})
 }
 
 // Close ends the lane once it has run what was posted to it; what is
@@ -263,6 +330,7 @@ func (l *Lane[W]) Flush(tx *txn.Tx) {
 
 func (l *Lane[W]) loop(started chan struct{}) {
 	defer close(l.done)
+	defer l.leave()
 	l.gid.Store(goid.Get())
 	close(started)
 	for {
@@ -320,8 +388,20 @@ func (l *Lane[W]) runQueued(done func()) {
 // goroutine would have, and ends once nothing is left. It counts as the
 // lane's goroutine while it runs.
 func (l *Lane[W]) drain() {
+	l.set.add(&l.core, l)
+	defer l.leave()
 	l.gid.Store(goid.Get())
 	l.runQueued(func() { l.draining = false })
+}
+
+// leave takes the lane out of its set once no goroutine runs it.
+func (l *Lane[W]) leave() {
+	l.mu.Lock()
+	idle := l.over && !l.draining
+	l.mu.Unlock()
+	if idle {
+		l.set.remove(&l.core)
+	}
 }
 
 // runOne runs one item, and reports a Close.
@@ -352,10 +432,10 @@ func (l *Lane[W]) runOne(it *item[W]) (closed bool) {
 // runWatcher runs a callback of w, fn or run, unless w is cancelled.
 func (l *Lane[W]) runWatcher(w W, fn func(), payload any, err error, ambient bool) {
 	ws := w.watch()
-	// on is published before cancelled is read, and Cancel sets cancelled
-	// before Wait reads on: either this sees the cancel or the cancel sees
-	// this callback and waits for it.
-	ws.on.Store(&l.core)
+	// current is published before cancelled is read, and Cancel sets
+	// cancelled before Wait reads current: either this sees the cancel or
+	// the cancel sees this callback and waits for it.
+	l.current.Store(ws)
 	if !ws.cancelled.Load() {
 		if fn != nil {
 			fn()
@@ -363,7 +443,7 @@ func (l *Lane[W]) runWatcher(w W, fn func(), payload any, err error, ambient boo
 			l.run(w, payload, err, ambient)
 		}
 	}
-	ws.on.Store(nil)
+	l.current.Store(nil)
 	if l.waiting.Load() > 0 {
 		l.mu.Lock()
 		l.cond.Broadcast()

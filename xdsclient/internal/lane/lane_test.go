@@ -24,6 +24,7 @@ type rec struct {
 // fixture is a client lock and a log of what lanes ran.
 type fixture struct {
 	mu  txn.Mutex
+	set Set
 	log chan string
 }
 
@@ -31,7 +32,7 @@ func newFixture() *fixture { return &fixture{log: make(chan string, 100)} }
 
 func (f *fixture) lane(t *testing.T, ctx context.Context) *Lane[*rec] {
 	t.Helper()
-	return New(ctx, func(w *rec, payload any, err error, ambient bool) {
+	return New(&f.set, ctx, func(w *rec, payload any, err error, ambient bool) {
 		f.log <- fmt.Sprintf("%s:%v", w.name, payload)
 	})
 }
@@ -129,15 +130,16 @@ func TestCancelWaitsForRunningCallback(t *testing.T) {
 		release = make(chan struct{})
 		calls   sync.WaitGroup
 		self    *rec
+		set     Set
 	)
-	l := New(ctx, func(w *rec, payload any, err error, ambient bool) {
+	l := New(&set, ctx, func(w *rec, payload any, err error, ambient bool) {
 		switch payload {
 		case "block":
 			close(entered)
 			<-release
 		case "self":
 			w.Cancel()
-			w.Wait() // must not wait for itself
+			w.Wait(&set) // must not wait for itself
 		}
 		calls.Done()
 	})
@@ -150,7 +152,7 @@ func TestCancelWaitsForRunningCallback(t *testing.T) {
 	waited := make(chan struct{})
 	go func() {
 		w.Cancel()
-		w.Wait()
+		w.Wait(&set)
 		close(waited)
 	}()
 	select {

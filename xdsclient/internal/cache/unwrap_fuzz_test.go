@@ -1,4 +1,4 @@
-package xdsclient
+package cache
 
 import (
 	"testing"
@@ -8,11 +8,12 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // FuzzUnwrap feeds the path every resource of a response takes before the
-// cache: unwrapping, the name read without decoding, and decoding. For any
+// cache: unwrapping (package transport), the name read without decoding, and decoding. For any
 // bytes it must not panic, a resource it passes on has the response's type,
 // and the name read without decoding is the name decoding gives (in canonical
 // form both), so that an unchanged resource is recognised by that name.
@@ -41,9 +42,10 @@ func FuzzUnwrap(f *testing.F) {
 			if err != nil {
 				return
 			}
-			a = &anypb.Any{TypeUrl: resourceWrapperURL, Value: w}
+			a = &anypb.Any{TypeUrl: transport.ResourceWrapperURL, Value: w}
 		}
-		it := unwrap(a, typ, typ.TypeURL())
+		u := transport.FromSotW(&discoveryv3.DiscoveryResponse{TypeUrl: typ.TypeURL(), Resources: []*anypb.Any{a}})
+		it := take(u.Resources[0], typ)
 		if it.err != nil {
 			return
 		}
@@ -52,7 +54,7 @@ func FuzzUnwrap(f *testing.F) {
 		}
 		rawName := it.rawName
 		decoded, _, _ := typ.Decode(xdsresource.DecodeOptions{}, it.raw)
-		decodeItem(typ, xdsresource.DecodeOptions{}, &it)
+		it.decode(typ, xdsresource.DecodeOptions{})
 		if rawName != nil && decoded != "" && string(rawName) != it.name {
 			t.Fatalf("name read without decoding %q, decoded name %q", rawName, it.name)
 		}
