@@ -198,7 +198,7 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 	if err != nil {
 		return c.refuse(tx, typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", xerr.ShortName(typ), name, xerr.Shown(c.nodeID), err)))
 	}
-	name, err = cache.CanonicalName(typ, name)
+	name, err = canonicalName(typ, name)
 	if err == nil && len(name) > MaxResourceNameSize {
 		err = fmt.Errorf("resource name %s: its canonical form has %d bytes, more than the %d a resource name may have", xerr.Shown(name), len(name), MaxResourceNameSize)
 	}

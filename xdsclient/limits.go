@@ -3,6 +3,9 @@ package xdsclient
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // MaxResourceNameSize is the longest resource name, in bytes, that Watch
@@ -36,4 +39,21 @@ func invalidAt(s string) int {
 		}
 	}
 	return len(s)
+}
+
+// canonicalName returns the canonical form of a resource name (see package
+// xdstp) and checks that the type segment of an xdstp:// name names typ.
+// Old-style names are returned as they are.
+func canonicalName(typ xdsresource.Type, name string) (string, error) {
+	if !xdstp.Is(name) {
+		return name, nil
+	}
+	n, err := xdstp.Parse(name)
+	if err != nil {
+		return "", err
+	}
+	if n.Type != xdsresource.TypeName(typ) {
+		return "", fmt.Errorf("resource name %q names type %q, watched as %q", name, n.Type, xdsresource.TypeName(typ))
+	}
+	return n.String(), nil
 }

@@ -201,16 +201,8 @@ func (s *Server) Response(id uint64, u *transport.Update) transport.Result {
 		return transport.Result{Ignored: true}
 	}
 	s.step(tx, health.Event{Kind: health.Response}, nil)
-	known := s.conn.HasType(u.TypeURL)
-	if !known {
-		s.as.cfg.Observer.Log(tx, s, slog.LevelWarn, "xDS response of a type that was never subscribed; ignored", "type", xerr.Shown(u.TypeURL))
-	}
-	n := s.conn.Count(u.TypeURL)
 	tx.Unlock()
-	if !known {
-		return transport.Result{Ignored: true}
-	}
-	a, ok := s.as.cfg.Cache.Apply(s.src, u, n, func(tx *txn.Tx) bool {
+	a, ok := s.as.cfg.Cache.Apply(s.src, u, func(tx *txn.Tx) bool {
 		if s.s.Of(tx).closed {
 			return false
 		}

@@ -13,17 +13,18 @@ import (
 
 // details are what an event brings besides its kind: the resource of a
 // valid event (what watchers get, the bytes, and the update that carried
-// them), and for an error its cause (the text after the resource, server
-// and node the error names) and what the cache records of the failed
-// update.
+// them), the update of a data error (for the failure record: its version
+// and time, and the rejected bytes) with what the server said (the NACK's
+// reason, a TP3 message), or, for a server failure, its cause as the
+// authority words it.
 type details struct {
 	res     any
 	raw     []byte
 	u       *update
-	cause   string
-	version string
-	at      time.Time
 	failRaw []byte
+	err     error
+	msg     string
+	cause   string
 }
 
 // apply is where every event of an entry takes effect: it asks transition
@@ -42,18 +43,22 @@ func (c *Cache) apply(tx *txn.Tx, e *Entry, ev event, d details) {
 	}
 	switch {
 	case out.logIgnored:
-		c.cfg.Observer.Logged(tx, e, src, LogDeletionIgnored, d.version)
+		c.cfg.Observer.Logged(tx, e, src, LogDeletionIgnored, d.u.version)
 	case out.logUnignored:
-		c.cfg.Observer.Logged(tx, e, src, LogDeletionUnignored, d.version)
+		c.cfg.Observer.Logged(tx, e, src, LogDeletionUnignored, d.u.version)
 	}
 	e.deletionIgnored = out.deletionIgnored
 	var err error
 	if out.notify == notifyError || out.notify == notifyAmbient || out.failure == recordFailure {
-		err = c.resourceErr(out.errCode, e, src, d.cause)
+		err = c.resourceErr(out.errCode, e, src, cause(ev, d, src))
 	}
 	switch out.failure {
 	case recordFailure:
-		e.extraFields().fail = failure{err: err, version: d.version, at: d.at, raw: d.failRaw}
+		f := failure{err: err, raw: d.failRaw}
+		if d.u != nil {
+			f.version, f.at = d.u.version, d.u.at
+		}
+		e.extraFields().fail = f
 	case clearFailure:
 		e.clearFailure()
 	}
@@ -84,6 +89,28 @@ func (c *Cache) apply(tx *txn.Tx, e *Entry, ev event, d details) {
 	}
 }
 
+// cause returns what an error of ev says after the resource, the server
+// and the node it names.
+func cause(ev event, d details, src *Source) string {
+	switch ev.kind {
+	case evInvalid:
+		return fmt.Sprintf("rejected (NACK) version %s: %v", xerr.Shown(d.u.version), d.err)
+	case evServerError:
+		return fmt.Sprintf("control plane reported %s: %s", ev.code, truncate.String(d.msg, xerr.MaxShown))
+	case evDeletion:
+		if ev.explicit {
+			return fmt.Sprintf("deleted by the server (removed_resources of the response at system version %s)", xerr.Shown(d.u.version))
+		}
+		return fmt.Sprintf("deleted by the server (absent from the response at version %s)", xerr.Shown(d.u.version))
+	case evTimer:
+		if src.Transient {
+			return fmt.Sprintf("not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", src.Timeout)
+		}
+		return fmt.Sprintf("does not exist: not received within %v of subscribing", src.Timeout)
+	}
+	return d.cause
+}
+
 // features returns what decides the behaviour of entries on src.
 func (src *Source) features() features {
 	f := src.Features
@@ -92,7 +119,7 @@ func (src *Source) features() features {
 
 // resourceErr is the error the watchers of e get, from src, with cause.
 func (c *Cache) resourceErr(code codes.Code, e *Entry, src *Source, cause string) error {
-	return xerr.Resource(code, xerr.ShortName(e.kind.Type), e.name, src.URI, c.cfg.NodeID, cause)
+	return xerr.Resource(code, e.kind.Short, e.name, src.URI, c.cfg.NodeID, cause)
 }
 
 // setState is the one place where an entry changes state or starts or
@@ -130,26 +157,77 @@ func (c *Cache) notifyOne(tx *txn.Tx, e *Entry, w *Watcher, res any, err error, 
 	e.group.Active(tx).Lane.Notify(tx, w, res, err, ambient)
 }
 
-// The events of a response, each with the cause its error gives.
-
-func (c *Cache) applyInvalid(tx *txn.Tx, e *Entry, raw []byte, cause error, u *update) {
-	f := e.failure()
-	same := f != nil && f.raw != nil && string(f.raw) == string(raw)
-	c.apply(tx, e, event{kind: evInvalid, sameBytes: same}, details{
-		cause: fmt.Sprintf("rejected (NACK) version %s: %v", xerr.Shown(u.version), cause), version: u.version, at: u.at, failRaw: raw})
+// startTimer starts e's timer on src, the server it uses, unless it runs.
+func (c *Cache) startTimer(tx *txn.Tx, e *Entry, src *Source) {
+	t := src.t.Of(tx)
+	if e.timing || e.removed || t.closed || e.group.Active(tx) != src {
+		return
+	}
+	e.timerGen++
+	e.timing = true
+	now := tx.Now()
+	t.q = append(t.q, timerSlot{e: e, gen: e.timerGen, at: now.Add(src.Timeout)})
+	if len(t.q) == 1 {
+		if t.wheel == nil {
+			t.wheel = time.AfterFunc(src.Timeout, func() { c.onWheel(src) })
+		} else {
+			t.wheel.Reset(src.Timeout)
+		}
+	}
+	if t.timed == nil {
+		t.timed = map[*Entry]struct{}{}
+	}
+	t.timed[e] = struct{}{}
+	c.cfg.Observer.TimerStarted(tx, e, src)
 }
 
-func (c *Cache) applyReceivedError(tx *txn.Tx, e *Entry, code codes.Code, msg string, u *update) {
-	c.apply(tx, e, event{kind: evServerError, code: code}, details{
-		cause: fmt.Sprintf("control plane reported %s: %s", code, truncate.String(msg, xerr.MaxShown)), version: u.version, at: u.at})
+// stopTimer stops e's timer if it runs on src.
+func (c *Cache) stopTimer(tx *txn.Tx, e *Entry, src *Source) {
+	if !e.timing || src == nil {
+		return
+	}
+	t := src.t.Of(tx)
+	if _, ok := t.timed[e]; !ok {
+		return
+	}
+	e.timing = false
+	e.timerGen++
+	t.untime(e)
+	c.cfg.Observer.TimerStopped(tx, e, src)
 }
 
-func (c *Cache) applyAbsence(tx *txn.Tx, e *Entry, u *update) {
-	c.apply(tx, e, event{kind: evDeletion}, details{
-		cause: fmt.Sprintf("deleted by the server (absent from the response at version %s)", xerr.Shown(u.version)), version: u.version, at: u.at})
+// untime removes e from t.timed. Once no timer runs, the slots left are
+// stale and the wheel need not fire; the map is dropped too, since after a
+// large subscription it would keep room for every entry.
+func (t *timers) untime(e *Entry) {
+	delete(t.timed, e)
+	if len(t.timed) == 0 {
+		t.timed = nil
+		t.q = nil
+		if t.wheel != nil {
+			t.wheel.Stop()
+		}
+	}
 }
 
-func (c *Cache) applyRemoval(tx *txn.Tx, e *Entry, u *update) {
-	c.apply(tx, e, event{kind: evDeletion, explicit: true}, details{
-		cause: fmt.Sprintf("deleted by the server (removed_resources of the response at system version %s)", xerr.Shown(u.version)), version: u.version, at: u.at})
+// commit carries out the events of response r: the watchers' callbacks
+// are held back until the response's hook is posted, so that observers
+// hear of the update before watchers act on it.
+func (c *Cache) commit(r *response) Applied {
+	tx, src := r.tx, r.src
+	src.Lane.Hold(tx)
+	src.Lane.Grow(tx, r.changed)
+	for i := range r.items {
+		if it := &r.items[i]; it.e != nil {
+			c.apply(tx, it.e, it.ev, details{res: it.res, raw: it.raw.GetValue(), u: it.u, failRaw: it.raw.GetValue(), err: it.err})
+		}
+	}
+	for _, p := range r.events {
+		c.apply(tx, p.e, p.ev, p.d)
+	}
+	c.cfg.Observer.Applied(tx, src, r.typeURL, r.base.version, r.nonce, r.delta, r.Applied)
+	src.Lane.Release(tx)
+	a := r.Applied
+	a.Wait = src.Lane.Barrier(tx)
+	return a
 }

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -112,7 +113,8 @@ type state struct {
 // Kind is the entries of one resource type.
 type Kind struct {
 	Type  xdsresource.Type
-	Rank  int // the order the type was registered in: requests go in it
+	Short string // the type's short name, as errors give it ("cds")
+	Rank  int    // the order the type was registered in: requests go in it
 	table entryTable
 }
 
@@ -137,7 +139,7 @@ func (c *Cache) Register(tx *txn.Tx, t xdsresource.Type) (*Kind, error) {
 	if s.kinds == nil {
 		s.kinds = map[string]*Kind{}
 	}
-	k := &Kind{Type: t, Rank: len(s.order)}
+	k := &Kind{Type: t, Short: xerr.ShortName(t), Rank: len(s.order)}
 	s.kinds[url] = k
 	s.order = append(s.order, k)
 	return k, nil

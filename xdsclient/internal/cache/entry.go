@@ -55,15 +55,6 @@ type update struct {
 	src     *Source
 }
 
-// forResource returns an update like u with the version of one resource
-// of a delta response: u itself when the version is u's.
-func (u *update) forResource(version string) *update {
-	if u.version == version {
-		return u
-	}
-	return &update{version: version, at: u.at, src: u.src}
-}
-
 // extra holds the fields of an entry that most entries never need.
 type extra struct {
 	fail     failure    // the data error the entry carries; zero when none

@@ -2,15 +2,22 @@ package cache
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"time"
 
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/internal/truncate"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
-	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // Applied is what a response did, counted as gRFC A78 counts: subscribed
@@ -31,14 +38,12 @@ type Applied struct {
 // before the resources are applied (more than once if they must be decoded
 // again), reports false if the response must be dropped (the client or
 // the server's channel closed); it is where an authority switches back to
-// src (gRFC A71). subscribed is how many names of u's type are subscribed
-// on the server: when a full-state response names them all, no absence is
-// looked for. ok is false if the response was dropped or is of a type
-// never registered.
-func (c *Cache) Apply(src *Source, u *transport.Update, subscribed int, open func(tx *txn.Tx) bool) (a Applied, ok bool) {
+// src (gRFC A71). ok is false if the response was dropped or is of a type
+// never subscribed on the server (then it is not acknowledged).
+func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bool) (a Applied, ok bool) {
 	tx := c.cfg.Mutex.Lock()
 	k := c.s.Of(tx).kinds[u.TypeURL]
-	if k == nil {
+	if k == nil || !u.Known {
 		c.cfg.Observer.Logged(tx, nil, src, LogUnknownType, u.TypeURL)
 		tx.Unlock()
 		return a, false
@@ -47,7 +52,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, subscribed int, open fun
 	changed := 0
 	for i, r := range u.Resources {
 		items[i] = take(r, k.Type)
-		if !c.match(tx, src, k, &items[i]) {
+		if !items[i].match(src, k) {
 			changed++
 		}
 	}
@@ -59,7 +64,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, subscribed int, open fun
 			tx.Unlock()
 			return a, false
 		}
-		if !c.stale(tx, src, items) {
+		if !stale(items) {
 			break
 		}
 		tx.Unlock() // what some entry held changed meanwhile: decode after all
@@ -69,36 +74,76 @@ func (c *Cache) Apply(src *Source, u *transport.Update, subscribed int, open fun
 	s := c.s.Of(tx)
 	s.gen++
 	base := &update{version: u.Version, at: time.Now(), src: src}
-	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base, delta: u.Delta}
-	src.Lane.Hold(tx)
-	src.Lane.Grow(tx, changed)
+	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base,
+		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, items: items, changed: changed}
 	for i := range items {
 		r.resource(i, &items[i])
 	}
 	for i, re := range u.Errors {
-		r.resourceError(i, re.GetResourceName().GetName(), re.GetErrorDetail())
+		r.resourceError(i, re.Name, re.Status)
 	}
 	for _, name := range u.Removed {
 		r.removal(name)
 	}
-	if k.Type.FullState() && !u.Delta && r.seen < subscribed {
-		r.absences()
+	if k.Type.FullState() && !u.Delta && r.seen < u.Subscribed {
+		r.absences() // when every subscribed entry was seen, none was deleted
 	}
-	a = r.Applied
-	a.NACK = r.nacks.err()
-	c.cfg.Observer.Applied(tx, src, u.TypeURL, u.Version, u.Nonce, u.Delta, a)
-	src.Lane.Release(tx)
-	a.Wait = src.Lane.Barrier(tx)
-	return a, true
+	r.NACK = r.nacks.err()
+	return c.commit(&r), true
+}
+
+// item is one resource of a response on its way into the cache.
+type item struct {
+	raw     *anypb.Any
+	name    string // canonical; "" until known
+	rawName []byte // the name read without decoding, nil if not
+	version string // the resource's own version (delta)
+	value   any
+	err     error
+	// entry is the entry found by name before decoding, nil if none;
+	// against it the bytes were compared, when it held a resource of the
+	// server: was is what it held then (nil if nothing of the server), and
+	// unchanged is set if the bytes were the same, so not decoded.
+	entry     *Entry
+	was       *update
+	looked    bool
+	unchanged bool
+	decoded   bool
+	// What the response does with it: the event of entry e, nil if none,
+	// carried by update u, with res, what watchers get of a change.
+	e   *Entry
+	ev  event
+	u   *update
+	res any
+}
+
+// take takes r, one resource of a response of type typ: its name, as the
+// response gives it or as typ reads it without decoding.
+func take(r transport.Resource, typ xdsresource.Type) item {
+	it := item{raw: r.Any, name: r.Name, version: r.Version, err: r.Err}
+	if r.Err != nil {
+		return it
+	}
+	if reader, ok := typ.(xdsresource.NameReader); ok {
+		if name, ok := reader.ReadName(it.raw.GetValue()); ok {
+			if !xdstp.IsCanonical(name) {
+				// Named as subscribed: canonical form.
+				name = []byte(xdstp.Received(string(name)))
+			}
+			it.rawName = name
+		}
+	}
+	return it
 }
 
 // match looks it up by the name it has before decoding, and reports
-// whether its bytes are those the entry holds from src: then it need not
-// be decoded. Bytes validated as sent by another server are validated
-// again: what a server may set depends on whether it is trusted (gRFC A81).
-func (c *Cache) match(_ *txn.Tx, src *Source, k *Kind, it *item) bool {
+// whether it need not be decoded: its bytes are those the entry holds from
+// src, or it could not be taken from the response. Bytes validated as sent
+// by another server are validated again: what a server may set depends on
+// whether it is trusted (gRFC A81).
+func (it *item) match(src *Source, k *Kind) bool {
 	if it.err != nil {
-		return true // nothing to decode
+		return true
 	}
 	var e *Entry
 	switch {
@@ -123,15 +168,12 @@ func (c *Cache) match(_ *txn.Tx, src *Source, k *Kind, it *item) bool {
 
 // stale reports whether an item found unchanged no longer is, because
 // what its entry holds changed while the lock was released; such items
-// are made to be decoded.
-func (c *Cache) stale(_ *txn.Tx, src *Source, items []item) bool {
+// are then decoded.
+func stale(items []item) bool {
 	found := false
 	for i := range items {
 		it := &items[i]
-		if !it.unchanged {
-			continue
-		}
-		if e := it.entry; e.removed || e.res.from != it.was {
+		if it.unchanged && (it.entry.removed || it.entry.res.from != it.was) {
 			it.unchanged, it.looked = false, false
 			found = true
 		}
@@ -139,7 +181,49 @@ func (c *Cache) stale(_ *txn.Tx, src *Source, items []item) bool {
 	return found
 }
 
-// response is one response being applied.
+// parallelDecodeMin is the number of resources to decode from which a
+// response is decoded on several goroutines.
+const parallelDecodeMin = 256
+
+// decodeItems decodes the n items that are neither unchanged nor failed.
+// Items are independent and xdsresource.Type implementations are safe for
+// concurrent use, so a large response is split over up to GOMAXPROCS
+// goroutines: decoding is most of the client's work on a full-state update.
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item, n int) {
+	workers := min(runtime.GOMAXPROCS(0), n/(parallelDecodeMin/2))
+	if n < parallelDecodeMin || workers < 2 {
+		decodeRange(typ, opts, items)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(items) + workers - 1) / workers
+	for lo := chunk; lo < len(items); lo += chunk {
+		part := items[lo:min(lo+chunk, len(items))]
+		wg.Go(func() { decodeRange(typ, opts, part) })
+	}
+	decodeRange(typ, opts, items[:chunk])
+	wg.Wait()
+}
+
+func decodeRange(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
+	for i := range items {
+		if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
+			it.decode(typ, opts)
+		}
+	}
+}
+
+// decode decodes and validates it.raw, and names it.
+func (it *item) decode(typ xdsresource.Type, opts xdsresource.DecodeOptions) {
+	name, value, err := typ.Decode(opts, it.raw)
+	if name != "" {
+		it.name = xdstp.Received(name)
+	}
+	it.value, it.err, it.decoded = value, err, true
+}
+
+// response is one response being applied, with the lock held: what
+// happens to which entry is decided here, and carried out by commit.
 type response struct {
 	Applied
 	c   *Cache
@@ -150,16 +234,29 @@ type response struct {
 	// base is the response's update; last the update of the last resource
 	// applied, which the next one shares if it has the same version
 	// (delta).
-	base, last *update
-	delta      bool
-	nacks      nackDetail
-	seen       int // entries the response named in resources or resource_errors
+	base, last     *update
+	typeURL, nonce string
+	delta          bool
+	items          []item
+	changed        int       // items decoded
+	events         []pending // events other than those of items
+	nacks          nackDetail
+	seen           int // entries the response named in resources or resource_errors
+}
+
+// pending is an event of an entry, to be carried out.
+type pending struct {
+	e  *Entry
+	ev event
+	d  details
 }
 
 // entry returns the entry named name that the response applies to: one
 // that uses the server, named once in the response (a second naming is
-// invalid, NACKed with why). ok is false when there is none.
-func (r *response) entry(e *Entry, name, twice string) (_ *Entry, ok bool) {
+// invalid, NACKed with why). hint is the entry found by name before
+// decoding, if any. ok is false when there is none.
+func (r *response) entry(hint *Entry, name, twice string) (_ *Entry, ok bool) {
+	e := hint
 	if e == nil || e.name != name {
 		e = r.k.table.get(name)
 	}
@@ -167,13 +264,14 @@ func (r *response) entry(e *Entry, name, twice string) (_ *Entry, ok bool) {
 		return nil, false // not subscribed, or not from the server in use: ignored, not counted
 	}
 	if e.seenGen == r.gen {
-		r.invalid(fmt.Sprintf("%s %q: %s", xerr.ShortName(r.k.Type), name, twice))
+		r.invalid(fmt.Sprintf("%s %q: %s", r.k.Short, name, twice))
 		return nil, false
 	}
 	e.seenGen = r.gen
 	return e, true
 }
 
+// invalid counts an invalid resource, whose msg goes into the NACK.
 func (r *response) invalid(msg string) {
 	r.Invalid++
 	if r.nacks.room() {
@@ -181,7 +279,8 @@ func (r *response) invalid(msg string) {
 	}
 }
 
-// resource applies the resource at index i.
+// resource decides what the resource at index i does: valid, with the
+// bytes held (unchanged) or not, or invalid (a NACK).
 func (r *response) resource(i int, it *item) {
 	if it.name == "" {
 		r.Invalid++
@@ -199,18 +298,20 @@ func (r *response) resource(i int, it *item) {
 		return
 	}
 	r.seen++
-	u := r.base
-	if r.delta {
-		u = r.last.forResource(it.version)
-		r.last = u
+	it.e, it.u = e, r.base
+	if r.delta && r.base.version != it.version {
+		if r.last.version != it.version {
+			r.last = &update{version: it.version, at: r.base.at, src: r.src}
+		}
+		it.u = r.last // consecutive resources of one version share an update
 	}
-	c, tx := r.c, r.tx
 	if it.err != nil {
 		r.Invalid++
 		if r.nacks.room() {
 			r.nacks.add(it.err.Error())
 		}
-		c.applyInvalid(tx, e, it.raw.GetValue(), it.err, u)
+		f := e.failure()
+		it.ev = event{kind: evInvalid, sameBytes: f != nil && f.raw != nil && string(f.raw) == string(it.raw.GetValue())}
 		return
 	}
 	r.Valid++
@@ -222,20 +323,18 @@ func (r *response) resource(i int, it *item) {
 	if !it.looked || e != it.entry || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.raw.GetValue())
 	}
-	var res any
+	it.ev = event{kind: evValid, unchanged: unchanged}
 	if !unchanged {
-		res = c.cfg.Deliver(Delivery{Type: r.k.Type, Name: it.name, Version: u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: u.at})
+		it.res = r.c.cfg.Deliver(Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
 	}
-	c.apply(tx, e, event{kind: evValid, unchanged: unchanged}, details{res: res, raw: it.raw.GetValue(), u: u})
 }
 
-// resourceError applies the TP3 error at index i (unless in legacy mode,
-// which does not use them).
+// resourceError decides what the TP3 error at index i does (unless in
+// legacy mode, which does not use them).
 func (r *response) resourceError(i int, name string, st *rpcstatus.Status) {
 	if r.src.Features.Legacy {
 		return
 	}
-	name = canonicalReceived(r.k.Type, name)
 	switch {
 	case name == "":
 		r.invalid(fmt.Sprintf("resource_errors[%d]: empty resource_name", i))
@@ -251,28 +350,78 @@ func (r *response) resourceError(i int, name string, st *rpcstatus.Status) {
 	r.seen++
 	r.Invalid++
 	r.Errors++
-	r.c.applyReceivedError(r.tx, e, codes.Code(st.GetCode()), st.GetMessage(), r.base)
+	r.events = append(r.events, pending{e, event{kind: evServerError, code: codes.Code(st.GetCode())}, details{u: r.base, msg: st.GetMessage()}})
 }
 
-// removal applies a name of a delta response's removed_resources: a
-// deletion, of any type.
+// removal decides what a name of a delta response's removed_resources
+// does: a deletion, of any type.
 func (r *response) removal(name string) {
-	e, ok := r.entry(nil, canonicalReceived(r.k.Type, name), "appears in both resources and removed_resources")
+	e, ok := r.entry(nil, name, "appears in both resources and removed_resources")
 	if !ok {
 		return
 	}
 	r.Removed++
-	r.c.applyRemoval(r.tx, e, r.base)
+	r.events = append(r.events, pending{e, event{kind: evDeletion, explicit: true}, details{u: r.base}})
 }
 
-// absences applies the absence of every entry that uses the server and
-// that the full-state response left out: the deletion of a resource held
-// (transition decides). When every subscribed entry was seen, none was
-// deleted: Apply skips the scan.
+// absences adds the absence of every entry that uses the server and that
+// the full-state response left out: the deletion of a resource held
+// (transition decides).
 func (r *response) absences() {
 	for e := range r.k.table.all() {
 		if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
-			r.c.applyAbsence(r.tx, e, r.base)
+			r.events = append(r.events, pending{e, event{kind: evDeletion}, details{u: r.base}})
 		}
 	}
+}
+
+// The error_detail of a NACK is bounded, so that a response of many invalid
+// resources cannot make a request the server refuses (which would end the
+// stream, and the client would reconnect to get the same response again):
+// it holds the first maxNACKErrors messages, each cut at maxNACKMessage
+// bytes, in at most maxNACKBytes, then the count of the others. Each cache
+// entry keeps its own full error, which CSDS shows in error_state.
+const (
+	maxNACKErrors  = 50
+	maxNACKMessage = 1 << 10
+	maxNACKBytes   = 16 << 10
+)
+
+// nackDetail builds the error_detail of a NACK.
+type nackDetail struct {
+	b     strings.Builder
+	n     int // errors
+	shown int // errors in b
+}
+
+// room reports whether another message would be shown. When it would not,
+// the error is counted: callers then skip formatting it.
+func (d *nackDetail) room() bool {
+	if d.shown < maxNACKErrors && d.b.Len() < maxNACKBytes-maxNACKMessage-2 {
+		return true
+	}
+	d.n++
+	return false
+}
+
+// add adds msg, cut at maxNACKMessage bytes.
+func (d *nackDetail) add(msg string) {
+	d.n++
+	msg = truncate.String(msg, maxNACKMessage)
+	if d.b.Len() > 0 {
+		d.b.WriteString("; ")
+	}
+	d.b.WriteString(msg)
+	d.shown++
+}
+
+// err returns the NACK's error, nil when nothing was invalid.
+func (d *nackDetail) err() error {
+	if d.n == 0 {
+		return nil
+	}
+	if more := d.n - d.shown; more > 0 {
+		fmt.Fprintf(&d.b, "; and %d more invalid (the error of each subscribed resource is in its cache entry)", more)
+	}
+	return errors.New(d.b.String())
 }

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
@@ -23,59 +22,6 @@ type timerSlot struct {
 	e   *Entry
 	gen uint32
 	at  time.Time
-}
-
-// startTimer starts e's timer on src, the server it uses, unless it runs.
-func (c *Cache) startTimer(tx *txn.Tx, e *Entry, src *Source) {
-	t := src.t.Of(tx)
-	if e.timing || e.removed || t.closed || e.group.Active(tx) != src {
-		return
-	}
-	e.timerGen++
-	e.timing = true
-	now := tx.Now()
-	t.q = append(t.q, timerSlot{e: e, gen: e.timerGen, at: now.Add(src.Timeout)})
-	if len(t.q) == 1 {
-		if t.wheel == nil {
-			t.wheel = time.AfterFunc(src.Timeout, func() { c.onWheel(src) })
-		} else {
-			t.wheel.Reset(src.Timeout)
-		}
-	}
-	if t.timed == nil {
-		t.timed = map[*Entry]struct{}{}
-	}
-	t.timed[e] = struct{}{}
-	c.cfg.Observer.TimerStarted(tx, e, src)
-}
-
-// stopTimer stops e's timer if it runs on src.
-func (c *Cache) stopTimer(tx *txn.Tx, e *Entry, src *Source) {
-	if !e.timing || src == nil {
-		return
-	}
-	t := src.t.Of(tx)
-	if _, ok := t.timed[e]; !ok {
-		return
-	}
-	e.timing = false
-	e.timerGen++
-	t.untime(e)
-	c.cfg.Observer.TimerStopped(tx, e, src)
-}
-
-// untime removes e from t.timed. Once no timer runs, the slots left are
-// stale and the wheel need not fire; the map is dropped too, since after a
-// large subscription it would keep room for every entry.
-func (t *timers) untime(e *Entry) {
-	delete(t.timed, e)
-	if len(t.timed) == 0 {
-		t.timed = nil
-		t.q = nil
-		if t.wheel != nil {
-			t.wheel.Stop()
-		}
-	}
 }
 
 // onWheel fires the timers of src that are due, then sets the wheel for
@@ -108,11 +54,7 @@ func (c *Cache) fire(tx *txn.Tx, e *Entry, gen uint32, src *Source) {
 	}
 	e.timing = false
 	src.t.Of(tx).untime(e)
-	cause := fmt.Sprintf("does not exist: not received within %v of subscribing", src.Timeout)
-	if src.Transient {
-		cause = fmt.Sprintf("not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", src.Timeout)
-	}
-	c.apply(tx, e, event{kind: evTimer}, details{cause: cause})
+	c.apply(tx, e, event{kind: evTimer}, details{})
 }
 
 // Sent starts the timers of the names of k just subscribed on a stream of

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -58,7 +59,7 @@ func FuzzUnwrap(f *testing.F) {
 		if rawName != nil && decoded != "" && string(rawName) != it.name {
 			t.Fatalf("name read without decoding %q, decoded name %q", rawName, it.name)
 		}
-		if decoded != "" && it.name != canonicalReceived(typ, it.name) {
+		if decoded != "" && it.name != xdstp.Received(it.name) {
 			t.Fatalf("decoded name %q is not canonical", it.name)
 		}
 	})

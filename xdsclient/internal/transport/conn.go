@@ -285,6 +285,11 @@ func (c *Conn) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (id u
 			return id, responded, err
 		}
 		responded = true
+		c.mu.Lock()
+		if ts := c.typeOf(u.TypeURL); ts != nil {
+			u.Known, u.Subscribed = true, ts.n
+		}
+		c.mu.Unlock()
 		res := c.h.Response(id, u)
 		c.acknowledge(id, u, res)
 		if res.Wait != nil {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
 
 // Update is one response of either protocol, as the cache takes it.
@@ -20,12 +23,25 @@ type Update struct {
 	// heartbeat, which carries none, is left out.
 	Resources []Resource
 	// Errors are the TP3 resource_errors.
-	Errors []*discoveryv3.ResourceError
+	Errors []ResourceError
 	// Removed are the names of a delta response's removed_resources.
 	Removed []string
 	// Delta reports a delta response: each resource has its own version,
 	// and a deletion is a name in Removed rather than an absence.
 	Delta bool
+	// Known reports whether anything of the type was ever subscribed on
+	// the server (a response of another type is not acknowledged), and
+	// Subscribed how many names of it are now.
+	Known      bool
+	Subscribed int
+}
+
+// ResourceError is one TP3 error of an Update: the resource's name ("" if
+// the server gave none) and the status the server sent for it (nil if it
+// sent none).
+type ResourceError struct {
+	Name   string
+	Status *rpcstatus.Status
 }
 
 // Resource is one resource of an Update.
@@ -46,14 +62,28 @@ type Resource struct {
 // which may wrap a resource of a State of the World response.
 const ResourceWrapperURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
 
+// The names of an Update are in canonical form (package xdstp), as the
+// client's subscriptions are.
+
 // FromSotW returns the Update of a State of the World response.
 func FromSotW(resp *discoveryv3.DiscoveryResponse) *Update {
-	u := &Update{TypeURL: resp.GetTypeUrl(), Version: resp.GetVersionInfo(), Nonce: resp.GetNonce(), Errors: resp.GetResourceErrors(),
+	u := &Update{TypeURL: resp.GetTypeUrl(), Version: resp.GetVersionInfo(), Nonce: resp.GetNonce(), Errors: resourceErrors(resp.GetResourceErrors()),
 		Resources: make([]Resource, len(resp.GetResources()))}
 	for i, a := range resp.GetResources() {
 		u.Resources[i] = unwrap(a, u.TypeURL)
 	}
 	return u
+}
+
+func resourceErrors(errs []*discoveryv3.ResourceError) []ResourceError {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]ResourceError, len(errs))
+	for i, re := range errs {
+		out[i] = ResourceError{Name: xdstp.Received(re.GetResourceName().GetName()), Status: re.GetErrorDetail()}
+	}
+	return out
 }
 
 // unwrap takes one resource of a State of the World response, unwrapping
@@ -68,7 +98,7 @@ func unwrap(a *anypb.Any, typeURL string) Resource {
 		if w.GetResource() == nil {
 			return Resource{Name: w.GetName(), Err: fmt.Errorf("resource wrapper %q carries no resource", w.GetName())}
 		}
-		r = Resource{Name: w.GetName(), Any: w.GetResource()}
+		r = Resource{Name: xdstp.Received(w.GetName()), Any: w.GetResource()}
 	}
 	return r.check(typeURL)
 }
@@ -85,13 +115,16 @@ func (r Resource) check(typeURL string) Resource {
 
 // FromDelta returns the Update of a delta response.
 func FromDelta(resp *discoveryv3.DeltaDiscoveryResponse) *Update {
-	u := &Update{TypeURL: resp.GetTypeUrl(), Version: resp.GetSystemVersionInfo(), Nonce: resp.GetNonce(), Errors: resp.GetResourceErrors(),
-		Removed: resp.GetRemovedResources(), Delta: true, Resources: make([]Resource, 0, len(resp.GetResources()))}
+	u := &Update{TypeURL: resp.GetTypeUrl(), Version: resp.GetSystemVersionInfo(), Nonce: resp.GetNonce(), Errors: resourceErrors(resp.GetResourceErrors()),
+		Delta: true, Resources: make([]Resource, 0, len(resp.GetResources()))}
 	for _, r := range resp.GetResources() {
 		if r.GetResource() == nil {
 			continue // a heartbeat: this client has no resource TTLs
 		}
-		u.Resources = append(u.Resources, Resource{Name: r.GetName(), Version: r.GetVersion(), Any: r.GetResource()}.check(u.TypeURL))
+		u.Resources = append(u.Resources, Resource{Name: xdstp.Received(r.GetName()), Version: r.GetVersion(), Any: r.GetResource()}.check(u.TypeURL))
+	}
+	for _, name := range resp.GetRemovedResources() {
+		u.Removed = append(u.Removed, xdstp.Received(name))
 	}
 	return u
 }

@@ -67,14 +67,6 @@ func (c *Conn) typeOf(url string) *typeState {
 	return nil
 }
 
-// HasType reports whether anything of typeURL was ever subscribed on the
-// server: its responses are acknowledged.
-func (c *Conn) HasType(typeURL string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.typeOf(typeURL) != nil
-}
-
 // Subscribe adds name, of typeURL, to the subscription, which must not
 // hold it. Requests of lower rank go first on a new stream.
 func (c *Conn) Subscribe(typeURL string, rank int, name string) {
@@ -168,16 +160,6 @@ func (c *Conn) SentNames(typeURL string) []string {
 		}
 	}
 	return out
-}
-
-// Count returns how many names of typeURL are subscribed.
-func (c *Conn) Count(typeURL string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ts := c.typeOf(typeURL); ts != nil {
-		return ts.n
-	}
-	return 0
 }
 
 // Types returns the subscribed type URLs, in the order of their rank.
