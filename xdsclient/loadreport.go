@@ -75,7 +75,7 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 			return nil, nil, fmt.Errorf("xdsclient: load report: %w", err)
 		}
 		ls = &loadServer{key: s.Key(), uri: s.URI, cc: cc}
-		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s.URI)))
+		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents()), lrs.WithLabels(c.o.target, s.URI))
 		if st.loadServers == nil {
 			st.loadServers = map[string]*loadServer{}
 		}
@@ -131,34 +131,25 @@ func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
 	return nil
 }
 
-// loadEvents turns a Reporter's events into the client's hooks, queued
-// like every other hook call.
-func (c *Client) loadEvents(server string) lrs.Events {
-	target := c.o.target
+// loadEvents has a Reporter call the client's hooks, on its own
+// goroutine: a load report hook that blocks holds back only that LRS
+// stream.
+func (c *Client) loadEvents() lrs.Events {
 	return lrs.Events{
-		StreamStarted: func(i lrs.StreamInfo) {
-			emitLoadHook(c, func(h *Hooks) func(LoadReportStreamInfo) { return h.LoadReportStreamStarted },
-				LoadReportStreamInfo{Target: target, Server: server, Attempt: i.Attempt})
+		StreamStarted: func(i LoadReportStreamInfo) {
+			if f := c.hooks().LoadReportStreamStarted; f != nil {
+				f(i)
+			}
 		},
-		StreamEnded: func(i lrs.StreamEndInfo) {
-			emitLoadHook(c, func(h *Hooks) func(LoadReportStreamEndInfo) { return h.LoadReportStreamEnded },
-				LoadReportStreamEndInfo{Target: target, Server: server, Created: i.Created, ResponseReceived: i.ResponseReceived,
-					Reports: i.Reports, Err: i.Err, Backoff: i.Backoff})
+		StreamEnded: func(i LoadReportStreamEndInfo) {
+			if f := c.hooks().LoadReportStreamEnded; f != nil {
+				f(i)
+			}
 		},
-		ReportSent: func(i lrs.ReportInfo) {
-			emitLoadHook(c, func(h *Hooks) func(LoadReportInfo) { return h.LoadReportSent },
-				LoadReportInfo{Target: target, Server: server, Clusters: i.Clusters, Issued: i.Issued, Succeeded: i.Succeeded,
-					Errored: i.Errored, Dropped: i.Dropped, Interval: i.Interval, Final: i.Final})
+		ReportSent: func(i LoadReportInfo) {
+			if f := c.hooks().LoadReportSent; f != nil {
+				f(i)
+			}
 		},
-	}
-}
-
-// emitLoadHook posts the call with info of the hook that pick takes from
-// the client's Hooks to the client's lane, taking the lock to do so.
-func emitLoadHook[I any](c *Client, pick func(*Hooks) func(I), info I) {
-	if f := pick(c.hooks()); f != nil {
-		tx := c.mu.Lock()
-		c.own.Hook(tx, func() { f(info) })
-		tx.Unlock()
 	}
 }
