@@ -109,7 +109,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		closeDone: make(chan struct{}),
 	}
 	obs := observer{c}
-	c.cache = cache.New(cache.Config{Mutex: &c.mu, NodeID: c.nodeID, Observer: obs, Deliver: newResource})
+	c.cache = cache.New(cache.Config{Mutex: &c.mu, NodeID: c.nodeID, Observer: obs, Deliver: newResources})
 	c.auths = authority.New(authority.Config{
 		Mutex: &c.mu, Cache: c.cache, Bootstrap: cfg, Fallback: o.fallback, Legacy: o.legacy,
 		Transport: transport.Config{Node: node, KeepaliveTime: o.keepaliveTime, KeepaliveTimeout: o.keepaliveWait,

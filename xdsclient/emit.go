@@ -202,9 +202,21 @@ func (c *Client) watcherNotified(typeURL, name string, kind NotificationKind, er
 	}
 }
 
-// newResource makes the Resource watchers get.
-func newResource(d cache.Delivery) any {
-	return &Resource{Type: d.Type, Name: d.Name, Version: d.Version, Value: d.Value, Raw: d.Raw, Server: d.Server, ReceivedAt: d.At}
+// newResources returns what makes the Resources watchers get of up to n
+// resources of one response, allocated together: one allocation per
+// response rather than per resource.
+func newResources(n int) func(d cache.Delivery) any {
+	slab := make([]Resource, n)
+	return func(d cache.Delivery) any {
+		var r *Resource
+		if len(slab) > 0 {
+			r, slab = &slab[0], slab[1:]
+		} else {
+			r = new(Resource)
+		}
+		*r = Resource{Type: d.Type, Name: d.Name, Version: d.Version, Value: d.Value, Raw: d.Raw, Server: d.Server, ReceivedAt: d.At}
+		return r
+	}
 }
 
 // AddHooks adds hooks to a running client and returns a func that removes

@@ -43,9 +43,10 @@ type Config struct {
 	Legacy bool
 	// Observer is told of every event, to call the hooks.
 	Observer Observer
-	// Deliver makes what watchers get of a valid resource: package
-	// xdsclient's *Resource.
-	Deliver func(d Delivery) any
+	// Deliver returns what makes, for up to n valid resources of one
+	// response, what watchers get of each: package xdsclient's *Resource,
+	// which it can then allocate together.
+	Deliver func(n int) func(d Delivery) any
 }
 
 // Delivery is a valid resource on its way to watchers: of type Type, named

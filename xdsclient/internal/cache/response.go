@@ -238,8 +238,9 @@ type response struct {
 	typeURL, nonce string
 	delta          bool
 	items          []item
-	changed        int       // items decoded
-	events         []pending // events other than those of items
+	changed        int                  // items decoded
+	deliver        func(d Delivery) any // what watchers get of the items that changed
+	events         []pending            // events other than those of items
 	nacks          nackDetail
 	seen           int // entries the response named in resources or resource_errors
 }
@@ -325,7 +326,10 @@ func (r *response) resource(i int, it *item) {
 	}
 	it.ev = event{kind: evValid, unchanged: unchanged}
 	if !unchanged {
-		it.res = r.c.cfg.Deliver(Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
+		if r.deliver == nil {
+			r.deliver = r.c.cfg.Deliver(r.changed)
+		}
+		it.res = r.deliver(Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
 	}
 }
 

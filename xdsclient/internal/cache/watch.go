@@ -38,7 +38,7 @@ func (c *Cache) Decode(h Held) (any, error) {
 	if err != nil {
 		return nil, c.resourceErr(codes.Internal, e, src, fmt.Sprintf("held resource no longer decodes: %v", err))
 	}
-	return c.cfg.Deliver(Delivery{Type: typ, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
+	return c.cfg.Deliver(1)(Delivery{Type: typ, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
 }
 
 // Watch adds w to e and posts what w hears first (transition's evWatch):

@@ -240,6 +240,10 @@ func (l *Lane[W]) Release(tx *txn.Tx) {
 		return
 	}
 	l.register(tx, p)
+	if len(p.items) == 0 {
+		p.items, p.held = p.held, p.items
+		return
+	}
 	p.items = append(p.items, p.held...)
 	clear(p.held)
 	p.held = p.held[:0]
