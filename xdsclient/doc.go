@@ -111,7 +111,9 @@
 // the server); a lane's. No hook, watcher, logger or resource decoder runs
 // under the client's lock: hook calls and watcher callbacks are posted
 // while it is held, in event order, and run on a lane after it is
-// released; log lines are written once it is released; resources are
-// decoded with it released. Observers such as telemetry take their own
+// released; a log line is written on the lane of the server whose event
+// it tells, before the hooks of that event (or, for a caller's own call,
+// by the caller once the lock is released); resources are decoded with it
+// released. Observers such as telemetry take their own
 // lock only inside a hook, where no client lock is held.
 package xdsclient

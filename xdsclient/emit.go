@@ -78,7 +78,10 @@ func (o observer) Logged(tx *txn.Tx, e *cache.Entry, src *cache.Source, l cache.
 	case cache.LogDeletionUnignored:
 		msg = "xDS resource deletion no longer ignored: the server sends the resource again"
 	case cache.LogDeletionUnwatched:
+		// The caller's cancel: written before cancel returns.
 		msg = "xDS resource deletion no longer ignored: watch cancelled"
+		o.logAfter(tx, src, level, msg, args...)
+		return
 	case cache.LogUnknownType:
 		level, msg = slog.LevelWarn, "xDS response of a type that was never subscribed; ignored"
 		args = append(args, "type", truncate.String(version, xerr.MaxShown))
@@ -86,15 +89,31 @@ func (o observer) Logged(tx *txn.Tx, e *cache.Entry, src *cache.Source, l cache.
 	o.log(tx, src, level, msg, args...)
 }
 
-// log writes a log line about src once the lock is released, by the
-// goroutine of the event: the logger's handler is the user's.
+// log writes a log line about an event of src on src's lane, before the
+// hooks of the same event: the logger's handler is the user's, and runs
+// with no lock held.
 func (o observer) log(tx *txn.Tx, src *cache.Source, level slog.Level, msg string, args ...any) {
+	if f := o.logLine(src, level, msg, args); f != nil {
+		src.Lane.Hook(tx, f)
+	}
+}
+
+// logAfter writes a log line about a caller's call, by the caller, once
+// the lock is released.
+func (o observer) logAfter(tx *txn.Tx, src *cache.Source, level slog.Level, msg string, args ...any) {
+	if f := o.logLine(src, level, msg, args); f != nil {
+		tx.After(f)
+	}
+}
+
+// logLine returns what writes a log line, nil if the level is off.
+func (o observer) logLine(src *cache.Source, level slog.Level, msg string, args []any) func() {
 	logger := o.c.logger
 	if !logger.Enabled(context.Background(), level) {
-		return
+		return nil
 	}
 	args = append(args, "server", src.URI)
-	tx.After(func() { logger.Log(context.Background(), level, msg, args...) })
+	return func() { logger.Log(context.Background(), level, msg, args...) }
 }
 
 func (o observer) Applied(tx *txn.Tx, src *cache.Source, typeURL, version, nonce string, delta bool, a cache.Applied) {
@@ -159,14 +178,13 @@ func (o observer) ChannelClosed(tx *txn.Tx, s *authority.Server, reason error) {
 	}
 }
 
-func (o observer) AuthorityServer(tx *txn.Tx, a *authority.Authority, s *authority.Server, prev string, priority int, reason string) {
+func (o observer) AuthorityServer(tx *txn.Tx, on *authority.Server, a *authority.Authority, s *authority.Server, prev string, priority int, reason string) {
 	if f := o.c.hooks().AuthorityServerChanged; f != nil {
 		info := AuthorityServerInfo{Target: o.c.o.target, Authority: a.Name(), Previous: prev, Priority: priority, Reason: reason}
 		if s != nil {
 			info.Server = s.URI()
 		}
-		active, _ := a.Active(tx)
-		active.Lane().Hook(tx, func() { f(info) })
+		on.Lane().Hook(tx, func() { f(info) })
 	}
 }
 

@@ -76,9 +76,11 @@ type Observer interface {
 	RequestSent(tx *txn.Tx, s *Server, r transport.Request)
 	ChannelClosed(tx *txn.Tx, s *Server, reason error)
 	// AuthorityServer: a uses a new server (its active one; none, with
-	// priority -1, when a is released); prev was the one before.
-	AuthorityServer(tx *txn.Tx, a *Authority, s *Server, prev string, priority int, reason string)
-	// Log: a log line about s.
+	// priority -1, when a is released); prev was the one before. It is
+	// reported on the lane of on, the server a leaves (or takes first).
+	AuthorityServer(tx *txn.Tx, on *Server, a *Authority, s *Server, prev string, priority int, reason string)
+	// Log: a log line about s, written on its lane, before the hooks of
+	// the same event.
 	Log(tx *txn.Tx, s *Server, level slog.Level, msg string, args ...any)
 }
 
@@ -151,7 +153,7 @@ func (as *Authorities) Get(tx *txn.Tx, name string) (*Authority, error) {
 		st.auths = map[string]*Authority{}
 	}
 	st.auths[key] = a
-	as.cfg.Observer.AuthorityServer(tx, a, s, "", 0, "initial")
+	as.cfg.Observer.AuthorityServer(tx, s, a, s, "", 0, "initial")
 	return a, nil
 }
 
@@ -198,7 +200,7 @@ func (as *Authorities) Unsubscribe(tx *txn.Tx, a *Authority, e *cache.Entry) {
 		return
 	}
 	prev, _ := a.Active(tx)
-	as.cfg.Observer.AuthorityServer(tx, a, nil, prev.URI(), -1, "released: no resource of the authority is watched")
+	as.cfg.Observer.AuthorityServer(tx, prev, a, nil, prev.URI(), -1, "released: no resource of the authority is watched")
 	for i, s := range st.chans {
 		if s == nil {
 			continue
@@ -307,9 +309,9 @@ func (as *Authorities) fallback(tx *txn.Tx, a *Authority, reason error) bool {
 		for e := range as.cfg.Cache.EntriesOf(tx, a.group) {
 			next.conn.Subscribe(e.Type().TypeURL(), e.Kind().Rank, e.Name())
 		}
-		as.use(tx, a, i, prev)
 		as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback: using a lower priority server", "authority", a.name, "from", prev.URI(), "to", next.URI(), "reason", xerr.ShownErr(reason))
-		as.cfg.Observer.AuthorityServer(tx, a, next, prev.URI(), i, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.URI(), xerr.ShownErr(reason)))
+		as.cfg.Observer.AuthorityServer(tx, prev, a, next, prev.URI(), i, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.URI(), xerr.ShownErr(reason)))
+		as.use(tx, a, i, prev)
 		if h := next.s.Of(tx).h; !h.Failed {
 			return true
 		} else {
@@ -323,7 +325,8 @@ func (as *Authorities) fallback(tx *txn.Tx, a *Authority, reason error) bool {
 
 // use makes the server at index i a's active one, where prev was: the
 // entries' timers move to it, and its lane runs their callbacks from now
-// on, after those prev's lane had been given.
+// on, after what prev's lane had been given (the switch's own hook and log
+// lines included).
 func (as *Authorities) use(tx *txn.Tx, a *Authority, i int, prev *Server) {
 	st := a.s.Of(tx)
 	to := st.chans[i]
@@ -362,9 +365,9 @@ func (as *Authorities) switchBackTo(tx *txn.Tx, s *Server) {
 				low.close(tx, fmt.Errorf("switched back to %q", s.URI()))
 			}
 		}
+		as.cfg.Observer.Log(tx, prev, slog.LevelInfo, "xDS fallback over: back to a higher priority server", "authority", a.name, "from", prev.URI(), "to", s.URI())
+		as.cfg.Observer.AuthorityServer(tx, prev, a, s, prev.URI(), i, fmt.Sprintf("%q delivered a resource again", s.URI()))
 		as.use(tx, a, i, prev)
-		as.cfg.Observer.Log(tx, s, slog.LevelInfo, "xDS fallback over: back to a higher priority server", "authority", a.name, "from", prev.URI(), "to", s.URI())
-		as.cfg.Observer.AuthorityServer(tx, a, s, prev.URI(), i, fmt.Sprintf("%q delivered a resource again", s.URI()))
 	}
 }
 

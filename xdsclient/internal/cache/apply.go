@@ -219,7 +219,7 @@ func (c *Cache) commit(r *response) Applied {
 	src.Lane.Grow(tx, r.changed)
 	for i := range r.items {
 		if it := &r.items[i]; it.e != nil {
-			c.apply(tx, it.e, it.ev, details{res: it.res, raw: it.raw.GetValue(), u: it.u, failRaw: it.raw.GetValue(), err: it.err})
+			c.apply(tx, it.e, it.ev, details{res: it.res, raw: it.kept, u: it.u, failRaw: it.kept, err: it.err})
 		}
 	}
 	for _, p := range r.events {

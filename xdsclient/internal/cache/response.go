@@ -57,6 +57,15 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		}
 	}
 	tx.Unlock()
+	// What is decoded goes to the decoder as an Any, all of them allocated
+	// together; they become the Raw of the Resources delivered.
+	anys := make([]anypb.Any, changed)
+	for i := range items {
+		if it := &items[i]; it.err == nil && !it.unchanged {
+			it.raw, anys = &anys[0], anys[1:]
+			it.raw.TypeUrl, it.raw.Value = u.TypeURL, it.data
+		}
+	}
 	decodeItems(k.Type, src.Decode, items, changed)
 	for {
 		tx = c.cfg.Mutex.Lock()
@@ -64,7 +73,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 			tx.Unlock()
 			return a, false
 		}
-		if !stale(items) {
+		if !stale(items, u.TypeURL) {
 			break
 		}
 		tx.Unlock() // what some entry held changed meanwhile: decode after all
@@ -94,6 +103,11 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 
 // item is one resource of a response on its way into the cache.
 type item struct {
+	// data is the resource, a slice of the response received: what is
+	// kept of it is copied (kept). raw is it as an Any, for the decoder
+	// and for watchers.
+	data    []byte
+	kept    []byte
 	raw     *anypb.Any
 	name    string // canonical; "" until known
 	rawName []byte // the name read without decoding, nil if not
@@ -120,12 +134,12 @@ type item struct {
 // take takes r, one resource of a response of type typ: its name, as the
 // response gives it or as typ reads it without decoding.
 func take(r transport.Resource, typ xdsresource.Type) item {
-	it := item{raw: r.Any, name: r.Name, version: r.Version, err: r.Err}
+	it := item{data: r.Value, name: r.Name, version: r.Version, err: r.Err}
 	if r.Err != nil {
 		return it
 	}
 	if reader, ok := typ.(xdsresource.NameReader); ok {
-		if name, ok := reader.ReadName(it.raw.GetValue()); ok {
+		if name, ok := reader.ReadName(it.data); ok {
 			if !xdstp.IsCanonical(name) {
 				// Named as subscribed: canonical form.
 				name = []byte(xdstp.Received(string(name)))
@@ -158,7 +172,7 @@ func (it *item) match(src *Source, k *Kind) bool {
 	it.entry, it.looked = e, true
 	if r := e.res; r.ok() && r.from.src == src {
 		it.was = r.from
-		if bytes.Equal(r.raw, it.raw.GetValue()) {
+		if bytes.Equal(r.raw, it.data) {
 			it.unchanged, it.name = true, e.name
 			return true
 		}
@@ -169,12 +183,13 @@ func (it *item) match(src *Source, k *Kind) bool {
 // stale reports whether an item found unchanged no longer is, because
 // what its entry holds changed while the lock was released; such items
 // are then decoded.
-func stale(items []item) bool {
+func stale(items []item, typeURL string) bool {
 	found := false
 	for i := range items {
 		it := &items[i]
 		if it.unchanged && (it.entry.removed || it.entry.res.from != it.was) {
 			it.unchanged, it.looked = false, false
+			it.raw = &anypb.Any{TypeUrl: typeURL, Value: it.data}
 			found = true
 		}
 	}
@@ -312,7 +327,13 @@ func (r *response) resource(i int, it *item) {
 			r.nacks.add(it.err.Error())
 		}
 		f := e.failure()
-		it.ev = event{kind: evInvalid, sameBytes: f != nil && f.raw != nil && string(f.raw) == string(it.raw.GetValue())}
+		same := f != nil && f.raw != nil && string(f.raw) == string(it.data)
+		if same {
+			it.kept = f.raw
+		} else {
+			it.kept = bytes.Clone(it.data)
+		}
+		it.ev = event{kind: evInvalid, sameBytes: same}
 		return
 	}
 	r.Valid++
@@ -322,10 +343,15 @@ func (r *response) resource(i int, it *item) {
 	// value may differ (gRFC A81), and the server does.
 	unchanged := it.unchanged
 	if !it.looked || e != it.entry || e.res.from != it.was {
-		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.raw.GetValue())
+		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
 	}
 	it.ev = event{kind: evValid, unchanged: unchanged}
 	if !unchanged {
+		it.kept = bytes.Clone(it.data)
+		if it.raw == nil {
+			it.raw = &anypb.Any{TypeUrl: r.k.Type.TypeURL()}
+		}
+		it.raw.Value = it.kept
 		if r.deliver == nil {
 			r.deliver = r.c.cfg.Deliver(r.changed)
 		}

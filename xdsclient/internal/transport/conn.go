@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
@@ -196,7 +195,6 @@ func (c *Conn) watchConnectivity() {
 // runStreams keeps one ADS stream open while anything is subscribed,
 // backing off between attempts that failed before any response (gRFC A57).
 func (c *Conn) runStreams() {
-	ads := discoveryv3.NewAggregatedDiscoveryServiceClient(c.cc)
 	retries := 0
 	for {
 		c.mu.Lock()
@@ -211,7 +209,7 @@ func (c *Conn) runStreams() {
 			}
 		}
 		start := time.Now()
-		id, responded, err := c.runStream(ads)
+		id, responded, err := c.runStream()
 		if c.ctx.Err() != nil {
 			return
 		}
@@ -247,10 +245,10 @@ func (c *Conn) runStreams() {
 
 // runStream runs one ADS stream until it ends; id is 0 when the stream
 // could not be created.
-func (c *Conn) runStream(ads discoveryv3.AggregatedDiscoveryServiceClient) (id uint64, responded bool, err error) {
+func (c *Conn) runStream() (id uint64, responded bool, err error) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	stream, err := c.open(ctx, ads)
+	stream, err := c.open(ctx)
 	if err != nil {
 		return 0, false, err
 	}

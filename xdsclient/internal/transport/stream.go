@@ -2,12 +2,12 @@ package transport
 
 import (
 	"context"
-	"fmt"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
@@ -51,8 +51,10 @@ type Resource struct {
 	Name string
 	// Version is its own version (delta), "" over State of the World.
 	Version string
-	// Any is the resource, of the Update's type; nil when Err is set.
-	Any *anypb.Any
+	// Value is the resource, the value of an Any of the Update's type: a
+	// slice of the message received, which must be copied to be kept. Nil
+	// when Err is set.
+	Value []byte
 	// Err says why the resource could not be taken from the response: a
 	// wrapper that does not unmarshal, a resource of another type.
 	Err error
@@ -64,17 +66,6 @@ const ResourceWrapperURL = "type.googleapis.com/envoy.service.discovery.v3.Resou
 
 // The names of an Update are in canonical form (package xdstp), as the
 // client's subscriptions are.
-
-// FromSotW returns the Update of a State of the World response.
-func FromSotW(resp *discoveryv3.DiscoveryResponse) *Update {
-	u := &Update{TypeURL: resp.GetTypeUrl(), Version: resp.GetVersionInfo(), Nonce: resp.GetNonce(), Errors: resourceErrors(resp.GetResourceErrors()),
-		Resources: make([]Resource, len(resp.GetResources()))}
-	for i, a := range resp.GetResources() {
-		u.Resources[i] = unwrap(a, u.TypeURL)
-	}
-	return u
-}
-
 func resourceErrors(errs []*discoveryv3.ResourceError) []ResourceError {
 	if len(errs) == 0 {
 		return nil
@@ -86,89 +77,55 @@ func resourceErrors(errs []*discoveryv3.ResourceError) []ResourceError {
 	return out
 }
 
-// unwrap takes one resource of a State of the World response, unwrapping
-// an envoy.service.discovery.v3.Resource.
-func unwrap(a *anypb.Any, typeURL string) Resource {
-	r := Resource{Any: a}
-	if a.GetTypeUrl() == ResourceWrapperURL {
-		w := &discoveryv3.Resource{}
-		if err := proto.Unmarshal(a.GetValue(), w); err != nil {
-			return Resource{Err: fmt.Errorf("cannot unmarshal %s: %v", ResourceWrapperURL, err)}
-		}
-		if w.GetResource() == nil {
-			return Resource{Name: w.GetName(), Err: fmt.Errorf("resource wrapper %q carries no resource", w.GetName())}
-		}
-		r = Resource{Name: xdstp.Received(w.GetName()), Any: w.GetResource()}
-	}
-	return r.check(typeURL)
-}
-
-// check checks that r is of the response's type.
-func (r Resource) check(typeURL string) Resource {
-	if r.Any.GetTypeUrl() != typeURL {
-		return Resource{Name: r.Name, Err: fmt.Errorf("resource of type %q in a response of type %q", r.Any.GetTypeUrl(), typeURL)}
-	}
-	// Every resource of the response shares one copy of the type URL.
-	r.Any.TypeUrl = typeURL
-	return r
-}
-
-// FromDelta returns the Update of a delta response.
-func FromDelta(resp *discoveryv3.DeltaDiscoveryResponse) *Update {
-	u := &Update{TypeURL: resp.GetTypeUrl(), Version: resp.GetSystemVersionInfo(), Nonce: resp.GetNonce(), Errors: resourceErrors(resp.GetResourceErrors()),
-		Delta: true, Resources: make([]Resource, 0, len(resp.GetResources()))}
-	for _, r := range resp.GetResources() {
-		if r.GetResource() == nil {
-			continue // a heartbeat: this client has no resource TTLs
-		}
-		u.Resources = append(u.Resources, Resource{Name: xdstp.Received(r.GetName()), Version: r.GetVersion(), Any: r.GetResource()}.check(u.TypeURL))
-	}
-	for _, name := range resp.GetRemovedResources() {
-		u.Removed = append(u.Removed, xdstp.Received(name))
-	}
-	return u
-}
-
 // adsStream is one ADS stream, State of the World or delta.
 type adsStream interface {
 	receive() (*Update, error)
 	send(r outgoing) error
 }
 
-// open opens an ADS stream of the server's protocol.
-func (c *Conn) open(ctx context.Context, ads discoveryv3.AggregatedDiscoveryServiceClient) (adsStream, error) {
+// The ADS methods, and what a stream of each is.
+var (
+	sotwDesc  = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
+	deltaDesc = &grpc.StreamDesc{StreamName: "DeltaAggregatedResources", ServerStreams: true, ClientStreams: true}
+)
+
+const (
+	sotwMethod  = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+)
+
+// open opens an ADS stream of the server's protocol, with the Conn's codec.
+func (c *Conn) open(ctx context.Context) (adsStream, error) {
 	if c.cfg.Delta {
-		st, err := ads.DeltaAggregatedResources(ctx)
-		return deltaStream{st}, err
+		st, err := c.cc.NewStream(ctx, deltaDesc, deltaMethod, grpc.ForceCodecV2(codec{}))
+		return grpcStream{st, ParseDelta}, err
 	}
-	st, err := ads.StreamAggregatedResources(ctx)
-	return sotwStream{st}, err
+	st, err := c.cc.NewStream(ctx, sotwDesc, sotwMethod, grpc.ForceCodecV2(codec{}))
+	return grpcStream{st, ParseSotW}, err
 }
 
-type sotwStream struct {
-	st discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+// grpcStream is an ADS stream of either protocol: parse reads its
+// responses.
+type grpcStream struct {
+	st    grpc.ClientStream
+	parse func([]byte) (*Update, error)
 }
 
-func (s sotwStream) receive() (*Update, error) {
-	resp, err := s.st.Recv()
-	if err != nil {
+func (s grpcStream) receive() (*Update, error) {
+	var f frame
+	if err := s.st.RecvMsg(&f); err != nil {
 		return nil, err
 	}
-	return FromSotW(resp), nil
-}
-
-func (s sotwStream) send(r outgoing) error { return s.st.Send(r.sotw) }
-
-type deltaStream struct {
-	st discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient
-}
-
-func (s deltaStream) receive() (*Update, error) {
-	resp, err := s.st.Recv()
+	u, err := s.parse(f.b)
 	if err != nil {
-		return nil, err
+		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
 	}
-	return FromDelta(resp), nil
+	return u, nil
 }
 
-func (s deltaStream) send(r outgoing) error { return s.st.Send(r.delta) }
+func (s grpcStream) send(r outgoing) error {
+	if r.sotw != nil {
+		return s.st.SendMsg(r.sotw)
+	}
+	return s.st.SendMsg(r.delta)
+}

@@ -1,0 +1,272 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+)
+
+// codec is the gRPC codec of a Conn's ADS streams. It marshals requests as
+// protobuf does, and hands a response over as the bytes received, which
+// the Conn reads itself (ParseSotW, ParseDelta): the resources of an
+// Update are slices of those bytes rather than a protobuf Any each, so a
+// response costs a few allocations however many resources it carries,
+// and a resource whose bytes are those held costs none.
+type codec struct{}
+
+// frame is a message received, as bytes.
+type frame struct{ b []byte }
+
+// Name is protobuf's: the messages on the wire are protobuf's.
+func (codec) Name() string { return "proto" }
+
+func (codec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("xDS stream: cannot marshal a %T", v)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+	f, ok := v.(*frame)
+	if !ok {
+		return fmt.Errorf("xDS stream: cannot unmarshal into a %T", v)
+	}
+	f.b = data.Materialize() // data is freed once Unmarshal returns
+	return nil
+}
+
+// Field numbers of the messages read here (envoy.service.discovery.v3).
+const (
+	fieldVersion      = 1 // DiscoveryResponse.version_info, DeltaDiscoveryResponse.system_version_info
+	fieldResources    = 2
+	fieldTypeURL      = 4
+	fieldNonce        = 5
+	fieldRemoved      = 6 // DeltaDiscoveryResponse.removed_resources
+	fieldErrors       = 7 // DiscoveryResponse.resource_errors
+	fieldDeltaErrors  = 9 // DeltaDiscoveryResponse.resource_errors
+	fieldAnyTypeURL   = 1
+	fieldAnyValue     = 2
+	fieldResourceVer  = 1 // Resource.version
+	fieldResourceAny  = 2 // Resource.resource
+	fieldResourceName = 3 // Resource.name
+)
+
+var errMalformed = errors.New("malformed message")
+
+// ParseSotW reads a DiscoveryResponse. It fails where protobuf would on
+// the fields it reads (a malformed field, a string that is not UTF-8),
+// and is no stricter than protobuf on the others.
+func ParseSotW(b []byte) (*Update, error) {
+	u := &Update{}
+	var anys [][]byte
+	var errs []*discoveryv3.ResourceError
+	err := fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldVersion:
+			return str(v, &u.Version)
+		case fieldResources:
+			anys = append(anys, v)
+		case fieldTypeURL:
+			return str(v, &u.TypeURL)
+		case fieldNonce:
+			return str(v, &u.Nonce)
+		case fieldErrors:
+			re := &discoveryv3.ResourceError{}
+			if err := proto.Unmarshal(v, re); err != nil {
+				return err
+			}
+			errs = append(errs, re)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DiscoveryResponse: %w", err)
+	}
+	u.Errors = resourceErrors(errs)
+	u.Resources = make([]Resource, len(anys))
+	for i, a := range anys {
+		r, err := readAny(a, u.TypeURL)
+		if err != nil {
+			return nil, fmt.Errorf("DiscoveryResponse: resources[%d]: %w", i, err)
+		}
+		u.Resources[i] = r
+	}
+	return u, nil
+}
+
+// readAny reads one resource of a State of the World response, an Any of
+// the response's type, or an envoy.service.discovery.v3.Resource that
+// wraps one.
+func readAny(b []byte, typeURL string) (Resource, error) {
+	var url, value []byte
+	err := fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldAnyTypeURL:
+			if !utf8.Valid(v) {
+				return errMalformed
+			}
+			url = v
+		case fieldAnyValue:
+			value = v
+		}
+		return nil
+	})
+	if err != nil {
+		return Resource{}, err
+	}
+	if string(url) == ResourceWrapperURL {
+		w := &discoveryv3.Resource{}
+		if err := proto.Unmarshal(value, w); err != nil {
+			return Resource{Err: fmt.Errorf("cannot unmarshal %s: %v", ResourceWrapperURL, err)}, nil
+		}
+		if w.GetResource() == nil {
+			return Resource{Name: xdstp.Received(w.GetName()), Err: fmt.Errorf("resource wrapper %q carries no resource", w.GetName())}, nil
+		}
+		return check(Resource{Name: xdstp.Received(w.GetName()), Value: w.GetResource().GetValue()}, []byte(w.GetResource().GetTypeUrl()), typeURL), nil
+	}
+	return check(Resource{Value: value}, url, typeURL), nil
+}
+
+// check checks that r, whose type URL is url, is of the response's type.
+func check(r Resource, url []byte, typeURL string) Resource {
+	if string(url) != typeURL {
+		return Resource{Name: r.Name, Err: fmt.Errorf("resource of type %q in a response of type %q", url, typeURL)}
+	}
+	return r
+}
+
+// ParseDelta reads a DeltaDiscoveryResponse, as ParseSotW does a
+// DiscoveryResponse.
+func ParseDelta(b []byte) (*Update, error) {
+	u := &Update{Delta: true}
+	var res [][]byte
+	var errs []*discoveryv3.ResourceError
+	err := fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldVersion:
+			return str(v, &u.Version)
+		case fieldResources:
+			res = append(res, v)
+		case fieldTypeURL:
+			return str(v, &u.TypeURL)
+		case fieldNonce:
+			return str(v, &u.Nonce)
+		case fieldRemoved:
+			var name string
+			if err := str(v, &name); err != nil {
+				return err
+			}
+			u.Removed = append(u.Removed, xdstp.Received(name))
+		case fieldDeltaErrors:
+			re := &discoveryv3.ResourceError{}
+			if err := proto.Unmarshal(v, re); err != nil {
+				return err
+			}
+			errs = append(errs, re)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DeltaDiscoveryResponse: %w", err)
+	}
+	u.Errors = resourceErrors(errs)
+	u.Resources = make([]Resource, 0, len(res))
+	for i, b := range res {
+		var r Resource
+		var anyB []byte
+		hasAny := false
+		err := fields(b, func(num protowire.Number, v []byte) error {
+			switch num {
+			case fieldResourceVer:
+				return str(v, &r.Version)
+			case fieldResourceName:
+				return str(v, &r.Name)
+			case fieldResourceAny:
+				if hasAny { // a message field given twice is merged: read as one
+					anyB = append(append([]byte(nil), anyB...), v...)
+				} else {
+					anyB, hasAny = v, true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("DeltaDiscoveryResponse: resources[%d]: %w", i, err)
+		}
+		if !hasAny {
+			continue // a heartbeat: this client has no resource TTLs
+		}
+		var url, value []byte
+		err = fields(anyB, func(num protowire.Number, v []byte) error {
+			switch num {
+			case fieldAnyTypeURL:
+				if !utf8.Valid(v) {
+					return errMalformed
+				}
+				url = v
+			case fieldAnyValue:
+				value = v
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("DeltaDiscoveryResponse: resources[%d]: %w", i, err)
+		}
+		r.Name = xdstp.Received(r.Name)
+		r.Value = value
+		u.Resources = append(u.Resources, check(r, url, u.TypeURL))
+	}
+	return u, nil
+}
+
+// fields calls f with each field of message b whose wire type is bytes
+// (strings, bytes, messages): its number and value. Fields of other wire
+// types are skipped; f is not called for a number it does not read. It
+// fails on a malformed field.
+func fields(b []byte, f func(num protowire.Number, v []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return errMalformed
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return errMalformed
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return errMalformed
+		}
+		b = b[n:]
+		if err := f(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// str sets *s to v, a string field, which must be UTF-8.
+func str(v []byte, s *string) error {
+	if !utf8.Valid(v) {
+		return errMalformed
+	}
+	*s = string(v)
+	return nil
+}
