@@ -72,30 +72,15 @@ var errMalformed = errors.New("malformed message")
 func ParseSotW(b []byte) (*Update, error) {
 	u := &Update{}
 	var anys [][]byte
-	var errs []*discoveryv3.ResourceError
-	err := fields(b, func(num protowire.Number, v []byte) error {
-		switch num {
-		case fieldVersion:
-			return str(v, &u.Version)
-		case fieldResources:
+	err := envelope(b, u, fieldErrors, func(num protowire.Number, v []byte) error {
+		if num == fieldResources {
 			anys = append(anys, v)
-		case fieldTypeURL:
-			return str(v, &u.TypeURL)
-		case fieldNonce:
-			return str(v, &u.Nonce)
-		case fieldErrors:
-			re := &discoveryv3.ResourceError{}
-			if err := proto.Unmarshal(v, re); err != nil {
-				return err
-			}
-			errs = append(errs, re)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("DiscoveryResponse: %w", err)
 	}
-	u.Errors = resourceErrors(errs)
 	u.Resources = make([]Resource, len(anys))
 	for i, a := range anys {
 		r, err := readAny(a, u.TypeURL)
@@ -107,23 +92,71 @@ func ParseSotW(b []byte) (*Update, error) {
 	return u, nil
 }
 
+// ParseDelta reads a DeltaDiscoveryResponse, as ParseSotW does a
+// DiscoveryResponse.
+func ParseDelta(b []byte) (*Update, error) {
+	u := &Update{Delta: true}
+	var res [][]byte
+	err := envelope(b, u, fieldDeltaErrors, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldResources:
+			res = append(res, v)
+		case fieldRemoved:
+			var name string
+			if err := str(v, &name); err != nil {
+				return err
+			}
+			u.Removed = append(u.Removed, xdstp.Received(name))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DeltaDiscoveryResponse: %w", err)
+	}
+	u.Resources = make([]Resource, 0, len(res))
+	for i, b := range res {
+		r, ok, err := readDeltaResource(b, u.TypeURL)
+		if err != nil {
+			return nil, fmt.Errorf("DeltaDiscoveryResponse: resources[%d]: %w", i, err)
+		}
+		if ok {
+			u.Resources = append(u.Resources, r)
+		}
+	}
+	return u, nil
+}
+
+// envelope reads the fields both kinds of response have into u (their
+// resource_errors are field errs) and hands the others to more.
+func envelope(b []byte, u *Update, errs protowire.Number, more func(num protowire.Number, v []byte) error) error {
+	var res []*discoveryv3.ResourceError
+	err := fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldVersion:
+			return str(v, &u.Version)
+		case fieldTypeURL:
+			return str(v, &u.TypeURL)
+		case fieldNonce:
+			return str(v, &u.Nonce)
+		case errs:
+			re := &discoveryv3.ResourceError{}
+			if err := proto.Unmarshal(v, re); err != nil {
+				return err
+			}
+			res = append(res, re)
+			return nil
+		}
+		return more(num, v)
+	})
+	u.Errors = resourceErrors(res)
+	return err
+}
+
 // readAny reads one resource of a State of the World response, an Any of
 // the response's type, or an envoy.service.discovery.v3.Resource that
 // wraps one.
 func readAny(b []byte, typeURL string) (Resource, error) {
-	var url, value []byte
-	err := fields(b, func(num protowire.Number, v []byte) error {
-		switch num {
-		case fieldAnyTypeURL:
-			if !utf8.Valid(v) {
-				return errMalformed
-			}
-			url = v
-		case fieldAnyValue:
-			value = v
-		}
-		return nil
-	})
+	url, value, err := anyOf(b)
 	if err != nil {
 		return Resource{}, err
 	}
@@ -140,96 +173,60 @@ func readAny(b []byte, typeURL string) (Resource, error) {
 	return check(Resource{Value: value}, url, typeURL), nil
 }
 
+// readDeltaResource reads one resource of a delta response; ok is false
+// for a heartbeat, which carries no resource (this client has no
+// resource TTLs).
+func readDeltaResource(b []byte, typeURL string) (r Resource, ok bool, err error) {
+	var body []byte
+	err = fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldResourceVer:
+			return str(v, &r.Version)
+		case fieldResourceName:
+			return str(v, &r.Name)
+		case fieldResourceAny:
+			if ok { // a message field given twice is merged: read as one
+				body = append(append([]byte(nil), body...), v...)
+			} else {
+				body, ok = v, true
+			}
+		}
+		return nil
+	})
+	if err != nil || !ok {
+		return Resource{}, false, err
+	}
+	url, value, err := anyOf(body)
+	if err != nil {
+		return Resource{}, false, err
+	}
+	r.Name, r.Value = xdstp.Received(r.Name), value
+	return check(r, url, typeURL), true, nil
+}
+
+// anyOf reads an Any: its type URL, which must be UTF-8, and its value.
+func anyOf(b []byte) (url, value []byte, err error) {
+	err = fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case fieldAnyTypeURL:
+			if !utf8.Valid(v) {
+				return errMalformed
+			}
+			url = v
+		case fieldAnyValue:
+			value = v
+		}
+		return nil
+	})
+	return url, value, err
+}
+
 // check checks that r, whose type URL is url, is of the response's type.
 func check(r Resource, url []byte, typeURL string) Resource {
 	if string(url) != typeURL {
 		return Resource{Name: r.Name, Err: fmt.Errorf("resource of type %q in a response of type %q", url, typeURL)}
 	}
 	return r
-}
-
-// ParseDelta reads a DeltaDiscoveryResponse, as ParseSotW does a
-// DiscoveryResponse.
-func ParseDelta(b []byte) (*Update, error) {
-	u := &Update{Delta: true}
-	var res [][]byte
-	var errs []*discoveryv3.ResourceError
-	err := fields(b, func(num protowire.Number, v []byte) error {
-		switch num {
-		case fieldVersion:
-			return str(v, &u.Version)
-		case fieldResources:
-			res = append(res, v)
-		case fieldTypeURL:
-			return str(v, &u.TypeURL)
-		case fieldNonce:
-			return str(v, &u.Nonce)
-		case fieldRemoved:
-			var name string
-			if err := str(v, &name); err != nil {
-				return err
-			}
-			u.Removed = append(u.Removed, xdstp.Received(name))
-		case fieldDeltaErrors:
-			re := &discoveryv3.ResourceError{}
-			if err := proto.Unmarshal(v, re); err != nil {
-				return err
-			}
-			errs = append(errs, re)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("DeltaDiscoveryResponse: %w", err)
-	}
-	u.Errors = resourceErrors(errs)
-	u.Resources = make([]Resource, 0, len(res))
-	for i, b := range res {
-		var r Resource
-		var anyB []byte
-		hasAny := false
-		err := fields(b, func(num protowire.Number, v []byte) error {
-			switch num {
-			case fieldResourceVer:
-				return str(v, &r.Version)
-			case fieldResourceName:
-				return str(v, &r.Name)
-			case fieldResourceAny:
-				if hasAny { // a message field given twice is merged: read as one
-					anyB = append(append([]byte(nil), anyB...), v...)
-				} else {
-					anyB, hasAny = v, true
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("DeltaDiscoveryResponse: resources[%d]: %w", i, err)
-		}
-		if !hasAny {
-			continue // a heartbeat: this client has no resource TTLs
-		}
-		var url, value []byte
-		err = fields(anyB, func(num protowire.Number, v []byte) error {
-			switch num {
-			case fieldAnyTypeURL:
-				if !utf8.Valid(v) {
-					return errMalformed
-				}
-				url = v
-			case fieldAnyValue:
-				value = v
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("DeltaDiscoveryResponse: resources[%d]: %w", i, err)
-		}
-		r.Name = xdstp.Received(r.Name)
-		r.Value = value
-		u.Resources = append(u.Resources, check(r, url, u.TypeURL))
-	}
-	return u, nil
 }
 
 // fields calls f with each field of message b whose wire type is bytes
