@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/health"
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
 )
 
 // Config is what a Conn is made with.
@@ -111,7 +112,14 @@ type Conn struct {
 	wake   chan struct{} // a request is due
 	kick   chan struct{} // something is subscribed
 
-	mu     sync.Mutex
+	// mu is the Conn's own lock, taken after the client's: s is reached
+	// only through the Tx it gives.
+	mu txn.Mutex
+	s  txn.Guarded[subscriptions]
+}
+
+// subscriptions is what is subscribed on the server, and the stream.
+type subscriptions struct {
 	types  []*typeState // in the order of their rank
 	n      int          // subscribed names, of every type
 	stream uint64       // the current stream, 0 when none
@@ -197,9 +205,9 @@ func (c *Conn) watchConnectivity() {
 func (c *Conn) runStreams() {
 	retries := 0
 	for {
-		c.mu.Lock()
-		n := c.n
-		c.mu.Unlock()
+		tx := c.mu.Lock()
+		n := c.s.Of(tx).n
+		tx.Unlock()
 		if n == 0 {
 			select {
 			case <-c.kick:
@@ -252,18 +260,19 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	c.mu.Lock()
-	c.seq++
-	id = c.seq
-	c.stream = id
-	for _, ts := range c.types {
+	tx := c.mu.Lock()
+	st := c.s.Of(tx)
+	st.seq++
+	id = st.seq
+	st.stream = id
+	for _, ts := range st.types {
 		ts.reset()
 	}
-	c.mu.Unlock()
+	tx.Unlock()
 	defer func() {
-		c.mu.Lock()
-		c.stream = 0
-		c.mu.Unlock()
+		tx := c.mu.Lock()
+		c.s.Of(tx).stream = 0
+		tx.Unlock()
 	}()
 	c.h.StreamStarted(id)
 	signal(c.wake)
@@ -283,11 +292,11 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 			return id, responded, err
 		}
 		responded = true
-		c.mu.Lock()
-		if ts := c.typeOf(u.TypeURL); ts != nil {
+		tx := c.mu.Lock()
+		if ts := c.s.Of(tx).typeOf(u.TypeURL); ts != nil {
 			u.Known, u.Subscribed = true, ts.n
 		}
-		c.mu.Unlock()
+		tx.Unlock()
 		res := c.h.Response(id, u)
 		c.acknowledge(id, u, res)
 		if res.Wait != nil {
@@ -308,16 +317,17 @@ func (c *Conn) acknowledge(id uint64, u *Update, res Result) {
 	if res.Ignored {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ts := c.typeOf(u.TypeURL)
+	tx := c.mu.Lock()
+	defer tx.Unlock()
+	st := c.s.Of(tx)
+	ts := st.typeOf(u.TypeURL)
 	if ts == nil {
 		return
 	}
 	if res.NACK == nil || res.Valid > 0 {
 		ts.version = u.Version // gRFC A46: the valid resources are accepted
 	}
-	if c.stream == id {
+	if st.stream == id {
 		ts.nonce, ts.nack, ts.dirty = u.Nonce, res.NACK, true
 		signal(c.wake)
 	}

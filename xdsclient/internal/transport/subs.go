@@ -11,7 +11,7 @@ import (
 )
 
 // typeState is what is subscribed of one type on the server, and what the
-// next request of the type must say. Guarded by Conn.mu.
+// next request of the type must say (subscriptions.types).
 type typeState struct {
 	url  string
 	rank int
@@ -56,10 +56,9 @@ func (ts *typeState) reset() {
 	}
 }
 
-// typeOf returns the state of typeURL, nil if never subscribed. c.mu is
-// held.
-func (c *Conn) typeOf(url string) *typeState {
-	for _, ts := range c.types {
+// typeOf returns the state of typeURL, nil if never subscribed.
+func (st *subscriptions) typeOf(url string) *typeState {
+	for _, ts := range st.types {
 		if ts.url == url {
 			return ts
 		}
@@ -70,15 +69,16 @@ func (c *Conn) typeOf(url string) *typeState {
 // Subscribe adds name, of typeURL, to the subscription, which must not
 // hold it. Requests of lower rank go first on a new stream.
 func (c *Conn) Subscribe(typeURL string, rank int, name string) {
-	c.mu.Lock()
-	ts := c.typeOf(typeURL)
+	tx := c.mu.Lock()
+	st := c.s.Of(tx)
+	ts := st.typeOf(typeURL)
 	if ts == nil {
 		ts = &typeState{url: typeURL, rank: rank, resync: true}
-		i, _ := slices.BinarySearchFunc(c.types, rank, func(t *typeState, r int) int { return t.rank - r })
-		c.types = slices.Insert(c.types, i, ts)
+		i, _ := slices.BinarySearchFunc(st.types, rank, func(t *typeState, r int) int { return t.rank - r })
+		st.types = slices.Insert(st.types, i, ts)
 	}
 	ts.n++
-	c.n++
+	st.n++
 	ts.dirty = true
 	if c.cfg.Delta {
 		if ts.sent == nil {
@@ -96,21 +96,22 @@ func (c *Conn) Subscribe(typeURL string, rank int, name string) {
 		}
 		ts.fresh = append(ts.fresh, name)
 	}
-	c.mu.Unlock()
+	tx.Unlock()
 	signal(c.kick)
 	signal(c.wake)
 }
 
 // Unsubscribe removes name, of typeURL, from the subscription.
 func (c *Conn) Unsubscribe(typeURL, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ts := c.typeOf(typeURL)
+	tx := c.mu.Lock()
+	defer tx.Unlock()
+	st := c.s.Of(tx)
+	ts := st.typeOf(typeURL)
 	if ts == nil {
 		return
 	}
 	ts.n--
-	c.n--
+	st.n--
 	ts.dirty = true
 	if c.cfg.Delta {
 		if ts.sent[name] {
@@ -132,10 +133,11 @@ func (c *Conn) Unsubscribe(typeURL, name string) {
 // SentNames returns the names of typeURL whose subscription went out on
 // the current stream.
 func (c *Conn) SentNames(typeURL string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ts := c.typeOf(typeURL)
-	if ts == nil || c.stream == 0 {
+	tx := c.mu.Lock()
+	defer tx.Unlock()
+	st := c.s.Of(tx)
+	ts := st.typeOf(typeURL)
+	if ts == nil || st.stream == 0 {
 		return nil
 	}
 	var out []string
@@ -164,10 +166,11 @@ func (c *Conn) SentNames(typeURL string) []string {
 
 // Types returns the subscribed type URLs, in the order of their rank.
 func (c *Conn) Types() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]string, 0, len(c.types))
-	for _, ts := range c.types {
+	tx := c.mu.Lock()
+	defer tx.Unlock()
+	st := c.s.Of(tx)
+	out := make([]string, 0, len(st.types))
+	for _, ts := range st.types {
 		if ts.n > 0 {
 			out = append(out, ts.url)
 		}
@@ -192,7 +195,7 @@ func (c *Conn) requests(id uint64, first *bool) []outgoing {
 	var versions map[string]map[string]string
 	if c.cfg.Delta {
 		// The versions held come from the handler, which must not be
-		// called with c.mu held.
+		// called with the Conn's lock held.
 		for _, url := range c.resyncs(id) {
 			if v := c.h.Versions(id, url); v != nil {
 				if versions == nil {
@@ -202,13 +205,14 @@ func (c *Conn) requests(id uint64, first *bool) []outgoing {
 			}
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stream != id {
+	tx := c.mu.Lock()
+	defer tx.Unlock()
+	st := c.s.Of(tx)
+	if st.stream != id {
 		return nil
 	}
 	var out []outgoing
-	for _, ts := range c.types {
+	for _, ts := range st.types {
 		var r outgoing
 		var ok bool
 		if c.cfg.Delta {
@@ -237,11 +241,12 @@ func (c *Conn) requests(id uint64, first *bool) []outgoing {
 // resyncs returns the types whose first delta request on stream id is
 // due.
 func (c *Conn) resyncs(id uint64) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	tx := c.mu.Lock()
+	defer tx.Unlock()
+	st := c.s.Of(tx)
 	var out []string
-	for _, ts := range c.types {
-		if c.stream == id && ts.dirty && ts.resync && ts.n > 0 {
+	for _, ts := range st.types {
+		if st.stream == id && ts.dirty && ts.resync && ts.n > 0 {
 			out = append(out, ts.url)
 		}
 	}
