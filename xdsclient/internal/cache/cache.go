@@ -224,9 +224,6 @@ func (c *Cache) EntriesOf(tx *txn.Tx, g *Group) iter.Seq[*Entry] {
 	}
 }
 
-// Len returns the number of entries.
-func (c *Cache) Len(tx *txn.Tx) int { return c.s.Of(tx).n }
-
 // link puts a new entry at the end of the list of entries.
 func (s *state) link(e *Entry) {
 	e.prev = s.last

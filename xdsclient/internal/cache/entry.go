@@ -106,9 +106,6 @@ func (e *Entry) State(*txn.Tx) (State, bool) { return e.state, e.res.ok() }
 // Err returns the data error the entry carries, nil when none.
 func (e *Entry) Err(*txn.Tx) error { return e.failureErr() }
 
-// Removed reports whether the entry left the cache.
-func (e *Entry) Removed(*txn.Tx) bool { return e.removed }
-
 // Snapshot is one entry as Dump copies it.
 type Snapshot struct {
 	State    State

@@ -47,9 +47,6 @@ type Watcher interface{ watch() *Watch }
 // whether w was not cancelled before.
 func (w *Watch) Cancel() bool { return w.cancelled.CompareAndSwap(false, true) }
 
-// Cancelled reports whether Cancel was called.
-func (w *Watch) Cancelled() bool { return w.cancelled.Load() }
-
 // Wait returns once no lane of set runs a callback of w, but the one the
 // caller may run in: a watcher that cancels itself from its own callback
 // does not wait for itself (the callbacks after it find w cancelled).

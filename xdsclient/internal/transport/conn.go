@@ -166,9 +166,6 @@ func (c *Conn) goroutine(f func()) {
 	go f()
 }
 
-// URI is the server's URI.
-func (c *Conn) URI() string { return c.cfg.Server.URI }
-
 // Server is the server's bootstrap entry.
 func (c *Conn) Server() *bootstrap.ServerConfig { return c.cfg.Server }
 
