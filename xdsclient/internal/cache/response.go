@@ -48,15 +48,23 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		tx.Unlock()
 		return a, false
 	}
+	// Taking the resources and looking them up only reads the cache: a
+	// large response is looked up on several goroutines, while the lock
+	// is held.
 	items := make([]item, len(u.Resources))
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			items[i] = take(u.Resources[i], k.Type)
+			items[i].match(src, k)
+		}
+	})
+	tx.Unlock()
 	changed := 0
-	for i, r := range u.Resources {
-		items[i] = take(r, k.Type)
-		if !items[i].match(src, k) {
+	for i := range items {
+		if it := &items[i]; it.err == nil && !it.unchanged {
 			changed++
 		}
 	}
-	tx.Unlock()
 	// What is decoded goes to the decoder as an Any, all of them allocated
 	// together; they become the Raw of the Resources delivered.
 	anys := make([]anypb.Any, changed)
@@ -66,7 +74,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 			it.raw.TypeUrl, it.raw.Value = u.TypeURL, it.data
 		}
 	}
-	decodeItems(k.Type, src.Decode, items, changed)
+	decodeItems(k.Type, src.Decode, items)
 	for {
 		tx = c.cfg.Mutex.Lock()
 		if !open(tx) {
@@ -77,7 +85,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 			break
 		}
 		tx.Unlock() // what some entry held changed meanwhile: decode after all
-		decodeItems(k.Type, src.Decode, items, 0)
+		decodeItems(k.Type, src.Decode, items)
 	}
 	defer tx.Unlock()
 	s := c.s.Of(tx)
@@ -123,6 +131,7 @@ type item struct {
 	looked    bool
 	unchanged bool
 	decoded   bool
+	sameName  bool // the decoded name is the one read before decoding
 	// What the response does with it: the event of entry e, nil if none,
 	// carried by update u, with res, what watchers get of a change.
 	e   *Entry
@@ -150,14 +159,14 @@ func take(r transport.Resource, typ xdsresource.Type) item {
 	return it
 }
 
-// match looks it up by the name it has before decoding, and reports
-// whether it need not be decoded: its bytes are those the entry holds from
-// src, or it could not be taken from the response. Bytes validated as sent
-// by another server are validated again: what a server may set depends on
-// whether it is trusted (gRFC A81).
-func (it *item) match(src *Source, k *Kind) bool {
+// match looks it up by the name it has before decoding, and finds
+// whether its bytes are those the entry holds from src: then it need not
+// be decoded. Bytes validated as sent by another server are validated
+// again: what a server may set depends on whether it is trusted (gRFC
+// A81).
+func (it *item) match(src *Source, k *Kind) {
 	if it.err != nil {
-		return true
+		return
 	}
 	var e *Entry
 	switch {
@@ -167,17 +176,15 @@ func (it *item) match(src *Source, k *Kind) bool {
 		e = k.table.get(it.name)
 	}
 	if e == nil {
-		return false
+		return
 	}
 	it.entry, it.looked = e, true
 	if r := e.res; r.ok() && r.from.src == src {
 		it.was = r.from
 		if bytes.Equal(r.raw, it.data) {
 			it.unchanged, it.name = true, e.name
-			return true
 		}
 	}
-	return false
 }
 
 // stale reports whether an item found unchanged no longer is, because
@@ -196,36 +203,40 @@ func stale(items []item, typeURL string) bool {
 	return found
 }
 
-// parallelDecodeMin is the number of resources to decode from which a
-// response is decoded on several goroutines.
-const parallelDecodeMin = 256
+// parallelMin is the number of resources from which a response is looked
+// up and decoded on several goroutines.
+const parallelMin = 256
 
-// decodeItems decodes the n items that are neither unchanged nor failed.
-// Items are independent and xdsresource.Type implementations are safe for
-// concurrent use, so a large response is split over up to GOMAXPROCS
-// goroutines: decoding is most of the client's work on a full-state update.
-func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item, n int) {
-	workers := min(runtime.GOMAXPROCS(0), n/(parallelDecodeMin/2))
-	if n < parallelDecodeMin || workers < 2 {
-		decodeRange(typ, opts, items)
+// inParallel calls f for the ranges [lo, hi) that make up [0, n): one
+// range for fewer than parallelMin items, else one per goroutine, on up
+// to GOMAXPROCS goroutines, and returns once every call has.
+func inParallel(n int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/(parallelMin/2))
+	if n < parallelMin || workers < 2 {
+		f(0, n)
 		return
 	}
 	var wg sync.WaitGroup
-	chunk := (len(items) + workers - 1) / workers
-	for lo := chunk; lo < len(items); lo += chunk {
-		part := items[lo:min(lo+chunk, len(items))]
-		wg.Go(func() { decodeRange(typ, opts, part) })
+	chunk := (n + workers - 1) / workers
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Go(func() { f(lo, min(lo+chunk, n)) })
 	}
-	decodeRange(typ, opts, items[:chunk])
+	f(0, chunk)
 	wg.Wait()
 }
 
-func decodeRange(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
-	for i := range items {
-		if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
-			it.decode(typ, opts)
+// decodeItems decodes the items that are neither unchanged nor failed.
+// Items are independent and xdsresource.Type implementations are safe for
+// concurrent use, so a large response is decoded in parallel: decoding is
+// most of the client's work on a full-state update.
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
+				it.decode(typ, opts)
+			}
 		}
-	}
+	})
 }
 
 // decode decodes and validates it.raw, and names it.
@@ -235,6 +246,10 @@ func (it *item) decode(typ xdsresource.Type, opts xdsresource.DecodeOptions) {
 		it.name = xdstp.Received(name)
 	}
 	it.value, it.err, it.decoded = value, err, true
+	// The entry found by the name known before decoding is that of the
+	// decoded name when the two agree, as they must (see NameReader). An
+	// entry's name never changes: it is read without the lock.
+	it.sameName = it.looked && it.entry.name == it.name
 }
 
 // response is one response being applied, with the lock held: what
@@ -269,11 +284,11 @@ type pending struct {
 
 // entry returns the entry named name that the response applies to: one
 // that uses the server, named once in the response (a second naming is
-// invalid, NACKed with why). hint is the entry found by name before
+// invalid, NACKed with why). hint is the entry of that name found before
 // decoding, if any. ok is false when there is none.
 func (r *response) entry(hint *Entry, name, twice string) (_ *Entry, ok bool) {
 	e := hint
-	if e == nil || e.name != name {
+	if e == nil {
 		e = r.k.table.get(name)
 	}
 	if e == nil || e.group.Active(r.tx) != r.src {
@@ -306,7 +321,7 @@ func (r *response) resource(i int, it *item) {
 		return
 	}
 	var hint *Entry
-	if it.looked {
+	if it.unchanged || it.sameName {
 		hint = it.entry
 	}
 	e, ok := r.entry(hint, it.name, "appears more than once in the response")
