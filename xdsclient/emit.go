@@ -31,19 +31,18 @@ var (
 )
 
 func (o observer) StateChanged(tx *txn.Tx, e *cache.Entry, old cache.State, oldCached bool) {
-	if f := o.c.hooks().CacheStateChanged; f != nil {
-		info := o.c.cacheStateInfo(tx, e, old, oldCached)
-		e.Source(tx).Lane.Hook(tx, func() { f(info) })
-	}
+	o.stateChanged(tx, o.c.hooks().CacheStateChanged, e, old, oldCached)
 }
 
-// cacheStateInfo is the CacheStateChanged of e, from old.
-func (c *Client) cacheStateInfo(tx *txn.Tx, e *cache.Entry, old cache.State, oldCached bool) CacheStateInfo {
-	state, cached := e.State(tx)
-	return CacheStateInfo{
-		Target: c.o.target, Authority: e.Group().Name, TypeURL: e.Type().TypeURL(), Name: e.Name(),
-		Old: CacheState(old), New: CacheState(state), OldCached: oldCached, NewCached: cached,
-		Server: e.Source(tx).URI, Err: e.Err(tx), At: tx.Now(),
+func (o observer) stateChanged(tx *txn.Tx, f func(CacheStateInfo), e *cache.Entry, old cache.State, oldCached bool) {
+	if f != nil {
+		state, cached := e.State(tx)
+		info := CacheStateInfo{
+			Target: o.c.o.target, Authority: e.Group().Name, TypeURL: e.Type().TypeURL(), Name: e.Name(),
+			Old: CacheState(old), New: CacheState(state), OldCached: oldCached, NewCached: cached,
+			Server: e.Source(tx).URI, Err: e.Err(tx), At: tx.Now(),
+		}
+		e.Source(tx).Lane.Hook(tx, func() { f(info) })
 	}
 }
 
@@ -125,14 +124,22 @@ func (o observer) Applied(tx *txn.Tx, src *cache.Source, typeURL, version, nonce
 }
 
 func (o observer) Connectivity(tx *txn.Tx, s *authority.Server, state connectivity.State) {
-	if f := o.c.hooks().ConnectivityChanged; f != nil {
+	o.connectivity(tx, o.c.hooks().ConnectivityChanged, s, state)
+}
+
+func (o observer) connectivity(tx *txn.Tx, f func(ConnectivityInfo), s *authority.Server, state connectivity.State) {
+	if f != nil {
 		info := ConnectivityInfo{Target: o.c.o.target, Server: s.URI(), State: state}
 		s.Lane().Hook(tx, func() { f(info) })
 	}
 }
 
 func (o observer) Connected(tx *txn.Tx, s *authority.Server, connected bool, reason error) {
-	if f := o.c.hooks().ConnectedChanged; f != nil {
+	o.connected(tx, o.c.hooks().ConnectedChanged, s, connected, reason)
+}
+
+func (o observer) connected(tx *txn.Tx, f func(ConnectedInfo), s *authority.Server, connected bool, reason error) {
+	if f != nil {
 		info := ConnectedInfo{Target: o.c.o.target, Server: s.URI(), Connected: connected, Reason: reason}
 		s.Lane().Hook(tx, func() { f(info) })
 	}
@@ -179,7 +186,11 @@ func (o observer) ChannelClosed(tx *txn.Tx, s *authority.Server, reason error) {
 }
 
 func (o observer) AuthorityServer(tx *txn.Tx, on *authority.Server, a *authority.Authority, s *authority.Server, prev string, priority int, reason string) {
-	if f := o.c.hooks().AuthorityServerChanged; f != nil {
+	o.authorityServer(tx, o.c.hooks().AuthorityServerChanged, on, a, s, prev, priority, reason)
+}
+
+func (o observer) authorityServer(tx *txn.Tx, f func(AuthorityServerInfo), on *authority.Server, a *authority.Authority, s *authority.Server, prev string, priority int, reason string) {
+	if f != nil {
 		info := AuthorityServerInfo{Target: o.c.o.target, Authority: a.Name(), Previous: prev, Priority: priority, Reason: reason}
 		if s != nil {
 			info.Server = s.URI()
@@ -260,29 +271,23 @@ func (c *Client) AddHooks(h *Hooks) (remove func()) {
 	for _, l := range lanes {
 		l.Fence(tx, lanes...)
 	}
+	// The replay makes its Infos where the events do (observer), for the
+	// new hooks alone.
+	o := observer{c}
 	for _, srv := range servers {
-		st := srv.Health(tx)
-		if f := h.ConnectivityChanged; f != nil && st.Known {
-			info := ConnectivityInfo{Target: c.o.target, Server: srv.URI(), State: st.Connectivity}
-			srv.Lane().Hook(tx, func() { f(info) })
+		if st := srv.Health(tx); st.Known {
+			o.connectivity(tx, h.ConnectivityChanged, srv, st.Connectivity)
 		}
-		if f := h.ConnectedChanged; f != nil && st.Connected {
-			info := ConnectedInfo{Target: c.o.target, Server: srv.URI(), Connected: true}
-			srv.Lane().Hook(tx, func() { f(info) })
+		if srv.Health(tx).Connected {
+			o.connected(tx, h.ConnectedChanged, srv, true, nil)
 		}
 	}
-	if f := h.AuthorityServerChanged; f != nil {
-		for _, a := range c.auths.All(tx) {
-			active, priority := a.Active(tx)
-			info := AuthorityServerInfo{Target: c.o.target, Authority: a.Name(), Server: active.URI(), Priority: priority, Reason: "current"}
-			active.Lane().Hook(tx, func() { f(info) })
-		}
+	for _, a := range c.auths.All(tx) {
+		active, priority := a.Active(tx)
+		o.authorityServer(tx, h.AuthorityServerChanged, active, a, active, "", priority, "current")
 	}
-	if f := h.CacheStateChanged; f != nil {
-		for e := range c.cache.All(tx) {
-			info := c.cacheStateInfo(tx, e, cache.StateNone, false)
-			e.Source(tx).Lane.Hook(tx, func() { f(info) })
-		}
+	for e := range c.cache.All(tx) {
+		o.stateChanged(tx, h.CacheStateChanged, e, cache.StateNone, false)
 	}
 	var once sync.Once
 	return func() {
