@@ -218,8 +218,8 @@ func (c *Cache) commit(r *response) Applied {
 	src.Lane.Hold(tx)
 	src.Lane.Grow(tx, r.changed)
 	for i := range r.items {
-		if it := &r.items[i]; it.e != nil {
-			c.apply(tx, it.e, it.ev, details{res: it.res, raw: it.kept, u: it.u, failRaw: it.kept, err: it.err})
+		if it := &r.items[i]; it.ev.kind != 0 {
+			c.apply(tx, it.entry, it.ev, details{res: it.res, raw: it.kept, u: it.u, failRaw: it.kept, err: it.err})
 		}
 	}
 	for _, p := range r.events {

@@ -54,8 +54,9 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	items := make([]item, len(u.Resources))
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			items[i] = take(u.Resources[i], k.Type)
-			items[i].match(src, k)
+			var rawName []byte
+			items[i], rawName = take(u.Resources[i], k.Type)
+			items[i].match(src, k, rawName)
 		}
 	})
 	tx.Unlock()
@@ -118,7 +119,6 @@ type item struct {
 	kept    []byte
 	raw     *anypb.Any
 	name    string // canonical; "" until known
-	rawName []byte // the name read without decoding, nil if not
 	version string // the resource's own version (delta)
 	value   any
 	err     error
@@ -132,20 +132,21 @@ type item struct {
 	unchanged bool
 	decoded   bool
 	sameName  bool // the decoded name is the one read before decoding
-	// What the response does with it: the event of entry e, nil if none,
-	// carried by update u, with res, what watchers get of a change.
-	e   *Entry
+	// What the response does with it, once decided: the event of entry
+	// (ev.kind 0 if none), carried by update u, with res, what watchers get
+	// of a change.
 	ev  event
 	u   *update
 	res any
 }
 
 // take takes r, one resource of a response of type typ: its name, as the
-// response gives it or as typ reads it without decoding.
-func take(r transport.Resource, typ xdsresource.Type) item {
-	it := item{data: r.Value, name: r.Name, version: r.Version, err: r.Err}
+// response gives it, and rawName, as typ reads it without decoding (nil
+// if it cannot).
+func take(r transport.Resource, typ xdsresource.Type) (it item, rawName []byte) {
+	it = item{data: r.Value, name: r.Name, version: r.Version, err: r.Err}
 	if r.Err != nil {
-		return it
+		return it, nil
 	}
 	if reader, ok := typ.(xdsresource.NameReader); ok {
 		if name, ok := reader.ReadName(it.data); ok {
@@ -153,25 +154,26 @@ func take(r transport.Resource, typ xdsresource.Type) item {
 				// Named as subscribed: canonical form.
 				name = []byte(xdstp.Received(string(name)))
 			}
-			it.rawName = name
+			rawName = name
 		}
 	}
-	return it
+	return it, rawName
 }
 
-// match looks it up by the name it has before decoding, and finds
+// match looks it up by the name it has before decoding (rawName, else its
+// name), and finds
 // whether its bytes are those the entry holds from src: then it need not
 // be decoded. Bytes validated as sent by another server are validated
 // again: what a server may set depends on whether it is trusted (gRFC
 // A81).
-func (it *item) match(src *Source, k *Kind) {
+func (it *item) match(src *Source, k *Kind, rawName []byte) {
 	if it.err != nil {
 		return
 	}
 	var e *Entry
 	switch {
-	case it.rawName != nil:
-		e = k.table.getBytes(it.rawName)
+	case rawName != nil:
+		e = k.table.getBytes(rawName)
 	case it.name != "":
 		e = k.table.get(it.name)
 	}
@@ -329,7 +331,7 @@ func (r *response) resource(i int, it *item) {
 		return
 	}
 	r.seen++
-	it.e, it.u = e, r.base
+	it.u = r.base
 	if r.delta && r.base.version != it.version {
 		if r.last.version != it.version {
 			r.last = &update{version: it.version, at: r.base.at, src: r.src}
@@ -348,7 +350,7 @@ func (r *response) resource(i int, it *item) {
 		} else {
 			it.kept = bytes.Clone(it.data)
 		}
-		it.ev = event{kind: evInvalid, sameBytes: same}
+		it.entry, it.ev = e, event{kind: evInvalid, sameBytes: same}
 		return
 	}
 	r.Valid++
@@ -360,7 +362,7 @@ func (r *response) resource(i int, it *item) {
 	if !it.looked || e != it.entry || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
 	}
-	it.ev = event{kind: evValid, unchanged: unchanged}
+	it.entry, it.ev = e, event{kind: evValid, unchanged: unchanged}
 	if !unchanged {
 		it.kept = bytes.Clone(it.data)
 		if it.raw == nil {

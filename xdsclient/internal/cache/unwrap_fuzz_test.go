@@ -53,12 +53,11 @@ func FuzzUnwrap(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a response that protobuf marshals does not parse: %v", err)
 		}
-		it := take(u.Resources[0], typ)
+		it, rawName := take(u.Resources[0], typ)
 		if it.err != nil {
 			return
 		}
 		it.raw = &anypb.Any{TypeUrl: u.TypeURL, Value: it.data}
-		rawName := it.rawName
 		decoded, _, _ := typ.Decode(xdsresource.DecodeOptions{}, it.raw)
 		it.decode(typ, xdsresource.DecodeOptions{})
 		if rawName != nil && decoded != "" && string(rawName) != it.name {

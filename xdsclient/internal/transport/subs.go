@@ -80,12 +80,16 @@ func (c *Conn) Subscribe(typeURL string, rank int, name string) {
 	ts.n++
 	st.n++
 	ts.dirty = true
+	// What the next request subscribes anew is kept only while a stream
+	// is open and has had a request of the type: the first request of a
+	// stream subscribes every name.
+	later := st.stream != 0 && ts.sentOnce
 	if c.cfg.Delta {
 		if ts.sent == nil {
 			ts.sent = map[string]bool{}
 		}
 		ts.sent[name] = false
-		if !ts.resync {
+		if later && !ts.resync {
 			ts.pending = append(ts.pending, name)
 		}
 	} else {
@@ -94,7 +98,9 @@ func (c *Conn) Subscribe(typeURL string, rank int, name string) {
 		} else {
 			ts.names = append(ts.names, name)
 		}
-		ts.fresh = append(ts.fresh, name)
+		if later {
+			ts.fresh = append(ts.fresh, name)
+		}
 	}
 	tx.Unlock()
 	signal(c.kick)
