@@ -16,7 +16,6 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/xdslens/xdslens/dashboards"
@@ -279,18 +278,34 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricWatcherNotifications:      {dashboards.LabelTarget, dashboards.LabelResourceType, dashboards.LabelKind},
 	dashboards.MetricStreamsStarted:            {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.MetricStreamsEnded:              {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResponseReceived},
+	dashboards.MetricStreamsStartFailed:        {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricFetches:                   {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResourceType, dashboards.LabelOutcome},
+	dashboards.MetricLRSReports:                {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricLRSCalls:                  {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelKind},
+	dashboards.MetricLRSStreamsStarted:         {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricLRSStreamsEnded:           {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResponseReceived},
+	dashboards.MetricLRSStreamsStartFailed:     {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricDataPlanePicks:            {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelOutcome},
+	dashboards.MetricDataPlaneCalls:            {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelLeafCluster, dashboards.LabelStatus},
+	dashboards.MetricDataPlaneDrops:            {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelCategory},
+	dashboards.MetricDataPlaneConfigs:          {dashboards.LabelTarget, dashboards.LabelResult},
+	dashboards.MetricDataPlaneInFlight:         {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
+	dashboards.MetricDataPlaneMaxRequests:      {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
 	dashboards.RecordConnected:                 {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.RecordResources:                 {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelCacheState, dashboards.LabelResourceType},
 	dashboards.RecordAuthorityServer:           {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelServer, dashboards.LabelPriority},
+	dashboards.RecordInFlight:                  {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
+	dashboards.RecordMaxRequests:               {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
 	"up":                                       {},
 }
 
 // scrapeLabels are added to every series by Prometheus or the exporter.
 var scrapeLabels = []string{"job", "instance", "otel_scope_name", "otel_scope_version"}
 
-// checkPromQL parses expr and checks that every selector names a known
+// checkPromQL reads expr and checks that every selector names a known
 // series with labels it has, and that every grouping label exists on the
-// series below it. It reports each problem through t.
+// series of the expression. It reports each problem through t. Whether
+// expr is valid PromQL is promtool's to check (TestPromtoolParsesQueries).
 func checkPromQL(t *testing.T, name, expr string) {
 	t.Helper()
 	for _, err := range promQLProblems(expr) {
@@ -300,58 +315,36 @@ func checkPromQL(t *testing.T, name, expr string) {
 
 // promQLProblems returns what checkPromQL reports about expr.
 func promQLProblems(expr string) []error {
-	p := parser.NewParser(parser.Options{})
-	node, err := p.ParseExpr(expr)
+	sc, err := scanPromQL(expr)
 	if err != nil {
-		return []error{fmt.Errorf("%q does not parse: %v", expr, err)}
+		return []error{fmt.Errorf("%q does not read: %v", expr, err)}
 	}
 	var errs []error
 	var metrics []string
-	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
-		vs, ok := n.(*parser.VectorSelector)
-		if !ok {
-			return nil
-		}
-		names := []string{vs.Name}
-		if vs.Name == "" {
-			// {__name__=~"a|b"}: each alternative must be known.
-			for _, m := range vs.LabelMatchers {
-				if m.Name == "__name__" {
-					names = strings.Split(m.Value, "|")
-				}
-			}
-		}
-		for _, name := range names {
+	for _, vs := range sc.selectors {
+		for _, name := range vs.names {
 			known, ok := seriesLabels[name]
 			if !ok {
 				errs = append(errs, fmt.Errorf("unknown series %q in %q", name, expr))
 				continue
 			}
 			metrics = append(metrics, name)
-			for _, m := range vs.LabelMatchers {
-				if m.Name != "__name__" && !slices.Contains(known, m.Name) && !slices.Contains(scrapeLabels, m.Name) {
-					errs = append(errs, fmt.Errorf("series %s has no label %q (in %q)", name, m.Name, expr))
+			for _, m := range vs.matchers {
+				if m.name != "__name__" && !slices.Contains(known, m.name) && !slices.Contains(scrapeLabels, m.name) {
+					errs = append(errs, fmt.Errorf("series %s has no label %q (in %q)", name, m.name, expr))
 				}
 			}
 		}
-		return nil
-	})
-	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
-		agg, ok := n.(*parser.AggregateExpr)
-		if !ok {
-			return nil
+	}
+	for _, l := range sc.groupings {
+		found := slices.Contains(scrapeLabels, l) || l == "le"
+		for _, m := range metrics {
+			found = found || slices.Contains(seriesLabels[m], l)
 		}
-		for _, l := range agg.Grouping {
-			found := slices.Contains(scrapeLabels, l) || l == "le"
-			for _, m := range metrics {
-				found = found || slices.Contains(seriesLabels[m], l)
-			}
-			if !found {
-				errs = append(errs, fmt.Errorf("grouping by %q, which none of %v has (in %q)", l, metrics, expr))
-			}
+		if !found {
+			errs = append(errs, fmt.Errorf("grouping by %q, which none of %v has (in %q)", l, metrics, expr))
 		}
-		return nil
-	})
+	}
 	return errs
 }
 
@@ -407,6 +400,8 @@ func TestAlertRules(t *testing.T) {
 		dashboards.AlertResourcesNACKed, dashboards.AlertResourcesDoesNotExist,
 		dashboards.AlertResourcesError, dashboards.AlertOnFallback,
 		dashboards.AlertFetchLatencyHigh,
+		dashboards.AlertRPCsFailing, dashboards.AlertRPCsDropped,
+		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
 	}
 	var got []string
 	o := dashboards.DefaultAlertOptions()
@@ -475,25 +470,60 @@ func TestPromtoolCheckRules(t *testing.T) {
 	}
 }
 
-// TestPromtoolParsesPanelQueries writes every panel query as a recording
-// rule and runs `promtool check rules` on them, so that the Prometheus
-// installed here (which may be older than the Go parser) parses them too.
-func TestPromtoolParsesPanelQueries(t *testing.T) {
+// TestPromtoolParsesQueries writes every panel query, every variable's
+// selector and every rule expression (with and without a job selector) as
+// a recording rule and runs `promtool check rules` on them: the PromQL
+// parser of the Prometheus installed here checks that each is valid.
+func TestPromtoolParsesQueries(t *testing.T) {
 	tool := promtool(t)
-	var b strings.Builder
-	b.WriteString("groups:\n  - name: panels\n    rules:\n")
-	for i, q := range allPanelQueries(t) {
-		b.WriteString("      - record: panel_query_" + string(rune('a'+i/26)) + string(rune('a'+i%26)) + "\n")
-		b.WriteString("        expr: " + quoteYAML(substitute(q.expr, "1m")) + "\n")
+	var exprs []string
+	for _, q := range allPanelQueries(t) {
+		exprs = append(exprs, substitute(q.expr, "1m"))
 	}
-	path := filepath.Join(t.TempDir(), "panels.yaml")
+	for _, s := range variableQueries(t) {
+		exprs = append(exprs, substitute(s, "1m"))
+	}
+	for _, g := range ruleGroups() {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	if out, err := promtoolCheckExprs(t, tool, exprs); err != nil {
+		t.Fatalf("promtool check rules on the queries: %v\n%s", err, out)
+	}
+}
+
+// TestPromtoolCatchesMistakes checks that promtoolCheckExprs fails on
+// expressions that are not PromQL.
+func TestPromtoolCatchesMistakes(t *testing.T) {
+	tool := promtool(t)
+	for _, expr := range []string{
+		`sum(rate(grpc_xds_client_connected[1m])`,
+		`sum by (grpc_target (grpc_xds_client_connected)`,
+		`rate(grpc_xds_client_connected[1 m])`,
+		`grpc_xds_client_connected{grpc_target=~"("}`,
+		`histogram_quantile(0.99)`,
+	} {
+		if _, err := promtoolCheckExprs(t, tool, []string{expr}); err == nil {
+			t.Errorf("promtool accepted %q", expr)
+		}
+	}
+}
+
+// promtoolCheckExprs runs `promtool check rules` on a rule file that
+// records each of exprs.
+func promtoolCheckExprs(t *testing.T, tool string, exprs []string) ([]byte, error) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: queries\n    rules:\n")
+	for i, e := range exprs {
+		fmt.Fprintf(&b, "      - record: query_%d\n        expr: %s\n", i, quoteYAML(e))
+	}
+	path := filepath.Join(t.TempDir(), "queries.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(tool, "check", "rules", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool check rules on the panel queries: %v\n%s", err, out)
-	}
+	return exec.Command(tool, "check", "rules", path).CombinedOutput()
 }
 
 // quoteYAML quotes s as a YAML single-quoted scalar.

@@ -14,11 +14,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
+	"github.com/xdslens/xdslens/internal/promtest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
@@ -41,7 +43,12 @@ func TestDemoPrometheusScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PROM_ADDR="+freeAddr(t), "SCRAPE_INTERVAL=1s")
+	cmd.Env = append(os.Environ(), "PROM_ADDR="+promtest.FreeAddr(t))
+	if len(raceFlags) > 0 {
+		// The script builds xdswatch as the tests were built, so that the
+		// build reuses their packages.
+		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+strings.Join(raceFlags, " ")))
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +56,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 	stderr := &xdstest.SyncBuffer{}
 	cmd.Stderr = stderr
 	start := time.Now()
-	demo := startProcess(t, "demo-prometheus.sh", cmd)
+	demo := promtest.Start(t, "demo-prometheus.sh", cmd)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("demo-prometheus.sh stderr:\n%s", stderr.String())
@@ -85,32 +92,34 @@ func TestDemoPrometheusScript(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-demo.done:
-		t.Fatalf("demo-prometheus.sh ended: %v", demo.err)
+	case <-demo.Done:
+		t.Fatalf("demo-prometheus.sh ended: %v", demo.Err)
 	case <-timer.C:
 		t.Fatal("demo-prometheus.sh named no processes within 3 minutes")
 	}
-	prom := &promServer{process: demo, base: "http://" + addrs["prometheus"]}
+	prom := &promtest.Server{Process: demo, Base: "http://" + addrs["prometheus"]}
 
 	// Prometheus scrapes the demo, with the recording rules loaded: the
 	// demo's four resources are acked, and the cluster it does not serve
 	// becomes does_not_exist when the resource timer fires.
-	states := `sum by (grpc_xds_cache_state) (` + dashboards.RecordResources + `{job="xdswatch"})`
-	prom.waitUntil(t, "demo cache states", states, func(r []sample) bool {
+	// The job of the committed prometheus.yml, which the script runs.
+	job := `{job="` + dashboards.ScrapeJob + `"}`
+	states := `sum by (grpc_xds_cache_state) (` + dashboards.RecordResources + job + `)`
+	prom.WaitUntil(t, "demo cache states", states, func(r []promtest.Sample) bool {
 		got := map[string]string{}
 		for _, s := range r {
 			got[s.Metric[dashboards.LabelCacheState]] = s.Value[1].(string)
 		}
 		return got["acked"] == "4" && got["does_not_exist"] == "1"
 	})
-	prom.expectLabels(t, "demo scrape health", panelExpr(t, "Scrape health", map[string]string{"job": "xdswatch"}),
+	prom.ExpectLabels(t, "demo scrape health", panelExpr(t, "Scrape health", map[string]string{"job": dashboards.ScrapeJob}),
 		"instance", addrs["xdswatch"])
 	// The alerting rules are loaded: the missing cluster's alert is pending.
-	prom.waitFor(t, "does-not-exist alert pending",
+	prom.WaitFor(t, "does-not-exist alert pending",
 		`ALERTS{alertname="`+dashboards.AlertResourcesDoesNotExist+`", alertstate="pending", grpc_xds_cache_state="does_not_exist"}`)
 
 	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
-		servers, err := prom.query(dashboards.RecordConnected)
+		servers, err := prom.Query(dashboards.RecordConnected)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +131,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 	}
 
 	// SIGTERM (what Ctrl-C is to a script in a terminal) stops both.
-	demo.stop(t)
+	demo.Stop(t)
 	for name, pid := range pids {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("%s (pid %d) still exists after the script ended (%v)", name, pid, err)

@@ -7,11 +7,15 @@
 // Two dashboards are built with grafana-foundation-sdk:
 //
 //   - [Overview], "xDS client overview": scrape health of each process,
-//     connection to each xDS server,
-//     server failures, valid and invalid resource updates, resources by
-//     cache state, the resources that are not ACKed, the server each
-//     authority uses (fallback), control-plane fetch latency and watcher
-//     notifications.
+//     connection to each xDS server, server failures and ADS streams,
+//     valid and invalid resource updates, resources by cache state, the
+//     resources that are not ACKed, the server each authority uses
+//     (fallback), control-plane fetch latency and outcomes, watcher
+//     notifications, the data plane (the RPCs of the xdslens channels the
+//     clients route, from telemetry.NewDataPlane: RPCs by cluster and
+//     outcome, failed picks, calls by status code, drops, in-flight RPCs
+//     against max_requests, config updates and errors), and load reporting
+//     (LRS reports, streams and calls).
 //   - [DrillDown], "xDS resource drill-down": the cache by authority,
 //     resource type and state over time, one panel per resource type, and
 //     updates, latency and notifications per type.
@@ -21,20 +25,26 @@
 // as cluster before job); every query filters by the fleet variables, and
 // every panel has a description that says what a bad value means and what
 // to do about it. Every panel draws a cache state in the color of
-// [CacheStateColor].
+// [CacheStateColor]. Each panel that shows the cause of an alert links to
+// the alert's section of the runbook ([AlertOptions].RunbookURL).
 //
 // [RecordingRules] returns the recording rules of the series the
 // dashboards read ([RecordConnected], [RecordResources],
-// [RecordAuthorityServer]); [AlertRules] the alerting rules, with the
-// thresholds and job selector of [AlertOptions]; [RuleFile] renders both
-// as the rule file that Prometheus loads. Each alert has a section in
-// RUNBOOK.md beside this file.
+// [RecordAuthorityServer], [RecordInFlight], [RecordMaxRequests]);
+// [AlertRules] the alerting rules, on the clients and on the data plane,
+// with the thresholds and job selector of [AlertOptions]; [RuleFile]
+// renders both as the rule file that Prometheus loads. Each alert has a
+// section in RUNBOOK.md beside this file.
 //
-// The generated files (the dashboard JSON that Grafana imports as is, a
-// Grafana provisioning example and the rule file) are committed beside the
-// package and written by [Files], which `go generate ./dashboards/...`
-// runs through ./cmd/gen. A test fails when the committed files differ
-// from what [Files] returns.
+// The generated files are committed beside the package and written by
+// [Files], which `go generate ./dashboards/...` runs through ./cmd/gen: the
+// dashboard JSON that Grafana imports as is and a provisioning example;
+// the rule file and a prometheus.yml that loads it; the same rules and
+// dashboards as a monitoring mixin (mixin.libsonnet, prometheus_alerts.yaml,
+// prometheus_rules.yaml, dashboards_out/), the layout kube-prometheus and
+// the monitoring-mixins projects use; and a Kubernetes PrometheusRule,
+// PodMonitor and ServiceMonitor for the Prometheus Operator. A test fails
+// when the committed files differ from what [Files] returns.
 package dashboards
 
 //go:generate go run ./cmd/gen

@@ -21,21 +21,25 @@ func DrillDown(opts ...Option) (dashboard.Dashboard, error) {
 
 func (g *gen) drillDown() (dashboard.Dashboard, error) {
 	b := g.newDashboard("xDS resource drill-down", DrillDownUID,
-		"xdslens xDS client cache by authority, resource type and cache state over time, with updates, fetch latency and watcher notifications per type.").
-		WithRow(dashboard.NewRowBuilder("Cache by authority, type and state")).
-		WithPanel(size(g.resourcesByAuthority(), 12, 8)).
-		WithPanel(size(g.resourcesByType(), 12, 8)).
-		WithPanel(size(g.resourcesByAuthorityTypeState(), 24, 10)).
-		WithPanel(size(g.notAckedTimeline(), 24, 8)).
-		WithPanel(size(g.cacheTable(), 24, 8)).
-		WithRow(dashboard.NewRowBuilder("Per resource type")).
-		WithPanel(size(g.statesOfType(), 8, 8)).
-		WithRow(dashboard.NewRowBuilder("Updates, latency and notifications by type")).
-		WithPanel(size(g.updatesByTypeServer("valid"), 12, 8)).
-		WithPanel(size(g.updatesByTypeServer("invalid"), 12, 8)).
-		WithPanel(size(g.fetchP99ByTypeOutcome(), 12, 8)).
-		WithPanel(size(g.notificationsByTypeKind(), 12, 8))
-	return build(b, DrillDownUID)
+		"xdslens xDS client cache by authority, resource type and cache state over time, with updates, fetch latency and watcher notifications per type.")
+	return build(g.layout(b,
+		row{"Cache by authority, type and state", []panel{
+			{g.resourcesByAuthority(), 12, 8, nil},
+			{g.resourcesByType(), 12, 8, nil},
+			{g.resourcesByAuthorityTypeState(), 24, 10, cacheAlerts},
+			{g.notAckedTimeline(), 24, 8, cacheAlerts},
+			{g.cacheTable(), 24, 8, cacheAlerts},
+		}},
+		row{"Per resource type", []panel{
+			{g.statesOfType(), 8, 8, cacheAlerts},
+		}},
+		row{"Updates, latency and notifications by type", []panel{
+			{g.updatesByTypeServer("valid"), 12, 8, nil},
+			{g.updatesByTypeServer("invalid"), 12, 8, []string{AlertResourcesNACKed, AlertResourcesError}},
+			{g.fetchP99ByTypeOutcome(), 12, 8, []string{AlertFetchLatencyHigh}},
+			{g.notificationsByTypeKind(), 12, 8, nil},
+		}},
+	), DrillDownUID)
 }
 
 func (g *gen) resourcesByAuthority() cog.Builder[dashboard.Panel] {

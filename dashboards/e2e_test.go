@@ -10,20 +10,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +29,7 @@ import (
 
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/promtest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
@@ -51,8 +46,6 @@ const (
 	// rateWindow stands for $__rate_interval: longer than the scenario, so
 	// that every rate covers all of it.
 	rateWindow = "1m"
-	// deadline bounds every wait on Prometheus.
-	deadline = 90 * time.Second
 )
 
 // Cluster names of the scenario on the primary server (authority #old),
@@ -132,10 +125,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds xdswatch and runs Prometheus")
 	}
-	promBin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus not found: install Debian's prometheus package (.ci/run does) to run the end-to-end test")
-	}
+	promBin := promtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -145,7 +135,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	primary := xdstest.NewADSServer(t)
 	fallback := xdstest.NewADSServer(t)
 	silent := xdstest.NewADSServer(t)
-	dead, deadPrimary := freeAddr(t), freeAddr(t)
+	dead, deadPrimary := promtest.FreeAddr(t), promtest.FreeAddr(t)
 	bootstrap := fmt.Sprintf(`{
   "xds_servers": [%s],
   "node": {"id": "dashboards-e2e"},
@@ -208,7 +198,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	st.End(status.Error(codes.Unavailable, "e2e: stream reset before a response"))
 	// The counter must be scraped at 1 before it reaches 2, or increase()
 	// cannot see the second failure.
-	prom.waitFor(t, "first server failure scraped", failures+" >= 1")
+	prom.WaitFor(t, "first server failure scraped", failures+" >= 1")
 	st = mustStream(t, ctx, primary)
 	serve(st)
 	st.End(status.Error(codes.Unavailable, "e2e: stream reset after a response"))
@@ -229,66 +219,56 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 
 	// Every cache state is visible in Prometheus.
 	states := `count by (grpc_xds_cache_state) (grpc_xds_client_resources{grpc_target="e2e"})`
-	prom.waitUntil(t, "all nine cache states", states, func(r []sample) bool {
-		return len(labelValues(r, dashboards.LabelCacheState)) == len(dashboards.CacheStates)
+	prom.WaitUntil(t, "all nine cache states", states, func(r []promtest.Sample) bool {
+		return len(promtest.LabelValues(r, dashboards.LabelCacheState)) == len(dashboards.CacheStates)
 	})
 
 	// Every panel query returns series with the fleet variables set to
 	// the xdswatch process, and none of another job (Prometheus scrapes
 	// itself too); legends name the instance of per-process series.
-	// Grafana writes a regular expression into a PromQL string, with its
-	// backslashes escaped.
-	fleet := map[string]string{"job": xdswatchJob, "instance": strings.ReplaceAll(regexp.QuoteMeta(watch.metrics), `\`, `\\`)}
+	fleet := fleetOf(watch)
 	for _, q := range allPanelQueries(t) {
+		if readsDataPlane(q.expr) {
+			continue // TestDataPlaneOnPrometheus
+		}
 		expr := substitute(q.expr, rateWindow, fleet)
 		if strings.HasPrefix(expr, "absent(") {
 			// NO TARGETS: nothing while the job has a target, 1 for a job
 			// that has none.
-			if r, err := prom.query(expr); err != nil || len(r) != 0 {
+			if r, err := prom.Query(expr); err != nil || len(r) != 0 {
 				t.Errorf("%s: %q gives %v (%v), want nothing", q.name(), expr, r, err)
 			}
-			prom.waitFor(t, q.name()+" for a job without targets",
+			prom.WaitFor(t, q.name()+" for a job without targets",
 				substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"}))
 			continue
 		}
-		r := prom.waitUntil(t, q.name(), expr, func(r []sample) bool { return len(r) > 0 })
-		for _, s := range r {
-			if j, ok := s.Metric["job"]; ok && j != xdswatchJob {
-				t.Errorf("%s: series %v of job %q passes the job filter %q", q.name(), s.Metric, j, xdswatchJob)
-			}
-			if _, ok := s.Metric["instance"]; ok && !strings.Contains(q.legend, "{{instance}}") && q.panelType != "table" {
-				t.Errorf("%s: series %v carry the instance, but the legend %q does not name it", q.name(), s.Metric, q.legend)
-			}
-		}
+		expectPanelData(t, prom, q, expr)
 	}
 	// Every query drops everything but the selected job: with a job that
 	// does not exist, no panel has data.
 	for _, q := range allPanelQueries(t) {
-		if strings.HasPrefix(q.expr, "absent(") {
+		if strings.HasPrefix(q.expr, "absent(") || readsDataPlane(q.expr) {
 			continue
 		}
-		expr := substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"})
-		if r, err := prom.query(expr); err != nil || len(r) != 0 {
-			t.Errorf("%s: %q gives %v (%v) for a job that does not exist", q.name(), expr, r, err)
-		}
+		expectNoOtherJob(t, prom, q)
 	}
 
 	// Selected panels show what the scenario did.
-	prom.expectLabels(t, "cache states", states, dashboards.LabelCacheState, dashboards.CacheStates...)
+	prom.ExpectLabels(t, "cache states", states, dashboards.LabelCacheState, dashboards.CacheStates...)
 	connected := panelExpr(t, "Server connection", fleet)
-	prom.expectLabels(t, "disconnected servers", connected+" == 0", dashboards.LabelServer, dead, deadPrimary)
-	prom.expectLabels(t, "connected servers", connected+" == 1", dashboards.LabelServer, primary.Addr(), fallback.Addr())
-	prom.expectLabels(t, "server in use for fb.example",
+	prom.ExpectLabels(t, "disconnected servers", connected+" == 0", dashboards.LabelServer, dead, deadPrimary)
+	prom.ExpectLabels(t, "connected servers", connected+" == 1", dashboards.LabelServer, primary.Addr(), fallback.Addr())
+	prom.ExpectLabels(t, "server in use for fb.example",
 		dashboards.MetricAuthorityServer+`{grpc_xds_authority="fb.example"} == 1`, dashboards.LabelServer, fallback.Addr())
-	prom.expectLabels(t, "fetch outcomes", `sum by (outcome) (`+dashboards.MetricFetchDuration+`_count)`,
+	prom.ExpectLabels(t, "fetch outcomes", `sum by (outcome) (`+dashboards.MetricFetchDuration+`_count)`,
 		dashboards.LabelOutcome, "acked", "nacked", "received_error", "does_not_exist", "timeout", "interrupted")
-	prom.expectLabels(t, "invalid updates", `sum by (grpc_xds_resource_type) (`+dashboards.MetricUpdatesInvalid+`) > 0`,
+	prom.ExpectLabels(t, "invalid updates", `sum by (grpc_xds_resource_type) (`+dashboards.MetricUpdatesInvalid+`) > 0`,
 		dashboards.LabelResourceType, cdsType)
-	prom.expectLabels(t, "notification kinds", `sum by (kind) (`+dashboards.MetricWatcherNotifications+`) > 0`,
+	prom.ExpectLabels(t, "notification kinds", `sum by (kind) (`+dashboards.MetricWatcherNotifications+`) > 0`,
 		dashboards.LabelKind, "resource", "resource_error", "ambient_error")
 
 	// A server never reached shows as disconnected all the time.
-	prom.expectLabels(t, "time disconnected", panelExpr(t, "Time disconnected", fleet)+" == 1",
+	prom.ExpectLabels(t, "time disconnected", panelExpr(t, "Time disconnected", fleet)+" == 1",
 		dashboards.LabelServer, dead, deadPrimary)
 
 	// Every alert expression fires on what the scenario did, located by
@@ -309,36 +289,25 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		if r.Alert == dashboards.AlertScrapeFailed {
 			continue // checked once xdswatch is gone
 		}
+		if slices.Contains(dataPlaneAlerts, r.Alert) {
+			continue // TestDataPlaneOnPrometheus
+		}
 		w, ok := want[r.Alert]
 		if !ok {
 			t.Errorf("alert %s: the scenario does not check it", r.Alert)
 			continue
 		}
-		prom.expectLabels(t, "alert "+r.Alert, r.Expr, w.label, w.values...)
-		for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
-			prom.expectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
-		}
-		res, err := prom.query(r.Expr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range res {
-			for _, l := range []string{dashboards.LabelScopeName, dashboards.LabelScopeVersion} {
-				if _, ok := s.Metric[l]; ok {
-					t.Errorf("alert %s: series %v carries %s", r.Alert, s.Metric, l)
-				}
-			}
-		}
+		expectAlert(t, prom, r, w.label, w.values...)
 	}
 	// Prometheus loaded the rule file and the alerts fire.
 	var alerts []string
 	for a := range want {
 		alerts = append(alerts, a)
 	}
-	prom.waitForAlerts(t, alerts)
+	prom.WaitForAlerts(t, alerts)
 	// The committed rules, with production thresholds, evaluate cleanly.
 	for _, r := range dashboards.AlertRules(dashboards.DefaultAlertOptions()).Rules {
-		if _, err := prom.query(r.Expr); err != nil {
+		if _, err := prom.Query(r.Expr); err != nil {
 			t.Errorf("committed alert %s: %v", r.Alert, err)
 		}
 	}
@@ -356,32 +325,96 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// xdswatch ends: the stat panels, instant queries, show no connection
 	// at all, not the last one; scrape health shows the instance DOWN, and
 	// the scrape alert fires for it.
-	watch.stop(t)
-	prom.waitUntil(t, "server connection after xdswatch ended", connected, func(r []sample) bool { return len(r) == 0 })
-	prom.expectLabels(t, "scrape health after xdswatch ended", panelExpr(t, "Scrape health", fleet)+" == 0",
+	watch.Stop(t)
+	prom.WaitUntil(t, "server connection after xdswatch ended", connected, func(r []promtest.Sample) bool { return len(r) == 0 })
+	prom.ExpectLabels(t, "scrape health after xdswatch ended", panelExpr(t, "Scrape health", fleet)+" == 0",
 		"instance", watch.metrics)
 	for _, r := range e2eRules().Rules {
 		if r.Alert == dashboards.AlertScrapeFailed {
-			prom.expectLabels(t, "alert "+r.Alert, r.Expr, "instance", watch.metrics)
+			prom.ExpectLabels(t, "alert "+r.Alert, r.Expr, "instance", watch.metrics)
 		}
 	}
-	prom.waitForAlerts(t, []string{dashboards.AlertScrapeFailed})
-	prom.stop(t)
+	prom.WaitForAlerts(t, []string{dashboards.AlertScrapeFailed})
+	prom.Stop(t)
 }
 
 // xdswatchJob is the job name of xdswatch in the Prometheus of the test.
 const xdswatchJob = "xdswatch"
 
+// expectPanelData waits until expr, the query q with the fleet variables
+// set to the xdswatch process, returns series, and checks that none is of
+// another job (Prometheus scrapes itself too) and that the legend names
+// the instance of per-process series.
+func expectPanelData(t *testing.T, prom *promtest.Server, q panelQuery, expr string) {
+	t.Helper()
+	r := prom.WaitUntil(t, q.name(), expr, func(r []promtest.Sample) bool { return len(r) > 0 })
+	for _, s := range r {
+		if j, ok := s.Metric["job"]; ok && j != xdswatchJob {
+			t.Errorf("%s: series %v of job %q passes the job filter %q", q.name(), s.Metric, j, xdswatchJob)
+		}
+		if _, ok := s.Metric["instance"]; ok && !strings.Contains(q.legend, "{{instance}}") && q.panelType != "table" {
+			t.Errorf("%s: series %v carry the instance, but the legend %q does not name it", q.name(), s.Metric, q.legend)
+		}
+	}
+}
+
+// expectNoOtherJob checks that q gives nothing for a job that does not
+// exist: it selects by the job variable.
+func expectNoOtherJob(t *testing.T, prom *promtest.Server, q panelQuery) {
+	t.Helper()
+	expr := substitute(q.expr, rateWindow, map[string]string{"job": "no-such-job"})
+	if r, err := prom.Query(expr); err != nil || len(r) != 0 {
+		t.Errorf("%s: %q gives %v (%v) for a job that does not exist", q.name(), expr, r, err)
+	}
+}
+
+// fleetOf returns the values of the fleet variables that select the
+// xdswatch process x. Grafana writes a regular expression into a PromQL
+// string, with its backslashes escaped.
+func fleetOf(x *xdswatchProcess) map[string]string {
+	return map[string]string{"job": xdswatchJob, "instance": strings.ReplaceAll(regexp.QuoteMeta(x.metrics), `\`, `\\`)}
+}
+
+// expectAlert checks that the expression of alert r returns series with
+// each of values in label, located by job, instance and grpc_target, and
+// with no OpenTelemetry scope label.
+func expectAlert(t *testing.T, prom *promtest.Server, r dashboards.Rule, label string, values ...string) {
+	t.Helper()
+	prom.ExpectLabels(t, "alert "+r.Alert, r.Expr, label, values...)
+	for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
+		prom.ExpectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
+	}
+	res, err := prom.Query(r.Expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res {
+		for _, l := range []string{dashboards.LabelScopeName, dashboards.LabelScopeVersion} {
+			if _, ok := s.Metric[l]; ok {
+				t.Errorf("alert %s: series %v carries %s", r.Alert, s.Metric, l)
+			}
+		}
+	}
+}
+
 // panelExpr returns the first query of the panel titled title, with the
 // variables substituted (those of set with their values).
 func panelExpr(t *testing.T, title string, set ...map[string]string) string {
 	t.Helper()
+	return panelRefExpr(t, title, "", set...)
+}
+
+// panelRefExpr returns the query refID (the first when "") of the panel
+// titled title, with the variables substituted (those of set with their
+// values).
+func panelRefExpr(t *testing.T, title, refID string, set ...map[string]string) string {
+	t.Helper()
 	for _, q := range allPanelQueries(t) {
-		if q.title == title {
+		if q.title == title && (refID == "" || q.refID == refID) {
 			return substitute(q.expr, rateWindow, set...)
 		}
 	}
-	t.Fatalf("no panel %q", title)
+	t.Fatalf("no panel %q with query %q", title, refID)
 	return ""
 }
 
@@ -393,6 +426,9 @@ func e2eRules() dashboards.RuleGroup {
 	o.ScrapeFailedFor = 0
 	o.FlapWindow, o.FlapFailures = time.Minute, 1
 	o.LatencyWindow, o.LatencySLO = time.Minute, e2eSLO
+	d := &o.DataPlane
+	d.RateWindow = time.Minute
+	d.FailingFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0
 	return dashboards.AlertRules(o)
 }
 
@@ -400,18 +436,6 @@ func e2eRules() dashboards.RuleGroup {
 func serverJSON(addr string, features ...string) string {
 	f, _ := json.Marshal(append([]string{}, features...))
 	return fmt.Sprintf(`{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": %s}`, addr, f)
-}
-
-// freeAddr returns a loopback address where nothing listens.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func mustStream(t *testing.T, ctx context.Context, s *xdstest.ADSServer) *xdstest.Stream {
@@ -464,66 +488,17 @@ func recvNaming(ctx context.Context, st *xdstest.Stream, name string) (*discover
 func buildXdswatch(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "xdswatch")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
+	args := append(append([]string{"build"}, raceFlags...), "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
+	cmd := exec.Command("go", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build xdswatch: %v\n%s", err, out)
 	}
 	return bin
 }
 
-// process is a command the test started; stop ends it by its own PID.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	once sync.Once
-}
-
-func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
-	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.stop(t) })
-	return p
-}
-
-// stop sends SIGTERM to the process and waits for it to end, killing it
-// after 10s. It reports a non-zero exit status once.
-func (p *process) stop(t *testing.T) {
-	t.Helper()
-	p.once.Do(func() {
-		select {
-		case <-p.done:
-			t.Errorf("%s (pid %d) had ended by itself: %v", p.name, p.cmd.Process.Pid, p.err)
-			return
-		default:
-		}
-		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
-		timer := time.NewTimer(10 * time.Second)
-		defer timer.Stop()
-		select {
-		case <-p.done:
-			if p.err != nil {
-				t.Errorf("%s (pid %d) exited after SIGTERM with %v", p.name, p.cmd.Process.Pid, p.err)
-			}
-		case <-timer.C:
-			_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-			t.Errorf("%s (pid %d) did not end within 10s of SIGTERM", p.name, p.cmd.Process.Pid)
-		}
-	})
-}
-
 // xdswatchProcess is a running xdswatch.
 type xdswatchProcess struct {
-	*process
+	*promtest.Process
 	stdin   io.WriteCloser
 	metrics string
 }
@@ -542,7 +517,7 @@ func startXdswatch(t *testing.T, bin string, args ...string) *xdswatchProcess {
 	}
 	stderr := &xdstest.SyncBuffer{}
 	cmd.Stderr = stderr
-	p := startProcess(t, "xdswatch", cmd)
+	p := promtest.Start(t, "xdswatch", cmd)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("xdswatch stderr:\n%s", stderr.String())
@@ -565,7 +540,7 @@ func startXdswatch(t *testing.T, bin string, args ...string) *xdswatchProcess {
 		for lines.Scan() {
 		}
 	}()
-	return &xdswatchProcess{process: p, stdin: stdin, metrics: listening.Metrics}
+	return &xdswatchProcess{Process: p, stdin: stdin, metrics: listening.Metrics}
 }
 
 // command writes one --stdin command line.
@@ -576,24 +551,17 @@ func (x *xdswatchProcess) command(t *testing.T, line string) {
 	}
 }
 
-// promServer is a running Prometheus.
-type promServer struct {
-	*process
-	base string
-	log  *xdstest.SyncBuffer
-}
-
-// startPrometheus runs Prometheus on loopback, scraping target every
-// second and evaluating e2eRules every second, with its data in dir.
-func startPrometheus(t *testing.T, bin, dir, target string) *promServer {
+// startPrometheus runs Prometheus on loopback, scraping target (as job
+// xdswatchJob) and itself every second and evaluating e2eRules every
+// second, with its data in dir.
+func startPrometheus(t *testing.T, bin, dir, target string) *promtest.Server {
 	t.Helper()
 	rules := filepath.Join(dir, "rules.yaml")
 	if err := os.WriteFile(rules, dashboards.RulesYAML(dashboards.RecordingRules(), e2eRules()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(dir, "prometheus.yml")
-	addr := freeAddr(t)
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`global:
+	addr := promtest.FreeAddr(t)
+	return promtest.Run(t, bin, dir, addr, fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files:
@@ -605,193 +573,5 @@ scrape_configs:
   - job_name: prometheus
     static_configs:
       - targets: [%q]
-`, rules, xdswatchJob, target, addr)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	log := &xdstest.SyncBuffer{}
-	cmd := exec.Command(bin,
-		"--config.file="+config,
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr,
-		"--log.level=warn")
-	cmd.Stdout, cmd.Stderr = log, log
-	p := &promServer{process: startProcess(t, "prometheus", cmd), base: "http://" + addr, log: log}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", log.String())
-		}
-	})
-	return p
-}
-
-// sample is one series of an instant vector.
-type sample struct {
-	Metric map[string]string `json:"metric"`
-	Value  [2]any            `json:"value"`
-}
-
-// errNotReady is the error of a query that Prometheus refused while
-// starting.
-var errNotReady = errors.New("prometheus is not ready")
-
-// query evaluates expr at the current time.
-func (p *promServer) query(expr string) ([]sample, error) {
-	resp, err := http.Get(p.base + "/api/v1/query?query=" + url.QueryEscape(expr))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		// Prometheus answers 503 until it has started.
-		return nil, errNotReady
-	}
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string          `json:"resultType"`
-			Result     json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("query %q: %v", expr, err)
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("query %q: %s", expr, body.Error)
-	}
-	if body.Data.ResultType != "vector" {
-		return nil, fmt.Errorf("query %q: result type %s, want vector", expr, body.Data.ResultType)
-	}
-	var out []sample
-	if err := json.Unmarshal(body.Data.Result, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// waitUntil evaluates expr every 200ms until ok accepts the result, and
-// fails the test at the deadline or on a query error other than
-// Prometheus not being up yet.
-func (p *promServer) waitUntil(t *testing.T, what, expr string, ok func([]sample) bool) []sample {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var last []sample
-	var lastErr error
-	for {
-		r, err := p.query(expr)
-		if err == nil && ok(r) {
-			return r
-		}
-		last, lastErr = r, err
-		if err != nil && !errors.Is(err, errNotReady) && !strings.Contains(err.Error(), "connection refused") {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s: %q still gives %v (%v) after %v", what, expr, last, lastErr, deadline)
-		}
-		select {
-		case <-tick.C:
-		case <-p.done:
-			t.Fatalf("%s: prometheus ended: %v", what, p.err)
-		}
-	}
-}
-
-// waitFor waits until expr returns a series.
-func (p *promServer) waitFor(t *testing.T, what, expr string) {
-	t.Helper()
-	p.waitUntil(t, what, expr, func(r []sample) bool { return len(r) > 0 })
-}
-
-// expectLabels waits until the series of expr carry label with at least
-// each of values (with no values: until every series has the label).
-func (p *promServer) expectLabels(t *testing.T, what, expr, label string, values ...string) {
-	t.Helper()
-	p.waitUntil(t, what, expr, func(r []sample) bool {
-		if len(r) == 0 {
-			return false
-		}
-		got := labelValues(r, label)
-		if len(values) == 0 {
-			for _, s := range r {
-				if s.Metric[label] == "" {
-					return false
-				}
-			}
-			return true
-		}
-		for _, v := range values {
-			if !got[v] {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-// labelValues returns the values of label among r.
-func labelValues(r []sample, label string) map[string]bool {
-	out := map[string]bool{}
-	for _, s := range r {
-		if v, ok := s.Metric[label]; ok {
-			out[v] = true
-		}
-	}
-	return out
-}
-
-// waitForAlerts waits until Prometheus reports each of names firing.
-func (p *promServer) waitForAlerts(t *testing.T, names []string) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		firing, err := p.firing()
-		if err != nil {
-			t.Fatalf("alerts: %v", err)
-		}
-		var missing []string
-		for _, n := range names {
-			if !firing[n] {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("alerts not firing after %v: %v (firing: %v)", deadline, missing, firing)
-		}
-		<-tick.C
-	}
-}
-
-// firing returns the names of the alerts Prometheus reports firing.
-func (p *promServer) firing() (map[string]bool, error) {
-	resp, err := http.Get(p.base + "/api/v1/alerts")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Data struct {
-			Alerts []struct {
-				Labels map[string]string `json:"labels"`
-				State  string            `json:"state"`
-			} `json:"alerts"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, a := range body.Data.Alerts {
-		if a.State == "firing" {
-			out[a.Labels["alertname"]] = true
-		}
-	}
-	return out, nil
+`, rules, xdswatchJob, target, addr))
 }

@@ -46,4 +46,8 @@ func ExampleAlertRules() {
 	// XdsClientResourcesReceivedError warning
 	// XdsClientOnFallbackServer warning
 	// XdsClientFetchLatencyHigh warning
+	// XdsClientRPCsFailing critical
+	// XdsClientRPCsDropped warning
+	// XdsClientCircuitBreaking warning
+	// XdsClientInFlightNearMaxRequests warning
 }

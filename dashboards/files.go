@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
@@ -21,6 +22,35 @@ const (
 	// dashboards read and the alerts ([DefaultAlertOptions] unless
 	// [WithAlertOptions] says otherwise).
 	RulesFile = "prometheus/xds-client-rules.yaml"
+	// ScrapeConfigFile is a prometheus.yml that loads RulesFile (from its
+	// own directory) and scrapes the targets listed in [TargetsFile].
+	ScrapeConfigFile = "prometheus/prometheus.yml"
+
+	// MixinFile is the root of the monitoring mixin (the jsonnet
+	// convention of kube-prometheus and monitoring-mixins): it exposes
+	// prometheusAlerts, prometheusRules and grafanaDashboards from the
+	// files beside it.
+	MixinFile = "mixin/mixin.libsonnet"
+	// MixinAlertsFile holds the alerting rules, as a mixin's
+	// prometheus_alerts.yaml.
+	MixinAlertsFile = "mixin/prometheus_alerts.yaml"
+	// MixinRulesFile holds the recording rules, as a mixin's
+	// prometheus_rules.yaml.
+	MixinRulesFile = "mixin/prometheus_rules.yaml"
+	// MixinDashboardsDir holds the dashboards, as a mixin's
+	// dashboards_out directory, under the names of OverviewFile and
+	// DrillDownFile.
+	MixinDashboardsDir = "mixin/dashboards_out"
+
+	// PrometheusRuleFile is a Kubernetes PrometheusRule (Prometheus
+	// Operator) with the recording and alerting rules.
+	PrometheusRuleFile = "kubernetes/prometheusrule.yaml"
+	// PodMonitorFile is an example Kubernetes PodMonitor (Prometheus
+	// Operator) that scrapes the pods of an xDS client.
+	PodMonitorFile = "kubernetes/podmonitor.yaml"
+	// ServiceMonitorFile is an example Kubernetes ServiceMonitor
+	// (Prometheus Operator) that scrapes the endpoints of a Service.
+	ServiceMonitorFile = "kubernetes/servicemonitor.yaml"
 )
 
 // provisioning is a Grafana dashboard provider for the generated JSON.
@@ -47,19 +77,29 @@ providers:
 `
 
 // Files returns every generated file, keyed by its path relative to the
-// dashboards directory: the dashboard JSON, the provisioning example and
-// the rule file. Without options they are the committed files.
+// dashboards directory: the dashboard JSON, the provisioning example, the
+// rule file and a scrape configuration, the monitoring mixin, and the
+// Kubernetes PrometheusRule, PodMonitor and ServiceMonitor. Without
+// options they are the committed files.
 func Files(opts ...Option) (map[string][]byte, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	g := &gen{config: c}
+	records, alerts := RecordingRules(), AlertRules(c.alerts)
 	files := map[string][]byte{
-		ProvisioningFile: []byte(provisioning),
-		RulesFile:        RuleFile(c.alerts),
+		ProvisioningFile:   []byte(provisioning),
+		RulesFile:          RulesYAML(records, alerts),
+		ScrapeConfigFile:   scrapeConfig(),
+		MixinFile:          []byte(mixin),
+		MixinAlertsFile:    rulesFile("Prometheus alerting rules for xdslens xDS clients, as a monitoring mixin's prometheus_alerts.yaml.", alerts),
+		MixinRulesFile:     rulesFile("Prometheus recording rules for xdslens xDS clients, as a monitoring mixin's prometheus_rules.yaml.", records),
+		PrometheusRuleFile: prometheusRule(records, alerts),
+		PodMonitorFile:     monitor(kindPodMonitor),
+		ServiceMonitorFile: monitor(kindServiceMonitor),
 	}
-	for path, build := range map[string]func() (dashboard.Dashboard, error){
+	for file, build := range map[string]func() (dashboard.Dashboard, error){
 		OverviewFile:  g.overview,
 		DrillDownFile: g.drillDown,
 	} {
@@ -69,9 +109,10 @@ func Files(opts ...Option) (map[string][]byte, error) {
 		}
 		js, err := MarshalDashboard(d)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		files[path] = js
+		files[file] = js
+		files[path.Join(MixinDashboardsDir, path.Base(file))] = js
 	}
 	return files, nil
 }

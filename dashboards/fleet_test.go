@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql/parser"
-
 	"github.com/xdslens/xdslens/dashboards"
 )
 
@@ -31,25 +28,18 @@ func generated(t *testing.T, opts ...dashboards.Option) map[string]rawDashboard 
 // every selector must carry a matcher `name=~"$name"` for each of
 // names.
 func fleetProblems(expr string, names []string) []string {
-	node, err := parser.NewParser(parser.Options{}).ParseExpr(substitute(expr, "1m", marked(names)))
+	sc, err := scanPromQL(substitute(expr, "1m", marked(names)))
 	if err != nil {
 		return []string{err.Error()}
 	}
 	var problems []string
-	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
-		vs, ok := n.(*parser.VectorSelector)
-		if !ok {
-			return nil
-		}
+	for _, vs := range sc.selectors {
 		for _, l := range names {
-			if !slices.ContainsFunc(vs.LabelMatchers, func(m *labels.Matcher) bool {
-				return m.Name == l && m.Type == labels.MatchRegexp && m.Value == "VAR_"+l
-			}) {
+			if !slices.Contains(vs.matchers, matcher{l, "=~", "VAR_" + l}) {
 				problems = append(problems, vs.String()+" does not filter by $"+l)
 			}
 		}
-		return nil
-	})
+	}
 	return problems
 }
 

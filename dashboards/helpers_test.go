@@ -52,6 +52,12 @@ type rawPanel struct {
 	Description string          `json:"description"`
 	Datasource  json.RawMessage `json:"datasource"`
 	Panels      []rawPanel      `json:"panels"`
+	Links       []struct {
+		Title       string `json:"title"`
+		Type        string `json:"type"`
+		URL         string `json:"url"`
+		TargetBlank bool   `json:"targetBlank"`
+	} `json:"links"`
 	FieldConfig struct {
 		Defaults struct {
 			Unit string `json:"unit"`

@@ -39,11 +39,68 @@ const (
 	// MetricStreamsEnded is the counter xdslens.xds_client.streams_ended:
 	// ADS streams that ended, by [LabelResponseReceived].
 	MetricStreamsEnded = "xdslens_xds_client_streams_ended_total"
+	// MetricStreamsStartFailed is the counter
+	// xdslens.xds_client.streams_start_failed: ADS streams that could not
+	// be created. [MetricStreamsStarted] minus [MetricStreamsEnded] is the
+	// number of open streams.
+	MetricStreamsStartFailed = "xdslens_xds_client_streams_start_failed_total"
+	// MetricFetches is the counter xdslens.xds_client.resource_fetches:
+	// the fetches of [MetricFetchDuration], by [LabelOutcome], with series
+	// at zero from a type's first watch.
+	MetricFetches = "xdslens_xds_client_resource_fetches_total"
+
+	// MetricLRSReports is the counter xdslens.xds_client.lrs_reports: load
+	// reports sent on LRS streams.
+	MetricLRSReports = "xdslens_xds_client_lrs_reports_total"
+	// MetricLRSCalls is the counter xdslens.xds_client.lrs_calls: the calls
+	// the load reports carried, by [LabelKind] (issued, succeeded, errored,
+	// dropped).
+	MetricLRSCalls = "xdslens_xds_client_lrs_calls_total"
+	// MetricLRSStreamsStarted is the counter
+	// xdslens.xds_client.lrs_streams_started: LRS streams created.
+	MetricLRSStreamsStarted = "xdslens_xds_client_lrs_streams_started_total"
+	// MetricLRSStreamsEnded is the counter
+	// xdslens.xds_client.lrs_streams_ended: LRS streams that ended, by
+	// [LabelResponseReceived].
+	MetricLRSStreamsEnded = "xdslens_xds_client_lrs_streams_ended_total"
+	// MetricLRSStreamsStartFailed is the counter
+	// xdslens.xds_client.lrs_streams_start_failed: LRS stream attempts
+	// that could not create a stream.
+	MetricLRSStreamsStartFailed = "xdslens_xds_client_lrs_streams_start_failed_total"
+
+	// MetricDataPlanePicks is the counter xdslens.data_plane.picks: the
+	// outcome of every pick of an xdslens channel that did not wait, by
+	// [LabelBackendService] and [LabelOutcome] ([PickOutcomes]).
+	MetricDataPlanePicks = "xdslens_data_plane_picks_total"
+	// MetricDataPlaneCalls is the counter xdslens.data_plane.calls: RPCs
+	// sent to an endpoint, counted when they end, by
+	// [LabelBackendService], [LabelLeafCluster] and [LabelStatus].
+	MetricDataPlaneCalls = "xdslens_data_plane_calls_total"
+	// MetricDataPlaneDrops is the counter xdslens.data_plane.drops: RPCs
+	// dropped by a drop_overloads category, by [LabelLeafCluster] and
+	// [LabelCategory].
+	MetricDataPlaneDrops = "xdslens_data_plane_drops_total"
+	// MetricDataPlaneConfigs is the counter
+	// xdslens.data_plane.config_updates: configs the channels of a target
+	// took and failures of their whole config, by [LabelResult].
+	MetricDataPlaneConfigs = "xdslens_data_plane_config_updates_total"
+	// MetricDataPlaneInFlight is the gauge xdslens.data_plane.in_flight:
+	// RPCs in flight that count against a cluster's max_requests, by
+	// [LabelLeafCluster] and [LabelEDSService]; its [LabelTarget] is the
+	// xDS client's, whose channels share the circuit breakers.
+	MetricDataPlaneInFlight = "xdslens_data_plane_in_flight"
+	// MetricDataPlaneMaxRequests is the gauge
+	// xdslens.data_plane.max_requests: the cluster's max_requests, with
+	// the labels of [MetricDataPlaneInFlight].
+	MetricDataPlaneMaxRequests = "xdslens_data_plane_max_requests"
 )
 
 // Prometheus label names of those series.
 const (
-	// LabelTarget is grpc.target: the client's target (its pool key).
+	// LabelTarget is grpc.target: the client's target (its pool key); on
+	// the data-plane series but the circuit-breaker gauges, the channel's
+	// target, which is the same unless the channel's client is shared
+	// under another target (xdsgrpc.WithPoolTarget).
 	LabelTarget = "grpc_target"
 	// LabelServer is grpc.xds.server: the server URI from the bootstrap.
 	LabelServer = "grpc_xds_server"
@@ -59,17 +116,38 @@ const (
 	// LabelOutcome is the outcome of a fetch on [MetricFetchDuration]: the
 	// state the entry left requested for (acked, nacked, received_error),
 	// does_not_exist or timeout when the timer fired, interrupted when the
-	// stream broke first.
+	// stream broke first; on [MetricDataPlanePicks], the outcome of a pick
+	// ([PickOutcomes]).
 	LabelOutcome = "outcome"
 	// LabelKind is the kind of callback on [MetricWatcherNotifications]:
-	// resource, resource_error or ambient_error.
+	// resource, resource_error or ambient_error; on [MetricLRSCalls], the
+	// kind of call: issued, succeeded, errored or dropped.
 	LabelKind = "kind"
-	// LabelResponseReceived tells on [MetricStreamsEnded] whether the
-	// stream had read a response: "true" or "false" (a gRFC A57 failure).
+	// LabelResponseReceived tells on [MetricStreamsEnded] and
+	// [MetricLRSStreamsEnded] whether the stream had read a response:
+	// "true" or "false" (for ADS, a gRFC A57 failure).
 	LabelResponseReceived = "response_received"
 	// LabelPriority is the index of the server in its authority's server
 	// list on [MetricAuthorityServer] ("0" is the primary).
 	LabelPriority = "priority"
+	// LabelBackendService is grpc.lb.backend_service on the data-plane
+	// series: the cluster a route chose (for an aggregate cluster, the
+	// aggregate), "" when none was.
+	LabelBackendService = "grpc_lb_backend_service"
+	// LabelLeafCluster is xdslens.leaf_cluster: the EDS or LOGICAL_DNS
+	// cluster of the endpoint (or of the drop, or of the circuit breaker).
+	LabelLeafCluster = "xdslens_leaf_cluster"
+	// LabelEDSService is xdslens.eds_service: the EDS service name of a
+	// circuit breaker.
+	LabelEDSService = "xdslens_eds_service"
+	// LabelStatus is grpc.status on [MetricDataPlaneCalls]: the status
+	// code name the RPC ended with, such as OK or UNAVAILABLE.
+	LabelStatus = "grpc_status"
+	// LabelCategory is the drop_overloads category on
+	// [MetricDataPlaneDrops].
+	LabelCategory = "category"
+	// LabelResult is config or error on [MetricDataPlaneConfigs].
+	LabelResult = "result"
 	// LabelScopeName and LabelScopeVersion are the OpenTelemetry
 	// instrumentation scope that the exporter adds to every series. The
 	// rules and dashboards aggregate them away: they say nothing about the
@@ -77,6 +155,51 @@ const (
 	LabelScopeName    = "otel_scope_name"
 	LabelScopeVersion = "otel_scope_version"
 )
+
+// PickOutcomes are the values of [LabelOutcome] on
+// [MetricDataPlanePicks]: sent, then every way a pick fails an RPC.
+var PickOutcomes = []string{
+	"sent",
+	"no_route",
+	"unsupported_action",
+	"cluster_error",
+	"config_error",
+	"no_endpoint",
+	"dropped",
+	"overloaded",
+}
+
+// controlPlaneOutcomes are the pick outcomes that fail an RPC for a
+// cause in the configuration or its endpoints, not a decision of the
+// control plane to shed load (dropped, overloaded).
+const controlPlaneOutcomes = "no_route|unsupported_action|cluster_error|config_error|no_endpoint"
+
+// PickOutcomeColor returns the Grafana color the data-plane panels draw a
+// pick outcome in: sent green, and one color per failure (config_error
+// red, cluster_error purple, no_route orange, unsupported_action yellow,
+// no_endpoint dark red, dropped blue, overloaded dark orange). It returns
+// "" for an outcome it does not know.
+func PickOutcomeColor(outcome string) string {
+	switch outcome {
+	case "sent":
+		return "green"
+	case "config_error":
+		return "red"
+	case "cluster_error":
+		return "purple"
+	case "no_route":
+		return "orange"
+	case "unsupported_action":
+		return "yellow"
+	case "no_endpoint":
+		return "dark-red"
+	case "dropped":
+		return "blue"
+	case "overloaded":
+		return "dark-orange"
+	}
+	return ""
+}
 
 // Fetch outcomes, values of [LabelOutcome].
 const (

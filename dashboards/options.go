@@ -49,6 +49,9 @@ func newConfig(opts []Option) (config, error) {
 	if c.group != "" && !labelNameRE.MatchString(c.group) {
 		return c, fmt.Errorf("group label %q is not a Prometheus label name", c.group)
 	}
+	if c.alerts.RunbookURL == "" {
+		return c, fmt.Errorf("no runbook URL: the alerts and panels link to its sections")
+	}
 	for _, v := range []string{varDatasource, varJob, varInstance, varTarget, varServer, varResourceType, varAuthority} {
 		if c.group == v {
 			return c, fmt.Errorf("group label %q: the dashboards have a variable of that name already", c.group)

@@ -23,9 +23,9 @@ const (
 
 // Overview returns the "xDS client overview" dashboard: is each process
 // scraped, is each client connected, is the configuration it receives
-// valid, which resources are not ACKed, is it on a fallback server, and
-// how fast the control plane answers. It reads the recorded series of
-// [RecordingRules].
+// valid, which resources are not ACKed, is it on a fallback server, how
+// fast the control plane answers, and what becomes of the RPCs of the
+// channels it routes. It reads the recorded series of [RecordingRules].
 func Overview(opts ...Option) (dashboard.Dashboard, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -61,28 +61,44 @@ func (g *gen) fetchBuckets(answered bool) string {
 
 func (g *gen) overview() (dashboard.Dashboard, error) {
 	b := g.newDashboard("xDS client overview", OverviewUID,
-		"Health of xdslens xDS clients: scrapes, connections to xDS servers, configuration updates, cache states, fallback and control-plane latency.").
-		WithRow(dashboard.NewRowBuilder("Connection to xDS servers")).
-		WithPanel(size(g.scrapeHealth(), 6, 6)).
-		WithPanel(size(g.connectedStat(), 6, 6)).
-		WithPanel(size(g.connectedTimeline(), 12, 6)).
-		WithPanel(size(g.serverFailures(), 8, 8)).
-		WithPanel(size(g.disconnectedTime(), 8, 8)).
-		WithPanel(size(g.adsStreams(), 8, 8)).
-		WithRow(dashboard.NewRowBuilder("Configuration updates")).
-		WithPanel(size(g.updatesValidInvalid(), 12, 8)).
-		WithPanel(size(g.notificationsByKind(), 12, 8)).
-		WithRow(dashboard.NewRowBuilder("Cache")).
-		WithPanel(size(g.resourcesByState(), 12, 9)).
-		WithPanel(size(g.notAckedTable(), 12, 9)).
-		WithRow(dashboard.NewRowBuilder("Fallback")).
-		WithPanel(size(g.activeServerTimeline(), 12, 8)).
-		WithPanel(size(g.activeServerTable(), 12, 8)).
-		WithRow(dashboard.NewRowBuilder("Control plane latency")).
-		WithPanel(size(g.fetchHeatmap(), 12, 8)).
-		WithPanel(size(g.fetchQuantiles(), 12, 8)).
-		WithPanel(size(g.fetchOutcomes(), 24, 8))
-	return build(b, OverviewUID)
+		"Health of xdslens xDS clients: scrapes, connections to xDS servers, configuration updates, cache states, fallback, control-plane latency, the RPCs of the channels they route, and load reporting.")
+	return build(g.layout(b,
+		g.connectionRow(),
+		row{"Configuration updates", []panel{
+			{g.updatesValidInvalid(), 12, 8, []string{AlertResourcesNACKed, AlertResourcesError}},
+			{g.notificationsByKind(), 12, 8, nil},
+		}},
+		row{"Cache", []panel{
+			{g.resourcesByState(), 12, 9, cacheAlerts},
+			{g.notAckedTable(), 12, 9, cacheAlerts},
+		}},
+		row{"Fallback", []panel{
+			{g.activeServerTimeline(), 12, 8, []string{AlertOnFallback}},
+			{g.activeServerTable(), 12, 8, []string{AlertOnFallback}},
+		}},
+		row{"Control plane latency", []panel{
+			{g.fetchHeatmap(), 12, 8, []string{AlertFetchLatencyHigh}},
+			{g.fetchQuantiles(), 12, 8, []string{AlertFetchLatencyHigh}},
+			{g.fetchOutcomes(), 24, 8, []string{AlertResourcesDoesNotExist}},
+		}},
+		g.dataPlaneRow(),
+		g.loadReportingRow(),
+	), OverviewUID)
+}
+
+// cacheAlerts are the alerts on cache states.
+var cacheAlerts = []string{AlertResourcesNACKed, AlertResourcesDoesNotExist, AlertResourcesError}
+
+func (g *gen) connectionRow() row {
+	disconnected := []string{AlertServerDisconnected}
+	return row{"Connection to xDS servers", []panel{
+		{g.scrapeHealth(), 6, 6, []string{AlertScrapeFailed, AlertJobAbsent}},
+		{g.connectedStat(), 6, 6, disconnected},
+		{g.connectedTimeline(), 12, 6, disconnected},
+		{g.serverFailures(), 8, 8, []string{AlertServerFlapping}},
+		{g.disconnectedTime(), 8, 8, disconnected},
+		{g.adsStreams(), 8, 8, []string{AlertServerFlapping}},
+	}}
 }
 
 func (g *gen) scrapeHealth() cog.Builder[dashboard.Panel] {
@@ -315,7 +331,8 @@ func (g *gen) fetchQuantiles() cog.Builder[dashboard.Panel] {
 
 func (g *gen) fetchOutcomes() cog.Builder[dashboard.Panel] {
 	return colorStates(timeSeries("Fetch outcomes",
-		"Subscriptions that got their first answer, per second, by outcome and resource type: acked "+
+		"Subscriptions that got their first answer, per second, by outcome and resource type "+
+			"(`xdslens.xds_client.resource_fetches`): acked "+
 			"(a valid resource), nacked (an invalid one), received_error (the server sent an error for "+
 			"it), does_not_exist or timeout (the does-not-exist timer fired: no answer in time), "+
 			"interrupted (the stream broke first).\n\n"+
@@ -327,7 +344,7 @@ func (g *gen) fetchOutcomes() cog.Builder[dashboard.Panel] {
 			"**Do**: check that the names the clients ask for exist on the control plane (typos, "+
 			"wrong xdstp:// authority, a service not yet deployed) and that the server is not stuck.").
 		WithTarget(query("A",
-			sumBy(rate(g.sel(MetricFetchDuration+"_count", mTarget, mServer, mType)), LabelResourceType, LabelOutcome),
+			sumBy(rate(g.sel(MetricFetches, mTarget, mServer, mType)), LabelResourceType, LabelOutcome),
 			legend(LabelResourceType, LabelOutcome))).
 		Unit(unitPerSecond("fetches")).
 		Min(0).
@@ -356,12 +373,13 @@ func (g *gen) notificationsByKind() cog.Builder[dashboard.Panel] {
 func (g *gen) adsStreams() cog.Builder[dashboard.Panel] {
 	return timeSeries("ADS streams",
 		"ADS streams opened and ended per second, per server, over the selected processes "+
-			"(`xdslens.xds_client.streams_started` and `streams_ended`). An ADS stream normally lives "+
+			"(`xdslens.xds_client.streams_started`, `streams_ended` and `streams_start_failed`). An ADS stream normally lives "+
 			"for hours; the ends are split by whether the stream had received a response.\n\n"+
 			"**Bad**: ended without a response (red): the server or something in between cuts streams "+
-			"before answering, each one a server failure (gRFC A57). Many ends with a response: "+
-			"streams are recycled often (maximum connection age, proxy timeouts), each one "+
-			"re-subscribing everything.\n\n"+
+			"before answering, each one a server failure (gRFC A57). Failed to start (orange): the "+
+			"channel is not connected, so no stream can even be created (a server down or unreachable). "+
+			"Many ends with a response: streams are recycled often (maximum connection age, proxy "+
+			"timeouts), each one re-subscribing everything.\n\n"+
 			"**Do**: compare with *Server failures*, then look at the control plane's stream limits "+
 			"and at the proxies between client and server.").
 		WithTarget(query("A",
@@ -373,9 +391,13 @@ func (g *gen) adsStreams() cog.Builder[dashboard.Panel] {
 		WithTarget(query("C",
 			sumBy(rate(g.sel(MetricStreamsEnded, mTarget, mServer, LabelResponseReceived+`="false"`)), LabelServer),
 			"ended without a response "+legend(LabelServer))).
+		WithTarget(query("D",
+			sumBy(rate(g.sel(MetricStreamsStartFailed, mTarget, mServer)), LabelServer),
+			"failed to start "+legend(LabelServer))).
 		Unit(unitPerSecond("streams")).
 		Min(0).
-		OverrideByQuery("C", []dashboard.DynamicConfigValue{fixedColor("red")})
+		OverrideByQuery("C", []dashboard.DynamicConfigValue{fixedColor("red")}).
+		OverrideByQuery("D", []dashboard.DynamicConfigValue{fixedColor("orange")})
 }
 
 func (g *gen) disconnectedTime() cog.Builder[dashboard.Panel] {

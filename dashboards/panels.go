@@ -172,8 +172,8 @@ func (g *gen) variables() []cog.Builder[dashboard.VariableModel] {
 			"The scraped process (host:port): each process has its own xDS clients, even when they share a target name.",
 			fmt.Sprintf("label_values(%s, instance)", sel(MetricConnected, fleet[:len(fleet)-1]...))),
 		queryVar(varTarget, "Target",
-			"The client's target (grpc.target): one xDS client per target in a pool.",
-			fmt.Sprintf("label_values(%s, %s)", sel("", append([]string{`__name__=~"` + MetricConnected + "|" + MetricResources + `"`}, fleet...)...), LabelTarget)),
+			"The client's target (grpc.target): one xDS client per target in a pool; on the data plane, the channel's target, the same unless the channel shares the client of another target.",
+			fmt.Sprintf("label_values(%s, %s)", sel("", append([]string{`__name__=~"` + MetricConnected + "|" + MetricResources + "|" + MetricDataPlanePicks + `"`}, fleet...)...), LabelTarget)),
 		queryVar(varServer, "xDS server",
 			"The xDS server URI from the bootstrap (grpc.xds.server).",
 			fmt.Sprintf("label_values(%s, %s)", sel("", append([]string{`__name__=~"` + MetricConnected + "|" + MetricServerFailures + `"`}, append(fleet, mTarget)...)...), LabelServer)),
@@ -411,26 +411,4 @@ func setIDs(d *dashboard.Dashboard) {
 			}
 		}
 	}
-}
-
-// sized is a panel builder that places the panel in a w×h box of the grid
-// (24 columns wide); the dashboard builder chooses x and y.
-type sized struct {
-	panel cog.Builder[dashboard.Panel]
-	w, h  uint32
-}
-
-// size returns panel sized w columns by h rows.
-func size(panel cog.Builder[dashboard.Panel], w, h uint32) cog.Builder[dashboard.Panel] {
-	return sized{panel: panel, w: w, h: h}
-}
-
-// Build builds the panel and sets its size.
-func (s sized) Build() (dashboard.Panel, error) {
-	p, err := s.panel.Build()
-	if err != nil {
-		return p, err
-	}
-	p.GridPos = &dashboard.GridPos{W: s.w, H: s.h}
-	return p, nil
 }

@@ -153,7 +153,79 @@ func ruleTests(o dashboards.AlertOptions) []ruleTest {
 				firing{labelsOf(dashboards.LabelServer, "xds.example.com:443", dashboards.LabelResourceType, "envoy.config.cluster.v3.Cluster"), 9.91}),
 		},
 	}
+	tests = append(tests, dataPlaneTests(o)...)
 	return append(tests, scrapeTests(o)...)
+}
+
+// dataPlaneTests returns the tests of the data-plane alerts of o.
+func dataPlaneTests(o dashboards.AlertOptions) []ruleTest {
+	d := o.DataPlane
+	// picks is a pick counter; an empty cluster is a label Prometheus
+	// does not store.
+	picks := func(cluster, outcome string) string {
+		c := ""
+		if cluster != "" {
+			c = fmt.Sprintf(", grpc_lb_backend_service=%q", cluster)
+		}
+		return fmt.Sprintf(`%s{%s, %s%s, outcome=%q}`, dashboards.MetricDataPlanePicks, pod, scope, c, outcome)
+	}
+	drops := func(leaf, category string) string {
+		return fmt.Sprintf(`%s{%s, %s, xdslens_leaf_cluster=%q, category=%q}`, dashboards.MetricDataPlaneDrops, pod, scope, leaf, category)
+	}
+	gauge := func(metric, leaf string) string {
+		return fmt.Sprintf(`%s{%s, %s, xdslens_leaf_cluster=%q}`, metric, pod, scope, leaf)
+	}
+	// Rates need two samples: pending from 1m.
+	rated := time.Minute
+	return []ruleTest{
+		{
+			name: dashboards.AlertRPCsFailing,
+			series: map[string]string{
+				// Per minute: 90 sent, 10 config errors, 1 no_endpoint (1 %,
+				// under the threshold), no drops.
+				picks("c1", "sent"):          "0+90x30",
+				picks("", "config_error"):    "0+10x30",
+				picks("c1", "no_endpoint"):   "0+1x30",
+				picks("c1", "dropped"):       "0x30",
+				picks("c1", "cluster_error"): "0x30",
+			},
+			evals: beforeAndAt(dashboards.AlertRPCsFailing, rated+d.FailingFor,
+				firing{labelsOf(dashboards.LabelOutcome, "config_error"), 10.0 / 101}),
+		},
+		{
+			name: dashboards.AlertRPCsDropped,
+			series: map[string]string{
+				// Per minute: 98 sent, 2 dropped by category lb (2 %).
+				picks("c1", "sent"):     "0+98x30",
+				picks("c1", "dropped"):  "0+2x30",
+				drops("c1", "lb"):       "0+2x30",
+				drops("c1", "throttle"): "0x30",
+			},
+			evals: beforeAndAt(dashboards.AlertRPCsDropped, rated+d.DroppedFor,
+				firing{labelsOf(dashboards.LabelLeafCluster, "c1", dashboards.LabelCategory, "lb"), 0.02}),
+		},
+		{
+			name: dashboards.AlertCircuitBreaking,
+			series: map[string]string{
+				picks("c1", "sent"):       "0+60x30",
+				picks("c1", "overloaded"): "0+3x30",
+				picks("c2", "overloaded"): "0x30",
+			},
+			evals: beforeAndAt(dashboards.AlertCircuitBreaking, rated+d.CircuitBreakingFor,
+				firing{labelsOf(dashboards.LabelBackendService, "c1", dashboards.LabelOutcome, "overloaded"), 0.05}),
+		},
+		{
+			name: dashboards.AlertNearMaxRequests,
+			series: map[string]string{
+				gauge(dashboards.MetricDataPlaneInFlight, "c1"):    "95x30",
+				gauge(dashboards.MetricDataPlaneMaxRequests, "c1"): "100x30",
+				gauge(dashboards.MetricDataPlaneInFlight, "c2"):    "10x30",
+				gauge(dashboards.MetricDataPlaneMaxRequests, "c2"): "100x30",
+			},
+			evals: beforeAndAt(dashboards.AlertNearMaxRequests, d.NearMaxRequestsFor,
+				firing{labelsOf(dashboards.LabelLeafCluster, "c1"), 0.95}),
+		},
+	}
 }
 
 // scrapeTests returns the tests of the scrape alerts of o.
@@ -244,8 +316,8 @@ func promtoolTestFile(t *testing.T, rules string, group dashboards.RuleGroup, te
 
 // expand expands an annotation template as Prometheus does for an alert
 // with f's labels and value: the template sees $labels and $value. Of
-// Prometheus's own functions only humanizeDuration is used, for values
-// between 1s and 1m here.
+// Prometheus's own functions only humanizeDuration, for values between 1s
+// and 1m here, and humanizePercentage are used.
 func expand(t *testing.T, text string, f firing) string {
 	t.Helper()
 	tmpl, err := template.New("a").Option("missingkey=zero").Funcs(template.FuncMap{
@@ -255,6 +327,7 @@ func expand(t *testing.T, text string, f firing) string {
 			}
 			return fmt.Sprintf("%.4gs", v), nil
 		},
+		"humanizePercentage": func(v float64) string { return fmt.Sprintf("%.4g%%", v*100) },
 	}).Parse("{{$labels := .Labels}}{{$value := .Value}}" + text)
 	if err != nil {
 		t.Fatalf("annotation %q: %v", text, err)

@@ -13,14 +13,22 @@ const (
 	// RecordAuthorityServer is [MetricAuthorityServer] without the scope
 	// labels.
 	RecordAuthorityServer = "instance:" + MetricAuthorityServer + ":max"
+	// RecordInFlight is [MetricDataPlaneInFlight] without the scope labels.
+	RecordInFlight = "instance:" + MetricDataPlaneInFlight + ":max"
+	// RecordMaxRequests is [MetricDataPlaneMaxRequests] without the scope
+	// labels.
+	RecordMaxRequests = "instance:" + MetricDataPlaneMaxRequests + ":max"
 )
 
 // RecordingRules returns the recording rules of the recorded series
-// ([RecordConnected], [RecordResources], [RecordAuthorityServer]).
+// ([RecordConnected], [RecordResources], [RecordAuthorityServer],
+// [RecordInFlight], [RecordMaxRequests]).
 func RecordingRules() RuleGroup {
 	return RuleGroup{Name: "xdslens-xds-client-records", Rules: []Rule{
 		{Record: RecordConnected, Expr: withoutScope("max", MetricConnected)},
 		{Record: RecordResources, Expr: withoutScope("sum", MetricResources)},
 		{Record: RecordAuthorityServer, Expr: withoutScope("max", MetricAuthorityServer)},
+		{Record: RecordInFlight, Expr: withoutScope("max", MetricDataPlaneInFlight)},
+		{Record: RecordMaxRequests, Expr: withoutScope("max", MetricDataPlaneMaxRequests)},
 	}}
 }

@@ -6,12 +6,9 @@ package dashboards_test
 // directory; README.md shows the committed ones.
 
 import (
-	"encoding/json"
 	"fmt"
 	"html"
 	"math"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,6 +18,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
+	"github.com/xdslens/xdslens/internal/promtest"
 )
 
 // grafanaColors are the hex values of the Grafana named colors (dark
@@ -35,16 +33,12 @@ var grafanaColors = map[string]string{
 	"super-light-red":    "#FFA6B0",
 	"super-light-purple": "#DEB6F2",
 	"super-light-orange": "#FFCB7D",
+	"dark-red":           "#C4162A",
+	"dark-orange":        "#FA6400",
 }
 
-// rangeSeries is one series of a range query.
-type rangeSeries struct {
-	Metric map[string]string `json:"metric"`
-	Values [][2]any          `json:"values"`
-}
-
-// at returns the series' values by timestamp.
-func (s rangeSeries) at() map[float64]float64 {
+// valuesAt returns the values of s by timestamp.
+func valuesAt(s promtest.RangeSeries) map[float64]float64 {
 	out := map[float64]float64{}
 	for _, v := range s.Values {
 		ts, _ := v[0].(float64)
@@ -56,45 +50,16 @@ func (s rangeSeries) at() map[float64]float64 {
 	return out
 }
 
-// queryRange evaluates expr from start to end every step.
-func (p *promServer) queryRange(expr string, start, end time.Time, step time.Duration) ([]rangeSeries, error) {
-	q := url.Values{
-		"query": {expr},
-		"start": {strconv.FormatFloat(float64(start.UnixMilli())/1000, 'f', 3, 64)},
-		"end":   {strconv.FormatFloat(float64(end.UnixMilli())/1000, 'f', 3, 64)},
-		"step":  {step.String()},
-	}
-	resp, err := http.Get(p.base + "/api/v1/query_range?" + q.Encode())
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []rangeSeries `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	if body.Status != "success" {
-		return nil, fmt.Errorf("query_range %q: %s", expr, body.Error)
-	}
-	return body.Data.Result, nil
-}
-
 // drawPictures writes SVG pictures of two overview panels into dir, their
 // file names starting with prefix. names gives a readable name to server
 // addresses.
-func drawPictures(t *testing.T, p *promServer, dir, prefix string, start, end time.Time, names map[string]string) {
+func drawPictures(t *testing.T, p *promtest.Server, dir, prefix string, start, end time.Time, names map[string]string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	step := 250 * time.Millisecond
-	states, err := p.queryRange(panelExpr(t, "Resources by cache state"), start, end, step)
+	states, err := p.QueryRange(panelExpr(t, "Resources by cache state"), start, end, step)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +69,7 @@ func drawPictures(t *testing.T, p *promServer, dir, prefix string, start, end ti
 		}
 	}
 	write("resources-by-cache-state.svg", stackedSVG("Resources by cache state", states))
-	conn, err := p.queryRange(panelExpr(t, "Server connection over time"), start, end, step)
+	conn, err := p.QueryRange(panelExpr(t, "Server connection over time"), start, end, step)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +95,7 @@ func svgHeader(b *strings.Builder, title string) {
 }
 
 // timestamps returns the evaluation times present in series, in order.
-func timestamps(series []rangeSeries) []float64 {
+func timestamps(series []promtest.RangeSeries) []float64 {
 	seen := map[float64]bool{}
 	var out []float64
 	for _, s := range series {
@@ -155,7 +120,7 @@ func span(ts []float64) time.Duration {
 
 // stackedSVG draws series stacked by cache state, acked at the bottom, in
 // the states' colors, as the panel does.
-func stackedSVG(title string, series []rangeSeries) string {
+func stackedSVG(title string, series []promtest.RangeSeries) string {
 	ts := timestamps(series)
 	if len(ts) == 0 {
 		var b strings.Builder
@@ -165,7 +130,7 @@ func stackedSVG(title string, series []rangeSeries) string {
 	}
 	byState := map[string]map[float64]float64{}
 	for _, s := range series {
-		byState[s.Metric[dashboards.LabelCacheState]] = s.at()
+		byState[s.Metric[dashboards.LabelCacheState]] = valuesAt(s)
 	}
 	maxSum := 1.0
 	for _, x := range ts {
@@ -219,7 +184,7 @@ func stackedSVG(title string, series []rangeSeries) string {
 
 // timelineSVG draws one row per series, green while the value is 1 and red
 // while it is 0, as the state timeline panel does with its value mappings.
-func timelineSVG(title string, series []rangeSeries, names map[string]string) string {
+func timelineSVG(title string, series []promtest.RangeSeries, names map[string]string) string {
 	ts := timestamps(series)
 	if len(ts) == 0 {
 		var b strings.Builder
@@ -227,7 +192,7 @@ func timelineSVG(title string, series []rangeSeries, names map[string]string) st
 		b.WriteString("</svg>\n")
 		return b.String()
 	}
-	name := func(s rangeSeries) string {
+	name := func(s promtest.RangeSeries) string {
 		if n, ok := names[s.Metric[dashboards.LabelServer]]; ok {
 			return n
 		}
@@ -241,7 +206,7 @@ func timelineSVG(title string, series []rangeSeries, names map[string]string) st
 	xOf := func(v float64) float64 { return x0 + w*(v-ts[0])/math.Max(ts[len(ts)-1]-ts[0], 1) }
 	for r, s := range series {
 		y := plotY + float64(r)*rowH
-		vals := s.at()
+		vals := valuesAt(s)
 		for i := 0; i+1 < len(ts); i++ {
 			v, ok := vals[ts[i]]
 			if !ok {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the xdswatch demo (its embedded control plane, no bootstrap needed)
 # with its metrics on loopback, and a real Prometheus scraping it with the
-# recording and alerting rules of dashboards/prometheus/ loaded, then
-# prints the addresses. Ctrl-C (or SIGTERM) stops both.
+# configuration of dashboards/prometheus/ (prometheus.yml, which loads the
+# recording and alerting rules of xds-client-rules.yaml), then prints the
+# addresses. Ctrl-C (or SIGTERM) stops both.
 #
 #   scripts/demo-prometheus.sh [XDSWATCH ARGS...]
 #
@@ -14,17 +15,20 @@
 #
 # Environment:
 #   PROM_ADDR        Prometheus's listen address (default 127.0.0.1:9090)
-#   SCRAPE_INTERVAL  scrape and rule evaluation interval (default 5s)
 #   DEMO_DIR         where the binaries, configuration, logs and TSDB go
 #                    (default: a new temporary directory, removed at exit)
+#
+# Prometheus runs with copies of dashboards/prometheus/prometheus.yml and
+# xds-client-rules.yaml, as they are, in that directory; the script writes
+# the target file that prometheus.yml names (xds-client-targets.json) with
+# xdswatch's metrics address. The scrape and evaluation intervals (5s) are
+# those of prometheus.yml.
 #
 # Needs Go and Debian's prometheus package (apt-get install prometheus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$(pwd)
 
 prom_addr=${PROM_ADDR:-127.0.0.1:9090}
-interval=${SCRAPE_INTERVAL:-5s}
 if [ -n "${DEMO_DIR:-}" ]; then
   dir=$DEMO_DIR
   mkdir -p "$dir"
@@ -76,6 +80,9 @@ go build -o "$dir/xdswatch" ./examples/xdswatch
 if [ $# -eq 0 ]; then
   set -- lds:demo rds:demo-route cds:demo-cluster eds:demo-cluster cds:demo-missing
 fi
+# The output file exists before the loop below reads it, whenever the
+# background shell gets to open it.
+: >"$dir/xdswatch.jsonl"
 "$dir/xdswatch" --metrics-addr 127.0.0.1:0 --output json "$@" \
   >"$dir/xdswatch.jsonl" 2>"$dir/xdswatch.log" </dev/null &
 watch_pid=$!
@@ -92,17 +99,8 @@ for _ in $(seq 300); do
 done
 [ -n "$metrics" ] || fail "xdswatch printed no listening line" "$dir/xdswatch.log"
 
-cat >"$dir/prometheus.yml" <<EOF
-global:
-  scrape_interval: $interval
-  evaluation_interval: $interval
-rule_files:
-  - "$repo/dashboards/prometheus/xds-client-rules.yaml"
-scrape_configs:
-  - job_name: xdswatch
-    static_configs:
-      - targets: ["$metrics"]
-EOF
+cp dashboards/prometheus/prometheus.yml dashboards/prometheus/xds-client-rules.yaml "$dir/"
+printf '[{"targets": ["%s"]}]\n' "$metrics" >"$dir/xds-client-targets.json"
 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
   --web.listen-address="$prom_addr" --log.level=warn >"$dir/prometheus.log" 2>&1 &
 prom_pid=$!

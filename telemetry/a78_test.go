@@ -250,6 +250,13 @@ func TestInstrumentDefinitions(t *testing.T) {
 		{"xdslens.xds_client.watcher_notifications", asyncCounter, "{notification}", ""},
 		{"xdslens.xds_client.streams_started", counter, "{stream}", ""},
 		{"xdslens.xds_client.streams_ended", counter, "{stream}", ""},
+		{"xdslens.xds_client.streams_start_failed", counter, "{stream}", ""},
+		{"xdslens.xds_client.resource_fetches", counter, "{fetch}", ""},
+		{"xdslens.xds_client.lrs_streams_started", counter, "{stream}", ""},
+		{"xdslens.xds_client.lrs_streams_start_failed", counter, "{stream}", ""},
+		{"xdslens.xds_client.lrs_streams_ended", counter, "{stream}", ""},
+		{"xdslens.xds_client.lrs_reports", counter, "{report}", ""},
+		{"xdslens.xds_client.lrs_calls", counter, "{call}", ""},
 	} {
 		m, ok := find(rm, want.name)
 		if !ok {

@@ -32,46 +32,9 @@ type clientMetrics struct {
 	resources   map[resourceKey]*countSeries
 	authorities map[string]*authoritySeries
 	pending     map[fetchKey]*fetch
-}
-
-// serverSeries are the series of one xDS server.
-type serverSeries struct {
-	attrs     metric.MeasurementOption // target, server
-	connected int64
-	known     bool // the client has a channel to the server
-	// failuresShown is set once the failure counter has its series.
-	failuresShown bool
-	types         map[string]*serverTypeSeries
-	ended         [2]metric.MeasurementOption // target, server, response_received false/true
-	lrsCalls      [4]metric.MeasurementOption // target, server, kind (lrsCallKinds), made on first use
-}
-
-// serverTypeSeries are the series of one server and resource type.
-type serverTypeSeries struct {
-	attrs    metric.MeasurementOption // target, server, resource_type
-	outcomes map[string]metric.MeasurementOption
-	set      attribute.Set
-}
-
-type resourceKey struct {
-	authority, typeURL, state string
-}
-
-type countSeries struct {
-	attrs metric.MeasurementOption
-	n     int64
-}
-
-type authoritySeries struct {
-	server string
-	attrs  metric.MeasurementOption // target, authority, server
-}
-
-// notificationCounts counts the watcher callbacks of one resource type, by
-// kind.
-type notificationCounts struct {
-	attrs [4]metric.MeasurementOption // by xdsclient.NotificationKind
-	n     [4]atomic.Int64
+	// born are the counter series made under mu, created at zero by
+	// unlock.
+	born []zero
 }
 
 type fetchKey struct {
@@ -108,6 +71,7 @@ func (cm *clientMetrics) hooks() *xdsclient.Hooks {
 		ServerFailure:          cm.serverFailure,
 		StreamStarted:          cm.streamStarted,
 		StreamEnded:            cm.streamEnded,
+		StreamStartFailed:      cm.streamStartFailed,
 		ChannelClosed:          cm.channelClosed,
 		ResponseReceived:       cm.responseReceived,
 		CacheStateChanged:      cm.cacheStateChanged,
@@ -150,80 +114,21 @@ func resourceType(typeURL string) string {
 	return strings.TrimPrefix(typeURL, xdsresource.TypeURLPrefix)
 }
 
-func set(kvs ...attribute.KeyValue) metric.MeasurementOption {
-	return metric.WithAttributeSet(attribute.NewSet(kvs...))
-}
-
-// server returns the series of server. cm.mu is held.
-func (cm *clientMetrics) server(uri string) *serverSeries {
-	s := cm.servers[uri]
-	if s == nil {
-		srv := attribute.String(KeyServer, uri)
-		s = &serverSeries{attrs: set(cm.target, srv), types: map[string]*serverTypeSeries{}}
-		s.ended[0] = set(cm.target, srv, attribute.String(KeyResponseReceived, "false"))
-		s.ended[1] = set(cm.target, srv, attribute.String(KeyResponseReceived, "true"))
-		cm.servers[uri] = s
-	}
-	return s
-}
-
-// endedAttrs returns the attributes of a stream end on the server.
-func (s *serverSeries) endedAttrs(responseReceived bool) metric.MeasurementOption {
-	if responseReceived {
-		return s.ended[1]
-	}
-	return s.ended[0]
-}
-
-// serverType returns the series of server and typeURL. cm.mu is held.
-func (cm *clientMetrics) serverType(uri, typeURL string) *serverTypeSeries {
-	s := cm.server(uri)
-	st := s.types[typeURL]
-	if st == nil {
-		st = &serverTypeSeries{outcomes: map[string]metric.MeasurementOption{}}
-		st.set = attribute.NewSet(cm.target, attribute.String(KeyServer, uri), attribute.String(KeyResourceType, resourceType(typeURL)))
-		st.attrs = metric.WithAttributeSet(st.set)
-		s.types[typeURL] = st
-	}
-	return st
-}
-
-// outcome returns the attributes of a fetch outcome. cm.mu is held.
-func (st *serverTypeSeries) outcome(outcome string) metric.MeasurementOption {
-	o := st.outcomes[outcome]
-	if o == nil {
-		kvs := append(st.set.ToSlice(), attribute.String(KeyOutcome, outcome))
-		o = set(kvs...)
-		st.outcomes[outcome] = o
-	}
-	return o
-}
-
 // connectivityChanged makes a server's connected series exist, at 0, from
 // the moment the client has a channel to it, so that a server never reached
-// reads 0 rather than nothing (gRFC A78). The first time, it also creates
-// the server's failure counter at 0, so that a query of its increase sees
-// the first failure too (a counter series that appears at 1 has no
-// increase).
+// reads 0 rather than nothing (gRFC A78); its counter series are made then
+// too, at 0.
 func (cm *clientMetrics) connectivityChanged(i xdsclient.ConnectivityInfo) {
 	cm.mu.Lock()
-	if cm.closed {
-		cm.mu.Unlock()
-		return
-	}
-	s := cm.server(i.Server)
-	first := !s.failuresShown
-	s.known, s.failuresShown = true, true
-	attrs := s.attrs
-	cm.mu.Unlock()
-	if first {
-		cm.inst.serverFailure.Add(context.Background(), 0, attrs)
+	defer cm.unlock()
+	if !cm.closed {
+		cm.server(i.Server).known = true
 	}
 }
 
 func (cm *clientMetrics) connectedChanged(i xdsclient.ConnectedInfo) {
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
+	defer cm.unlock()
 	if cm.closed {
 		return
 	}
@@ -239,7 +144,7 @@ func (cm *clientMetrics) connectedChanged(i xdsclient.ConnectedInfo) {
 // has a channel to it (gRFC A78 reports the channels that exist).
 func (cm *clientMetrics) channelClosed(i xdsclient.ChannelInfo) {
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
+	defer cm.unlock()
 	if s := cm.servers[i.Server]; s != nil && !cm.closed {
 		s.known = false
 		s.connected = 0
@@ -271,40 +176,60 @@ func (cm *clientMetrics) streamStarted(i xdsclient.StreamInfo) {
 func (cm *clientMetrics) streamEnded(i xdsclient.StreamEndInfo) {
 	cm.mu.Lock()
 	if cm.closed {
-		cm.mu.Unlock()
+		cm.unlock()
 		return
 	}
 	attrs := cm.server(i.Server).endedAttrs(i.ResponseReceived)
 	var done []record
 	for k, f := range cm.pending {
 		if f.stopped && f.server == i.Server {
-			done = append(done, record{f.stopAt.Sub(f.start), cm.serverType(f.server, k.typeURL).outcome(OutcomeInterrupted)})
+			done = append(done, record{f.stopAt.Sub(f.start), cm.serverType(f.server, k.typeURL).outcomes[OutcomeInterrupted]})
 			delete(cm.pending, k)
 		}
 	}
-	cm.mu.Unlock()
-	ctx := context.Background()
-	cm.inst.streamsEnded.Add(ctx, 1, attrs)
-	for _, r := range done {
-		cm.inst.fetch.Record(ctx, r.d.Seconds(), r.attrs)
+	cm.unlock()
+	cm.inst.streamsEnded.Add(context.Background(), 1, attrs)
+	cm.recordFetches(done...)
+}
+
+// streamStartFailed counts a stream that could not be created: it never
+// started, so it is not an end either, and streams_started minus
+// streams_ended stays the number of open streams.
+func (cm *clientMetrics) streamStartFailed(i xdsclient.StreamEndInfo) {
+	if attrs, ok := cm.serverAttrs(i.Server); ok {
+		cm.inst.streamsStartFailed.Add(context.Background(), 1, attrs)
 	}
 }
 
+// record is one fetch that ended: its duration and its attributes
+// (target, server, resource type, outcome).
 type record struct {
 	d     time.Duration
 	attrs metric.MeasurementOption
 }
 
+// recordFetches records each fetch of rs in the duration histogram and
+// counts it by outcome.
+func (cm *clientMetrics) recordFetches(rs ...record) {
+	ctx := context.Background()
+	for _, r := range rs {
+		if r.attrs != nil {
+			cm.inst.fetch.Record(ctx, r.d.Seconds(), r.attrs)
+			cm.inst.fetches.Add(ctx, 1, r.attrs)
+		}
+	}
+}
+
 func (cm *clientMetrics) responseReceived(i xdsclient.ResponseInfo) {
 	cm.mu.Lock()
 	if cm.closed {
-		cm.mu.Unlock()
+		cm.unlock()
 		return
 	}
 	attrs := cm.serverType(i.Server, i.TypeURL).attrs
-	cm.mu.Unlock()
-	// Both counters are added to, zero included, so that both series
-	// exist from the first response of a type.
+	cm.unlock()
+	// Both counters are added to, zero included; their series exist
+	// already, at zero, from the type's first watch on the server.
 	ctx := context.Background()
 	cm.inst.valid.Add(ctx, int64(i.Valid), attrs)
 	cm.inst.invalid.Add(ctx, int64(i.Invalid), attrs)
@@ -315,11 +240,19 @@ func (cm *clientMetrics) responseReceived(i xdsclient.ResponseInfo) {
 func (cm *clientMetrics) cacheStateChanged(i xdsclient.CacheStateInfo) {
 	cm.mu.Lock()
 	if cm.closed {
-		cm.mu.Unlock()
+		cm.unlock()
 		return
 	}
 	if i.Old != xdsclient.StateNone {
 		cm.count(i.Authority, i.TypeURL, i.Old.MetricLabel(i.OldCached)).n--
+	} else {
+		// A new entry: the type is watched, so the series of its
+		// notifications, and of its updates and fetches on the server it
+		// is subscribed on, exist from now on.
+		cm.notificationType(i.TypeURL)
+		if i.Server != "" {
+			cm.serverType(i.Server, i.TypeURL)
+		}
 	}
 	if i.New != xdsclient.StateNone {
 		cm.count(i.Authority, i.TypeURL, i.New.MetricLabel(i.NewCached)).n++
@@ -336,14 +269,12 @@ func (cm *clientMetrics) cacheStateChanged(i xdsclient.CacheStateInfo) {
 				if server == "" {
 					server = f.server
 				}
-				r = record{eventTime(i.At).Sub(f.start), cm.serverType(server, i.TypeURL).outcome(outcome)}
+				r = record{eventTime(i.At).Sub(f.start), cm.serverType(server, i.TypeURL).outcomes[outcome]}
 			}
 		}
 	}
-	cm.mu.Unlock()
-	if r.attrs != nil {
-		cm.inst.fetch.Record(context.Background(), r.d.Seconds(), r.attrs)
-	}
+	cm.unlock()
+	cm.recordFetches(r)
 }
 
 // outcomeOf is the fetch outcome of leaving REQUESTED for state; "" when
@@ -364,25 +295,9 @@ func outcomeOf(state xdsclient.CacheState) string {
 	return ""
 }
 
-// count returns the series of one label set of the resources gauge. Series
-// are kept when their count drops to zero (there are few label sets) and
-// are not reported then. cm.mu is held.
-func (cm *clientMetrics) count(authority, typeURL, state string) *countSeries {
-	k := resourceKey{authority, typeURL, state}
-	s := cm.resources[k]
-	if s == nil {
-		s = &countSeries{attrs: set(cm.target,
-			attribute.String(KeyAuthority, authority),
-			attribute.String(KeyCacheState, state),
-			attribute.String(KeyResourceType, resourceType(typeURL)))}
-		cm.resources[k] = s
-	}
-	return s
-}
-
 func (cm *clientMetrics) authorityServerChanged(i xdsclient.AuthorityServerInfo) {
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
+	defer cm.unlock()
 	if cm.closed {
 		return
 	}
@@ -408,19 +323,18 @@ func (cm *clientMetrics) timerStarted(i xdsclient.ResourceTimerInfo) {
 	now := eventTime(i.At)
 	cm.mu.Lock()
 	if cm.closed {
-		cm.mu.Unlock()
+		cm.unlock()
 		return
 	}
 	k := fetchKey{i.TypeURL, i.Name}
 	var r record
 	if f := cm.pending[k]; f != nil && f.stopped {
-		r = record{f.stopAt.Sub(f.start), cm.serverType(f.server, k.typeURL).outcome(OutcomeInterrupted)}
+		r = record{f.stopAt.Sub(f.start), cm.serverType(f.server, k.typeURL).outcomes[OutcomeInterrupted]}
 	}
+	cm.serverType(i.Server, i.TypeURL)
 	cm.pending[k] = &fetch{start: now, server: i.Server}
-	cm.mu.Unlock()
-	if r.attrs != nil {
-		cm.inst.fetch.Record(context.Background(), r.d.Seconds(), r.attrs)
-	}
+	cm.unlock()
+	cm.recordFetches(r)
 }
 
 // timerStopped marks a fetch stopped. What stopped it comes next: a state
@@ -428,7 +342,7 @@ func (cm *clientMetrics) timerStarted(i xdsclient.ResourceTimerInfo) {
 func (cm *clientMetrics) timerStopped(i xdsclient.ResourceTimerInfo) {
 	now := eventTime(i.At)
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
+	defer cm.unlock()
 	if cm.closed {
 		return
 	}
@@ -447,30 +361,11 @@ func (cm *clientMetrics) watcherNotified(i xdsclient.NotificationInfo) {
 	}
 	nc := (*cm.notifications.Load())[i.TypeURL]
 	if nc == nil {
-		nc = cm.addNotificationType(i.TypeURL)
+		cm.mu.Lock()
+		nc = cm.notificationType(i.TypeURL)
+		cm.mu.Unlock()
 	}
 	nc.n[k].Add(1)
-}
-
-func (cm *clientMetrics) addNotificationType(typeURL string) *notificationCounts {
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	old := *cm.notifications.Load()
-	if nc := old[typeURL]; nc != nil {
-		return nc
-	}
-	nc := &notificationCounts{}
-	rt := attribute.String(KeyResourceType, resourceType(typeURL))
-	for k := xdsclient.NotifyResource; k <= xdsclient.NotifyAmbientError; k++ {
-		nc.attrs[k] = set(cm.target, rt, attribute.String(KeyKind, k.String()))
-	}
-	next := make(map[string]*notificationCounts, len(old)+1)
-	for t, c := range old {
-		next[t] = c
-	}
-	next[typeURL] = nc
-	cm.notifications.Store(&next)
-	return nc
 }
 
 // observe reports the observable instruments' values: one observation per
@@ -496,9 +391,7 @@ func (cm *clientMetrics) observe(o metric.Observer) {
 	}
 	for _, nc := range *cm.notifications.Load() {
 		for k := 1; k < 4; k++ {
-			if n := nc.n[k].Load(); n > 0 {
-				o.ObserveInt64(cm.inst.notifications, n, nc.attrs[k])
-			}
+			o.ObserveInt64(cm.inst.notifications, nc.n[k].Load(), nc.attrs[k])
 		}
 	}
 }

@@ -30,21 +30,30 @@
 // (CacheStateChanged moves an entry from its old label set to its new
 // one), and a collection reports those counts, in time proportional to the
 // number of label sets whatever the number of cached resources. Label sets
-// whose count is zero are not reported. The valid and invalid counters are
-// added to once per response, zero included, so both series exist from the
-// first response of a type; the server_failure series of a server exists,
-// at zero, from the client's first sight of its channel, so that the
-// increase of a first failure (even of a server never reached) shows.
+// whose count is zero are not reported.
+//
+// Every counter series exists, at zero, as soon as its label set is known,
+// so that increase() and rate() in Prometheus see its first event (a
+// series that appears at 1 has no increase): the series of a server (its
+// failures, streams and load reporting) from the client's first channel to
+// it, those of a server and resource type (updates and fetches) and those
+// of a type (watcher callbacks) from the first watch of a resource of the
+// type. A histogram point cannot exist before its first observation in
+// OpenTelemetry, so resource_fetch_duration has the counter
+// resource_fetches beside it, with the same labels.
 //
 // # xdslens instruments
 //
 //	name                                        kind                    unit            labels
 //	xdslens.xds_client.resource_fetch_duration  Float64Histogram        s               grpc.target, grpc.xds.server, grpc.xds.resource_type, outcome
+//	xdslens.xds_client.resource_fetches         Int64Counter            {fetch}         grpc.target, grpc.xds.server, grpc.xds.resource_type, outcome
 //	xdslens.xds_client.authority_server         Int64ObservableGauge    {server}        grpc.target, grpc.xds.authority, grpc.xds.server
 //	xdslens.xds_client.watcher_notifications    Int64ObservableCounter  {notification}  grpc.target, grpc.xds.resource_type, kind
 //	xdslens.xds_client.streams_started          Int64Counter            {stream}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.streams_ended            Int64Counter            {stream}        grpc.target, grpc.xds.server, response_received
+//	xdslens.xds_client.streams_start_failed     Int64Counter            {stream}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_streams_started      Int64Counter            {stream}        grpc.target, grpc.xds.server
+//	xdslens.xds_client.lrs_streams_start_failed Int64Counter            {stream}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_streams_ended        Int64Counter            {stream}        grpc.target, grpc.xds.server, response_received
 //	xdslens.xds_client.lrs_reports              Int64Counter            {report}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_calls                Int64Counter            {call}          grpc.target, grpc.xds.server, kind
@@ -78,15 +87,58 @@
 // callbacks by kind: resource, resource_error, ambient_error; it is an
 // observable counter so that counting a callback is one atomic add.
 // streams_ended has response_received="false" for the streams that ended
-// before any response, the gRFC A57 failures.
+// before any response, the gRFC A57 failures. A stream that could not be
+// created at all (hook StreamStartFailed) counts in streams_start_failed
+// alone, so that streams_started minus streams_ended is the number of
+// open streams.
 //
 // The lrs_ instruments follow load reporting (xdsclient.Client.ReportLoad),
 // from the hooks LoadReportStreamStarted, LoadReportStreamEnded and
-// LoadReportSent. lrs_streams_ended counts every attempt, those that could
-// not create a stream included, with response_received="false" when no
-// valid LoadStatsResponse was read (the attempts that back off).
+// LoadReportSent. As for ADS, lrs_streams_started minus lrs_streams_ended
+// is the number of open streams; an attempt that could not create a
+// stream counts in lrs_streams_start_failed; response_received="false"
+// marks the streams that ended before a valid LoadStatsResponse (the
+// attempts that back off). The lrs_ series of a server exist from the
+// client's first channel to it, since gRPC's clients report load to the
+// server that sent the cluster (lrs_server "self"); those of a server the
+// client has no xDS channel to appear with its first load report stream
+// attempt.
 // lrs_calls adds up what the reports sent carried, kind being issued,
 // succeeded, errored or dropped: it is the load the server was told of.
+//
+// # Data plane
+//
+// NewDataPlane observes the channels of an xdsgrpc.Builder through its
+// hooks:
+//
+//	dp, err := telemetry.NewDataPlane(builder, telemetry.WithMeterProvider(mp))
+//	defer dp.Close()
+//
+//	name                              kind                  unit      labels
+//	xdslens.data_plane.picks          Int64Counter          {pick}    grpc.target, grpc.lb.backend_service, outcome
+//	xdslens.data_plane.calls          Int64Counter          {call}    grpc.target, grpc.lb.backend_service, xdslens.leaf_cluster, grpc.status
+//	xdslens.data_plane.drops          Int64Counter          {call}    grpc.target, xdslens.leaf_cluster, category
+//	xdslens.data_plane.config_updates Int64Counter          {config}  grpc.target, result
+//	xdslens.data_plane.in_flight      Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
+//	xdslens.data_plane.max_requests   Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
+//
+// picks counts the outcome of every pick that did not wait: sent,
+// no_route, unsupported_action, cluster_error, dropped, overloaded
+// (circuit breaking), no_endpoint, config_error; grpc.lb.backend_service is
+// the cluster the route chose (the aggregate for an aggregate cluster), as
+// gRPC's per-call metrics name it. The series of the main outcomes of a
+// cluster that a route can choose exist, at zero, from its first config,
+// and so do those of every drop category of a cluster's endpoints: the
+// increase of a first failure or drop shows; config_updates' two series
+// exist from the channel's start. calls counts the RPCs sent to
+// an endpoint when they end, by status code, named as gRPC's own metrics
+// name it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED). in_flight against
+// max_requests shows how close a cluster is to circuit breaking; the
+// circuit breakers are shared by the channels of one xDS client, so the
+// grpc.target of these two gauges is the client's target in the pool (the
+// channel's own, unless xdsgrpc.WithPoolTarget names another), whichever
+// Builder the channels came from. An RPC costs two counter additions and no
+// allocation once its label sets have been seen.
 //
 // The names are exported as constants (MetricResources, KeyCacheState, ...)
 // for use in queries. Package exporters makes MeterProviders for

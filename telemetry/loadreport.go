@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xdslens/xdslens/xdsclient"
@@ -21,23 +20,11 @@ const (
 // serverSeries.lrsCalls.
 var lrsCallKinds = [4]string{CallsIssued, CallsSucceeded, CallsErrored, CallsDropped}
 
-// lrsCallAttrs returns the attributes of MetricLRSCalls for s, made
-// once. cm.mu is held.
-func (cm *clientMetrics) lrsCallAttrs(uri string, s *serverSeries) *[4]metric.MeasurementOption {
-	if s.lrsCalls[0] == nil {
-		srv := attribute.String(KeyServer, uri)
-		for i, kind := range lrsCallKinds {
-			s.lrsCalls[i] = set(cm.target, srv, attribute.String(KeyKind, kind))
-		}
-	}
-	return &s.lrsCalls
-}
-
 // onServer runs f with the series of uri under cm.mu, and reports false,
 // without running it, once cm is closed.
 func (cm *clientMetrics) onServer(uri string, f func(s *serverSeries)) bool {
 	cm.mu.Lock()
-	defer cm.mu.Unlock()
+	defer cm.unlock()
 	if cm.closed {
 		return false
 	}
@@ -51,17 +38,28 @@ func (cm *clientMetrics) lrsStreamStarted(i xdsclient.LoadReportStreamInfo) {
 	}
 }
 
+// lrsStreamEnded counts the end of a stream that was created, or, for an
+// attempt that could not create one, a start failure, so that
+// lrs_streams_started minus lrs_streams_ended is the number of open
+// streams.
 func (cm *clientMetrics) lrsStreamEnded(i xdsclient.LoadReportStreamEndInfo) {
 	var attrs metric.MeasurementOption
-	if cm.onServer(i.Server, func(s *serverSeries) { attrs = s.endedAttrs(i.ResponseReceived) }) {
-		cm.inst.lrsStreamsEnded.Add(context.Background(), 1, attrs)
+	counter := cm.inst.lrsStreamsEnded
+	if !cm.onServer(i.Server, func(s *serverSeries) {
+		attrs = s.endedAttrs(i.ResponseReceived)
+		if !i.Created {
+			attrs, counter = s.attrs, cm.inst.lrsStreamsStartFailed
+		}
+	}) {
+		return
 	}
+	counter.Add(context.Background(), 1, attrs)
 }
 
 func (cm *clientMetrics) lrsReportSent(i xdsclient.LoadReportInfo) {
 	var attrs metric.MeasurementOption
 	var calls *[4]metric.MeasurementOption
-	if !cm.onServer(i.Server, func(s *serverSeries) { attrs, calls = s.attrs, cm.lrsCallAttrs(i.Server, s) }) {
+	if !cm.onServer(i.Server, func(s *serverSeries) { attrs, calls = s.attrs, &s.lrsCalls }) {
 		return
 	}
 	ctx := context.Background()

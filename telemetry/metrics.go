@@ -40,13 +40,17 @@ type instruments struct {
 	fetch          metric.Float64Histogram
 	authority      metric.Int64ObservableGauge
 	notifications  metric.Int64ObservableCounter
+	fetches        metric.Int64Counter
 	streamsStarted metric.Int64Counter
 	streamsEnded   metric.Int64Counter
 
-	lrsStreamsStarted metric.Int64Counter
-	lrsStreamsEnded   metric.Int64Counter
-	lrsReports        metric.Int64Counter
-	lrsCalls          metric.Int64Counter
+	streamsStartFailed metric.Int64Counter
+
+	lrsStreamsStarted     metric.Int64Counter
+	lrsStreamsStartFailed metric.Int64Counter
+	lrsStreamsEnded       metric.Int64Counter
+	lrsReports            metric.Int64Counter
+	lrsCalls              metric.Int64Counter
 }
 
 // New creates the instruments from the configured MeterProvider and
@@ -101,6 +105,8 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	in.fetch, err = meter.Float64Histogram(MetricResourceFetchDuration, metric.WithDescription(descFetchDuration), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(fetchBuckets...))
 	check(MetricResourceFetchDuration, err)
+	in.fetches, err = meter.Int64Counter(MetricResourceFetches, metric.WithDescription(descFetches), metric.WithUnit("{fetch}"))
+	check(MetricResourceFetches, err)
 	in.authority, err = meter.Int64ObservableGauge(MetricAuthorityServer, metric.WithDescription(descAuthority), metric.WithUnit("{server}"))
 	check(MetricAuthorityServer, err)
 	in.notifications, err = meter.Int64ObservableCounter(MetricWatcherNotifications, metric.WithDescription(descNotifications), metric.WithUnit("{notification}"))
@@ -109,8 +115,12 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	check(MetricStreamsStarted, err)
 	in.streamsEnded, err = meter.Int64Counter(MetricStreamsEnded, metric.WithDescription(descStreamsEnded), metric.WithUnit("{stream}"))
 	check(MetricStreamsEnded, err)
+	in.streamsStartFailed, err = meter.Int64Counter(MetricStreamsStartFailed, metric.WithDescription(descStreamsStartFailed), metric.WithUnit("{stream}"))
+	check(MetricStreamsStartFailed, err)
 	in.lrsStreamsStarted, err = meter.Int64Counter(MetricLRSStreamsStarted, metric.WithDescription(descLRSStreamsStarted), metric.WithUnit("{stream}"))
 	check(MetricLRSStreamsStarted, err)
+	in.lrsStreamsStartFailed, err = meter.Int64Counter(MetricLRSStreamsStartFailed, metric.WithDescription(descLRSStreamsStartFailed), metric.WithUnit("{stream}"))
+	check(MetricLRSStreamsStartFailed, err)
 	in.lrsStreamsEnded, err = meter.Int64Counter(MetricLRSStreamsEnded, metric.WithDescription(descLRSStreamsEnded), metric.WithUnit("{stream}"))
 	check(MetricLRSStreamsEnded, err)
 	in.lrsReports, err = meter.Int64Counter(MetricLRSReports, metric.WithDescription(descLRSReports), metric.WithUnit("{report}"))

@@ -30,6 +30,14 @@ const (
 	// time from a subscription being sent on a READY stream to the first
 	// answer for it. See the package documentation for the outcomes.
 	MetricResourceFetchDuration = "xdslens.xds_client.resource_fetch_duration"
+	// MetricResourceFetches is an Int64Counter, unit {fetch}, labels
+	// grpc.target, grpc.xds.server, grpc.xds.resource_type and outcome:
+	// the fetches that MetricResourceFetchDuration measures, counted by
+	// outcome. Its series exist at zero from the first watch of a type on
+	// a server, which a histogram's cannot (an OpenTelemetry histogram
+	// point is born with its first observation), so that increase() shows
+	// a single fetch of each outcome.
+	MetricResourceFetches = "xdslens.xds_client.resource_fetches"
 	// MetricAuthorityServer is an Int64ObservableGauge, unit {server},
 	// labels grpc.target, grpc.xds.authority and grpc.xds.server: 1 for the
 	// server each authority uses now. The series of a server the authority
@@ -42,20 +50,32 @@ const (
 	// MetricStreamsStarted is an Int64Counter, unit {stream}, labels
 	// grpc.target and grpc.xds.server: ADS streams created.
 	MetricStreamsStarted = "xdslens.xds_client.streams_started"
+	// MetricStreamsStartFailed is an Int64Counter, unit {stream}, labels
+	// grpc.target and grpc.xds.server: ADS streams that could not be
+	// created (the channel was not connected). They are neither started
+	// nor ended.
+	MetricStreamsStartFailed = "xdslens.xds_client.streams_start_failed"
 	// MetricStreamsEnded is an Int64Counter, unit {stream}, labels
 	// grpc.target, grpc.xds.server and response_received ("true" or
 	// "false"): ADS streams that ended, by whether any response was read on
 	// them. An end with response_received="false" is a gRFC A57 failure.
+	// MetricStreamsStarted minus MetricStreamsEnded is the number of open
+	// streams.
 	MetricStreamsEnded = "xdslens.xds_client.streams_ended"
 
 	// MetricLRSStreamsStarted is an Int64Counter, unit {stream}, labels
 	// grpc.target and grpc.xds.server: LRS (load reporting) streams
 	// created.
 	MetricLRSStreamsStarted = "xdslens.xds_client.lrs_streams_started"
+	// MetricLRSStreamsStartFailed is an Int64Counter, unit {stream},
+	// labels grpc.target and grpc.xds.server: LRS stream attempts that
+	// could not create a stream.
+	MetricLRSStreamsStartFailed = "xdslens.xds_client.lrs_streams_start_failed"
 	// MetricLRSStreamsEnded is an Int64Counter, unit {stream}, labels
-	// grpc.target, grpc.xds.server and response_received: LRS stream
-	// attempts that ended, those that could not create a stream included,
-	// by whether a valid LoadStatsResponse was read.
+	// grpc.target, grpc.xds.server and response_received: LRS streams
+	// that ended, by whether a valid LoadStatsResponse was read.
+	// MetricLRSStreamsStarted minus MetricLRSStreamsEnded is the number of
+	// open streams.
 	MetricLRSStreamsEnded = "xdslens.xds_client.lrs_streams_ended"
 	// MetricLRSReports is an Int64Counter, unit {report}, labels
 	// grpc.target and grpc.xds.server: load reports written to LRS streams.
@@ -129,9 +149,13 @@ const (
 	descNotifications  = "A counter of watcher callbacks, by kind."
 	descStreamsStarted = "A counter of ADS streams created."
 	descStreamsEnded   = "A counter of ADS streams that ended, by whether a response was received on them."
+	descFetches        = "A counter of resource fetches (subscriptions sent on a READY ADS stream) by how they ended."
+
+	descStreamsStartFailed    = "A counter of ADS streams that could not be created."
+	descLRSStreamsStartFailed = "A counter of LRS stream attempts that could not create a stream."
 
 	descLRSStreamsStarted = "A counter of LRS (load reporting) streams created."
-	descLRSStreamsEnded   = "A counter of LRS stream attempts that ended, by whether a valid LoadStatsResponse was received on them."
+	descLRSStreamsEnded   = "A counter of LRS streams that ended, by whether a valid LoadStatsResponse was received on them."
 	descLRSReports        = "A counter of load reports sent on LRS streams."
 	descLRSCalls          = "A counter of the calls carried by the load reports sent, by kind: issued, succeeded, errored, dropped."
 )

@@ -14,7 +14,7 @@ import (
 // one, whose client_scope is the client's target), channelz (the xDS
 // channels), health (SERVING) and server reflection. The returned func
 // reports NOT_SERVING and stops the server, ending open streams.
-func serveAdmin(addr string, pool *xdsclient.Pool, _ *config) (string, func(), error) {
+func serveAdmin(addr string, pool *xdsclient.Pool, _ *config, _ *meters) (string, func(), error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err

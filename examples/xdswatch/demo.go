@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/lrsserver"
 	"github.com/xdslens/xdslens/xdsclient"
@@ -21,6 +21,8 @@ import (
 const (
 	// demoListener is the listener the demo configuration is rooted at.
 	demoListener = "demo"
+	// demoCluster is the cluster its route sends every RPC to.
+	demoCluster = demoListener + "-cluster"
 	// demoNodeID is the node ID in the demo bootstrap. The demo server
 	// serves its configuration to every node, so it only labels requests.
 	demoNodeID = "xdswatch-demo"
@@ -35,6 +37,8 @@ const (
 	// demoLoadInterval is the load_reporting_interval the demo's LRS
 	// server asks for.
 	demoLoadInterval = 10 * time.Second
+	// demoBackends is how many backends the demo runs behind its cluster.
+	demoBackends = 2
 )
 
 // demo is a running embedded control plane with a bootstrap pointing at it.
@@ -48,31 +52,54 @@ type demo struct {
 	// and the cluster's endpoints, and the Listener of an xDS-enabled
 	// server on demoServerAddr.
 	specs []spec
-	// loadCluster is the demo's cluster whose load goes to the demo
-	// server (lrs_server self); its EDS service has the same name.
-	loadCluster string
+	// resources are the configuration served (demoResources), with the
+	// backends' addresses as the cluster's endpoints.
+	resources []proto.Message
+	// backends are the gRPC servers behind the demo's cluster.
+	backends []*backends.Backend
 	// srv is the server first started at addr; the tour replaces it
 	// (tourDemo.primary).
 	srv *controlplane.Server
-	// stop stops the server.
+	// stop stops the server and the backends.
 	stop func()
 }
 
-// startDemo starts a control plane on a loopback port serving
-// controlplane.DemoResources(demoListener), its cluster with load
-// reporting, and a server Listener to every node, with opts; the same gRPC
-// server serves LRS.
+// startDemo starts two backends (package backends: the health service and
+// grpc.testing.TestService) on 127.0.0.1, and a control plane on a
+// loopback port serving the demo configuration (demoResources) with the
+// backends as the cluster's endpoints to every node, with opts; the same
+// gRPC server serves LRS.
 func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) {
+	d := &demo{}
+	for range demoBackends {
+		b, err := backends.Start()
+		if err != nil {
+			d.stopBackends()
+			return nil, err
+		}
+		d.backends = append(d.backends, b)
+	}
 	srv, err := controlplane.Start(ctx, "127.0.0.1:0", demoServerOptions(opts...)...)
 	if err != nil {
+		d.stopBackends()
 		return nil, err
 	}
-	d, err := setUpDemo(ctx, srv)
-	if err != nil {
+	d.stop = func() {
 		srv.Stop()
+		d.stopBackends()
+	}
+	if err := d.setUp(ctx, srv); err != nil {
+		d.stop()
 		return nil, err
 	}
 	return d, nil
+}
+
+// stopBackends stops the demo's backends.
+func (d *demo) stopBackends() {
+	for _, b := range d.backends {
+		b.Stop()
+	}
 }
 
 // demoServerOptions returns the options of the demo's control plane, a
@@ -82,44 +109,45 @@ func demoServerOptions(opts ...controlplane.Option) []controlplane.Option {
 	return append([]controlplane.Option{controlplane.WithDefaultNode(), controlplane.WithService(lrs.Register)}, opts...)
 }
 
-// demoResources returns the demo configuration: controlplane's demo
-// resources rooted at demoListener, its cluster reporting load to the
-// server that sent it (lrs_server self), and the Listener of an xDS-enabled
-// server on demoServerAddr. Every configuration the demo and its tour serve
-// is made from it.
-func demoResources() []proto.Message {
-	resources := controlplane.DemoResources(demoListener)
-	for i, m := range resources {
-		if c, ok := m.(*clusterv3.Cluster); ok {
-			resources[i] = controlplane.ClusterWithLoadReporting(c.GetName(), c.GetEdsClusterConfig().GetServiceName())
-		}
+// demoResources returns the demo configuration: listener demoListener,
+// its route configuration sending every RPC to cluster demoCluster, the
+// cluster, which reports load to the server that sent it (lrs_server
+// self), its endpoints (one locality with endpoints, all HEALTHY), and the
+// Listener of an xDS-enabled server on demoServerAddr. Every configuration
+// the demo and its tour serve is made from it.
+func demoResources(endpoints []string) []proto.Message {
+	route := demoListener + "-route"
+	return []proto.Message{
+		controlplane.Listener(demoListener, route),
+		controlplane.RouteConfig(route, []string{"*"}, demoCluster),
+		controlplane.ClusterWithLoadReporting(demoCluster, ""),
+		controlplane.Endpoints(demoCluster, endpoints...),
+		controlplane.ServerListener(fmt.Sprintf(demoServerTemplate, demoServerAddr), "127.0.0.1", 8443, route),
 	}
-	return append(resources, controlplane.ServerListener(fmt.Sprintf(demoServerTemplate, demoServerAddr), "127.0.0.1", 8443, demoListener+"-route"))
 }
 
-// setUpDemo loads the demo configuration into srv and describes it.
-func setUpDemo(ctx context.Context, srv *controlplane.Server) (*demo, error) {
-	resources := demoResources()
-	d := &demo{addr: srv.Addr(), srv: srv, stop: srv.Stop}
-	for _, m := range resources {
-		if c, ok := m.(*clusterv3.Cluster); ok {
-			d.loadCluster = c.GetName()
-		}
+// setUp loads the demo configuration, with d's backends as the cluster's
+// endpoints, into srv and describes it in d.
+func (d *demo) setUp(ctx context.Context, srv *controlplane.Server) error {
+	addrs := make([]string, len(d.backends))
+	for i, b := range d.backends {
+		addrs[i] = b.Addr()
 	}
-	if err := srv.SetResources(ctx, "", demoVersion, resources...); err != nil {
-		return nil, err
+	d.addr, d.srv, d.resources = srv.Addr(), srv, demoResources(addrs)
+	if err := srv.SetResources(ctx, "", demoVersion, d.resources...); err != nil {
+		return err
 	}
-	specs, err := specsOf(resources, d.addr)
+	specs, err := specsOf(d.resources, d.addr)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.specs = specs
 	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.bootstrap = cfg
-	return d, nil
+	return nil
 }
 
 // specsOf returns a spec for each of resources, as served by serverURI.
@@ -183,11 +211,12 @@ func demoBootstrapJSON(servers ...demoServer) []byte {
 	return b
 }
 
-// reportLoad opens the load report of the demo's LRS cluster to the demo
+// reportLoad opens a load report of the demo's LRS cluster to the demo
 // server, as a data plane using the cluster would, so that the LRS stream
-// and its metrics can be seen; xdswatch sends no calls, so the reports are
-// empty. It returns the func that ends the report.
+// and its metrics can be seen without RPCs; this report counts no calls
+// (the channels of xds:/// arguments report their RPCs' load themselves).
+// It returns the func that ends the report.
 func (d *demo) reportLoad(c *xdsclient.Client) (release func(), err error) {
-	_, release, err = c.ReportLoad(d.addr, d.loadCluster, d.loadCluster)
+	_, release, err = c.ReportLoad(d.addr, demoCluster, demoCluster)
 	return release, err
 }

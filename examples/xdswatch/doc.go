@@ -1,14 +1,18 @@
 // Command xdswatch watches xDS resources and prints every change and error
-// that an xDS client reports for them, one line per watcher callback.
+// that an xDS client reports for them, one line per watcher callback; it
+// also routes gRPC channels by them and shows what their RPCs see.
 //
 // Usage:
 //
-//	xdswatch [flags] TYPE:NAME [TYPE:NAME ...]
+//	xdswatch [flags] TYPE:NAME|xds:///LISTENER ...
 //
 // TYPE is lds, rds, cds or eds, or the full type URL of one of those four
 // types, such as type.googleapis.com/envoy.config.cluster.v3.Cluster. NAME
 // is the resource name, which may itself contain colons (xdstp:// names
 // do). The same TYPE:NAME given twice makes two watchers of one resource.
+// An argument xds:///LISTENER (or xds://AUTHORITY/LISTENER, gRFC A47) is a
+// gRPC channel routed by the listener's resources (see Channels); given
+// twice, it makes two channels.
 //
 // Flags:
 //
@@ -36,8 +40,16 @@
 //	--output text|json       text for people (default), JSON lines for programs
 //	--stdin                  also read commands from standard input, one a line:
 //	                         +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
-//	                         the oldest watcher of that resource
-//	--demo-tour              demo only: walk the demo control plane through every cache state
+//	                         the oldest watcher of that resource; +xds:///LISTENER starts
+//	                         one more channel, -xds:///LISTENER closes the oldest of them
+//	--rpc-interval DUR       make one RPC per interval through each xds:/// channel (default
+//	                         none; with --demo-tour, a third of --demo-tour-step)
+//	--rpc-method /S/M        the RPCs' method, with an empty request
+//	                         (default /grpc.health.v1.Health/Check)
+//	--rpc-header KEY=VALUE   a header sent as metadata with every RPC; repeatable
+//	--rpc-timeout DUR        the deadline of each RPC (default 1s)
+//	--demo-tour              demo only: walk the demo control plane through every cache state,
+//	                         routing xds:///demo and showing what its RPCs see
 //	--demo-tour-step DUR     how long the tour shows each state (default 3s); unless given,
 //	                         --resource-timeout is the same
 //
@@ -45,12 +57,22 @@
 //
 // Without a bootstrap, xdswatch starts a go-control-plane server on a
 // loopback port serving a small demo configuration rooted at listener
-// "demo", and with no TYPE:NAME it watches that listener, its route
-// configuration, its cluster and the cluster's endpoints, and the Listener
-// of an xDS-enabled server on 127.0.0.1:8443 (by the bootstrap's
+// "demo", whose route sends every RPC to cluster demo-cluster, whose
+// endpoints are two gRPC servers on 127.0.0.1 that xdswatch runs (the
+// health service and grpc.testing.TestService). With no argument it
+// watches that listener, its route configuration, its cluster and the
+// cluster's endpoints, and the Listener of an xDS-enabled server on
+// 127.0.0.1:8443 (by the bootstrap's
 // server_listener_resource_name_template). The demo cluster reports load
 // to the demo server (lrs_server self), which serves LRS too: xdswatch
-// keeps that load report stream open, reporting no calls. It then serves
+// keeps a load report stream open, reporting no calls of its own (a
+// channel to xds:///demo reports its RPCs). With an argument, it watches
+// what the arguments say instead; so
+//
+//	xdswatch --rpc-interval 500ms xds:///demo
+//
+// shows the demo's config and RPCs that succeed, answered by the two
+// backends in turn. It then serves
 // the admin port and the metrics on 127.0.0.1 ports chosen by the system,
 // unless --csds-addr and --metrics-addr name others ("" turns one off),
 // and in text mode prints what to try on them:
@@ -63,31 +85,42 @@
 // # Demo tour
 //
 // --demo-tour adds a second demo server, listed second in the demo
-// bootstrap with resource_timer_is_transient_error, and walks the client
-// through the cases of gRFC A88 and A71, one step per --demo-tour-step,
-// each announced on standard error ("xdswatch: tour N/9 ...") with every
-// change it makes, and followed by a "reached" line once the client shows
-// the whole cache the step announced (every entry, its state, the version
-// it uses and the server that sent it), naming what changed:
+// bootstrap with resource_timer_is_transient_error, routes a channel to
+// xds:///demo (it takes no argument: it watches the demo's resources and
+// that channel itself) with an RPC every --rpc-interval, and walks the
+// client through the cases of gRFC A88 and A71, one step per
+// --demo-tour-step, each announced on standard error ("xdswatch: tour
+// N/9 ...") with every change it makes and what RPCs will see, and
+// followed by a "reached" line once the client shows the whole cache the
+// step announced (every entry, its state, the version it uses and the
+// server that sent it) and an RPC has shown the announced outcome, naming
+// what changed:
 //
-//	| step             | what the control plane does                             | what the client shows            |
-//	|------------------|---------------------------------------------------------|----------------------------------|
-//	| start            | serves version 1 (five resources)                       | REQUESTED, then ACKED            |
-//	| version update   | version 2: one endpoint fewer                           | every resource ACKED at 2        |
-//	| NACK             | version 3: an unsupported (STATIC) cluster              | cds NACKED, version 2 in use     |
-//	| ignored deletion | version 4 leaves the cluster out                        | cds DOES_NOT_EXIST, still in use |
-//	| TP3 error        | version 5: resource_errors UNAVAILABLE for the cluster  | cds RECEIVED_ERROR, still in use |
-//	| does-not-exist   | (a new watch of cds tour-missing, which no server has)  | REQUESTED, then DOES_NOT_EXIST   |
-//	| recovery         | version 6: the cluster again                            | cds ACKED, ambient error cleared |
-//	| fallback         | the primary stops; a new watch of cds tour-timeout      | secondary's version fallback-1;  |
-//	|                  |                                                         | tour-timeout TIMEOUT             |
-//	| switch back      | the primary returns with version 7                      | version 7 from the primary       |
+//	| step             | what the control plane does                     | what the client shows            | RPCs                  |
+//	|------------------|-------------------------------------------------|----------------------------------|-----------------------|
+//	| start            | serves version 1 (five resources)               | REQUESTED, then ACKED            | succeed               |
+//	| version update   | version 2: one endpoint fewer                   | every resource ACKED at 2        | succeed               |
+//	| NACK             | version 3: an unsupported (STATIC) cluster      | cds NACKED, version 2 in use     | keep succeeding       |
+//	| ignored deletion | version 4 leaves the cluster out                | cds DOES_NOT_EXIST, still in use | keep succeeding       |
+//	| TP3 error        | version 5: resource_errors UNAVAILABLE for the  | cds RECEIVED_ERROR, still in use | keep succeeding       |
+//	|                  | cluster                                         |                                  |                       |
+//	| does-not-exist   | version 6: the cluster again, and the route     | cds ACKED; cds tour-missing      | succeed, then fail    |
+//	|                  | sends RPCs to cluster tour-missing, which no    | REQUESTED, then DOES_NOT_EXIST   | UNAVAILABLE naming    |
+//	|                  | server has                                      |                                  | it and the node ID    |
+//	| recovery         | version 7: the route sends RPCs to the cluster  | every resource ACKED at 7;       | succeed               |
+//	|                  | again                                           | tour-missing unsubscribed        |                       |
+//	| fallback         | the primary stops; a new watch of cds           | secondary's version fallback-1;  | keep succeeding       |
+//	|                  | tour-timeout                                    | tour-timeout TIMEOUT             |                       |
+//	| switch back      | the primary returns with version 8              | version 8 from the primary       | keep succeeding       |
 //
 // Every version serves the whole demo configuration, the server Listener
 // and the cluster's lrs_server included, changed only as the table says;
-// the other resources stay as they were, at the new version. Each state is
-// held for a step after it is reached, so CSDS and the metrics show it
-// too. The tour waits for the client at each step (the
+// the other resources stay as they were, at the new version. At the
+// does-not-exist step, RPCs keep going to demo-cluster while tour-missing
+// is REQUESTED: a route is used only once every cluster it names has been
+// heard from (gRFC A74). Each state is held for a step after it is
+// reached, so CSDS, the metrics and the RPCs show it too. The tour waits
+// for the client at each step (the
 // switch back waits for gRPC's reconnect backoff to the primary), and at
 // the default step of 3s takes under a minute. A NACKed version is not
 // sent again: the demo server waits for the next version, as a control
@@ -135,11 +168,86 @@
 // xDS APIs mark sensitive (private keys, passwords) are printed as
 // "[redacted]", here and over CSDS.
 //
+// # Channels
+//
+// For each xds:///LISTENER argument, xdswatch dials a gRPC channel with the
+// resolver of package xdsgrpc, registered for the "xds" scheme on that
+// channel only (grpc.WithResolvers; nothing is registered globally), with
+// insecure credentials. The channel uses the pool's client of --target
+// (xdsgrpc.WithPoolTarget), the one the TYPE:NAME watches use: CSDS and the
+// metrics show one cache, and the channel's dependency manager (package
+// xdsconfig) shares its subscriptions. Its resolver starts at once, not at
+// the first RPC, and the channel never goes idle.
+//
+// The config lines come from the channel's xdsgrpc hooks: one line per
+// config the channel uses (ConfigChanged) and per error that fails its
+// whole config (ConfigFailed), so a line is exactly what the channel's RPCs
+// are routed by. In JSON:
+//
+//	{"ts":"…","event":"config","target":"xds:///L","listener":"L","route_config":"R","virtual_host":"VH","clusters":{
+//	   "c1":{"type":"eds","priorities":[["127.0.0.1:4001","127.0.0.1:4002"],["127.0.0.1:4003"]],"resolution_note":"…"},
+//	   "agg":{"type":"aggregate","leaves":["c1","c2"]},
+//	   "bad":{"error":{"code":"NOT_FOUND","message":"…"}}}}
+//	{"ts":"…","event":"config_error","target":"xds:///L","code":"NOT_FOUND","message":"…"}
+//
+// target is the argument as given; listener the Listener's name (from the
+// bootstrap's templates, gRFC A47); route_config "" when the route
+// configuration is inline in the listener; virtual_host the one chosen
+// for the channel's authority. clusters has a slot for every cluster the
+// virtual host's routes name and every leaf of an aggregate: type eds,
+// logical_dns or aggregate; for a leaf, priorities lists per priority the
+// sorted addresses of the endpoints the channel may use (health UNKNOWN or
+// HEALTHY; [] when there are none, or when the endpoints could not be had)
+// and resolution_note the note RPCs that find no endpoint carry (gRFC A88:
+// the ambient errors behind the cluster, or the node ID); for an
+// aggregate, leaves in priority order; for a slot that failed, error with
+// the code the dependency manager got (NOT_FOUND for a cluster that does
+// not exist: the line is for people) and the message RPCs routed there
+// fail with, UNAVAILABLE. A config_error's code is likewise the code the
+// client reported, and its message, the one RPCs fail with, names the
+// listener (it is prefixed with it when the failed resource is the route
+// configuration) and the node ID. A change of anything in a config, a
+// resolution note included, is a new config line.
+//
+// With --rpc-interval, xdswatch makes one RPC per interval through each
+// channel, one at a time (a late one starts as soon as the last ends), of
+// --rpc-method with an empty request, with the --rpc-header metadata and a
+// deadline of --rpc-timeout, and prints a line for each:
+//
+//	{"ts":"…","event":"rpc","target":"xds:///L","method":"/grpc.health.v1.Health/Check","code":"OK","message":"","peer":"127.0.0.1:4001","cluster":"c1"}
+//
+// peer is the backend's address, cluster the cluster the route chose (for
+// an aggregate cluster, the aggregate's name); each is "" when the RPC
+// failed before reaching one. An RPC made before the channel's first
+// config waits for it, as any gRPC RPC on a channel still resolving does,
+// up to --rpc-timeout (then DEADLINE_EXCEEDED). Any response is accepted
+// and not printed. RPCs cut short by the end of xdswatch or of the channel
+// are not printed.
+//
+// In text mode the same facts, one line each; a config line that says
+// what the channel's last config line said is not printed again (the
+// version of a resource is not shown, and the transport's reason of an
+// unreachable server does not count, as for watches):
+//
+//	15:04:05.000 xds:///L config: listener L, route config R, virtual host VH; cluster agg: aggregate of c1, c2; cluster bad: ERROR NOT_FOUND: <message>; cluster c1: eds [127.0.0.1:4001 127.0.0.1:4002] [127.0.0.1:4003], note: xDS node ID:n
+//	15:04:05.000 xds:///L config ERROR NOT_FOUND: <message>
+//	15:04:05.000 xds:///L rpc /grpc.health.v1.Health/Check: OK, cluster c1, peer 127.0.0.1:4001
+//	15:04:05.000 xds:///L rpc /grpc.health.v1.Health/Check: UNAVAILABLE, cluster bad, no peer: <message>
+//
+// A leaf with no endpoints reads "eds, no endpoints"; an inline route
+// configuration reads "route config (inline)".
+//
 // # Metrics
 //
 // --metrics-addr serves the metrics of package telemetry in the Prometheus
-// text format; --otlp-endpoint pushes the same ones to an OpenTelemetry
-// Collector or any OTLP receiver, and otel-collector.yaml beside this file
+// text format: those of the pool's clients (telemetry.New) and those of
+// every xds:/// channel's data plane (telemetry.NewDataPlane on the
+// channel's xdsgrpc Builder: picks by cluster and outcome, calls by status,
+// drops, configs, in-flight RPCs against max_requests), whose grpc.target
+// is the channel's argument (xds:///demo), except for the in-flight and
+// max_requests gauges, which count per xDS client, --target; a channel's
+// series stop when it is closed. --otlp-endpoint pushes the same ones to
+// an OpenTelemetry Collector or any OTLP receiver, and otel-collector.yaml beside this file
 // is a Collector configuration that receives them and serves them to
 // Prometheus. Both describe the process with the OpenTelemetry resource,
 // service.name set by --service-name.
@@ -154,8 +262,12 @@
 //
 // # Exit status
 //
-// SIGINT and SIGTERM end xdswatch cleanly with status 0. Bad flags, a bad
-// TYPE:NAME, a bootstrap that cannot be read or parsed, or a --csds-addr or
-// --metrics-addr it cannot listen on end it with status 2 and one line on
-// standard error; other failures to start give status 1.
+// SIGINT and SIGTERM end xdswatch cleanly with status 0, once every
+// channel and the demo's backends are stopped. Bad flags (a --rpc-header
+// that is not KEY=VALUE of a header gRPC lets a caller send, a duration
+// that is not positive, an --rpc-* flag without --rpc-interval), a bad
+// TYPE:NAME or xds:///LISTENER (an authority the bootstrap lacks
+// included), a bootstrap that cannot be read or parsed, or a --csds-addr
+// or --metrics-addr it cannot listen on end it with status 2 and one line
+// on standard error; other failures to start give status 1.
 package main

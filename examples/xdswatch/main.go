@@ -67,13 +67,22 @@ type config struct {
 	given map[string]bool
 	// specs are the positional TYPE:NAME arguments, in order.
 	specs []spec
+	// targets are the positional xds:/// arguments, in order; with
+	// --demo-tour, xds:///demo.
+	targets []target
+	// rpc is what the --rpc-* flags say.
+	rpc rpcConfig
 }
 
 // usageText is printed for -h and --help.
-const usageText = `usage: xdswatch [flags] TYPE:NAME [TYPE:NAME ...]
+const usageText = `usage: xdswatch [flags] TYPE:NAME|xds:///LISTENER ...
 
 Watches xDS resources and prints one line per watcher callback.
 TYPE is lds, rds, cds or eds, or the full type URL of one of those types.
+xds:///LISTENER routes a gRPC channel by the listener's resources (through
+package xdsgrpc, with the client of --target) and prints one line per config
+the channel uses (config), or per error that fails it (config_error); with
+--rpc-interval it also makes RPCs through it and prints one line each (rpc).
 
 Flags:
   --bootstrap FILE          bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
@@ -99,18 +108,30 @@ Flags:
   --output text|json        text for people (default), JSON lines for programs
   --stdin                   also read commands from standard input, one a line:
                             +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
-                            the oldest watcher of that resource
+                            the oldest watcher of that resource; +xds:///LISTENER
+                            and -xds:///LISTENER start and close a channel
+  --rpc-interval DUR        make one RPC per interval through each xds:/// channel,
+                            one at a time (default none; with --demo-tour a third
+                            of --demo-tour-step)
+  --rpc-method /S/M         the RPCs' method, with an empty request
+                            (default /grpc.health.v1.Health/Check)
+  --rpc-header KEY=VALUE    send this header (metadata) with every RPC; repeatable
+  --rpc-timeout DUR         deadline of each RPC (default 1s); one made before the
+                            channel's first config waits for it up to this long
   --demo-tour               demo only: walk the demo control plane through every
                             cache state (version update, NACK, ignored deletion,
                             TP3 error, does-not-exist, recovery, fallback and
-                            switch back), one step on standard error at a time
+                            switch back), one step on standard error at a time,
+                            routing xds:///demo and showing what its RPCs see
   --demo-tour-step DUR      how long the tour shows each state (default 3s); unless
                             given, --resource-timeout is the same
 
 Without a bootstrap, xdswatch starts an embedded demo control plane on
-127.0.0.1, watches its resources, and serves the admin port and the
-metrics on 127.0.0.1 ports chosen by the system (unless --csds-addr and
---metrics-addr say otherwise); in text mode it prints the commands to try.
+127.0.0.1, with two gRPC backends behind its cluster, watches its resources
+(with no argument), and serves the admin port and the metrics on 127.0.0.1
+ports chosen by the system (unless --csds-addr and --metrics-addr say
+otherwise); in text mode it prints the commands to try. Try:
+  xdswatch --rpc-interval 500ms xds:///demo
 `
 
 // main runs xdswatch, ending it cleanly on SIGINT or SIGTERM.
@@ -164,8 +185,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !useDemo && cfg.demoTour {
 		return failf(exitUsage, "--demo-tour runs the embedded demo control plane, which starts only without a bootstrap (--bootstrap, GRPC_XDS_BOOTSTRAP, GRPC_XDS_BOOTSTRAP_CONFIG)")
 	}
-	if !useDemo && len(cfg.specs) == 0 && !cfg.stdin {
-		return failf(exitUsage, "no TYPE:NAME to watch (see xdswatch -h)")
+	if !useDemo && len(cfg.specs) == 0 && len(cfg.targets) == 0 && !cfg.stdin {
+		return failf(exitUsage, "no TYPE:NAME or xds:///LISTENER to watch (see xdswatch -h)")
 	}
 
 	var (
@@ -186,7 +207,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		defer d.stop()
 		bc = d.bootstrap
-		if len(cfg.specs) == 0 {
+		if tourDemo != nil || len(cfg.specs)+len(cfg.targets) == 0 {
 			cfg.specs = d.specs
 		}
 		// The demo is for looking at: its admin port and metrics are on
@@ -203,6 +224,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			} else {
 				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.addr)
 			}
+		}
+	}
+
+	for _, t := range cfg.targets {
+		if _, err := t.listener(bc); err != nil {
+			return failf(exitUsage, "%v", err)
 		}
 	}
 
@@ -244,12 +271,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		servers.printTry(errw)
 	}
 
-	watches := newWatchSet(client, out)
-	// Deferred calls run last in, first out: watches are cancelled, then
-	// the sidecars stop, then the pool closes the client, then the demo server.
+	channels := newChannelSet(pool, client, out, cfg.rpc, servers.meters)
+	watches := newWatchSet(client, out, channels)
+	// Deferred calls run last in, first out: channels close and watches
+	// are cancelled, then the sidecars stop, then the pool closes the
+	// client, then the demo server and its backends.
 	defer watches.cancelAll()
+	defer channels.closeAll()
 	for _, s := range cfg.specs {
 		watches.add(s)
+	}
+	for _, t := range cfg.targets {
+		if err := channels.add(t); err != nil {
+			return failf(exitUsage, "%v", err)
+		}
 	}
 
 	var cmds <-chan string
@@ -262,7 +297,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// cancelled and the client closes.
 	tourCmds := make(chan string)
 	if tourDemo != nil {
-		defer runTour(ctx, tourDemo, client, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
+		defer runTour(ctx, tourDemo, client, channels, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
 	}
 	for {
 		select {
@@ -306,6 +341,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
 	fs.BoolVar(&cfg.demoTour, "demo-tour", false, "walk the demo control plane through every cache state")
 	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
+	cfg.rpc.register(fs)
 
 	var positional []string
 	for {
@@ -362,18 +398,32 @@ func parseArgs(args []string) (*config, error) {
 		return nil, errors.New("--demo-tour-step without --demo-tour")
 	}
 	if cfg.demoTour && len(positional) > 0 {
-		return nil, fmt.Errorf("--demo-tour watches the demo's resources: give no TYPE:NAME (got %q)", positional[0])
+		return nil, fmt.Errorf("--demo-tour watches the demo's resources and %s: give no TYPE:NAME or xds:/// argument (got %q)", tourTarget, positional[0])
 	}
 	if cfg.demoTour && !cfg.given["resource-timeout"] {
 		// The does-not-exist step waits for this timer.
 		cfg.resourceTimeout = cfg.demoTourStep
 	}
+	if cfg.demoTour {
+		positional = []string{tourTarget}
+	}
 	for _, arg := range positional {
+		if isTarget(arg) {
+			t, err := parseTarget(arg)
+			if err != nil {
+				return nil, err
+			}
+			cfg.targets = append(cfg.targets, t)
+			continue
+		}
 		s, err := parseSpec(arg)
 		if err != nil {
 			return nil, err
 		}
 		cfg.specs = append(cfg.specs, s)
+	}
+	if err := cfg.rpc.check(cfg); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

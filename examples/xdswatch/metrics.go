@@ -39,11 +39,12 @@ func metricsResource(cfg *config) (*resource.Resource, error) {
 }
 
 // serveMetrics serves the metrics of the pool's clients (package telemetry:
-// the gRFC A78 instruments and xdslens's own) as Prometheus text on
+// the gRFC A78 instruments and xdslens's own) and, once its provider is in
+// meters, of the channels' data planes as Prometheus text on
 // http://addr/metrics, from a registry of its own, describing the process
 // as cfg says. The returned func stops the server and detaches the metrics
 // from the pool.
-func serveMetrics(addr string, pool *xdsclient.Pool, cfg *config) (string, func(), error) {
+func serveMetrics(addr string, pool *xdsclient.Pool, cfg *config, meters *meters) (string, func(), error) {
 	p, m, err := observe(pool, cfg, func(opts ...exporters.Option) (*exporters.Provider, error) {
 		return exporters.Prometheus(opts...)
 	})
@@ -56,6 +57,7 @@ func serveMetrics(addr string, pool *xdsclient.Pool, cfg *config) (string, func(
 		p.Shutdown(context.Background())
 		return "", nil, err
 	}
+	*meters = append(*meters, p)
 	return bound, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), metricsShutdownTimeout)
 		defer cancel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -163,22 +164,7 @@ func TestMetrics(t *testing.T) {
 // hasSample reports whether the text exposition body has a sample of name
 // whose labels include labels, with value.
 func hasSample(body, name string, labels map[string]string, value float64) bool {
-	for _, line := range strings.Split(body, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		match := true
-		for k, v := range labels {
-			if !strings.Contains(rest, fmt.Sprintf("%s=%q", k, v)) {
-				match = false
-			}
-		}
-		if match && strings.HasSuffix(line, fmt.Sprintf("} %v", value)) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(sampleValues(body, name, labels), value)
 }
 
 // TestMetricsPrometheus lets a real Prometheus scrape xdswatch every
@@ -405,4 +391,112 @@ func TestMetricsServiceName(t *testing.T) {
 			p.interrupt(t)
 		})
 	}
+}
+
+// sampleValues returns the values of the samples of name in the text
+// exposition body whose labels include labels, in order.
+func sampleValues(body, name string, labels map[string]string) []float64 {
+	var out []float64
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if !strings.Contains(rest, fmt.Sprintf("%s=%q", k, v)) {
+				match = false
+			}
+		}
+		i := strings.LastIndex(rest, "} ")
+		var v float64
+		if match && i >= 0 {
+			if _, err := fmt.Sscan(rest[i+2:], &v); err == nil {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// sampleValue returns the value of the first sample of name in body whose
+// labels include labels.
+func sampleValue(body, name string, labels map[string]string) (float64, bool) {
+	if vs := sampleValues(body, name, labels); len(vs) > 0 {
+		return vs[0], true
+	}
+	return 0, false
+}
+
+// TestDataPlaneMetrics: the demo with RPCs through xds:///demo and through
+// a listener the demo does not serve exports the data-plane series on
+// /metrics (package telemetry's NewDataPlane on each channel), beside the
+// clients' series: RPCs sent to the demo's cluster and answered OK, its
+// config counted, its max_requests, and for the absent listener a failed
+// config and the RPCs it failed. A closed channel reports nothing more.
+func TestDataPlaneMetrics(t *testing.T) {
+	p, addr := startDemoMetrics(t, cleanEnv(), "--stdin", "--resource-timeout", "1s", "--rpc-interval", "20ms", "--rpc-timeout", "200ms",
+		"xds:///demo", "xds:///absent")
+	demo := map[string]string{"grpc_target": "xds:///demo"}
+	absent := map[string]string{"grpc_target": "xds:///absent"}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		out := maps.Clone(base)
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	atLeast := []struct {
+		name   string
+		labels map[string]string
+		min    float64
+	}{
+		{"xdslens_data_plane_picks_total", with(demo, "grpc_lb_backend_service", "demo-cluster", "outcome", "sent"), 2},
+		{"xdslens_data_plane_picks_total", with(demo, "grpc_lb_backend_service", "demo-cluster", "outcome", "no_endpoint"), 0},
+		{"xdslens_data_plane_calls_total", with(demo, "grpc_lb_backend_service", "demo-cluster", "xdslens_leaf_cluster", "demo-cluster", "grpc_status", "OK"), 2},
+		{"xdslens_data_plane_config_updates_total", with(demo, "result", "config"), 1},
+		{"xdslens_data_plane_config_updates_total", with(demo, "result", "error"), 0},
+		// The circuit breaker of the demo's cluster, in the client of
+		// --target that every channel shares: the default max_requests.
+		{"xdslens_data_plane_max_requests", map[string]string{"grpc_target": "xdswatch", "xdslens_leaf_cluster": "demo-cluster"}, 1024},
+		{"xdslens_data_plane_in_flight", map[string]string{"grpc_target": "xdswatch", "xdslens_leaf_cluster": "demo-cluster"}, 0},
+		{"xdslens_data_plane_config_updates_total", with(absent, "result", "error"), 1},
+		{"xdslens_data_plane_picks_total", with(absent, "grpc_lb_backend_service", "", "outcome", "config_error"), 1},
+		// The clients' metrics are on the same page.
+		{"grpc_xds_client_connected", map[string]string{"grpc_target": "xdswatch"}, 1},
+	}
+	var body string
+	if msg := poll(testTimeout, func() string {
+		var err error
+		if body, err = scrape(addr); err != nil {
+			return err.Error()
+		}
+		for _, w := range atLeast {
+			if v, ok := sampleValue(body, w.name, w.labels); !ok || v < w.min {
+				return fmt.Sprintf("no sample %s >= %v in\n%s", selector(w.name, w.labels), w.min, body)
+			}
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
+	}
+	// Closing the demo's channel detaches its metrics: its counters stop.
+	p.send(t, "-xds:///demo")
+	sent := with(demo, "grpc_lb_backend_service", "demo-cluster", "outcome", "sent")
+	var last float64
+	if msg := poll(testTimeout, func() string {
+		var err error
+		if body, err = scrape(addr); err != nil {
+			return err.Error()
+		}
+		v, _ := sampleValue(body, "xdslens_data_plane_picks_total", sent)
+		if v != last {
+			last = v
+			return fmt.Sprintf("picks still rising after the channel closed: %v", v)
+		}
+		return ""
+	}); msg != "" {
+		t.Fatal(msg)
+	}
+	p.interrupt(t)
 }

@@ -85,12 +85,13 @@ func (e otlpEndpoint) String() string {
 	return scheme + "://" + e.hostPort + path
 }
 
-// pushOTLP pushes the metrics of the pool's clients (package telemetry)
+// pushOTLP pushes the metrics of the pool's clients (package telemetry),
+// and those of the channels' data planes once its provider is in meters,
 // with OTLP to the receiver at endpoint, an --otlp-endpoint, every
 // cfg.otlpInterval (the SDK's default when 0), describing the process as
 // cfg says. The returned func exports what is pending, stops the exporter
 // and detaches the metrics from the pool.
-func pushOTLP(endpoint string, pool *xdsclient.Pool, cfg *config) (string, func(), error) {
+func pushOTLP(endpoint string, pool *xdsclient.Pool, cfg *config, meters *meters) (string, func(), error) {
 	e, err := parseOTLPEndpoint(endpoint)
 	if err != nil {
 		return "", nil, err
@@ -115,6 +116,7 @@ func pushOTLP(endpoint string, pool *xdsclient.Pool, cfg *config) (string, func(
 	if err != nil {
 		return "", nil, err
 	}
+	*meters = append(*meters, p)
 	return e.String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), metricsShutdownTimeout)
 		defer cancel()

@@ -112,9 +112,10 @@ func (r *otlpReceiver) waitFor(t *testing.T, service, metric string) {
 	}
 }
 
-// TestOTLPEndpoint runs the demo with --otlp-endpoint against a real OTLP
-// receiver on loopback, over gRPC and over HTTP: the metrics arrive, under
-// the service.name that --service-name gives (or "xdswatch").
+// TestOTLPEndpoint runs the demo with --otlp-endpoint and RPCs through
+// xds:///demo against a real OTLP receiver on loopback, over gRPC and over
+// HTTP: the clients' and the data plane's metrics arrive, under the
+// service.name that --service-name gives (or "xdswatch").
 func TestOTLPEndpoint(t *testing.T) {
 	recv := newOTLPReceiver()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -137,7 +138,8 @@ func TestOTLPEndpoint(t *testing.T) {
 		{web.URL, "edge-proxy", []string{"--service-name", "edge-proxy"}},
 	} {
 		t.Run(strings.Split(tc.endpoint, ":")[0], func(t *testing.T) {
-			args := append([]string{"--output", "json", "--otlp-endpoint", tc.endpoint, "--otlp-interval", "100ms"}, tc.args...)
+			args := append([]string{"--output", "json", "--otlp-endpoint", tc.endpoint, "--otlp-interval", "100ms", "--rpc-interval", "50ms"}, tc.args...)
+			args = append(args, "xds:///demo")
 			p := startProc(t, cleanEnv(), args...)
 			var l listeningEvent
 			if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Event != eventListening {
@@ -145,6 +147,8 @@ func TestOTLPEndpoint(t *testing.T) {
 			}
 			recv.waitFor(t, tc.service, "grpc.xds_client.connected")
 			recv.waitFor(t, tc.service, "grpc.xds_client.resources")
+			recv.waitFor(t, tc.service, "xdslens.data_plane.picks")
+			recv.waitFor(t, tc.service, "xdslens.data_plane.calls")
 			p.interrupt(t)
 		})
 	}

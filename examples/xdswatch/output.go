@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 
@@ -183,36 +184,10 @@ func resourceJSON(r *xdsclient.Resource) json.RawMessage {
 	return b
 }
 
-// codeNames are the gRPC status code names, as the gRPC status code
-// documentation and codes.Code's JSON form spell them.
-var codeNames = map[codes.Code]string{
-	codes.OK:                 "OK",
-	codes.Canceled:           "CANCELLED",
-	codes.Unknown:            "UNKNOWN",
-	codes.InvalidArgument:    "INVALID_ARGUMENT",
-	codes.DeadlineExceeded:   "DEADLINE_EXCEEDED",
-	codes.NotFound:           "NOT_FOUND",
-	codes.AlreadyExists:      "ALREADY_EXISTS",
-	codes.PermissionDenied:   "PERMISSION_DENIED",
-	codes.ResourceExhausted:  "RESOURCE_EXHAUSTED",
-	codes.FailedPrecondition: "FAILED_PRECONDITION",
-	codes.Aborted:            "ABORTED",
-	codes.OutOfRange:         "OUT_OF_RANGE",
-	codes.Unimplemented:      "UNIMPLEMENTED",
-	codes.Internal:           "INTERNAL",
-	codes.Unavailable:        "UNAVAILABLE",
-	codes.DataLoss:           "DATA_LOSS",
-	codes.Unauthenticated:    "UNAUTHENTICATED",
-}
-
-// codeName returns c's name in upper snake case, such as NOT_FOUND; a code
-// outside gRPC's set is printed as codes.Code prints it ("Code(42)").
-func codeName(c codes.Code) string {
-	if s, ok := codeNames[c]; ok {
-		return s
-	}
-	return c.String()
-}
+// codeName returns c's name in upper snake case, such as NOT_FOUND, as
+// the gRPC spec and the data-plane metrics spell it; a code outside
+// gRPC's set is printed as codes.Code prints it ("Code(42)").
+func codeName(c codes.Code) string { return telemetry.StatusName(c) }
 
 // lockedWriter serializes writes to w, so that lines written to standard
 // error by different goroutines never interleave.

@@ -167,6 +167,28 @@ func TestParseArgs(t *testing.T) {
 	if _, err := parseArgs([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: %v, want flag.ErrHelp", err)
 	}
+
+	// xds:/// arguments among TYPE:NAME ones, and the RPC flags.
+	cfg, err = parseArgs([]string{"xds:///a", "cds:c", "--rpc-interval", "1s", "--rpc-header", "X-A=1", "--rpc-header", "x-a=2", "xds://auth/b%2Fc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, tg := range cfg.targets {
+		targets = append(targets, tg.arg+" "+tg.authority+" "+tg.path)
+	}
+	if want := []string{"xds:///a  /a", "xds://auth/b%2Fc auth /b/c"}; !slices.Equal(targets, want) || len(cfg.specs) != 1 {
+		t.Errorf("targets %q, want %q; specs %v", targets, want, cfg.specs)
+	}
+	if r := cfg.rpc; r.interval != time.Second || r.method != "/grpc.health.v1.Health/Check" || r.timeout != time.Second ||
+		!slices.Equal(r.headers.md["x-a"], []string{"1", "2"}) || len(r.headers.md) != 1 {
+		t.Errorf("rpc flags %+v", r)
+	}
+	// The tour routes xds:///demo, with RPCs three times per step.
+	cfg, err = parseArgs([]string{"--demo-tour", "--demo-tour-step", "600ms"})
+	if err != nil || len(cfg.targets) != 1 || cfg.targets[0].arg != tourTarget || cfg.rpc.interval != 200*time.Millisecond {
+		t.Errorf("--demo-tour: %+v, %v; want target %s and RPCs every 200ms", cfg, err, tourTarget)
+	}
 }
 
 // TestCodeNames checks every name against grpc-go's own JSON names for

@@ -5,14 +5,22 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // serveFunc starts one server or exporter beside the watches on addr
 // (HOST:PORT, port 0 allowed; a URL for OTLP) over the clients of pool, as
-// cfg says. It returns the address actually bound (the URL exported to)
-// and a func that stops it.
-type serveFunc func(addr string, pool *xdsclient.Pool, cfg *config) (bound string, stop func(), err error)
+// cfg says; one that exports metrics adds its MeterProvider to meters, for
+// the channels' data-plane metrics. It returns the address actually bound
+// (the URL exported to) and a func that stops it.
+type serveFunc func(addr string, pool *xdsclient.Pool, cfg *config, meters *meters) (bound string, stop func(), err error)
+
+// meters are the MeterProviders of the metrics sidecars (Prometheus,
+// OTLP): each channel feeds its data-plane metrics to all of them, beside
+// the clients' metrics.
+type meters []metric.MeterProvider
 
 // sidecars are the servers started beside the watches.
 type sidecars struct {
@@ -23,6 +31,8 @@ type sidecars struct {
 	// how often.
 	otlp      string
 	otlpEvery time.Duration
+	// meters are the providers of the metrics sidecars.
+	meters meters
 	// stops stop the running servers.
 	stops []func()
 }
@@ -44,7 +54,7 @@ func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
 		if sc.addr == "" {
 			continue
 		}
-		bound, stop, err := sc.serve(sc.addr, pool, cfg)
+		bound, stop, err := sc.serve(sc.addr, pool, cfg, &s.meters)
 		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("%s %s: %w", sc.flag, sc.addr, err)

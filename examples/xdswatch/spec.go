@@ -37,6 +37,9 @@ func parseSpec(arg string) (spec, error) {
 		return spec{}, fmt.Errorf("%q: want TYPE:NAME, for example cds:backend", arg)
 	}
 	typ, err := resolveType(typeStr)
+	if err != nil && strings.EqualFold(typeStr, "xds") {
+		return spec{}, fmt.Errorf("%q: %w (for a channel's config, write xds:///LISTENER)", arg, err)
+	}
 	if err != nil {
 		return spec{}, fmt.Errorf("%q: %w", arg, err)
 	}

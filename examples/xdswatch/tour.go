@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/xdsclient"
@@ -28,19 +31,51 @@ type tourStep struct {
 	goals []tourGoal
 }
 
-// tourGoal is what the client shows at one point of the tour. A goal may
-// say more than the cache (what RPCs see, say) by growing a field here and
-// a check in (*tour).met.
+// tourGoal is what the client shows at one point of the tour: its cache,
+// and what the RPCs through tourTarget see.
 type tourGoal struct {
 	// cache is every entry of the client's cache.
 	cache tourCache
+	// rpc is the outcome of the last RPC through tourTarget.
+	rpc rpcGoal
 }
 
-// tourView is what a goal reads: the client's cache entries and whether
-// it is connected to each server.
+// rpcGoal is the outcome of an RPC the tour announces: its code, and what
+// its message names.
+type rpcGoal struct {
+	code codes.Code
+	// names are strings the message contains.
+	names []string
+}
+
+// matches reports whether r, the last RPC (nil when none ended yet), is
+// what g announces.
+func (g rpcGoal) matches(r *rpcResult) bool {
+	if r == nil || r.code != g.code {
+		return false
+	}
+	for _, n := range g.names {
+		if !strings.Contains(r.message, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes g for the tour's lines.
+func (g rpcGoal) String() string {
+	if g.code == codes.OK {
+		return "RPCs through " + tourTarget + " succeed"
+	}
+	return fmt.Sprintf("RPCs through %s fail %s, naming %s", tourTarget, codeName(g.code), strings.Join(g.names, " and "))
+}
+
+// tourView is what a goal reads: the client's cache entries, whether it
+// is connected to each server, and the last RPC through tourTarget.
 type tourView struct {
 	entries   map[resourceKey]xdsclient.EntrySnapshot
 	connected map[string]bool // by server URI
+	rpc       *rpcResult      // nil until one ended
 }
 
 // tour walks the demo control plane through the cases of gRFC A88 and
@@ -59,16 +94,18 @@ type tour struct {
 	// watch asks the main loop to run a watch command (+TYPE:NAME).
 	watch chan<- string
 
-	changed chan struct{} // receives a value after each client event
+	changed chan struct{} // receives a value after each client event and RPC
 
-	mu        sync.Mutex // guards connected
+	mu        sync.Mutex // guards connected and lastRPC
 	connected map[string]bool
+	lastRPC   *rpcResult
 }
 
-// runTour starts the tour in a goroutine. It sends watch commands on
-// watch, which the caller must keep reading until the returned func, which
-// ends the tour and waits for it, has returned.
-func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, step, timeout time.Duration, out io.Writer, watch chan<- string) (stop func()) {
+// runTour starts the tour in a goroutine. It reads the outcomes of the RPCs
+// of channels through tourTarget, and sends watch commands on watch, which
+// the caller must keep reading until the returned func, which ends the
+// tour and waits for it, has returned.
+func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, channels *channelSet, step, timeout time.Duration, out io.Writer, watch chan<- string) (stop func()) {
 	t := &tour{
 		demo: d, specs: d.specs, client: client, step: step, timeout: timeout, out: out, watch: watch,
 		changed:   make(chan struct{}, 1),
@@ -91,6 +128,15 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, step, t
 			poke()
 		},
 	})
+	removeObserver := channels.observeRPCs(func(r rpcResult) {
+		if r.target != tourTarget {
+			return
+		}
+		t.mu.Lock()
+		t.lastRPC = &r
+		t.mu.Unlock()
+		poke()
+	})
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -100,6 +146,7 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, step, t
 	return func() {
 		cancel()
 		<-done
+		removeObserver()
 		removeHooks()
 	}
 }
@@ -107,13 +154,12 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, step, t
 // steps returns the tour. The goals depend on t.specs and t.timeout
 // alone; the acts run against t.demo.
 func (t *tour) steps() []tourStep {
-	base := demoResources()
-	v2 := tourConfig(base)
-	serve := func(version string, resources []proto.Message) func(context.Context) error {
-		return func(ctx context.Context) error { return t.demo.setPrimary(ctx, version, resources) }
+	serve := func(version string, config func(base []proto.Message) []proto.Message) func(context.Context) error {
+		return func(ctx context.Context) error { return t.demo.setPrimary(ctx, version, config(t.demo.base)) }
 	}
 	cds := xdsresource.ClusterType
-	goal := func(c tourCache) tourGoal { return tourGoal{cache: c} }
+	ok := rpcGoal{code: codes.OK}
+	goal := func(c tourCache, r rpcGoal) tourGoal { return tourGoal{cache: c, rpc: r} }
 	at := func(version string, from serverRole) tourCache { return allAt(t.specs, version, from) }
 	// The entries the tour adds stay as they are once they have been
 	// shown: only REQUESTED entries are retried or timed.
@@ -123,55 +169,62 @@ func (t *tour) steps() []tourStep {
 		title: "start",
 		what: "the client subscribes (REQUESTED) to the demo's resources on the primary server, which serves them at version 1: " +
 			"listener demo, route configuration demo-route, cluster " + tourCluster + " (its load reported to the server that sent it: lrs_server self; " +
-			"xdswatch keeps that load report stream open), its endpoints (two), and the Listener of the demo's xDS-enabled server on " + demoServerAddr,
-		goals: []tourGoal{goal(at(demoVersion, primaryServer))},
+			"xdswatch keeps that load report stream open), its endpoints (the demo's two backends), and the Listener of the demo's xDS-enabled server on " + demoServerAddr +
+			"; xdswatch routes a channel to " + tourTarget + " by them, whose RPCs succeed",
+		goals: []tourGoal{goal(at(demoVersion, primaryServer), ok)},
 	}, {
 		title: "version update",
-		what:  "version 2 takes one of the two endpoints out of " + tourCluster + "; every other resource stays as it was, now at version 2",
-		act:   serve("2", v2),
-		goals: []tourGoal{goal(at("2", primaryServer))},
+		what:  "version 2 takes one of the two endpoints out of " + tourCluster + "; every other resource stays as it was, now at version 2; RPCs succeed",
+		act:   serve("2", tourConfig),
+		goals: []tourGoal{goal(at("2", primaryServer), ok)},
 	}, {
 		title: "NACK",
 		what: "version 3 makes cluster " + tourCluster + " STATIC, a type gRPC does not support: the client rejects it (NACK) and keeps version 2; " +
-			"every other resource stays as it was, now at version 3",
-		act:   serve("3", withCluster(v2, tourCluster, unsupportedCluster(tourCluster))),
-		goals: []tourGoal{goal(at("3", primaryServer).with(cds, tourCluster, held(xdsclient.StateNACKed, "2", primaryServer)))},
+			"every other resource stays as it was, now at version 3; RPCs keep succeeding on version 2 of the cluster",
+		act: serve("3", func(base []proto.Message) []proto.Message {
+			return withCluster(tourConfig(base), tourCluster, unsupportedCluster(tourCluster))
+		}),
+		goals: []tourGoal{goal(at("3", primaryServer).with(cds, tourCluster, held(xdsclient.StateNACKed, "2", primaryServer)), ok)},
 	}, {
 		title: "ignored deletion",
 		what: "version 4 leaves cluster " + tourCluster + " out: gRFC A88 keeps a deleted cluster in use and tells its watchers NOT_FOUND as an ambient error; " +
-			"every other resource stays as it was, now at version 4",
-		act:   serve("4", withCluster(v2, tourCluster, nil)),
-		goals: []tourGoal{goal(at("4", primaryServer).with(cds, tourCluster, held(xdsclient.StateDoesNotExist, "2", primaryServer)))},
+			"every other resource stays as it was, now at version 4; RPCs keep succeeding on the cluster kept",
+		act:   serve("4", withoutCluster),
+		goals: []tourGoal{goal(at("4", primaryServer).with(cds, tourCluster, held(xdsclient.StateDoesNotExist, "2", primaryServer)), ok)},
 	}, {
 		title: "TP3 error",
 		what: "version " + tourTP3Version + " answers cluster " + tourCluster + " with an UNAVAILABLE error in resource_errors (xRFC TP3): " +
-			"the client keeps the cluster and reports the error; every other resource stays as it was, now at version " + tourTP3Version,
-		act:   serve(tourTP3Version, withCluster(v2, tourCluster, nil)),
-		goals: []tourGoal{goal(at(tourTP3Version, primaryServer).with(cds, tourCluster, held(xdsclient.StateReceivedError, "2", primaryServer)))},
+			"the client keeps the cluster and reports the error; every other resource stays as it was, now at version " + tourTP3Version +
+			"; RPCs keep succeeding on the cluster kept",
+		act:   serve(tourTP3Version, withoutCluster),
+		goals: []tourGoal{goal(at(tourTP3Version, primaryServer).with(cds, tourCluster, held(xdsclient.StateReceivedError, "2", primaryServer)), ok)},
 	}, {
 		title: "does-not-exist",
-		what:  fmt.Sprintf("a new watch of cds %s, which the server does not have: REQUESTED until the does-not-exist timer fires (after --resource-timeout, %v)", tourMissing, t.timeout),
-		act:   t.watchCmd("+cds:" + tourMissing),
+		what: fmt.Sprintf("version 6 serves cluster %s again, as version 2 had it (ACKED: its watchers hear that the error is over), "+
+			"and has route demo-route send every RPC to cluster %s, which no server has: the client asks for it (REQUESTED) "+
+			"and RPCs keep going to %s until its does-not-exist timer fires (after --resource-timeout, %v), since a route is used only "+
+			"once every cluster it names has been heard from (gRFC A74); then %s is DOES_NOT_EXIST and RPCs fail UNAVAILABLE, "+
+			"naming cds %s and the node ID; every other resource stays as it was, now at version 6",
+			tourCluster, tourMissing, tourCluster, t.timeout, tourMissing, tourMissing),
+		act: serve("6", func(base []proto.Message) []proto.Message { return withRoute(tourConfig(base), tourMissing) }),
 		goals: []tourGoal{
-			goal(at(tourTP3Version, primaryServer).
-				with(cds, tourCluster, held(xdsclient.StateReceivedError, "2", primaryServer)).
-				with(cds, tourMissing, empty(xdsclient.StateRequested))),
-			goal(at(tourTP3Version, primaryServer).
-				with(cds, tourCluster, held(xdsclient.StateReceivedError, "2", primaryServer)).
-				with(cds, tourMissing, missing)),
+			goal(at("6", primaryServer).with(cds, tourMissing, empty(xdsclient.StateRequested)), ok),
+			goal(at("6", primaryServer).with(cds, tourMissing, missing),
+				rpcGoal{code: codes.Unavailable, names: []string{strconv.Quote(tourMissing), strconv.Quote(demoNodeID)}}),
 		},
 	}, {
 		title: "recovery",
-		what: "version 6 serves cluster " + tourCluster + " again, as version 2 had it: ACKED, and its watchers hear that the error is over; " +
-			"every other resource stays as it was, now at version 6",
-		act:   serve("6", v2),
-		goals: []tourGoal{goal(at("6", primaryServer).with(cds, tourMissing, missing))},
+		what: "version 7 has route demo-route send RPCs to cluster " + tourCluster + " again: RPCs succeed, and the client no longer " +
+			"subscribes to " + tourMissing + ", which nothing uses any more; every other resource stays as it was, now at version 7",
+		act:   serve("7", tourConfig),
+		goals: []tourGoal{goal(at("7", primaryServer), ok)},
 	}, {
 		title: "fallback",
-		what: "the primary server goes away: every watcher hears UNAVAILABLE once and keeps what it has, and the load report stream retries the primary. " +
+		what: "the primary server goes away: every watcher hears UNAVAILABLE once and keeps what it has, RPCs keep succeeding on the cached resources, " +
+			"and the load report stream retries the primary. " +
 			"With every watched resource cached the client stays with the primary (gRFC A71), so a new watch of cds " + tourTimeout +
-			" makes it fall back to the secondary server, which serves the same resources as version 6, at version " + tourFallbackVersion +
-			", and declares resource_timer_is_transient_error: the client takes every resource from it, and " + tourTimeout +
+			" makes it fall back to the secondary server, which serves the same resources as version 7, at version " + tourFallbackVersion +
+			", and declares resource_timer_is_transient_error: the client takes every resource from it, RPCs keep succeeding, and " + tourTimeout +
 			", which the secondary does not have either, times out (TIMEOUT, UNAVAILABLE)",
 		act: func(ctx context.Context) error {
 			t.demo.stopPrimary()
@@ -184,22 +237,18 @@ func (t *tour) steps() []tourStep {
 			return t.watchCmd("+cds:" + tourTimeout)(ctx)
 		},
 		goals: []tourGoal{
-			goal(at(tourFallbackVersion, secondaryServer).
-				with(cds, tourMissing, missing).
-				with(cds, tourTimeout, empty(xdsclient.StateRequested))),
-			goal(at(tourFallbackVersion, secondaryServer).
-				with(cds, tourMissing, missing).
-				with(cds, tourTimeout, timedOut)),
+			goal(at(tourFallbackVersion, secondaryServer).with(cds, tourTimeout, empty(xdsclient.StateRequested)), ok),
+			goal(at(tourFallbackVersion, secondaryServer).with(cds, tourTimeout, timedOut), ok),
 		},
 	}, {
 		title: "switch back",
-		what: "the primary server comes back with version 7, the same resources as version 6: once the client reconnects " +
+		what: "the primary server comes back with version 8, the same resources as version 7: once the client reconnects " +
 			"(gRPC's reconnect backoff may take a few seconds) it switches back to the primary, takes every resource from it " +
-			"and closes the secondary's channel; the load report stream reconnects to the primary",
+			"and closes the secondary's channel; the load report stream reconnects to the primary; RPCs keep succeeding",
 		act: func(ctx context.Context) error {
-			return t.demo.restartPrimary(ctx, "7", v2)
+			return t.demo.restartPrimary(ctx, "8", tourConfig(t.demo.base))
 		},
-		goals: []tourGoal{goal(at("7", primaryServer).with(cds, tourMissing, missing).with(cds, tourTimeout, timedOut))},
+		goals: []tourGoal{goal(at("8", primaryServer).with(cds, tourTimeout, timedOut), ok)},
 	}}
 }
 
@@ -248,14 +297,16 @@ func (t *tour) run(ctx context.Context) {
 				return
 			}
 			if err != nil {
-				t.say("tour %s not reached: %s: %v", n, changes(shown, s.goals[next].cache, t.specs, t.addr), err)
-				shown = s.goals[next].cache
+				g := s.goals[next]
+				t.say("tour %s not reached: %s; %v: %v", n, changes(shown, g.cache, t.specs, t.addr), g.rpc, err)
+				shown = g.cache
 				next++
 				continue
 			}
 			for ; next <= reached; next++ {
-				t.say("tour %s reached: %s", n, changes(shown, s.goals[next].cache, t.specs, t.addr))
-				shown = s.goals[next].cache
+				g := s.goals[next]
+				t.say("tour %s reached: %s; %v", n, changes(shown, g.cache, t.specs, t.addr), g.rpc)
+				shown = g.cache
 			}
 		}
 		hold := time.NewTimer(t.step)
@@ -271,7 +322,7 @@ func (t *tour) run(ctx context.Context) {
 
 // met reports whether the client shows g.
 func (t *tour) met(g tourGoal, v *tourView) bool {
-	return g.cache.matches(v.entries, t.addr)
+	return g.cache.matches(v.entries, t.addr) && g.rpc.matches(v.rpc)
 }
 
 // addr returns the address of the server of role.
@@ -316,6 +367,7 @@ func (t *tour) view() *tourView {
 	for s, c := range t.connected {
 		v.connected[s] = c
 	}
+	v.rpc = t.lastRPC
 	t.mu.Unlock()
 	return v
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -71,6 +73,24 @@ func cacheDiff(got, want tourCache) string {
 	return strings.Join(lines, "\n")
 }
 
+// tourRPCRE matches the text line of an RPC through the tour's channel.
+var tourRPCRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + tourTarget + ` rpc /grpc\.health\.v1\.Health/Check: ([A-Z_]+), (?:no cluster|cluster \S+), (?:no peer|peer \S+)(?:: (.*))?$`)
+
+// parseTourRPC returns the RPC of line, nil when line is not the line of
+// an RPC through the tour's channel.
+func parseTourRPC(t *testing.T, line string) *rpcResult {
+	t.Helper()
+	m := tourRPCRE.FindStringSubmatch(line)
+	if m == nil {
+		return nil
+	}
+	var code codes.Code
+	if err := json.Unmarshal([]byte(`"`+m[1]+`"`), &code); err != nil {
+		t.Fatalf("line %q: code: %v", line, err)
+	}
+	return &rpcResult{target: tourTarget, code: code, message: m[2]}
+}
+
 // TestDemoTour runs the tour in this process (so the race detector sees
 // it) in text mode, standard output and standard error on one pipe, with a
 // step of 1s, and checks what a person sees:
@@ -81,6 +101,12 @@ func cacheDiff(got, want tourCache) string {
 //     announce. A goal that is not the last of its step may already have
 //     given way to the next one (a short does-not-exist timer), which
 //     CSDS may show instead;
+//   - every RPC through xds:///demo from then on has the outcome the goal
+//     announced (or, but for the last goal of a step, the next goal's),
+//     and there is one at least while the step's last goal is held: at a
+//     NACK, an ignored deletion, a TP3 error and during the fallback RPCs
+//     keep succeeding; at the does-not-exist of the route's cluster they
+//     fail UNAVAILABLE naming the cluster and the node ID;
 //   - the fallback step prints one line per change: one UNAVAILABLE line
 //     per watch, however many times the client fails to reconnect to the
 //     primary, and one warning for the failure and one for the fallback;
@@ -100,7 +126,7 @@ func TestDemoTour(t *testing.T) {
 		outW.Close()
 	}()
 
-	specs, err := specsOf(demoResources(), "")
+	specs, err := specsOf(demoResources([]string{"127.0.0.1:1", "127.0.0.1:2"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +137,20 @@ func TestDemoTour(t *testing.T) {
 		stepOf     = 0             // the step whose lines are being read
 		fallback   []string        // the lines of the fallback step
 		nacks      int
+		// The goal whose RPC outcome the RPCs show (step, goal, and the
+		// RPCs counted for it); step 0 for none.
+		rpcStep, rpcGoalAt, rpcs int
+		lastRPC                  *rpcResult // the last RPC printed
 	)
+	endGoal := func() {
+		if rpcStep == 0 {
+			return
+		}
+		if goals := steps[rpcStep-1].goals; rpcGoalAt == len(goals)-1 && rpcs == 0 {
+			t.Errorf("step %d (%s): no RPC while its last goal was held", rpcStep, steps[rpcStep-1].title)
+		}
+		rpcStep = 0
+	}
 	reachedRE := regexp.MustCompile(`^xdswatch: tour (\d+)/\d+ reached: `)
 	stepRE := regexp.MustCompile(`^xdswatch: tour (\d+)/\d+ [a-zA-Z0-9 -]+: `)
 	for {
@@ -124,10 +163,27 @@ func TestDemoTour(t *testing.T) {
 			t.Errorf("tour: %s", line)
 		}
 		if strings.HasPrefix(line, "xdswatch: tour over") {
+			endGoal()
 			break
 		}
 		if m := stepRE.FindStringSubmatch(line); m != nil && !reachedRE.MatchString(line) {
 			stepOf, _ = strconv.Atoi(m[1])
+			endGoal()
+		}
+		r := parseTourRPC(t, line)
+		if r != nil {
+			lastRPC = r
+		}
+		if r != nil && rpcStep != 0 {
+			goals := steps[rpcStep-1].goals
+			ok := goals[rpcGoalAt].rpc.matches(r)
+			if rpcGoalAt+1 < len(goals) {
+				ok = ok || goals[rpcGoalAt+1].rpc.matches(r)
+			}
+			if !ok {
+				t.Errorf("step %d (%s), goal %d (%v): RPC %q", rpcStep, steps[rpcStep-1].title, rpcGoalAt+1, goals[rpcGoalAt].rpc, line)
+			}
+			rpcs++
 		}
 		if steps[max(stepOf-1, 0)].title == "fallback" {
 			fallback = append(fallback, line)
@@ -148,6 +204,21 @@ func TestDemoTour(t *testing.T) {
 		if n > len(steps) || i >= len(steps[n-1].goals) {
 			t.Fatalf("%q: step %d has no goal %d", line, n, i+1)
 		}
+		if want := "; " + steps[n-1].goals[i].rpc.String(); !strings.HasSuffix(line, want) {
+			t.Errorf("%q: want it to end in %q", line, want)
+		}
+		// The tour says a goal is reached once an RPC showed it (or a
+		// later goal of the step, which it passed on the way): that RPC's
+		// line came first.
+		shown := false
+		for _, g := range steps[n-1].goals[i:] {
+			shown = shown || g.rpc.matches(lastRPC)
+		}
+		if !shown {
+			t.Errorf("%q after the RPC %+v", line, lastRPC)
+		}
+		endGoal()
+		rpcStep, rpcGoalAt, rpcs = n, i, 0
 		if csdsClient == nil {
 			t.Fatal("no admin port line before the tour")
 		}
@@ -187,7 +258,7 @@ func TestDemoTour(t *testing.T) {
 			unavailable[f[1]+" "+f[2]]++
 		}
 	}
-	wantUnavailable := map[string]int{"cds " + tourMissing: 1, "cds " + tourTimeout: 1}
+	wantUnavailable := map[string]int{"cds " + tourTimeout: 1}
 	for _, s := range specs {
 		wantUnavailable[typeLabel(s.typ)+" "+s.name] = 1
 	}
@@ -203,9 +274,10 @@ func TestDemoTour(t *testing.T) {
 }
 
 // TestRunTourInProcess runs the tour in this process, so the race detector
-// sees it, and ends it at the end of the tour and in the middle of the
-// fallback step (primary stopped, secondary in use): run returns and
-// leaves no goroutine behind.
+// sees it, its channel and its RPCs, and ends it at the end of the tour and
+// in the middle of the fallback step (primary stopped, secondary in use):
+// RPCs succeeded, and run returns and leaves no goroutine behind (the
+// channel, its RPCs and the demo's backends are stopped).
 func TestRunTourInProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -229,9 +301,15 @@ func TestRunTourInProcess(t *testing.T) {
 				stdoutW.Close()
 				stderrW.Close()
 			}()
+			okRPCs := make(chan int, 1)
 			go func() {
-				for range stdout {
+				n := 0
+				for l := range stdout {
+					if strings.Contains(l, `"event":"rpc"`) && strings.Contains(l, `"code":"OK"`) {
+						n++
+					}
 				}
+				okRPCs <- n
 			}()
 			for {
 				l := nextLine(t, stderr, "stderr")
@@ -245,6 +323,9 @@ func TestRunTourInProcess(t *testing.T) {
 			cancel()
 			expectCleanReturn(t, result)
 			for range stderr {
+			}
+			if n := <-okRPCs; n == 0 {
+				t.Error("no RPC through " + tourTarget + " succeeded")
 			}
 		})
 	}

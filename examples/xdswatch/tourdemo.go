@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -22,8 +24,11 @@ import (
 // Names and versions of the demo tour.
 const (
 	// tourCluster is the demo cluster the tour breaks and repairs.
-	tourCluster = demoListener + "-cluster"
-	// tourMissing is a cluster no server has, watched on the primary.
+	tourCluster = demoCluster
+	// tourTarget is the channel whose RPCs the tour shows.
+	tourTarget = "xds:///" + demoListener
+	// tourMissing is a cluster no server has, which the route names for
+	// a step.
 	tourMissing = "tour-missing"
 	// tourTimeout is a cluster no server has, watched on the secondary.
 	tourTimeout = "tour-timeout"
@@ -48,7 +53,7 @@ const (
 type tourDemo struct {
 	*demo
 	secondary *controlplane.Server
-	// base is the demo configuration of version 1 (demoResources).
+	// base is the demo configuration of version 1 (demo.resources).
 	base []proto.Message
 
 	mu      sync.Mutex // guards primary
@@ -65,7 +70,7 @@ func startTourDemo(ctx context.Context) (*tourDemo, error) {
 	if err != nil {
 		return nil, err
 	}
-	td := &tourDemo{demo: d, primary: d.srv, base: demoResources()}
+	td := &tourDemo{demo: d, primary: d.srv, base: d.resources}
 	td.stop = td.stopServers
 	secondary, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode())
 	if err != nil {
@@ -138,12 +143,13 @@ func tourCallbacks() controlplane.Option {
 	})
 }
 
-// stopServers stops both servers.
+// stopServers stops both servers and the backends.
 func (td *tourDemo) stopServers() {
 	td.stopPrimary()
 	if td.secondary != nil {
 		td.secondary.Stop()
 	}
+	td.stopBackends()
 }
 
 // currentPrimary returns the primary server last started.
@@ -226,9 +232,27 @@ func withOneEndpoint(base []proto.Message, clusterName string) []proto.Message {
 	return out
 }
 
-// tourConfig is the configuration of versions 2, 6 and 7 of the tour and
+// tourConfig is the configuration of versions 2, 7 and 8 of the tour and
 // of the secondary server: base with one endpoint fewer.
 func tourConfig(base []proto.Message) []proto.Message { return withOneEndpoint(base, tourCluster) }
+
+// withoutCluster is the configuration of versions 4 and 5: tourConfig
+// without tourCluster.
+func withoutCluster(base []proto.Message) []proto.Message {
+	return withCluster(tourConfig(base), tourCluster, nil)
+}
+
+// withRoute returns base with the route configuration sending every RPC
+// to cluster.
+func withRoute(base []proto.Message, cluster string) []proto.Message {
+	out := slices.Clone(base)
+	for i, m := range out {
+		if rc, ok := m.(*routev3.RouteConfiguration); ok {
+			out[i] = controlplane.RouteConfig(rc.GetName(), []string{"*"}, cluster)
+		}
+	}
+	return out
+}
 
 // unsupportedCluster is a cluster gRPC rejects: STATIC is not a type it
 // supports.

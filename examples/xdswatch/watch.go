@@ -92,15 +92,18 @@ func sameState(msg string) string {
 type watchSet struct {
 	client *xdsclient.Client
 	out    *output
-	byKey  map[resourceKey][]func()
+	// channels are the xds:/// channels that commands start and close.
+	channels *channelSet
+	byKey    map[resourceKey][]func()
 	// order lists every key that has had a watch, in first-watch order,
 	// so that cancelAll is deterministic.
 	order []resourceKey
 }
 
-// newWatchSet returns an empty set of watches on client printing to out.
-func newWatchSet(client *xdsclient.Client, out *output) *watchSet {
-	return &watchSet{client: client, out: out, byKey: map[resourceKey][]func(){}}
+// newWatchSet returns an empty set of watches on client printing to out,
+// whose commands start and close the channels of channels too.
+func newWatchSet(client *xdsclient.Client, out *output, channels *channelSet) *watchSet {
+	return &watchSet{client: client, out: out, channels: channels, byKey: map[resourceKey][]func(){}}
 }
 
 // add starts one more watcher of s.
@@ -137,12 +140,14 @@ func (ws *watchSet) cancelAll() {
 }
 
 // errUnknownCommand is returned by command for a line that is neither
-// +TYPE:NAME nor -TYPE:NAME.
-var errUnknownCommand = errors.New("want +TYPE:NAME or -TYPE:NAME")
+// +TYPE:NAME, -TYPE:NAME, +xds:///LISTENER nor -xds:///LISTENER.
+var errUnknownCommand = errors.New("want +TYPE:NAME, -TYPE:NAME, +xds:///LISTENER or -xds:///LISTENER")
 
 // command runs one line read from standard input: "+TYPE:NAME" starts one
-// more watcher, "-TYPE:NAME" cancels the oldest watcher of that resource.
-// Surrounding white space is ignored; line must not be blank.
+// more watcher, "-TYPE:NAME" cancels the oldest watcher of that resource;
+// "+xds:///LISTENER" starts one more channel, "-xds:///LISTENER" closes
+// the oldest channel of that target. Surrounding white space is ignored;
+// line must not be blank.
 func (ws *watchSet) command(line string) error {
 	line = strings.TrimSpace(line)
 	var op byte
@@ -152,7 +157,11 @@ func (ws *watchSet) command(line string) error {
 	if op != '+' && op != '-' {
 		return fmt.Errorf("%q: %w", line, errUnknownCommand)
 	}
-	s, err := parseSpec(strings.TrimSpace(line[1:]))
+	arg := strings.TrimSpace(line[1:])
+	if isTarget(arg) {
+		return ws.channelCommand(op, arg, line)
+	}
+	s, err := parseSpec(arg)
 	if err != nil {
 		return fmt.Errorf("%q: %w", line, err)
 	}
@@ -162,6 +171,25 @@ func (ws *watchSet) command(line string) error {
 	}
 	if !ws.cancelOldest(s) {
 		return fmt.Errorf("%q: no watcher of %s to cancel", line, s)
+	}
+	return nil
+}
+
+// channelCommand runs the command line op arg: '+' starts one more
+// channel to the target arg, '-' closes its oldest one.
+func (ws *watchSet) channelCommand(op byte, arg, line string) error {
+	t, err := parseTarget(arg)
+	if err != nil {
+		return fmt.Errorf("%q: %w", line, err)
+	}
+	if op == '+' {
+		if err := ws.channels.add(t); err != nil {
+			return fmt.Errorf("%q: %w", line, err)
+		}
+		return nil
+	}
+	if !ws.channels.cancelOldest(t) {
+		return fmt.Errorf("%q: no channel to %s to close", line, arg)
 	}
 	return nil
 }

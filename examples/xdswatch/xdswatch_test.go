@@ -368,6 +368,23 @@ func TestUsageErrors(t *testing.T) {
 		{"tour with TYPE:NAME", nil, []string{"--demo-tour", "cds:c1"}, `"cds:c1"`},
 		{"tour step without the tour", nil, []string{"--demo-tour-step", "1s"}, "--demo-tour-step without --demo-tour"},
 		{"zero tour step", nil, []string{"--demo-tour", "--demo-tour-step", "0s"}, "--demo-tour-step 0s"},
+		{"tour with xds:///", nil, []string{"--demo-tour", "xds:///demo"}, `"xds:///demo"`},
+		{"empty listener", nil, []string{"xds:///"}, `"xds:///": empty listener name`},
+		{"target with a query", nil, []string{"xds:///L?a=b"}, `"xds:///L?a=b"`},
+		{"authority not in the bootstrap", goodEnv, []string{"xds://nope/L"}, `authority "nope"`},
+		{"header without =", nil, []string{"--rpc-interval", "1s", "--rpc-header", "x-a", "xds:///L"}, `"x-a": want KEY=VALUE`},
+		{"bad header name", nil, []string{"--rpc-interval", "1s", "--rpc-header", "x a=1", "xds:///L"}, `header name "x a"`},
+		{"empty header name", nil, []string{"--rpc-interval", "1s", "--rpc-header", "=1", "xds:///L"}, "empty header name"},
+		{"header gRPC sets", nil, []string{"--rpc-interval", "1s", "--rpc-header", "grpc-timeout=1S", "xds:///L"}, `header "grpc-timeout" is set by gRPC`},
+		{"header value not printable", nil, []string{"--rpc-interval", "1s", "--rpc-header", "x-a=\x01", "xds:///L"}, "not printable ASCII"},
+		{"negative rpc interval", nil, []string{"--rpc-interval", "-1s", "xds:///L"}, "--rpc-interval -1s"},
+		{"zero rpc interval", nil, []string{"--rpc-interval", "0s", "xds:///L"}, "--rpc-interval 0s"},
+		{"negative rpc timeout", nil, []string{"--rpc-interval", "1s", "--rpc-timeout", "-1s", "xds:///L"}, "--rpc-timeout -1s"},
+		{"bad rpc timeout", nil, []string{"--rpc-interval", "1s", "--rpc-timeout", "soon", "xds:///L"}, "soon"},
+		{"bad rpc method", nil, []string{"--rpc-interval", "1s", "--rpc-method", "Check", "xds:///L"}, `--rpc-method "Check"`},
+		{"rpc timeout without interval", nil, []string{"--rpc-timeout", "1s", "xds:///L"}, "--rpc-timeout without --rpc-interval"},
+		{"rpc header without interval", nil, []string{"--rpc-header", "a=b", "xds:///L"}, "--rpc-header without --rpc-interval"},
+		{"rpc interval without a channel", nil, []string{"--rpc-interval", "1s", "cds:c1"}, "no xds:///LISTENER"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

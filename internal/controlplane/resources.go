@@ -12,6 +12,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
@@ -121,6 +122,22 @@ func ClusterWithLoadReporting(name, edsServiceName string) *clusterv3.Cluster {
 	}
 	return c
 }
+
+// AggregateCluster returns an aggregate cluster (gRFC A37) named name whose
+// clusters are children, in priority order.
+func AggregateCluster(name string, children ...string) *clusterv3.Cluster {
+	return &clusterv3.Cluster{
+		Name: name,
+		ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
+			Name:        AggregateClusterType,
+			TypedConfig: mustAny(&aggregatev3.ClusterConfig{Clusters: append([]string(nil), children...)}),
+		}},
+	}
+}
+
+// AggregateClusterType is the custom cluster type name of aggregate
+// clusters.
+const AggregateClusterType = "envoy.clusters.aggregate"
 
 // Endpoints returns the endpoints resource clusterName: one locality of
 // weight 1 holding a HEALTHY endpoint for each "ip:port" in addrs. It

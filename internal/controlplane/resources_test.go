@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
@@ -169,5 +171,15 @@ func TestServerListener(t *testing.T) {
 	}
 	if hcm.GetRds().GetRouteConfigName() != "r" || hcm.GetRds().GetConfigSource().GetAds() == nil {
 		t.Errorf("rds = %v, want r over ads", hcm.GetRds())
+	}
+}
+
+func TestAggregateCluster(t *testing.T) {
+	c := controlplane.AggregateCluster("agg", "a", "b")
+	ct := c.GetClusterType()
+	var cfg aggregatev3.ClusterConfig
+	if err := ct.GetTypedConfig().UnmarshalTo(&cfg); err != nil || c.GetName() != "agg" || ct.GetName() != controlplane.AggregateClusterType ||
+		!slices.Equal(cfg.GetClusters(), []string{"a", "b"}) {
+		t.Errorf("aggregate cluster = %v (%v), want agg of a, b", c, err)
 	}
 }

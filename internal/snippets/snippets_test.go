@@ -2,6 +2,7 @@ package snippets_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -128,5 +129,25 @@ func hello() {
 				t.Errorf("Check: %v, want one error containing %q", errs, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestEveryPackageIsVetted checks that every package of the module has test
+// files: the README's test command, go test -vet=all, runs go vet's
+// analyzers only on the packages it tests.
+func TestEveryPackageIsVetted(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{if not .TestGoFiles}}{{if not .XTestGoFiles}}{{.ImportPath}}{{end}}{{end}}", "github.com/xdslens/xdslens/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if untested := strings.TrimSpace(string(out)); untested != "" {
+		t.Errorf("packages without tests, which go test -vet=all does not vet:\n%s", untested)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "go test -race -vet=all ./...") {
+		t.Error("the README's test command no longer vets with go test -vet=all: this test checks the wrong thing")
 	}
 }

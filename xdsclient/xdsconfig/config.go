@@ -55,7 +55,8 @@ type ClusterConfig struct {
 	Name string
 	// Err is the error that makes the cluster unusable, a gRPC status error
 	// with code UNAVAILABLE whose message names the resource, the cause and
-	// the node ID. When Err is set, the other fields but Name are zero.
+	// the node ID (a *ResourceError). When Err is set, the other fields but
+	// Name are zero.
 	Err error
 	// Cluster is the Cluster resource.
 	Cluster *xdsresource.Cluster

@@ -1,0 +1,191 @@
+package dashboards_test
+
+// The end-to-end test of the Data plane row and the data-plane alerts:
+// xdswatch makes RPCs through one xds:/// channel per outcome against a
+// go-control-plane management server and real gRPC backends on loopback,
+// a real Prometheus scrapes it, and every data-plane panel query and alert
+// expression is evaluated through Prometheus's HTTP API.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslens/xdslens/dashboards"
+	"github.com/xdslens/xdslens/internal/backends"
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/promtest"
+)
+
+// dataPlaneAlerts are the alerts on the RPCs of xdslens channels, which
+// TestDataPlaneOnPrometheus checks.
+var dataPlaneAlerts = []string{
+	dashboards.AlertRPCsFailing, dashboards.AlertRPCsDropped,
+	dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
+}
+
+// readsDataPlane reports whether a query reads the data-plane series.
+func readsDataPlane(expr string) bool {
+	return strings.Contains(expr, "xdslens_data_plane_")
+}
+
+// The listeners of the data-plane scenario, one xds:/// channel each, and
+// what their RPCs become.
+var dataPlaneListeners = []string{
+	"ok",      // sent to cluster ok, answered OK
+	"drop",    // dropped: cluster drop's endpoints drop 100 % as "throttle"
+	"full",    // overloaded: cluster full has max_requests 0
+	"busy",    // sent to cluster busy (max_requests 1), whose backend holds them: DEADLINE_EXCEEDED, one in flight
+	"noroute", // no_route: the only route matches another method
+	"clerr",   // cluster_error: the route's cluster does not exist
+	"noep",    // no_endpoint: cluster noep has no endpoints
+	"absent",  // config_error: the listener does not exist
+}
+
+// dataPlaneResources returns the configuration of the scenario: a
+// listener, route configuration, cluster and endpoints for each channel
+// but absent, with okAddr and heldAddr as backends.
+func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
+	var res []proto.Message
+	routeTo := func(listener, cluster string) *routev3.RouteConfiguration {
+		rc := controlplane.RouteConfig(listener+"-route", []string{"*"}, cluster)
+		res = append(res, controlplane.Listener(listener, listener+"-route"), rc)
+		return rc
+	}
+	maxRequests := func(c *clusterv3.Cluster, n uint32) *clusterv3.Cluster {
+		c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(n)}}}
+		return c
+	}
+	routeTo("ok", "ok")
+	routeTo("drop", "drop")
+	routeTo("full", "full")
+	routeTo("busy", "busy")
+	routeTo("noroute", "spare").VirtualHosts[0].Routes[0].Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/other.Service/Method"}}
+	routeTo("clerr", "missing")
+	routeTo("noep", "noep")
+	dropping := controlplane.Endpoints("drop", okAddr)
+	dropping.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{
+		Category: "throttle", DropPercentage: &typev3.FractionalPercent{Numerator: 100},
+	}}}
+	return append(res,
+		controlplane.Cluster("ok", ""), controlplane.Endpoints("ok", okAddr),
+		controlplane.Cluster("drop", ""), dropping,
+		maxRequests(controlplane.Cluster("full", ""), 0), controlplane.Endpoints("full", okAddr),
+		maxRequests(controlplane.Cluster("busy", ""), 1), controlplane.Endpoints("busy", heldAddr),
+		controlplane.Cluster("spare", ""), controlplane.Endpoints("spare", okAddr),
+		controlplane.Cluster("noep", ""), controlplane.Endpoints("noep"),
+	)
+}
+
+func TestDataPlaneOnPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds xdswatch and runs Prometheus")
+	}
+	promBin := promtest.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+
+	ok, err := backends.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ok.Stop)
+	held, err := backends.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(held.Stop)
+	t.Cleanup(held.Hold())
+	cp, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	if err := cp.SetResources(ctx, "", "1", dataPlaneResources(ok.Addr(), held.Addr())...); err != nil {
+		t.Fatal(err)
+	}
+	bootstrapFile := filepath.Join(dir, "bootstrap.json")
+	bootstrap := fmt.Sprintf(`{"xds_servers": [%s], "node": {"id": "dashboards-data-plane"}}`, serverJSON(cp.Addr()))
+	if err := os.WriteFile(bootstrapFile, []byte(bootstrap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := buildXdswatch(t, dir)
+	start := time.Now()
+	args := []string{"--bootstrap", bootstrapFile, "--target", "dp", "--metrics-addr", "127.0.0.1:0", "--output", "json",
+		"--resource-timeout", "1s", "--rpc-interval", "100ms", "--rpc-timeout", "300ms",
+		"--rpc-method", "/grpc.testing.TestService/EmptyCall"}
+	for _, l := range dataPlaneListeners {
+		args = append(args, "xds:///"+l)
+	}
+	watch := startXdswatch(t, bin, args...)
+	prom := startPrometheus(t, promBin, dir, watch.metrics)
+
+	// Every outcome but unsupported_action (no route here has such an
+	// action) is scraped, and the RPCs the held backend never answers.
+	prom.ExpectLabels(t, "pick outcomes", `sum by (outcome) (`+dashboards.MetricDataPlanePicks+`) > 0`, dashboards.LabelOutcome,
+		"sent", "no_route", "cluster_error", "config_error", "no_endpoint", "dropped", "overloaded")
+	prom.ExpectLabels(t, "call statuses", `sum by (grpc_status) (`+dashboards.MetricDataPlaneCalls+`) > 0`, dashboards.LabelStatus,
+		"OK", "DEADLINE_EXCEEDED")
+
+	// Every data-plane panel query returns series for the xdswatch
+	// process, and nothing for a job that does not exist.
+	fleet := fleetOf(watch)
+	var n int
+	for _, q := range allPanelQueries(t) {
+		if !readsDataPlane(q.expr) {
+			continue
+		}
+		n++
+		expectPanelData(t, prom, q, substitute(q.expr, rateWindow, fleet))
+		expectNoOtherJob(t, prom, q)
+	}
+	if n < 6 {
+		t.Errorf("%d data-plane panel queries, want one per panel of the Data plane row at least", n)
+	}
+	// Selected panels show what the scenario did.
+	prom.ExpectLabels(t, "RPCs failed by outcome", panelExpr(t, "Failed picks by outcome", fleet)+" > 0", dashboards.LabelOutcome,
+		"no_route", "cluster_error", "config_error", "no_endpoint", "dropped", "overloaded")
+	prom.ExpectLabels(t, "drops", panelExpr(t, "Drops by category", fleet)+" > 0", dashboards.LabelCategory, "throttle")
+	prom.ExpectLabels(t, "busy cluster at max_requests", panelExpr(t, "In flight / max_requests", fleet)+" == 1",
+		dashboards.LabelLeafCluster, "busy")
+	prom.ExpectLabels(t, "configs", panelExpr(t, "Config updates vs errors", fleet)+" >= 0", dashboards.LabelTarget, "xds:///ok")
+	// A channel whose first config fails has its error series born at 1:
+	// the panel's rate cannot show that first error, the counter has it.
+	prom.ExpectLabels(t, "config errors", dashboards.MetricDataPlaneConfigs+`{result="error"} > 0`, dashboards.LabelTarget, "xds:///absent")
+
+	// Every data-plane alert fires on what the scenario did.
+	want := map[string]struct {
+		label  string
+		values []string
+	}{
+		dashboards.AlertRPCsFailing:     {dashboards.LabelOutcome, []string{"no_route", "cluster_error", "config_error", "no_endpoint"}},
+		dashboards.AlertRPCsDropped:     {dashboards.LabelCategory, []string{"throttle"}},
+		dashboards.AlertCircuitBreaking: {dashboards.LabelBackendService, []string{"full"}},
+		dashboards.AlertNearMaxRequests: {dashboards.LabelLeafCluster, []string{"busy"}},
+	}
+	for _, r := range e2eRules().Rules {
+		if w, ok := want[r.Alert]; ok {
+			expectAlert(t, prom, r, w.label, w.values...)
+		}
+	}
+	prom.WaitForAlerts(t, dataPlaneAlerts)
+
+	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
+		drawDataPlanePictures(t, prom, dir, "e2e-", start, time.Now())
+	}
+	watch.Stop(t)
+	prom.Stop(t)
+}

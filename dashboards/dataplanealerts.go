@@ -1,0 +1,141 @@
+package dashboards
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Alert names of the data plane (the RPCs of xdslens channels), after the
+// client's in the rule file.
+const (
+	// AlertRPCsFailing: RPCs of a channel fail for a cause in the xDS
+	// configuration or the endpoints it names.
+	AlertRPCsFailing = "XdsClientRPCsFailing"
+	// AlertRPCsDropped: a cluster's drop_overloads drop RPCs of a channel.
+	AlertRPCsDropped = "XdsClientRPCsDropped"
+	// AlertCircuitBreaking: a cluster's circuit breaker (max_requests)
+	// fails RPCs.
+	AlertCircuitBreaking = "XdsClientCircuitBreaking"
+	// AlertNearMaxRequests: RPCs in flight to a cluster near its
+	// max_requests.
+	AlertNearMaxRequests = "XdsClientInFlightNearMaxRequests"
+)
+
+// DataPlaneAlertOptions are the thresholds of the data-plane alerts, part
+// of [AlertOptions].
+type DataPlaneAlertOptions struct {
+	// RateWindow is the window of the rates the data-plane alerts compare.
+	RateWindow time.Duration
+	// FailingRatio and FailingFor: XdsClientRPCsFailing fires when more
+	// than FailingRatio of a channel's RPCs fail with one outcome at one
+	// cluster (no_route, unsupported_action, cluster_error, config_error,
+	// no_endpoint) for FailingFor.
+	FailingRatio float64
+	FailingFor   time.Duration
+	// DroppedRatio and DroppedFor: XdsClientRPCsDropped fires when more
+	// than DroppedRatio of a channel's RPCs are dropped by one category of
+	// one cluster for DroppedFor.
+	DroppedRatio float64
+	DroppedFor   time.Duration
+	// CircuitBreakingFor is how long a circuit breaker must keep failing
+	// RPCs (some in every RateWindow) before XdsClientCircuitBreaking
+	// fires.
+	CircuitBreakingFor time.Duration
+	// NearMaxRequestsRatio and NearMaxRequestsFor:
+	// XdsClientInFlightNearMaxRequests fires when the RPCs in flight to a
+	// cluster stay at or above NearMaxRequestsRatio of its max_requests for
+	// NearMaxRequestsFor.
+	NearMaxRequestsRatio float64
+	NearMaxRequestsFor   time.Duration
+}
+
+// defaultDataPlaneAlertOptions are the data-plane thresholds of the
+// committed rule file.
+func defaultDataPlaneAlertOptions() DataPlaneAlertOptions {
+	return DataPlaneAlertOptions{
+		RateWindow:           5 * time.Minute,
+		FailingRatio:         0.05,
+		FailingFor:           5 * time.Minute,
+		DroppedRatio:         0.01,
+		DroppedFor:           10 * time.Minute,
+		CircuitBreakingFor:   5 * time.Minute,
+		NearMaxRequestsRatio: 0.9,
+		NearMaxRequestsFor:   10 * time.Minute,
+	}
+}
+
+// channelWhere is the description text that locates a channel.
+const channelWhere = "channel {{ $labels.grpc_target }} on {{ $labels.instance }} (job {{ $labels.job }})"
+
+// dataPlaneRules returns the data-plane alerts of o; s is a selector
+// restricted to the job selector.
+func dataPlaneRules(o AlertOptions, s func(string, ...string) string, runbook func(string) string) []Rule {
+	d := o.DataPlane
+	window := promDuration(d.RateWindow)
+	rateOf := func(sel string) string { return "rate(" + sel + "[" + window + "])" }
+	// allPicks is the pick rate of each channel: what a share of RPCs is
+	// a share of.
+	allPicks := fmt.Sprintf("sum without (%s, %s, %s, %s) (%s)",
+		LabelScopeName, LabelScopeVersion, LabelBackendService, LabelOutcome, rateOf(s(MetricDataPlanePicks)))
+	ratio := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	percent := func(v float64) string { return strconv.FormatFloat(v*100, 'g', -1, 64) + "%" }
+	return []Rule{
+		{
+			// A share of each channel's RPCs, by the cluster and the
+			// outcome that failed them.
+			Alert: AlertRPCsFailing,
+			Expr: withoutScope("sum", rateOf(s(MetricDataPlanePicks, LabelOutcome+`=~"`+controlPlaneOutcomes+`"`))) +
+				" / ignoring (" + LabelBackendService + ", " + LabelOutcome + ") group_left () " + allPicks + " > " + ratio(d.FailingRatio),
+			For:      d.FailingFor,
+			Severity: "critical",
+			Summary:  "RPCs of {{ $labels.grpc_target }} fail with {{ $labels.outcome }}",
+			Description: "{{ $value | humanizePercentage }} of the RPCs of the xdslens " + channelWhere +
+				" fail with outcome {{ $labels.outcome }} at cluster \"{{ $labels.grpc_lb_backend_service }}\" (\"\" when no cluster was chosen), " +
+				"above " + percent(d.FailingRatio) + " over " + window + " for more than " + promDuration(d.FailingFor) +
+				": the xDS configuration the channel routes by, or the endpoints it names, fail them with UNAVAILABLE " +
+				"(config_error: no usable listener or route configuration; no_route: no route matches; unsupported_action: the route cannot forward; " +
+				"cluster_error: the cluster's resource failed; no_endpoint: no endpoint of the cluster can take the RPC).",
+			RunbookURL: runbook(AlertRPCsFailing),
+		},
+		{
+			Alert: AlertRPCsDropped,
+			Expr: withoutScope("sum", rateOf(s(MetricDataPlaneDrops))) +
+				" / ignoring (" + LabelLeafCluster + ", " + LabelCategory + ") group_left () " + allPicks + " > " + ratio(d.DroppedRatio),
+			For:      d.DroppedFor,
+			Severity: "warning",
+			Summary:  "Cluster {{ $labels.xdslens_leaf_cluster }} drops RPCs of {{ $labels.grpc_target }} ({{ $labels.category }})",
+			Description: "{{ $value | humanizePercentage }} of the RPCs of the xdslens " + channelWhere +
+				" are dropped by the drop_overloads category {{ $labels.category }} of cluster {{ $labels.xdslens_leaf_cluster }}, " +
+				"above " + percent(d.DroppedRatio) + " over " + window + " for more than " + promDuration(d.DroppedFor) +
+				": the control plane sheds that share of the load; the RPCs fail with UNAVAILABLE before they leave the process.",
+			RunbookURL: runbook(AlertRPCsDropped),
+		},
+		{
+			Alert:    AlertCircuitBreaking,
+			Expr:     withoutScope("sum", rateOf(s(MetricDataPlanePicks, LabelOutcome+`="overloaded"`))) + " > 0",
+			For:      d.CircuitBreakingFor,
+			Severity: "warning",
+			Summary:  "Circuit breaking fails RPCs of {{ $labels.grpc_target }} to {{ $labels.grpc_lb_backend_service }}",
+			Description: "The circuit breaker of cluster {{ $labels.grpc_lb_backend_service }} has failed RPCs of the xdslens " + channelWhere +
+				" for more than " + promDuration(d.CircuitBreakingFor) + " ({{ $value | printf \"%.3g\" }} per second over " + window +
+				"): the cluster had max_requests RPCs in flight (gRFC A32), and every RPC beyond fails with UNAVAILABLE, wait-for-ready or not.",
+			RunbookURL: runbook(AlertCircuitBreaking),
+		},
+		{
+			// The gauges' grpc_target is the xDS client's, whose channels
+			// share the circuit breakers.
+			Alert: AlertNearMaxRequests,
+			Expr: withoutScope("max", s(MetricDataPlaneInFlight)) + " / " + withoutScope("max", s(MetricDataPlaneMaxRequests)) +
+				" >= " + ratio(d.NearMaxRequestsRatio),
+			For:      d.NearMaxRequestsFor,
+			Severity: "warning",
+			Summary:  "RPCs in flight to {{ $labels.xdslens_leaf_cluster }} near its max_requests",
+			Description: "The RPCs in flight to cluster {{ $labels.xdslens_leaf_cluster }} from the channels of the xDS client " +
+				"{{ $labels.grpc_target }} on {{ $labels.instance }} (job {{ $labels.job }}) have stayed at {{ $value | humanizePercentage }} " +
+				"of the cluster's max_requests or more for more than " + promDuration(d.NearMaxRequestsFor) +
+				" (the threshold is " + percent(d.NearMaxRequestsRatio) + "): a little more load and the circuit breaker fails RPCs (gRFC A32).",
+			RunbookURL: runbook(AlertNearMaxRequests),
+		},
+	}
+}

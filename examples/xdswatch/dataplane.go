@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/xdslens/xdslens/telemetry"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc"
+)
+
+// xdsScheme serves the "xds" scheme with an xdsgrpc.Builder, for
+// xdswatch's own channels only (it is given to each with
+// grpc.WithResolvers, never registered): people type the xds:///LISTENER
+// targets they know from gRPC, and the channels' targets (in channelz, in
+// the data plane's hooks) read as typed.
+type xdsScheme struct{ *xdsgrpc.Builder }
+
+// Scheme returns "xds".
+func (xdsScheme) Scheme() string { return "xds" }
+
+// rpcResult is what one RPC through a channel saw.
+type rpcResult struct {
+	// target is the channel's argument.
+	target string
+	code   codes.Code
+	// message is the status message, "" with OK.
+	message string
+	// peer is the backend's address, "" when the RPC reached none;
+	// cluster the cluster its route chose, "" when none was.
+	peer, cluster string
+}
+
+// channelSet holds the xds:/// channels, oldest first for each target. Its
+// add, cancelOldest and closeAll are used by one goroutine only.
+type channelSet struct {
+	pool *xdsclient.Pool
+	// client is the pool's client of --target, which every channel uses
+	// (xdsgrpc.WithPoolTarget): the watches, the channels and CSDS show
+	// one cache.
+	client *xdsclient.Client
+	out    *output
+	rpc    rpcConfig
+	// meters receive the data-plane metrics of every channel.
+	meters meters
+	byKey  map[string][]*channel
+	order  []string
+
+	mu        sync.Mutex // guards observers
+	observers map[*func(rpcResult)]bool
+}
+
+// newChannelSet returns an empty set of channels through the pool's client
+// of client.Target(), printing to out, making RPCs as rpc says and
+// reporting each channel's data plane (package telemetry) to every one of
+// meters.
+func newChannelSet(pool *xdsclient.Pool, client *xdsclient.Client, out *output, rpc rpcConfig, meters meters) *channelSet {
+	return &channelSet{pool: pool, client: client, out: out, rpc: rpc, meters: meters, byKey: map[string][]*channel{}, observers: map[*func(rpcResult)]bool{}}
+}
+
+// observeRPCs has f called with the outcome of every RPC from now on,
+// after its line is printed, until the returned func is called.
+func (cs *channelSet) observeRPCs(f func(rpcResult)) (remove func()) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.observers[&f] = true
+	return func() {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		delete(cs.observers, &f)
+	}
+}
+
+// channel is one xds:/// argument: a gRPC channel routed by package
+// xdsgrpc, its config lines, and its RPCs.
+type channel struct {
+	set      *channelSet
+	t        target
+	listener string
+	conn     *grpc.ClientConn
+	stopRPCs context.CancelFunc
+	rpcsDone chan struct{}
+	// dataPlanes report the channel's picks, calls, drops, configs and
+	// circuit breakers, one per provider of channelSet.meters.
+	dataPlanes []*telemetry.DataPlane
+
+	mu sync.Mutex // guards last
+	// last is what the last text line of the channel's configs said,
+	// without what sameConfig leaves out.
+	last string
+}
+
+// add starts one more channel to t and, with --rpc-interval, its RPCs.
+func (cs *channelSet) add(t target) error {
+	listener, err := t.listener(cs.client.Bootstrap())
+	if err != nil {
+		return err
+	}
+	ch := &channel{set: cs, t: t, listener: listener, rpcsDone: make(chan struct{})}
+	b := xdsgrpc.NewBuilder(cs.pool, xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
+		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
+		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
+	}))
+	for _, mp := range cs.meters {
+		dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
+		if err != nil {
+			ch.closeDataPlanes()
+			return fmt.Errorf("%q: data-plane metrics: %w", t.arg, err)
+		}
+		ch.dataPlanes = append(ch.dataPlanes, dp)
+	}
+	ch.conn, err = grpc.NewClient(t.key(),
+		grpc.WithResolvers(xdsScheme{b}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// The config lines come from the resolver, which an idle
+		// channel shuts down.
+		grpc.WithIdleTimeout(0))
+	if err != nil {
+		ch.closeDataPlanes()
+		return fmt.Errorf("%q: %w", t.arg, err)
+	}
+	ch.conn.Connect()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch.stopRPCs = cancel
+	if cs.rpc.interval > 0 {
+		go ch.makeRPCs(ctx)
+	} else {
+		close(ch.rpcsDone)
+	}
+	k := t.key()
+	if _, seen := cs.byKey[k]; !seen {
+		cs.order = append(cs.order, k)
+	}
+	cs.byKey[k] = append(cs.byKey[k], ch)
+	return nil
+}
+
+// close ends the channel's RPCs, then the channel, then its data-plane
+// metrics: once it returns, the channel prints and reports nothing more.
+func (ch *channel) close() {
+	ch.stopRPCs()
+	<-ch.rpcsDone
+	ch.conn.Close()
+	ch.closeDataPlanes()
+}
+
+// closeDataPlanes detaches the channel's data-plane metrics.
+func (ch *channel) closeDataPlanes() {
+	for _, dp := range ch.dataPlanes {
+		dp.Close()
+	}
+	ch.dataPlanes = nil
+}
+
+// cancelOldest closes the oldest channel of t, reporting false when t has
+// none.
+func (cs *channelSet) cancelOldest(t target) bool {
+	k := t.key()
+	chans := cs.byKey[k]
+	if len(chans) == 0 {
+		return false
+	}
+	chans[0].close()
+	cs.byKey[k] = chans[1:]
+	return true
+}
+
+// closeAll closes every channel.
+func (cs *channelSet) closeAll() {
+	for _, k := range cs.order {
+		for _, ch := range cs.byKey[k] {
+			ch.close()
+		}
+		cs.byKey[k] = nil
+	}
+}
+
+// config prints a config the channel uses.
+func (ch *channel) config(c *xdsconfig.Config) {
+	ts := ch.set.out.now()
+	e := configLine(ts, ch.t.arg, c)
+	ch.printConfig(ts, e, configText(e))
+}
+
+// configError prints the error that failed the channel's whole config.
+func (ch *channel) configError(err error) {
+	ts := ch.set.out.now()
+	e := configErrorLine(ts, ch.t.arg, ch.listener, err)
+	ch.printConfig(ts, e, configErrorText(e))
+}
+
+// printConfig prints a config or config_error line at ts: event in JSON,
+// text in text output, unless it reads as the last line printed.
+func (ch *channel) printConfig(ts time.Time, event any, text string) {
+	o := ch.set.out
+	if o.json {
+		o.writeJSON(event)
+		return
+	}
+	if !ch.repeated(text) {
+		o.writeText(ts.Format(textTime) + " " + text)
+	}
+}
+
+// repeated records text as the channel's last config line and reports
+// whether the one before said the same, the transport's reasons of
+// unreachable servers aside.
+func (ch *channel) repeated(text string) bool {
+	key := sameConfig(text)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	repeat := key == ch.last
+	ch.last = key
+	return repeat
+}
+
+// sameConfig returns a config line without what may differ between two
+// lines that mean the same state: the transport's reason after each
+// unreachable server's list of servers tried, up to the next "; ".
+func sameConfig(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, unreachableCause)
+		j := -1
+		if i >= 0 {
+			j = strings.Index(s[i+len(unreachableCause):], "): ")
+		}
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(unreachableCause) + j + 1
+		b.WriteString(s[:end])
+		s = s[end:]
+		if k := strings.Index(s, "; "); k >= 0 {
+			s = s[k:]
+		} else {
+			s = ""
+		}
+	}
+}
+
+// makeRPCs makes one RPC per interval, one at a time, until ctx ends, and
+// prints each.
+func (ch *channel) makeRPCs(ctx context.Context) {
+	defer close(ch.rpcsDone)
+	r := ch.set.rpc
+	tick := time.NewTicker(r.interval)
+	defer tick.Stop()
+	for {
+		res := ch.call(ctx, r)
+		if ctx.Err() != nil {
+			// Cut short by the end of the channel: not an outcome.
+			return
+		}
+		ch.set.rpcDone(res)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// call makes one RPC as r says. Like any RPC on a channel that is still
+// resolving, one made before the first config waits for it, up to the
+// timeout.
+func (ch *channel) call(ctx context.Context, r rpcConfig) rpcResult {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if len(r.headers.md) > 0 {
+		ctx = metadata.NewOutgoingContext(ctx, r.headers.md.Copy())
+	}
+	var (
+		p    peer.Peer
+		info xdsgrpc.CallInfo
+	)
+	// Any response decodes as Empty: its fields are kept as unknown.
+	err := ch.conn.Invoke(xdsgrpc.WithCallInfo(ctx, &info), r.method, &emptypb.Empty{}, &emptypb.Empty{}, grpc.Peer(&p))
+	st := status.Convert(err)
+	res := rpcResult{target: ch.t.arg, code: st.Code(), message: st.Message(), cluster: info.Cluster}
+	if p.Addr != nil {
+		res.peer = p.Addr.String()
+	}
+	return res
+}
+
+// rpcDone prints the line of one RPC and tells the observers.
+func (cs *channelSet) rpcDone(r rpcResult) {
+	o := cs.out
+	ts := o.now()
+	e := rpcEvent{
+		TS: ts.UTC().Format(time.RFC3339Nano), Event: eventRPC, Target: r.target, Method: cs.rpc.method,
+		Code: codeName(r.code), Message: r.message, Peer: r.peer, Cluster: r.cluster,
+	}
+	if o.json {
+		o.writeJSON(e)
+	} else {
+		o.writeText(ts.Format(textTime) + " " + rpcText(e))
+	}
+	cs.mu.Lock()
+	observers := make([]func(rpcResult), 0, len(cs.observers))
+	for f := range cs.observers {
+		observers = append(observers, *f)
+	}
+	cs.mu.Unlock()
+	for _, f := range observers {
+		f(r)
+	}
+}

@@ -1,0 +1,232 @@
+// Package backends runs gRPC servers on loopback that stand for the
+// endpoints of xDS clusters in tests and in the demo: each serves the
+// health service (SERVING) and grpc.testing.TestService, whose EmptyCall
+// and UnaryCall answer with nothing but a header saying which backend
+// answered (UnaryCall also with the address as server_id and hostname).
+//
+// A Backend can be stopped and started again on the same address, and can
+// hold its RPCs until released, so that tests can make endpoints fail and
+// keep RPCs in flight.
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+)
+
+// ServerHeader is the response header in which a backend names itself
+// ("127.0.0.1:port").
+const ServerHeader = "x-backend"
+
+// Backend is one gRPC server on 127.0.0.1.
+type Backend struct {
+	addr string
+
+	mu      sync.Mutex
+	srv     *grpc.Server
+	hold    chan struct{} // RPCs wait for it to be closed; nil when not held
+	changed chan struct{} // closed and replaced at every call
+
+	calls atomic.Int64
+}
+
+// Start starts a backend on 127.0.0.1 with a port chosen by the system.
+func Start() (*Backend, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("backends: %w", err)
+	}
+	b := &Backend{addr: lis.Addr().String(), changed: make(chan struct{})}
+	b.serve(lis)
+	return b, nil
+}
+
+func (b *Backend) serve(lis net.Listener) {
+	srv := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	testgrpc.RegisterTestServiceServer(srv, &service{b: b})
+	b.mu.Lock()
+	b.srv = srv
+	b.mu.Unlock()
+	go srv.Serve(lis)
+}
+
+// Addr returns the backend's address, "127.0.0.1:port"; it stays the same
+// across Stop and Restart.
+func (b *Backend) Addr() string { return b.addr }
+
+// Calls returns how many RPCs of TestService the backend has answered or
+// is answering.
+func (b *Backend) Calls() int64 { return b.calls.Load() }
+
+// Stop closes the listener and every connection at once: clients see
+// their RPCs fail and connections refused. Stop on a stopped backend does
+// nothing.
+func (b *Backend) Stop() {
+	b.mu.Lock()
+	srv := b.srv
+	b.srv = nil
+	hold := b.hold
+	b.hold = nil
+	b.mu.Unlock()
+	if hold != nil {
+		close(hold)
+	}
+	if srv != nil {
+		srv.Stop()
+	}
+}
+
+// Restart listens again on the same address after Stop, retrying the bind
+// for a few seconds while the address is briefly unavailable.
+func (b *Backend) Restart() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		lis, err := net.Listen("tcp", b.addr)
+		if err == nil {
+			b.serve(lis)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("backends: listen again on %s: %w", b.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the kernel to free the port: no event to wait on
+	}
+}
+
+// Hold makes TestService RPCs wait until release is called (or the backend
+// stops, or the RPC's context ends): RPCs stay in flight.
+func (b *Backend) Hold() (release func()) {
+	ch := make(chan struct{})
+	b.mu.Lock()
+	b.hold = ch
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			if b.hold == ch {
+				b.hold = nil
+			}
+			b.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+type service struct {
+	testgrpc.UnimplementedTestServiceServer
+	b *Backend
+}
+
+// WaitCalls waits until the backend has answered or is answering n RPCs of
+// TestService, or ctx ends.
+func (b *Backend) WaitCalls(ctx context.Context, n int64) error {
+	for {
+		b.mu.Lock()
+		changed := b.changed
+		b.mu.Unlock()
+		if b.calls.Load() >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("backends: %s answered %d calls, waiting for %d: %w", b.addr, b.calls.Load(), n, ctx.Err())
+		}
+	}
+}
+
+func (s *service) answer(ctx context.Context) error {
+	s.b.mu.Lock()
+	s.b.calls.Add(1)
+	close(s.b.changed)
+	s.b.changed = make(chan struct{})
+	hold := s.b.hold
+	s.b.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return grpc.SetHeader(ctx, metadata.Pairs(ServerHeader, s.b.addr))
+}
+
+func (s *service) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empty, error) {
+	if err := s.answer(ctx); err != nil {
+		return nil, err
+	}
+	return &testpb.Empty{}, nil
+}
+
+func (s *service) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	if err := s.answer(ctx); err != nil {
+		return nil, err
+	}
+	return &testpb.SimpleResponse{ServerId: s.b.addr, Hostname: s.b.addr}, nil
+}
+
+// Blackhole is a TCP listener on 127.0.0.1 that accepts connections and
+// never answers on them: a gRPC client's connection attempts to it neither
+// succeed nor fail until they time out.
+type Blackhole struct {
+	lis   net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	done  chan struct{}
+}
+
+// StartBlackhole starts a Blackhole.
+func StartBlackhole() (*Blackhole, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("backends: %w", err)
+	}
+	h := &Blackhole{lis: lis, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			h.mu.Lock()
+			h.conns = append(h.conns, c)
+			h.mu.Unlock()
+		}
+	}()
+	return h, nil
+}
+
+// Addr returns the listener's address.
+func (h *Blackhole) Addr() string { return h.lis.Addr().String() }
+
+// Close closes the listener and every connection it accepted.
+func (h *Blackhole) Close() error {
+	err := h.lis.Close()
+	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,59 @@
+package xdsgrpc
+
+import (
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
+)
+
+// newClusterBalancer builds the policy of one route-level cluster.
+func newClusterBalancer(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
+	return clusterlb.New(cc, opts)
+}
+
+// clusterConfig is the config of the policy of the route-level cluster
+// name, whose usable leaves are leaves.
+func clusterConfig(name string, leaves []*xdsconfig.ClusterConfig, cs *channelState) serviceconfig.LoadBalancingConfig {
+	return &clusterlb.Config{
+		Name:            name,
+		Leaves:          leaves,
+		LoadReporter:    cs.client,
+		Counters:        cs.counters.c,
+		Hooks:           cs.clusterHooks,
+		FailoverTimeout: cs.builder.opts.failoverTimeout,
+		Rand:            cs.builder.opts.rand,
+	}
+}
+
+// clusterHooks returns the hooks the cluster policies of the channels of
+// target call: each passes its event to the Builder's hooks as they are at
+// that moment.
+func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
+	picked := func(pi PickInfo) {
+		if h := b.hooks.Load(); h != nil && h.Picked != nil {
+			pi.Target = target
+			h.Picked(pi)
+		}
+	}
+	return &clusterlb.Hooks{
+		Dropped: func(i clusterlb.DropInfo) {
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickDropped, Category: i.Category})
+		},
+		CircuitBroken: func(i clusterlb.CircuitBreakerInfo) {
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickOverloaded})
+		},
+		NoEndpoint: func(i clusterlb.NoEndpointInfo) {
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickNoEndpoint, Err: i.Err})
+		},
+		CallStarted: func(i clusterlb.CallInfo) {
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickSent})
+		},
+		CallFinished: func(i clusterlb.CallInfo, err error) {
+			if h := b.hooks.Load(); h != nil && h.CallFinished != nil {
+				h.CallFinished(CallEndInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Err: err})
+			}
+		},
+	}
+}

@@ -1,0 +1,71 @@
+// Package xdsgrpc routes gRPC channels with xdslens: a resolver for targets
+// "xdslens:///LISTENER" and the load-balancing policies under it, built on
+// grpc-go's public resolver and balancer APIs.
+//
+//	pool := xdsclient.NewPool(cfg) // or xdsclient.DefaultPool()
+//	conn, err := grpc.NewClient("xdslens:///payments",
+//		xdsgrpc.DialOption(pool),
+//		grpc.WithTransportCredentials(insecure.NewCredentials()))
+//
+// Importing the package also registers the scheme with gRPC, served by
+// xdsclient.DefaultPool (the bootstrap from GRPC_XDS_BOOTSTRAP or
+// GRPC_XDS_BOOTSTRAP_CONFIG), so that grpc.NewClient("xdslens:///payments",
+// ...) works without DialOption. The scheme is not gRPC's "xds": grpc-go's
+// own xDS resolver can run in the same program.
+//
+// # What a channel does
+//
+// The resolver gets the pool's client for the channel's target (or, with
+// WithPoolTarget, the client of another target, shared with whatever else
+// uses it), names the Listener to watch from the bootstrap's templates
+// (gRFC A47) and runs a dependency manager (package xdsconfig, gRFC A74)
+// for it; every Config it delivers goes to the channel. The routing policy
+// then routes each RPC in the picker:
+//
+//   - the route: the first route of the virtual host (chosen for the
+//     channel's authority) whose path (prefix, exact or safe_regex, with
+//     case_sensitive), header and runtime_fraction matchers all match the RPC
+//     (gRFC A28); header matchers read the RPC's outgoing metadata;
+//   - the cluster: the route's cluster, or a weighted random pick among its
+//     weighted_clusters;
+//   - in the cluster (package clusterlb): drop_overloads, then circuit
+//     breaking on max_requests (gRFC A32), then the highest priority of
+//     endpoints that has a READY connection (with a failover timer, gRFC
+//     A56's intent; for an aggregate cluster, gRFC A37, the priorities of
+//     its leaf clusters in order), a locality by weighted round robin and an
+//     endpoint by round robin; load is reported to LRS for clusters with
+//     lrs_server.
+//
+// # Statuses
+//
+// The control plane never puts a code reserved for applications on an RPC
+// (gRFC A54): a failed config, a cluster whose resource failed, no route, a
+// route that cannot forward, a drop and circuit breaking fail the RPC with
+// UNAVAILABLE, whatever code the xDS client's watchers were given, and the
+// message names the resource, the cause and the node ID. A cluster whose
+// endpoints all fail fails RPCs with UNAVAILABLE too, its message carrying
+// the cluster's resolution note: the ambient errors the xDS client reported
+// for the resources behind it (gRFC A88), such as an unreachable xDS server
+// while the cache keeps serving, or the node ID when there are none. Such a
+// failure lets wait-for-ready RPCs wait; the others end the RPC at once.
+//
+// # Observing it
+//
+// Hooks report every new config (with what changed), every failed config,
+// the outcome of every pick and the end of every RPC sent; package
+// telemetry turns them into metrics. WithCallInfo tells one RPC's caller
+// which cluster, leaf cluster and locality its RPC went to.
+//
+// # What is not supported
+//
+// Compared with grpc-go's own xDS client channel: HTTP filters are not run
+// (fault injection, RBAC and custom filters are accepted in resources but
+// have no effect on RPCs); routes with a route lookup (RLS) cluster
+// specifier plugin fail the RPCs they match; retry policies, max stream
+// durations and hash policies are not applied; every cluster's endpoints
+// are picked as round_robin under wrr_locality, whatever its LB policy
+// (ring_hash, least_request, weighted_round_robin, pick_first and custom
+// policies included); outlier detection and TLS to endpoints (gRFC A29)
+// are not applied (the channel's own credentials are used). The README has
+// the whole table.
+package xdsgrpc

@@ -1,0 +1,175 @@
+package xdsgrpc
+
+import (
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+)
+
+// Hooks reports what the data plane does, in the style of the client's
+// xdsclient.Hooks: each field is an optional func called when its event
+// happens, and a nil field costs nothing.
+//
+// ChannelStarted and ChannelClosed run on the goroutine that builds or
+// closes the channel's resolver. ConfigChanged and ConfigFailed run on the
+// goroutine that delivers the channel's configs, one at a time, after the
+// channel has the new config.
+// Picked and CallFinished run on the goroutine of the RPC, inside gRPC's
+// pick: they must be cheap and must not block, and they are called for
+// every RPC (Picked possibly more than once for one RPC: a pick that waits
+// for a connection is retried).
+type Hooks struct {
+	// ChannelStarted is called when a channel's resolver starts, before
+	// any of its configs; ChannelClosed when it closes, after them.
+	ChannelStarted, ChannelClosed func(ChannelInfo)
+	// ConfigChanged is called when a channel starts using a new config.
+	ConfigChanged func(ConfigInfo)
+	// ConfigFailed is called when the whole config of a channel failed:
+	// its RPCs fail with the error until a new config comes.
+	ConfigFailed func(ConfigErrorInfo)
+	// Picked is called with the outcome of every pick that did not wait:
+	// the RPC was sent to an endpoint, or it failed, and why.
+	Picked func(PickInfo)
+	// CallFinished is called when an RPC sent to an endpoint ends.
+	CallFinished func(CallEndInfo)
+}
+
+// ChannelInfo names a channel: its target, and the Listener resource it
+// watches.
+type ChannelInfo struct {
+	Target   string
+	Listener string
+}
+
+// ConfigInfo describes a new config of a channel.
+type ConfigInfo struct {
+	// Target is the channel's target, such as "xdslens:///payments".
+	Target string
+	// Listener is the name of the Listener resource the channel watches.
+	Listener string
+	// Config is the new config; it must not be modified.
+	Config *xdsconfig.Config
+	// Changes says what differs from the config the channel had before
+	// (everything, for the first one, or after an error).
+	Changes xdsconfig.Changes
+}
+
+// ConfigErrorInfo describes the failure of a channel's whole config.
+type ConfigErrorInfo struct {
+	Target   string
+	Listener string
+	// Err is what the channel's RPCs fail with: an UNAVAILABLE status
+	// naming the resource, the cause and the node ID.
+	Err error
+}
+
+// PickOutcome says what became of one pick.
+type PickOutcome uint8
+
+// The outcomes of a pick.
+const (
+	// PickSent: the RPC was sent to an endpoint of the cluster.
+	PickSent PickOutcome = iota + 1
+	// PickNoRoute: no route of the virtual host matched the RPC.
+	PickNoRoute
+	// PickUnsupportedAction: the matching route's action cannot forward
+	// RPCs (non_forwarding_action, redirect, direct_response, or a cluster
+	// specifier plugin this data plane does not run).
+	PickUnsupportedAction
+	// PickClusterError: the route chose a cluster that cannot be used (its
+	// Cluster resource failed); Err says why.
+	PickClusterError
+	// PickDropped: the cluster's drop_overloads dropped the RPC; Category
+	// is the drop category.
+	PickDropped
+	// PickOverloaded: the cluster had max_requests RPCs in flight
+	// (circuit breaking, gRFC A32).
+	PickOverloaded
+	// PickNoEndpoint: no endpoint of the cluster could take the RPC (all
+	// failing, or none); Err carries the cluster's resolution note.
+	PickNoEndpoint
+	// PickConfigError: the channel's whole config failed (see
+	// ConfigFailed).
+	PickConfigError
+)
+
+var pickOutcomeNames = [...]string{
+	PickSent:              "sent",
+	PickNoRoute:           "no_route",
+	PickUnsupportedAction: "unsupported_action",
+	PickClusterError:      "cluster_error",
+	PickDropped:           "dropped",
+	PickOverloaded:        "overloaded",
+	PickNoEndpoint:        "no_endpoint",
+	PickConfigError:       "config_error",
+}
+
+// String returns the outcome as metrics label it: "sent", "no_route",
+// "unsupported_action", "cluster_error", "dropped", "overloaded",
+// "no_endpoint" or "config_error".
+func (o PickOutcome) String() string {
+	if int(o) < len(pickOutcomeNames) && pickOutcomeNames[o] != "" {
+		return pickOutcomeNames[o]
+	}
+	return "unknown"
+}
+
+// PickInfo describes the outcome of one pick.
+type PickInfo struct {
+	Target string
+	// Cluster is the cluster the route chose ("" when none was), for an
+	// aggregate cluster the aggregate's name; Leaf the EDS or LOGICAL_DNS
+	// cluster whose endpoint was picked, or that dropped the RPC ("" when
+	// none).
+	Cluster, Leaf string
+	Outcome       PickOutcome
+	// Category is the drop category, with PickDropped.
+	Category string
+	// Err is the error the RPC fails with; nil with PickSent, and with
+	// PickDropped and PickOverloaded, whose errors say no more than the
+	// other fields.
+	Err error
+}
+
+// CallEndInfo describes the end of an RPC that was sent to an endpoint.
+type CallEndInfo struct {
+	Target, Cluster, Leaf string
+	// Err is how the RPC ended, nil when it succeeded.
+	Err error
+}
+
+// compose returns hooks that call every non-nil one of hs, nil when there
+// are none, so that each event costs one nil check.
+func compose(hs []*Hooks) *Hooks {
+	var live []*Hooks
+	for _, h := range hs {
+		if h != nil {
+			live = append(live, h)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	out := &Hooks{}
+	for _, h := range live {
+		out.ChannelStarted = chain(out.ChannelStarted, h.ChannelStarted)
+		out.ChannelClosed = chain(out.ChannelClosed, h.ChannelClosed)
+		out.ConfigChanged = chain(out.ConfigChanged, h.ConfigChanged)
+		out.ConfigFailed = chain(out.ConfigFailed, h.ConfigFailed)
+		out.Picked = chain(out.Picked, h.Picked)
+		out.CallFinished = chain(out.CallFinished, h.CallFinished)
+	}
+	return out
+}
+
+// chain returns a func that calls a then b, either of which may be nil.
+func chain[T any](a, b func(T)) func(T) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(v T) { a(v); b(v) }
+}

@@ -1,0 +1,269 @@
+package routing_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
+)
+
+func u32(v uint32) *uint32 { return &v }
+
+func cluster(name string) xdsresource.RouteAction {
+	return xdsresource.RouteAction{Kind: xdsresource.ActionCluster, Cluster: name}
+}
+
+func prefix(p string, a xdsresource.RouteAction) xdsresource.Route {
+	return xdsresource.Route{PathMatch: xdsresource.PathPrefix, Prefix: p, Action: a}
+}
+
+// route returns the cluster name the table routes (ctx, method) to, or the
+// outcome's name.
+func route(t *testing.T, tbl *routing.Table, ctx context.Context, method string) string {
+	t.Helper()
+	d := tbl.Route(ctx, method)
+	if d.Outcome != routing.Routed {
+		return d.Outcome.String()
+	}
+	return tbl.Clusters[d.Cluster]
+}
+
+func TestPathMatching(t *testing.T) {
+	vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{
+		{PathMatch: xdsresource.PathExact, Path: "/svc.A/Get", Action: cluster("exact")},
+		{PathMatch: xdsresource.PathExact, Path: "/SVC.B/get", CaseInsensitive: true, Action: cluster("exact-ci")},
+		{PathMatch: xdsresource.PathRegex, SafeRegex: "/svc\\.R/.*", CaseInsensitive: true, Action: cluster("regex")},
+		{PathMatch: xdsresource.PathPrefix, Prefix: "/SVC.C/", CaseInsensitive: true, Action: cluster("prefix-ci")},
+		prefix("/svc.A/", cluster("prefix")),
+		prefix("/svc.N/", xdsresource.RouteAction{Kind: xdsresource.ActionNonForwarding}),
+		prefix("/svc.H/", xdsresource.RouteAction{Kind: xdsresource.ActionClusterHeader, ClusterHeader: "x-cluster"}),
+		prefix("/svc.U/", xdsresource.RouteAction{Kind: xdsresource.ActionUnsupported}),
+	}}
+	tbl, err := routing.Compile(vh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct{ method, want string }{
+		{"/svc.A/Get", "exact"},
+		{"/svc.A/get", "prefix"}, // exact is case-sensitive by default
+		{"/svc.A/Put", "prefix"},
+		{"/svc.b/GET", "exact-ci"},
+		{"/svc.R/x", "regex"},
+		{"/SVC.R/x", "no_route"}, // safe_regex ignores case_sensitive, as C-core does
+		{"/svc.c/M", "prefix-ci"},
+		{"/svc.N/M", "unsupported_action"},
+		{"/svc.H/M", "no_route"}, // a cluster_header route is ignored
+		{"/svc.U/M", "unsupported_action"},
+		{"/other/M", "no_route"},
+	} {
+		if got := route(t, tbl, ctx, tc.method); got != tc.want {
+			t.Errorf("%s: routed to %s, want %s", tc.method, got, tc.want)
+		}
+	}
+	if got, want := fmt.Sprint(tbl.Clusters), "[exact exact-ci regex prefix-ci prefix]"; got != want {
+		t.Errorf("Clusters = %s, want %s", got, want)
+	}
+}
+
+func TestHeaderMatching(t *testing.T) {
+	h := func(m xdsresource.HeaderMatcher, name string) xdsresource.Route {
+		r := prefix("", cluster(name))
+		r.Headers = []xdsresource.HeaderMatcher{m}
+		return r
+	}
+	type kv = []string
+	for _, tc := range []struct {
+		name string
+		m    xdsresource.HeaderMatcher
+		md   kv
+		want bool
+	}{
+		{"exact", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "canary"}, true},
+		{"exact other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "prod"}, false},
+		{"exact absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, nil, false},
+		{"exact inverted absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, nil, false},
+		{"exact inverted other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
+		{"exact ignore case", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
+		{"upper-case key in metadata", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a"}, kv{"X-Env", "a"}, true},
+		{"several values joined", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderExact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
+		{"prefix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "ab"}, kv{"x-v", "abc"}, true},
+		{"prefix ignore case", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"suffix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abc"}, true},
+		{"suffix no", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abd"}, false},
+		{"contains", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderContains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"regex full", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "a.c"}, kv{"x-v", "abc"}, true},
+		{"regex partial", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "b"}, kv{"x-v", "abc"}, false},
+		{"range in", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
+		{"range end excluded", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
+		{"range not a number", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
+		{"present", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-p", ""}, true},
+		{"present absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, nil, false},
+		{"present false absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, nil, true},
+		{"present inverted absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, nil, true},
+		{"binary header never present", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header absent inverted", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
+		{"content-type is application/grpc", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "application/grpc"}, nil, true},
+		{"content-type from metadata ignored", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tbl, err := routing.Compile(&xdsresource.VirtualHost{Routes: []xdsresource.Route{h(tc.m, "match")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if tc.md != nil {
+				ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs(tc.md...))
+			}
+			if got := route(t, tbl, ctx, "/s/m") == "match"; got != tc.want {
+				t.Errorf("matched = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHeaderAppendedMetadata(t *testing.T) {
+	r := prefix("", cluster("c"))
+	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a,b"}}
+	tbl, err := routing.Compile(&xdsresource.VirtualHost{Routes: []xdsresource.Route{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-env", "a"))
+	ctx = metadata.AppendToOutgoingContext(ctx, "X-Env", "b")
+	if got := route(t, tbl, ctx, "/s/m"); got != "c" {
+		t.Errorf("routed to %s, want c (values of NewOutgoingContext and AppendToOutgoingContext joined)", got)
+	}
+}
+
+// seq returns a Rand that yields vs in turn.
+func seq(vs ...uint32) routing.Rand {
+	i := 0
+	return func(n uint32) uint32 {
+		v := vs[i%len(vs)] % n
+		i++
+		return v
+	}
+}
+
+func TestRuntimeFraction(t *testing.T) {
+	vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{
+		{PathMatch: xdsresource.PathPrefix, FractionPerMillion: u32(250_000), Action: cluster("quarter")},
+		{PathMatch: xdsresource.PathPrefix, FractionPerMillion: u32(0), Action: cluster("never")},
+		prefix("", cluster("rest")),
+	}}
+	tbl, err := routing.Compile(vh, routing.WithRand(seq(0, 249_999, 250_000, 0, 999_999, 999_999)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 4 {
+		got = append(got, route(t, tbl, context.Background(), "/s/m"))
+	}
+	// The draws 0 and 249,999 fall under 25%; 250,000 and 999,999 do not.
+	// The third and fourth RPCs then draw for the second route too: 0 and
+	// 999,999, and a fraction of 0 matches neither.
+	if fmt.Sprint(got) != "[quarter quarter rest rest]" {
+		t.Errorf("routes = %v, want [quarter quarter rest rest]", got)
+	}
+}
+
+func TestWeightedClusters(t *testing.T) {
+	vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{
+		prefix("", xdsresource.RouteAction{Kind: xdsresource.ActionWeightedClusters, WeightedClusters: []xdsresource.WeightedCluster{
+			{Name: "a", Weight: 1}, {Name: "b", Weight: 3},
+		}}),
+	}}
+	tbl, err := routing.Compile(vh, routing.WithRand(seq(0, 1, 2, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 4 {
+		got = append(got, route(t, tbl, context.Background(), "/s/m"))
+	}
+	if fmt.Sprint(got) != "[a b b b]" {
+		t.Errorf("picks = %v, want [a b b b]", got)
+	}
+	// With the real random source, the split is 1:3 within a tight bound.
+	tbl, _ = routing.Compile(vh)
+	counts := map[string]int{}
+	const n = 100_000
+	for range n {
+		counts[route(t, tbl, context.Background(), "/s/m")]++
+	}
+	if a := float64(counts["a"]) / n; a < 0.24 || a > 0.26 {
+		t.Errorf("share of a = %.3f, want 0.25±0.01", a)
+	}
+}
+
+// BenchmarkRoute routes an RPC that matches the last of 1,000 routes over
+// 100 clusters: the worst case of a path-only table.
+func BenchmarkRoute(b *testing.B) {
+	vh := &xdsresource.VirtualHost{}
+	for i := range 1000 {
+		vh.Routes = append(vh.Routes, xdsresource.Route{PathMatch: xdsresource.PathExact, Path: fmt.Sprintf("/svc.S%d/Method", i), Action: cluster(fmt.Sprintf("c%d", i%100))})
+	}
+	tbl, err := routing.Compile(vh)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := tbl.Route(ctx, "/svc.S999/Method"); d.Outcome != routing.Routed {
+			b.Fatal(d)
+		}
+	}
+}
+
+// TestRememberedMethodsAgree checks that routing a method again, from the
+// remembered path matches, decides as the first routing did, including
+// when header matchers pass over some of the routes, and when more routes
+// match a path than are remembered.
+func TestRememberedMethodsAgree(t *testing.T) {
+	vh := &xdsresource.VirtualHost{}
+	for i := range 200 {
+		r := prefix(fmt.Sprintf("/svc.S%d/", i%7), cluster(fmt.Sprintf("c%d", i)))
+		if i%3 == 0 {
+			r.Headers = []xdsresource.HeaderMatcher{{Name: "x-k", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i % 5)}}
+		}
+		vh.Routes = append(vh.Routes, r)
+	}
+	for i := range 100 { // 100 catch-all routes: more than MaxRememberedRoutes match every path
+		r := prefix("/", cluster(fmt.Sprintf("all%d", i)))
+		r.Headers = []xdsresource.HeaderMatcher{{Name: "x-all", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i)}}
+		vh.Routes = append(vh.Routes, r)
+	}
+	tbl, err := routing.Compile(vh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		for s := range 8 {
+			for k := range 6 {
+				ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-k", fmt.Sprint(k), "x-all", fmt.Sprint(k*17)))
+				method := fmt.Sprintf("/svc.S%d/M", s)
+				want := "no_route"
+				// The reference: the first route in order whose matchers all match.
+				for i, r := range vh.Routes {
+					if len(method) < len(r.Prefix) || method[:len(r.Prefix)] != r.Prefix {
+						continue
+					}
+					if len(r.Headers) > 0 && metadata.ValueFromOutgoingContext(ctx, r.Headers[0].Name)[0] != r.Headers[0].Value {
+						continue
+					}
+					want = vh.Routes[i].Action.Cluster
+					break
+				}
+				if got := route(t, tbl, ctx, method); got != want {
+					t.Errorf("round %d: %s with x-k=%d: routed to %s, want %s", round, method, k, got, want)
+				}
+			}
+		}
+	}
+}

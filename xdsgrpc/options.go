@@ -1,0 +1,66 @@
+package xdsgrpc
+
+import (
+	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
+)
+
+// DefaultFailoverTimeout is how long a priority of a cluster's endpoints may
+// take to get a READY connection before the next priority is tried (gRFC
+// A56's failover timer).
+const DefaultFailoverTimeout = 10 * time.Second
+
+// Option configures a Builder.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	hooks           []*Hooks
+	failoverTimeout time.Duration
+	configOptions   []xdsconfig.Option
+	poolTarget      string
+	// For tests: deterministic random sources of routing and drops.
+	routingOptions []routing.Option
+	rand           func(n uint32) uint32
+}
+
+func defaultOptions() options {
+	return options{failoverTimeout: DefaultFailoverTimeout}
+}
+
+// WithHooks adds hooks that observe the data plane of every channel the
+// Builder resolves. It may be given several times; all hooks are called.
+func WithHooks(h *Hooks) Option {
+	return optionFunc(func(o *options) {
+		o.hooks = append(o.hooks, h)
+	})
+}
+
+// WithFailoverTimeout sets the failover timer of cluster priorities
+// (default DefaultFailoverTimeout).
+func WithFailoverTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.failoverTimeout = d })
+}
+
+// WithConfigOptions passes options to the dependency managers (package
+// xdsconfig) of the channels, such as how LOGICAL_DNS names are resolved.
+func WithConfigOptions(opts ...xdsconfig.Option) Option {
+	return optionFunc(func(o *options) { o.configOptions = append(o.configOptions, opts...) })
+}
+
+// WithPoolTarget has every channel of the Builder get its xDS client from
+// the pool under target, instead of under the channel's own target (one
+// client per channel target, as gRFC A71 has it). Channels then share that
+// client's cache, its connections to xDS servers, its circuit-breaker
+// counters and its CSDS client config with whatever else uses it: a tool
+// that watches resources with a client of its own and routes channels by
+// the same resources shows one cache. Hooks and metrics still name each
+// channel by its own target.
+func WithPoolTarget(target string) Option {
+	return optionFunc(func(o *options) { o.poolTarget = target })
+}

@@ -1,0 +1,250 @@
+package xdsgrpc
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/attributes"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
+)
+
+// Scheme is the URI scheme of the targets this package resolves:
+// "xdslens:///LISTENER" or "xdslens://AUTHORITY/LISTENER". It is not gRPC's
+// "xds", so that grpc-go's own xDS resolver can be used in the same program.
+const Scheme = "xdslens"
+
+// Builder resolves "xdslens:" targets with the clients of one
+// xdsclient.Pool. One Builder may serve many channels; channels of the same
+// target share the pool's client for it, and so its cache, its connections
+// to xDS servers and its circuit-breaker counters.
+type Builder struct {
+	pool *xdsclient.Pool
+	opts options
+
+	// hooks are the composed hooks, read by every pick without a lock.
+	hooks atomic.Pointer[Hooks]
+
+	mu       sync.Mutex
+	hookList []*Hooks                  // guarded by mu
+	clients  map[*xdsclient.Client]int // the clients of live channels, with their counts; guarded by mu
+}
+
+// NewBuilder returns a Builder that gets its xDS clients from pool. Give it
+// to a channel with grpc.WithResolvers, or use DialOption.
+func NewBuilder(pool *xdsclient.Pool, opts ...Option) *Builder {
+	b := &Builder{pool: pool, clients: map[*xdsclient.Client]int{}}
+	b.opts = defaultOptions()
+	for _, o := range opts {
+		o.apply(&b.opts)
+	}
+	b.hookList = b.opts.hooks
+	b.hooks.Store(compose(b.hookList))
+	return b
+}
+
+// AddHooks adds hooks that observe the data plane of every channel of the
+// Builder, those already resolved included, from their next event on, and
+// returns a func that removes them.
+func (b *Builder) AddHooks(h *Hooks) (remove func()) {
+	b.mu.Lock()
+	b.hookList = append(slices.Clip(b.hookList), h)
+	b.hooks.Store(compose(b.hookList))
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if i := slices.Index(b.hookList, h); i >= 0 {
+				b.hookList = slices.Delete(slices.Clone(b.hookList), i, i+1)
+				b.hooks.Store(compose(b.hookList))
+			}
+		})
+	}
+}
+
+// DialOption returns the grpc.DialOption that makes a channel resolve
+// "xdslens:" targets with the clients of pool:
+//
+//	conn, err := grpc.NewClient("xdslens:///payments", xdsgrpc.DialOption(pool),
+//		grpc.WithTransportCredentials(insecure.NewCredentials()))
+func DialOption(pool *xdsclient.Pool, opts ...Option) grpc.DialOption {
+	return grpc.WithResolvers(NewBuilder(pool, opts...))
+}
+
+func init() {
+	resolver.Register(NewBuilder(xdsclient.DefaultPool()))
+}
+
+// Scheme returns Scheme.
+func (b *Builder) Scheme() string { return Scheme }
+
+// errServiceConfigDisabled is returned by Build for a channel that ignores
+// the resolver's service config, through which the routing policy is set.
+var errServiceConfigDisabled = errors.New("xdslens: the channel ignores service configs from its resolver (grpc.WithDisableServiceConfig), so RPCs could not be routed by xDS; remove that option")
+
+// Build starts resolving target for a channel: it gets the pool's client
+// for the target, builds the name of the Listener to watch from the
+// bootstrap's templates (gRFC A47), and starts a dependency manager
+// (package xdsconfig) whose configs it hands to the channel.
+func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resolver.BuildOptions) (resolver.Resolver, error) {
+	if bo.DisableServiceConfig {
+		return nil, errServiceConfigDisabled
+	}
+	key := target.String()
+	poolKey := key
+	if b.opts.poolTarget != "" {
+		poolKey = b.opts.poolTarget
+	}
+	client, release, err := b.pool.Get(poolKey)
+	if err != nil {
+		return nil, fmt.Errorf("xdslens: target %q: %w", key, err)
+	}
+	path := target.URL.Path
+	if path == "" {
+		path = target.URL.Opaque
+	}
+	listener, err := client.Bootstrap().ClientListenerResourceName(target.URL.Host, path)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("xdslens: target %q: %w", key, err)
+	}
+	authority := bo.Authority
+	if authority == "" {
+		authority = strings.TrimPrefix(path, "/")
+	}
+	r := &xdsResolver{
+		cc:       cc,
+		client:   client,
+		release:  release,
+		target:   key,
+		listener: listener,
+		counters: b.acquireCounters(client),
+		builder:  b,
+		hooks:    b.clusterHooks(key),
+		sc:       cc.ParseServiceConfig(routerServiceConfig),
+	}
+	if h := b.hooks.Load(); h != nil && h.ChannelStarted != nil {
+		h.ChannelStarted(ChannelInfo{Target: key, Listener: listener})
+	}
+	r.mgr = xdsconfig.Watch(client, listener, authority, r, b.opts.configOptions...)
+	return r, nil
+}
+
+// routerServiceConfig selects the routing policy; its configuration
+// travels in the resolver state's attributes.
+var routerServiceConfig = `{"loadBalancingConfig":[{"` + routerName + `":{}}]}`
+
+// acquireCounters returns the circuit-breaking counters of client's
+// channels, and counts one more channel of the Builder on client.
+func (b *Builder) acquireCounters(client *xdsclient.Client) *sharedCounters {
+	b.mu.Lock()
+	b.clients[client]++
+	b.mu.Unlock()
+	return acquireCounters(client)
+}
+
+func (b *Builder) releaseCounters(client *xdsclient.Client) {
+	b.mu.Lock()
+	if b.clients[client]--; b.clients[client] == 0 {
+		delete(b.clients, client)
+	}
+	b.mu.Unlock()
+	releaseCounters(client)
+}
+
+// xdsResolver is the resolver of one channel.
+type xdsResolver struct {
+	cc       resolver.ClientConn
+	client   *xdsclient.Client
+	release  func()
+	target   string
+	listener string
+	counters *sharedCounters
+	builder  *Builder
+	hooks    *clusterlb.Hooks
+	sc       *serviceconfig.ParseResult
+	mgr      *xdsconfig.Manager
+
+	// last is the config last handed to the channel, nil after an error.
+	// The dependency manager calls Update and Error one at a time, so
+	// only they use it, without a lock.
+	last *xdsconfig.Config
+}
+
+// Update is called by the dependency manager with a complete config.
+func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
+	prev := r.last
+	r.last = cfg
+	r.cc.UpdateState(r.state(&channelState{config: cfg}))
+	if h := r.builder.hooks.Load(); h != nil && h.ConfigChanged != nil {
+		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: xdsconfig.Diff(prev, cfg)})
+	}
+}
+
+// Error is called by the dependency manager when the whole config failed:
+// every RPC of the channel fails with err (an UNAVAILABLE status) until a
+// config comes.
+func (r *xdsResolver) Error(err error) {
+	r.last = nil
+	r.cc.UpdateState(r.state(&channelState{err: err}))
+	if h := r.builder.hooks.Load(); h != nil && h.ConfigFailed != nil {
+		h.ConfigFailed(ConfigErrorInfo{Target: r.target, Listener: r.listener, Err: err})
+	}
+}
+
+func (r *xdsResolver) state(cs *channelState) resolver.State {
+	cs.target = r.target
+	cs.client = r.client
+	cs.counters = r.counters
+	cs.builder = r.builder
+	cs.clusterHooks = r.hooks
+	return resolver.State{
+		ServiceConfig: r.sc,
+		Attributes:    attributes.New(channelStateKey{}, cs),
+	}
+}
+
+// ResolveNow asks the dependency manager to resolve LOGICAL_DNS names
+// again; xDS resources need no asking.
+func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) { r.mgr.ResolveNow() }
+
+// Close stops the dependency manager and releases the client.
+func (r *xdsResolver) Close() {
+	r.mgr.Stop()
+	if h := r.builder.hooks.Load(); h != nil && h.ChannelClosed != nil {
+		h.ChannelClosed(ChannelInfo{Target: r.target, Listener: r.listener})
+	}
+	r.builder.releaseCounters(r.client)
+	r.release()
+}
+
+// channelStateKey is the attribute key of the channelState the resolver
+// hands to the router.
+type channelStateKey struct{}
+
+// channelState is what one resolver update tells the router: the config,
+// or the error that fails every RPC, and what the router needs beside it.
+type channelState struct {
+	config   *xdsconfig.Config
+	err      error
+	target   string
+	client   *xdsclient.Client
+	counters *sharedCounters
+	builder  *Builder
+	// clusterHooks are the hooks of the cluster policies.
+	clusterHooks *clusterlb.Hooks
+}
+
+// hooks returns the Builder's hooks as they are now.
+func (cs *channelState) hooks() *Hooks { return cs.builder.hooks.Load() }
