@@ -92,25 +92,20 @@ func (o observer) Logged(tx *txn.Tx, e *cache.Entry, src *cache.Source, l cache.
 // hooks of the same event: the logger's handler is the user's, and runs
 // with no lock held.
 func (o observer) log(tx *txn.Tx, src *cache.Source, level slog.Level, msg string, args ...any) {
-	if f := o.logLine(src, level, msg, args); f != nil {
-		src.Lane.Hook(tx, f)
-	}
+	src.Lane.Hook(tx, o.logLine(src, level, msg, args))
 }
 
 // logAfter writes a log line about a caller's call, by the caller, once
 // the lock is released.
 func (o observer) logAfter(tx *txn.Tx, src *cache.Source, level slog.Level, msg string, args ...any) {
-	if f := o.logLine(src, level, msg, args); f != nil {
-		tx.After(f)
-	}
+	tx.After(o.logLine(src, level, msg, args))
 }
 
-// logLine returns what writes a log line, nil if the level is off.
+// logLine returns what writes a log line. Whether its level is on is
+// asked there too, when the line is written: a handler's Enabled is the
+// user's code as much as its Handle, and runs with no lock held.
 func (o observer) logLine(src *cache.Source, level slog.Level, msg string, args []any) func() {
 	logger := o.c.logger
-	if !logger.Enabled(context.Background(), level) {
-		return nil
-	}
 	args = append(args, "server", src.URI)
 	return func() { logger.Log(context.Background(), level, msg, args...) }
 }

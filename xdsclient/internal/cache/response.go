@@ -48,14 +48,32 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		tx.Unlock()
 		return a, false
 	}
-	// Taking the resources and looking them up only reads the cache: a
-	// large response is looked up on several goroutines, while the lock
-	// is held.
+	tx.Unlock()
+	// The resources are taken, their names read by the type (the user's
+	// code, perhaps), with the lock released; looking them up only reads
+	// the cache, with the lock held. Both run on several goroutines for a
+	// large response.
 	items := make([]item, len(u.Resources))
+	var rawNames [][]byte
+	if _, ok := k.Type.(xdsresource.NameReader); ok {
+		rawNames = make([][]byte, len(items))
+	}
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			var rawName []byte
 			items[i], rawName = take(u.Resources[i], k.Type)
+			if rawNames != nil {
+				rawNames[i] = rawName
+			}
+		}
+	})
+	tx = c.cfg.Mutex.Lock()
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var rawName []byte
+			if rawNames != nil {
+				rawName = rawNames[i]
+			}
 			items[i].match(src, k, rawName)
 		}
 	})
