@@ -1,7 +1,8 @@
 // Package goid reads the ID of the calling goroutine, which the client
-// uses only to recognise a call made from inside one of its own callbacks
-// (a Close or a cancel from a watcher, a Pool observer that calls the
-// Pool), where waiting for that callback would wait for ever.
+// and the dependency manager (xdsconfig) use only to recognise a call
+// made from inside one of their own callbacks (a Close or a cancel from a
+// watcher, a Pool observer that calls the Pool, a Manager.Stop from its
+// Watcher), where waiting for that callback would wait for ever.
 package goid
 
 import (
