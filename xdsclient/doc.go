@@ -91,6 +91,16 @@
 //	internal/transport  one server: its gRPC channel, ADS stream (State of the World or delta), requests
 //	internal/health     gRFC A57, as a function
 //	internal/lane, txn  the lanes that run callbacks; the lock as a value
+//	internal/xdstp, xerr, backoff, goid  names in canonical form; errors and their bounds;
+//	                    the retry delays; goroutine IDs (a call from inside a callback)
+//
+// Beside them, package lrs (the load store and the LRS stream) knows
+// nothing of the client: a Client starts its reporters for ReportLoad,
+// and their events, in lrs's own Info types, are the LoadReport hooks.
+// Above the public API, and using nothing else of the client (xdsconfig
+// shares internal/goid): xdsconfig (gRFC A74's dependency manager), and
+// outside xdsclient the observers (telemetry, csds, admin, each taking a
+// Source) and xdsgrpc (gRPC's resolver and balancers).
 //
 // The way of a response, from the stream to the watcher:
 //
@@ -98,7 +108,8 @@
 //	           one value for both protocols, names in canonical form
 //	authority  the server's first response ends its failure (A57); a higher priority
 //	           server that delivers again is used again (A71)
-//	cache      names looked up, resources whose bytes are held recognised, the others
+//	cache      names read (the type's NameReader) with the lock released, then looked
+//	           up with it held; resources whose bytes are held recognised, the others
 //	           decoded with the lock released; each resource, TP3 error, removal and
 //	           absence decided (response.go), then carried out (apply.go, transition.go)
 //	lane       of that server: the hooks, then the watcher callbacks
@@ -111,9 +122,10 @@
 // the server); a lane's. No hook, watcher, logger or resource decoder runs
 // under the client's lock: hook calls and watcher callbacks are posted
 // while it is held, in event order, and run on a lane after it is
-// released; a log line is written on the lane of the server whose event
-// it tells, before the hooks of that event (or, for a caller's own call,
-// by the caller once the lock is released); resources are decoded with it
-// released. Observers such as telemetry take their own
-// lock only inside a hook, where no client lock is held.
+// released; a log line (the handler's Enabled as well as its Handle) is
+// written on the lane of the server whose event it tells, before the hooks
+// of that event (or, for a caller's own call, by the caller once the lock
+// is released); resources are named and decoded with it released.
+// Observers such as telemetry take their own lock only inside a hook,
+// where no client lock is held.
 package xdsclient

@@ -225,6 +225,9 @@ func (c *Cache) commit(r *response) Applied {
 	for _, p := range r.events {
 		c.apply(tx, p.e, p.ev, p.d)
 	}
+	for e := range r.absences() {
+		c.apply(tx, e, event{kind: evDeletion}, details{u: r.base})
+	}
 	c.cfg.Observer.Applied(tx, src, r.typeURL, r.base.version, r.nonce, r.delta, r.Applied)
 	src.Lane.Release(tx)
 	a := r.Applied

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"strings"
 	"sync"
@@ -122,7 +123,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		r.removal(name)
 	}
 	if k.Type.FullState() && !u.Delta && r.seen < u.Subscribed {
-		r.absences() // when every subscribed entry was seen, none was deleted
+		r.absent = true // when every subscribed entry was seen, none was deleted
 	}
 	r.NACK = r.nacks.err()
 	return c.commit(&r), true
@@ -291,6 +292,7 @@ type response struct {
 	changed        int                  // items decoded
 	deliver        func(d Delivery) any // what watchers get of the items that changed
 	events         []pending            // events other than those of items
+	absent         bool                 // the full state left out subscribed entries (absences)
 	nacks          nackDetail
 	seen           int // entries the response named in resources or resource_errors
 }
@@ -429,13 +431,20 @@ func (r *response) removal(name string) {
 	r.events = append(r.events, pending{e, event{kind: evDeletion, explicit: true}, details{u: r.base}})
 }
 
-// absences adds the absence of every entry that uses the server and that
-// the full-state response left out: the deletion of a resource held
-// (transition decides).
-func (r *response) absences() {
-	for e := range r.k.table.all() {
-		if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
-			r.events = append(r.events, pending{e, event{kind: evDeletion}, details{u: r.base}})
+// absences yields every entry that uses the server and that the
+// full-state response left out: each has an absence, the deletion of a
+// resource held (transition decides). They are yielded to commit, not
+// collected: most are often not held (subscriptions the server has yet to
+// serve), and their absence is then nothing.
+func (r *response) absences() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
+		if !r.absent {
+			return
+		}
+		for e := range r.k.table.all() {
+			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src && !yield(e) {
+				return
+			}
 		}
 	}
 }
