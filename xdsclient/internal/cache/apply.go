@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"iter"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -233,4 +234,22 @@ func (c *Cache) commit(r *response) Applied {
 	a := r.Applied
 	a.Wait = src.Lane.Barrier(tx)
 	return a
+}
+
+// absences yields every entry that uses the server and that the
+// full-state response left out: each has an absence, the deletion of a
+// resource held (transition decides). They are yielded to commit, not
+// collected: most are often not held (subscriptions the server has yet to
+// serve), and their absence is then nothing.
+func (r *response) absences() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
+		if !r.absent {
+			return
+		}
+		for e := range r.k.table.all() {
+			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src && !yield(e) {
+				return
+			}
+		}
+	}
 }

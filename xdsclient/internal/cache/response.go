@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"iter"
 	"runtime"
 	"strings"
 	"sync"
@@ -429,24 +428,6 @@ func (r *response) removal(name string) {
 	}
 	r.Removed++
 	r.events = append(r.events, pending{e, event{kind: evDeletion, explicit: true}, details{u: r.base}})
-}
-
-// absences yields every entry that uses the server and that the
-// full-state response left out: each has an absence, the deletion of a
-// resource held (transition decides). They are yielded to commit, not
-// collected: most are often not held (subscriptions the server has yet to
-// serve), and their absence is then nothing.
-func (r *response) absences() iter.Seq[*Entry] {
-	return func(yield func(*Entry) bool) {
-		if !r.absent {
-			return
-		}
-		for e := range r.k.table.all() {
-			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src && !yield(e) {
-				return
-			}
-		}
-	}
 }
 
 // The error_detail of a NACK is bounded, so that a response of many invalid
