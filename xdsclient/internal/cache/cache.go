@@ -15,9 +15,9 @@
 //
 // Everything is guarded by the client's lock (a txn.Tx); nothing a user
 // supplies runs under it: hooks and watcher callbacks are posted to the
-// lane of the server the event came from (package lane), decoding happens
-// with the lock released, and the client's Observer turns events into
-// hooks.
+// lane of the server the event came from (package lane), a type reads
+// names (xdsresource.NameReader) and decodes with the lock released, and
+// the client's Observer turns events into hooks.
 package cache
 
 import (
