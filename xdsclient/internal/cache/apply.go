@@ -239,7 +239,7 @@ func (c *Cache) commit(r *response) Applied {
 // absences yields every entry that uses the server and that the
 // full-state response left out: each has an absence, the deletion of a
 // resource held (transition decides). They are yielded to commit, not
-// collected: most are often not held (subscriptions the server has yet to
+// collected: often most are not held (subscriptions the server has yet to
 // serve), and their absence is then nothing.
 func (r *response) absences() iter.Seq[*Entry] {
 	return func(yield func(*Entry) bool) {
