@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/xdslens/xdslens/csds"
+	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // Registrar is a gRPC server that lists the services registered on it, as
@@ -61,11 +62,12 @@ type Services struct {
 }
 
 // Register registers on r the Client Status Discovery Service over src (a
-// *xdsclient.Client, a *xdsclient.Pool or a csds.SourceFunc), channelz,
+// *xdsclient.Client, a *xdsclient.Pool, or csds.ForTarget's view of one
+// target of a pool), channelz,
 // the health service, reporting SERVING, and server reflection. Call it
 // before r serves; r must not already have any of these services, or
 // Register panics as grpc.Server.RegisterService does.
-func Register[S csds.Source](r Registrar, src S, opts ...Option) *Services {
+func Register(r Registrar, src xdsclient.Source, opts ...Option) *Services {
 	cfg := config{reflection: true}
 	for _, o := range opts {
 		o.apply(&cfg)

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/admin"
-	"github.com/xdslens/xdslens/csds"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
@@ -59,7 +58,7 @@ func startControlPlane(t *testing.T) *controlplane.Server {
 
 // serveAdmin registers the admin services over src on a new gRPC server on
 // loopback and returns a connection to it.
-func serveAdmin[S csds.Source](t *testing.T, src S, opts ...admin.Option) (*grpc.ClientConn, *admin.Services) {
+func serveAdmin(t *testing.T, src xdsclient.Source, opts ...admin.Option) (*grpc.ClientConn, *admin.Services) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -9,9 +9,9 @@
 //	| grpc.health.v1.Health                                | SERVING, until Shutdown                 | health                     |
 //	| grpc.reflection.v1(alpha).ServerReflection           | the services above, for grpcurl & co.   |                            |
 //
-// [Register] takes the clients to report the same way csds.NewServer and
-// telemetry.New do: a *xdsclient.Client, a *xdsclient.Pool or a
-// csds.SourceFunc:
+// [Register] takes the clients to report as csds.NewServer and
+// telemetry.New do, an xdsclient.Source: a *xdsclient.Client, a
+// *xdsclient.Pool, or csds.ForTarget's view of one target of a pool:
 //
 //	srv := grpc.NewServer()
 //	a := admin.Register(srv, pool)

@@ -4,10 +4,9 @@
 // gRFC A71 and the cache states of gRFC A88. Tools such as grpcdebug
 // (`grpcdebug HOST:PORT xds status`, `xds config`) read it.
 //
-// A [Server] reads a [Source], given as it is, the same way telemetry.New
-// takes one: a *xdsclient.Client, or a *xdsclient.Pool (every client of the
-// pool at the time of each request). Register it on a grpc.Server of your
-// own:
+// A [Server] reads an xdsclient.Source, the same way telemetry.New takes
+// one: a *xdsclient.Client, or a *xdsclient.Pool (every client of the pool
+// at the time of each request). Register it on a grpc.Server of your own:
 //
 //	srv := grpc.NewServer()
 //	csds.NewServer(pool).Register(srv)
@@ -66,7 +65,7 @@
 // response with more than one ClientConfig ("Received unexpected number of
 // ClientConfig 2") and have no --scope. To serve them from a pool of
 // several clients, give each target a server of its own with [ForTarget]
-// (or pass a single *xdsclient.Client): a Source of one client gives
+// (or pass a single *xdsclient.Client): a source of one client gives
 // exactly one ClientConfig.
 //
 // Package admin registers this server together with channelz, health and

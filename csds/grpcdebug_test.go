@@ -160,7 +160,7 @@ func TestGrpcdebugCompatible(t *testing.T) {
 	recs["c2"].Expect(t, xdsclient.NotifyResourceError, codes.InvalidArgument)
 	recs["c4"].Expect(t, xdsclient.NotifyResourceError, codes.Unavailable)
 
-	got := fetch(t, serveCSDS(t, csds.ForClient(f.c)))
+	got := fetch(t, serveCSDS(t, f.c))
 	if len(got.Config) != 1 {
 		t.Fatalf("%d ClientConfigs for one client, want exactly 1", len(got.Config))
 	}
@@ -241,7 +241,7 @@ func TestGrpcdebugPool(t *testing.T) {
 		t.Cleanup(release)
 		t.Cleanup(c.Watch(xdsresource.ListenerType, "listener-of-"+target, xdstest.NewWatcher()))
 	}
-	resp := fetch(t, serveCSDS(t, csds.ForPool(pool)))
+	resp := fetch(t, serveCSDS(t, pool))
 	if _, err := grpcdebugStatus(resp, v105); err == nil || !strings.Contains(err.Error(), "unexpected number of ClientConfig 2") {
 		t.Errorf("xds status (v1.0.5) of two clients: %v, want it refused", err)
 	}

@@ -48,14 +48,20 @@ func newClient(t testing.TB, cfg *bootstrap.Config, opts ...xdsclient.Option) *x
 
 // serveCSDS serves a csds.Server over src on loopback and returns a CSDS
 // client connected to it.
-func serveCSDS(t testing.TB, src csds.SourceFunc, opts ...csds.Option) statusv3.ClientStatusDiscoveryServiceClient {
+func serveCSDS(t testing.TB, src xdsclient.Source, opts ...csds.Option) statusv3.ClientStatusDiscoveryServiceClient {
+	t.Helper()
+	return serve(t, csds.NewServer(src, opts...))
+}
+
+// serve serves s on loopback and returns a CSDS client connected to it.
+func serve(t testing.TB, s *csds.Server) statusv3.ClientStatusDiscoveryServiceClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	csds.NewServer(src, opts...).Register(srv)
+	s.Register(srv)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -107,7 +113,7 @@ func newFixture(t *testing.T, features []string, opts ...xdsclient.Option) *fixt
 	t.Helper()
 	f := &fixture{Script: xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: xdstest.NewADSServer(t)}}
 	f.c = newClient(t, bootstrapFor(t, f.Srv.Addr(), features...), opts...)
-	f.csds = serveCSDS(t, csds.ForClient(f.c))
+	f.csds = serveCSDS(t, f.c)
 	return f
 }
 

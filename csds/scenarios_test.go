@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/csds"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
@@ -255,7 +254,7 @@ func TestPoolTwoTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := xdsclient.NewPool(bootstrapFor(t, cp.Addr()), xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
-	cl := serveCSDS(t, csds.ForPool(pool))
+	cl := serveCSDS(t, pool)
 
 	// Made in reverse order, to check the sort.
 	for _, tc := range []struct {

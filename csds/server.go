@@ -15,13 +15,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// Server is a ClientStatusDiscoveryService server over a Source. It is safe
-// for concurrent use; every request reads the clients afresh.
+// Server is a ClientStatusDiscoveryService server over an xdsclient.Source.
+// It is safe for concurrent use; every request reads the clients afresh.
 type Server struct {
-	src    SourceFunc
-	logger *slog.Logger
+	clients func() []client
+	logger  *slog.Logger
 }
 
 var _ statusv3.ClientStatusDiscoveryServiceServer = (*Server)(nil)
@@ -43,10 +45,16 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// NewServer returns a server that reports the clients of src: a
-// *xdsclient.Client, a *xdsclient.Pool or a SourceFunc.
-func NewServer[S Source](src S, opts ...Option) *Server {
-	s := &Server{src: sourceFunc(src), logger: slog.Default()}
+// NewServer returns a server that reports the clients of src, at each
+// request: a *xdsclient.Client (exactly one ClientConfig, as grpcdebug
+// v1.0.5 requires; ForTarget does the same for one target of a pool), or
+// a *xdsclient.Pool (gRFC A71: one ClientConfig per client, scoped by its
+// target; a client that the pool closes while a request reads it is still
+// reported).
+func NewServer(src xdsclient.Source, opts ...Option) *Server { return newServer(clientsOf(src), opts) }
+
+func newServer(clients func() []client, opts []Option) *Server {
+	s := &Server{clients: clients, logger: slog.Default()}
 	for _, o := range opts {
 		o.apply(s)
 	}
@@ -94,8 +102,8 @@ func (s *Server) clientStatus(req *statusv3.ClientStatusRequest) (*statusv3.Clie
 		return nil, status.Errorf(codes.InvalidArgument,
 			"csds: node_matchers is not supported (the request has %d): this process is a single xDS node and every request gets the status of all its xDS clients; send the request without node_matchers", n)
 	}
-	var clients []Client
-	if err := safely(func() { clients = s.src.Clients() }); err != nil {
+	var clients []client
+	if err := safely(func() { clients = s.clients() }); err != nil {
 		s.logger.Error("csds: cannot list the xDS clients", "err", err.err, "stack", err.stack)
 		return nil, status.Errorf(codes.Internal, "csds: listing the xDS clients: %v", err.err)
 	}
@@ -110,7 +118,7 @@ func (s *Server) clientStatus(req *statusv3.ClientStatusRequest) (*statusv3.Clie
 
 // clientConfig reads one client. Whatever fails is logged and leaves the
 // fields it would have filled empty; the ClientConfig is returned anyway.
-func (s *Server) clientConfig(b *builder, c Client) *statusv3.ClientConfig {
+func (s *Server) clientConfig(b *builder, c client) *statusv3.ClientConfig {
 	cfg := &statusv3.ClientConfig{}
 	fail := func(what string, err *panicError) {
 		s.logger.Error("csds: cannot read an xDS client; it is reported without "+what,

@@ -162,11 +162,14 @@ func TestIsolation(t *testing.T) {
 	closed.Close()  // and it stays closed
 
 	var logs xdstest.SyncBuffer
-	src := csds.SourceFunc(func() []csds.Client {
-		out := csds.ForPool(pool).Clients()
+	list := func() []csds.Client {
+		var out []csds.Client
+		for _, c := range pool.Clients() {
+			out = append(out, c)
+		}
 		return append(out, closed, &fakeClient{target: "panicky-dump", panicDmp: true}, &fakeClient{panicTarget: true})
-	})
-	cl := serveCSDS(t, src, csds.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	}
+	cl := serve(t, csds.NewServerOf(list, csds.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
 	resp := fetch(t, cl)
 
 	var got []string
@@ -196,7 +199,7 @@ func TestIsolation(t *testing.T) {
 // A Source that fails gets INTERNAL, not a crash.
 func TestSourceFailure(t *testing.T) {
 	var logs xdstest.SyncBuffer
-	s := csds.NewServer(csds.SourceFunc(func() []csds.Client { panic("scripted Clients failure") }),
+	s := csds.NewServerOf(func() []csds.Client { panic("scripted Clients failure") },
 		csds.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	_, err := s.FetchClientStatus(context.Background(), &statusv3.ClientStatusRequest{})
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "scripted Clients failure") {
@@ -210,7 +213,7 @@ func TestSourceFailure(t *testing.T) {
 // An empty pool gives an empty response, not an error.
 func TestEmptyPool(t *testing.T) {
 	pool := xdsclient.NewPool(bootstrapFor(t, "127.0.0.1:1"))
-	resp := fetch(t, serveCSDS(t, csds.ForPool(pool)))
+	resp := fetch(t, serveCSDS(t, pool))
 	if len(resp.GetConfig()) != 0 {
 		t.Errorf("empty pool: %v, want no ClientConfig", resp)
 	}

@@ -6,9 +6,8 @@ import (
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// Client is what a Server reads from one xDS client. *xdsclient.Client
-// implements it.
-type Client interface {
+// client is what a Server reads from one xDS client.
+type client interface {
 	// Target is the client's pool key, reported as client_scope.
 	Target() string
 	// Node is the node the client sends to its xDS servers.
@@ -17,73 +16,49 @@ type Client interface {
 	Dump() []xdsclient.EntrySnapshot
 }
 
-var _ Client = (*xdsclient.Client)(nil)
+var _ client = (*xdsclient.Client)(nil)
 
-// Source is what a Server reports, given to NewServer as it is, the same
-// way telemetry.New takes a client or a pool:
-//
-//   - a *xdsclient.Client: that one client (exactly one ClientConfig, as
-//     grpcdebug v1.0.5 requires; ForTarget does the same for one target
-//     of a pool);
-//   - a *xdsclient.Pool: every client of the pool at the time of each
-//     request (gRFC A71: one ClientConfig per client, scoped by its target);
-//   - a SourceFunc: the clients it lists, called once per request.
-type Source interface {
-	*xdsclient.Client | *xdsclient.Pool | SourceFunc
-}
-
-// SourceFunc lists the clients a Server reports. It is called once per
-// request; the order does not matter (the Server sorts by target).
-type SourceFunc func() []Client
-
-// Clients returns f().
-func (f SourceFunc) Clients() []Client { return f() }
-
-// sourceFunc turns src into the func a Server calls per request.
-func sourceFunc[S Source](src S) SourceFunc {
-	switch s := any(src).(type) {
-	case *xdsclient.Client:
-		return ForClient(s)
-	case *xdsclient.Pool:
-		return ForPool(s)
-	case SourceFunc:
-		return s
-	}
-	panic("unreachable: Source has three types")
-}
-
-// ForClient returns a SourceFunc of the one client c, for a Client that is
-// not an *xdsclient.Client.
-func ForClient(c Client) SourceFunc {
-	return SourceFunc(func() []Client { return []Client{c} })
-}
-
-// ForPool returns a SourceFunc of every client of p at the time of each
-// request. A client that p closes while a request reads it is still
-// reported.
-func ForPool(p *xdsclient.Pool) SourceFunc {
-	return SourceFunc(func() []Client {
-		cs := p.Clients()
-		out := make([]Client, len(cs))
+// clientsOf lists the clients of src, at each request.
+func clientsOf(src xdsclient.Source) func() []client {
+	return func() []client {
+		cs := src.Clients()
+		out := make([]client, len(cs))
 		for i, c := range cs {
 			out[i] = c
 		}
 		return out
-	})
+	}
 }
 
-// ForTarget returns a SourceFunc of the one client of p whose target is
-// target, at the time of each request: a response holds exactly one
-// ClientConfig while p has that client, and none while it has not. One
-// server per target serves readers that accept a single ClientConfig, such
-// as grpcdebug v1.0.5, from a pool of several clients.
-func ForTarget(p *xdsclient.Pool, target string) SourceFunc {
-	return SourceFunc(func() []Client {
-		for _, c := range p.Clients() {
-			if c.Target() == target {
-				return []Client{c}
+// ForTarget returns the Source of the one client of p whose target is
+// target: a Server over it answers with exactly one ClientConfig while p
+// has that client, and none while it has not. One server per target
+// serves readers that accept a single ClientConfig, such as grpcdebug
+// v1.0.5, from a pool of several clients.
+func ForTarget(p *xdsclient.Pool, target string) xdsclient.Source { return targetSource{p, target} }
+
+// targetSource is the clients of a pool of one target.
+type targetSource struct {
+	p      *xdsclient.Pool
+	target string
+}
+
+func (s targetSource) Clients() []*xdsclient.Client {
+	for _, c := range s.p.Clients() {
+		if c.Target() == s.target {
+			return []*xdsclient.Client{c}
+		}
+	}
+	return nil
+}
+
+func (s targetSource) Observe(added, removed func(*xdsclient.Client)) (stop func()) {
+	only := func(f func(*xdsclient.Client)) func(*xdsclient.Client) {
+		return func(c *xdsclient.Client) {
+			if f != nil && c.Target() == s.target {
+				f(c)
 			}
 		}
-		return nil
-	})
+	}
+	return s.p.Observe(only(added), only(removed))
 }

@@ -22,7 +22,7 @@ type clientMetrics struct {
 	target attribute.KeyValue
 
 	// notifications is read without mu: watcher callbacks are counted with
-	// atomics on the client's callback goroutine.
+	// atomics on the client's lanes (a goroutine per xDS server).
 	notifications atomic.Pointer[map[string]*notificationCounts]
 
 	mu          sync.Mutex
@@ -351,9 +351,9 @@ func (cm *clientMetrics) timerStopped(i xdsclient.ResourceTimerInfo) {
 	}
 }
 
-// watcherNotified counts a watcher callback. It runs on the client's
-// callback goroutine, once per callback, so it takes no lock once the
-// resource type has been seen.
+// watcherNotified counts a watcher callback. It runs on one of the
+// client's lanes, once per callback, and takes no lock once the resource
+// type has been seen.
 func (cm *clientMetrics) watcherNotified(i xdsclient.NotificationInfo) {
 	k := int(i.Kind)
 	if k <= 0 || k >= 4 {

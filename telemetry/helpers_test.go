@@ -117,7 +117,7 @@ func (f *fixture) timerStarts(name string) int {
 }
 
 // newMetrics observes src with a fresh ManualReader.
-func newMetrics[S telemetry.Source](t testing.TB, src S) (*sdkmetric.ManualReader, *telemetry.Metrics) {
+func newMetrics(t testing.TB, src xdsclient.Source) (*sdkmetric.ManualReader, *telemetry.Metrics) {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

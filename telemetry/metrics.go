@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
@@ -14,12 +15,6 @@ import (
 // ScopeName is the instrumentation scope of the instruments (the
 // otel_scope_name label in Prometheus).
 const ScopeName = "github.com/xdslens/xdslens/telemetry"
-
-// Source is what New observes: one client, or a pool and every client it
-// makes.
-type Source interface {
-	*xdsclient.Client | *xdsclient.Pool
-}
 
 // Metrics turns the hooks of a client, or of every client of a pool, into
 // OpenTelemetry instruments. It is safe for concurrent use. Close it to
@@ -59,40 +54,30 @@ type instruments struct {
 }
 
 // New creates the instruments from the configured MeterProvider and
-// attaches hooks to src:
+// attaches hooks to the clients of src (xdsclient.Source.Observe):
 //
 //   - a *xdsclient.Client is observed until Close, starting from its
 //     current state (the client replays it to hooks added late);
-//   - a *xdsclient.Pool is observed through Pool.Observe: every client it
-//     holds now and every client it makes later gets the hooks, and the
-//     series of a client the pool closes (its grpc.target) go away.
+//   - a *xdsclient.Pool: every client it holds now and every client it
+//     makes later gets the hooks, and the series of a client the pool
+//     closes (its grpc.target) go away.
 //
 // Nothing but the client's hooks feeds the instruments. The gauges read
 // counts that the hooks keep, so a collection costs time in the number of
 // label sets, not in the number of cached resources.
-func New[S Source](src S, opts ...Option) (*Metrics, error) {
+func New(src xdsclient.Source, opts ...Option) (*Metrics, error) {
+	if src == nil || reflect.ValueOf(src).Kind() == reflect.Pointer && reflect.ValueOf(src).IsNil() {
+		return nil, fmt.Errorf("telemetry: nil source (%T)", src)
+	}
 	cfg := newConfig(opts)
 	m, err := newMetrics(cfg.mp)
 	if err != nil {
 		return nil, err
 	}
-	switch s := any(src).(type) {
-	case *xdsclient.Client:
-		if s == nil {
-			m.Close()
-			return nil, errors.New("telemetry: nil *xdsclient.Client")
-		}
-		m.attach(s)
-	case *xdsclient.Pool:
-		if s == nil {
-			m.Close()
-			return nil, errors.New("telemetry: nil *xdsclient.Pool")
-		}
-		stop := s.Observe(m.attach, m.detach)
-		m.mu.Lock()
-		m.stop = stop
-		m.mu.Unlock()
-	}
+	stop := src.Observe(m.attach, m.detach)
+	m.mu.Lock()
+	m.stop = stop
+	m.mu.Unlock()
 	return m, nil
 }
 

@@ -68,22 +68,64 @@
 // subscribed name never received does not exist at once). The responses go
 // through the same path and state machine as State of the World ones.
 //
-// # The state machine and the lock
+// # The state machines
 //
 // What an event does to a cache entry (a valid or invalid resource, a TP3
-// error, a deletion, a timer, an unreachable server) is decided by one
-// function, transition, and carried out in one place, apply: the new
-// state and resource, the failure record, the CacheStateChanged hook and
-// the watcher callbacks all come from its outcome, so none of them can
-// disagree with the cache.
+// error, a deletion, a timer, an unreachable server, a new watcher, a
+// subscription sent) is decided by one function, and carried out in one
+// place: the new state and resource, the failure record, the timer, the
+// CacheStateChanged hook and the watcher callbacks all come from its
+// outcome, so none of them can disagree with the cache. What an event does
+// to a server's health (gRFC A57: its connectivity, a stream started, a
+// first response, a stream ended with or without one, a keepalive timeout)
+// is another such function; the fallback of gRFC A71 acts on its effects.
 //
-// A Client has one mutex. The goroutines of a client (one per channel for
-// connectivity, one per channel for streams, one sending requests, the
-// does-not-exist timer wheel, and the callback goroutine) take it for short
-// steps and never hold it while they block, call a hook or call a watcher:
-// hook calls and watcher callbacks are queued while it is held, in event
-// order, and run on the callback goroutine after it is released. Locks are
-// taken in one order, outer first: a Pool's, then a Client's, then the
-// callback queue's; observers such as telemetry take their own lock only
-// inside a hook, where no client lock is held.
+// # Inside
+//
+// The client is built in layers, each a package under xdsclient/internal,
+// whose imports run one way, downwards:
+//
+//	xdsclient           the public Client, Pool and Hooks; the one place where hooks are called
+//	internal/authority  gRFC A71: the server each authority uses; each server's events and health
+//	internal/cache      the entries, transition (gRFC A88), the timers; Apply, a response into the cache
+//	internal/transport  one server: its gRPC channel, ADS stream (State of the World or delta), requests
+//	internal/health     gRFC A57, as a function
+//	internal/lane, txn  the lanes that run callbacks; the lock as a value
+//	internal/xdstp, xerr, backoff, goid  names in canonical form; errors and their bounds;
+//	                    the retry delays; goroutine IDs (a call from inside a callback)
+//
+// Beside them, package lrs (the load store and the LRS stream) knows
+// nothing of the client: a Client starts its reporters for ReportLoad,
+// and their events, in lrs's own Info types, are the LoadReport hooks.
+// Above the public API, and using nothing else of the client (xdsconfig
+// shares internal/goid): xdsconfig (gRFC A74's dependency manager), and
+// outside xdsclient the observers (telemetry, csds, admin, each taking a
+// Source) and xdsgrpc (gRPC's resolver and balancers).
+//
+// The way of a response, from the stream to the watcher:
+//
+//	transport  the stream reads a DiscoveryResponse (or a delta one) and makes an Update:
+//	           one value for both protocols, names in canonical form
+//	authority  the server's first response ends its failure (A57); a higher priority
+//	           server that delivers again is used again (A71)
+//	cache      names read (the type's NameReader) with the lock released, then looked
+//	           up with it held; resources whose bytes are held recognised, the others
+//	           decoded with the lock released; each resource, TP3 error, removal and
+//	           absence decided (response.go), then carried out (apply.go, transition.go)
+//	lane       of that server: the hooks, then the watcher callbacks
+//	transport  the ACK or NACK goes out; the next response is read once the lane ran the
+//	           callbacks of this one (flow control, per stream)
+//
+// Locks, outer first: a Pool's; the client's (a txn.Mutex: the cache, the
+// authorities and the servers' health are reached only through the
+// txn.Tx it gives); a transport connection's own (what is subscribed on
+// the server); a lane's. No hook, watcher, logger or resource decoder runs
+// under the client's lock: hook calls and watcher callbacks are posted
+// while it is held, in event order, and run on a lane after it is
+// released; a log line (the handler's Enabled as well as its Handle) is
+// written on the lane of the server whose event it tells, before the hooks
+// of that event (or, for a caller's own call, by the caller once the lock
+// is released); resources are named and decoded with it released.
+// Observers such as telemetry take their own lock only inside a hook,
+// where no client lock is held.
 package xdsclient

@@ -2,14 +2,11 @@ package xdsclient
 
 import (
 	"errors"
-	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslens/xdslens/internal/truncate"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 )
 
 // DataPlaneError turns an error that a watcher received into one fit for a
@@ -35,7 +32,7 @@ func DataPlaneError(err error) error {
 // a DiscoveryResponse over the client's size limit (WithMaxResponseSize).
 // Watchers get it inside an UNAVAILABLE status; hooks (StreamEnded) with
 // errors.Is.
-var ErrResponseTooLarge = errors.New("xDS response larger than the client accepts")
+var ErrResponseTooLarge = transport.ErrResponseTooLarge
 
 // ErrRequestTooLarge is the cause of a stream failure when the server
 // refused a DiscoveryRequest as larger than it accepts (gRPC servers take
@@ -44,93 +41,14 @@ var ErrResponseTooLarge = errors.New("xDS response larger than the client accept
 // reconnects with backoff, since the same request would be refused again.
 // Watchers get it inside an UNAVAILABLE status when no response had come
 // on the stream; hooks (StreamEnded) with errors.Is.
-var ErrRequestTooLarge = errors.New("xDS request larger than the server accepts")
+var ErrRequestTooLarge = transport.ErrRequestTooLarge
 
 // ErrKeepaliveTimeout is the cause of a server failure when the server left
 // an HTTP/2 keepalive ping unanswered (WithKeepalive): the connection is
 // gone though nothing closed it, which gRFC A57 counts as a connectivity
 // failure even on a stream that had responses.
-var ErrKeepaliveTimeout = errors.New("xDS server did not answer a keepalive ping in time")
+var ErrKeepaliveTimeout = transport.ErrKeepaliveTimeout
 
 // ErrClosed is returned (inside a status) to watchers of a client that is
 // closed.
 var ErrClosed = errors.New("xdsclient: client is closed")
-
-// resourceErrorf builds the status error given to watchers of one resource:
-// it names the resource, the server and the node, as gRFC A88 asks. The
-// cause is cut at maxCause bytes and the message at maxMessage, valid
-// UTF-8.
-func (c *Client) resourceErrorf(code codes.Code, e *entry, server, format string, args ...any) error {
-	cause := truncate.String(fmt.Sprintf(format, args...), maxCause)
-	return statusError(code, fmt.Sprintf("%s %q from xDS server %s (node ID %s): %s", shortName(e.kind.typ), e.name, shown(server), shown(c.nodeID), cause))
-}
-
-// statusError returns a status error of code with msg, cut at maxMessage
-// bytes and made valid UTF-8, as every message the client gives watchers
-// is.
-func statusError(code codes.Code, msg string) error {
-	msg = truncate.String(msg, maxMessage)
-	if !utf8.ValidString(msg) {
-		msg = strings.ToValidUTF8(msg, "\ufffd")
-	}
-	return status.Error(code, msg)
-}
-
-func shortName(t interface {
-	ShortName() string
-	TypeURL() string
-}) string {
-	if s := t.ShortName(); s != "" {
-		return s
-	}
-	return t.TypeURL()
-}
-
-// explainStreamError names the failures whose cause a stream's status
-// alone does not make clear: a response over the client's size limit is
-// ErrResponseTooLarge, a request over the server's ErrRequestTooLarge, a
-// keepalive ping left unanswered ErrKeepaliveTimeout, each with the
-// setting involved.
-func (c *Client) explainStreamError(err error) error {
-	switch status.Code(err) {
-	case codes.ResourceExhausted:
-		local, size, limit, ok := c.sizeRefusal(status.Convert(err).Message())
-		switch {
-		case !ok:
-		case local:
-			return fmt.Errorf("%w: the limit is %d bytes (xdsclient.WithMaxResponseSize): %v", ErrResponseTooLarge, c.o.maxResponseSize, err)
-		case size > 0:
-			return fmt.Errorf("%w: the server refused a request of %d bytes, over its limit of %d (a State of the World request, and the first request of a stream over delta, names every subscribed resource of its type): %v", ErrRequestTooLarge, size, limit, err)
-		default:
-			return fmt.Errorf("%w: %v", ErrRequestTooLarge, err)
-		}
-	case codes.Unavailable:
-		if strings.Contains(err.Error(), "keepalive ping failed") {
-			return fmt.Errorf("%w (keepalive time %v, timeout %v): %v", ErrKeepaliveTimeout, c.o.keepaliveTime, c.o.keepaliveWait, err)
-		}
-	}
-	return err
-}
-
-// sizeRefusal reads the message of a RESOURCE_EXHAUSTED status that ended
-// a stream: ok if it says a message was too large, local if the message is
-// a response the client refused (gRPC-Go's own error, which names the
-// client's limit), otherwise a request the server refused, of size bytes
-// over limit when the message says (gRPC servers in Go and C++ do: "larger
-// than max (SIZE vs. LIMIT)"; Java's: "exceeds maximum size LIMIT").
-// Requests are never compressed, so a refusal after decompression is the
-// client's. A server whose limit is exactly the client's is taken for the
-// client.
-func (c *Client) sizeRefusal(msg string) (local bool, size, limit int64, ok bool) {
-	if strings.Contains(msg, "after decompression larger than max") {
-		return true, 0, 0, true
-	}
-	const larger = "larger than max"
-	if i := strings.Index(msg, larger); i >= 0 {
-		if _, err := fmt.Sscanf(msg[i+len(larger):], " (%d vs. %d)", &size, &limit); err == nil {
-			return limit == int64(c.o.maxResponseSize), size, limit, true
-		}
-		return true, 0, 0, true // gRPC-Go's other forms of its own error
-	}
-	return false, 0, 0, strings.Contains(msg, "exceeds maximum size")
-}

@@ -4,28 +4,39 @@ import (
 	"time"
 
 	"google.golang.org/grpc/connectivity"
+
+	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
 
 // Hooks reports every transition of a Client, in the style of
 // net/http/httptrace: each field is an optional func called when its event
 // happens. A nil field costs nothing.
 //
-// Which goroutine, and in what order: every hook call and every watcher
-// callback of a client runs on one goroutine of the client, the one that
-// runs watcher callbacks, one at a time and in the order the events
-// happened. The client queues them while it holds its lock, at the moment
-// of the event, so a hook never sees events out of order, and the hooks of
-// an event (CacheStateChanged, ResponseReceived, ...) have returned before
-// the WatcherNotified hook and the watcher callback it caused run. Hooks
-// run a little after their event, never under a client lock: a hook may
-// call the Client's methods, Close included (Close then does not wait for
-// the callback goroutine). A hook that blocks holds up every later hook and
-// watcher callback, and the reading of responses (flow control), so hooks
-// must be cheap. Hook calls queued before Close run before Close returns.
+// Which goroutine, and in what order: the hook calls and watcher
+// callbacks that the events of one xDS server cause (its connectivity, its
+// streams, its requests and responses, the cache states and timers of the
+// resources it serves) run on that server's lane, a goroutine of the
+// client that runs them one at a time, in the order the events happened.
+// The lanes of different servers run at the same time; when an authority
+// moves to another server (fallback, or back), its events move with it,
+// after what the old lane had been given. The client posts the calls while
+// it holds its lock, at the moment of the event, so a hook never sees the
+// events of a server out of order, and the hooks of an event
+// (CacheStateChanged, ResponseReceived, ...) have returned before the
+// WatcherNotified hook and the watcher callback it caused run. Hooks run a
+// little after their event, never under a client lock: a hook may call the
+// Client's methods, Close included (Close then does not wait for the
+// callback goroutines). A hook that blocks holds up the later hooks and
+// callbacks of its lane, and the reading of that server's responses (flow
+// control), so hooks must be cheap. The load report hooks run on the
+// goroutine of their LRS stream, which they hold up likewise. Hook calls
+// posted before Close run before Close returns.
 //
-// Several Hooks may be given to one client (WithHooks more than once); all
-// of them are called. Event details travel in Info structs so that fields
-// can be added later.
+// Several Hooks may be given to one client (WithHooks more than once, or
+// AddHooks); they are composed into one when attached, so an event costs
+// one nil check whatever the number of Hooks, and all of them are called,
+// in the order they were given. Event details travel in Info structs so
+// that fields can be added later.
 type Hooks struct {
 	// ConnectivityChanged is called when the channel to an xDS server
 	// changes connectivity state.
@@ -287,42 +298,60 @@ type ResourceTimerInfo struct {
 	At time.Time
 }
 
-// LoadReportStreamInfo describes a new LRS stream.
-type LoadReportStreamInfo struct {
-	Target string
-	Server string
-	// Attempt counts the attempts of this reporting, starting at 1.
-	Attempt int
-}
+// LoadReportStreamInfo describes a new LRS stream. The load report types
+// are package lrs's: its Reporters report with them directly.
+type LoadReportStreamInfo = lrs.StreamInfo
 
 // LoadReportStreamEndInfo describes the end of an LRS stream attempt.
-type LoadReportStreamEndInfo struct {
-	Target string
-	Server string
-	// Created is false when the stream could not be created.
-	Created bool
-	// ResponseReceived reports whether a valid LoadStatsResponse was read;
-	// a stream that ends without one is retried after Backoff.
-	ResponseReceived bool
-	// Reports is how many load reports were written on the stream.
-	Reports int
-	// Err is how the stream ended; lrs.ErrStopped when the last user
-	// released it or the client closed.
-	Err error
-	// Backoff is how long the client waits before the next attempt.
-	Backoff time.Duration
-}
+type LoadReportStreamEndInfo = lrs.StreamEndInfo
 
 // LoadReportInfo describes one load report written to an LRS stream.
-type LoadReportInfo struct {
-	Target string
-	Server string
-	// Clusters is how many ClusterStats the report carried.
-	Clusters int
-	// Issued, Succeeded, Errored and Dropped sum the report's calls.
-	Issued, Succeeded, Errored, Dropped uint64
-	// Interval is the load_reporting_interval the server asked for.
-	Interval time.Duration
-	// Final is set for the last report, written when the stream stops.
-	Final bool
+type LoadReportInfo = lrs.ReportInfo
+
+// compose returns one Hooks whose every func calls the funcs of hs that
+// are set, in the order of hs, as httptrace composes traces: composed once
+// when hooks are attached, so that each event is a single nil check. A
+// field that none of hs sets stays nil.
+func compose(hs []*Hooks) *Hooks {
+	var c Hooks
+	join(&c.ConnectivityChanged, hs, func(h *Hooks) func(ConnectivityInfo) { return h.ConnectivityChanged })
+	join(&c.ConnectedChanged, hs, func(h *Hooks) func(ConnectedInfo) { return h.ConnectedChanged })
+	join(&c.StreamStarted, hs, func(h *Hooks) func(StreamInfo) { return h.StreamStarted })
+	join(&c.StreamEnded, hs, func(h *Hooks) func(StreamEndInfo) { return h.StreamEnded })
+	join(&c.StreamStartFailed, hs, func(h *Hooks) func(StreamEndInfo) { return h.StreamStartFailed })
+	join(&c.ChannelClosed, hs, func(h *Hooks) func(ChannelInfo) { return h.ChannelClosed })
+	join(&c.ServerFailure, hs, func(h *Hooks) func(ServerFailureInfo) { return h.ServerFailure })
+	join(&c.RequestSent, hs, func(h *Hooks) func(RequestInfo) { return h.RequestSent })
+	join(&c.ResponseReceived, hs, func(h *Hooks) func(ResponseInfo) { return h.ResponseReceived })
+	join(&c.CacheStateChanged, hs, func(h *Hooks) func(CacheStateInfo) { return h.CacheStateChanged })
+	join(&c.WatcherNotified, hs, func(h *Hooks) func(NotificationInfo) { return h.WatcherNotified })
+	join(&c.AuthorityServerChanged, hs, func(h *Hooks) func(AuthorityServerInfo) { return h.AuthorityServerChanged })
+	join(&c.ResourceTimerStarted, hs, func(h *Hooks) func(ResourceTimerInfo) { return h.ResourceTimerStarted })
+	join(&c.ResourceTimerStopped, hs, func(h *Hooks) func(ResourceTimerInfo) { return h.ResourceTimerStopped })
+	join(&c.LoadReportStreamStarted, hs, func(h *Hooks) func(LoadReportStreamInfo) { return h.LoadReportStreamStarted })
+	join(&c.LoadReportStreamEnded, hs, func(h *Hooks) func(LoadReportStreamEndInfo) { return h.LoadReportStreamEnded })
+	join(&c.LoadReportSent, hs, func(h *Hooks) func(LoadReportInfo) { return h.LoadReportSent })
+	return &c
+}
+
+// join sets *dst to a func that calls field(h) of every h in hs that has
+// it: nil if none has, the one func if only one has.
+func join[I any](dst *func(I), hs []*Hooks, field func(*Hooks) func(I)) {
+	var fs []func(I)
+	for _, h := range hs {
+		if f := field(h); f != nil {
+			fs = append(fs, f)
+		}
+	}
+	switch len(fs) {
+	case 0:
+	case 1:
+		*dst = fs[0]
+	default:
+		*dst = func(info I) {
+			for _, f := range fs {
+				f(info)
+			}
+		}
+	}
 }

@@ -2,10 +2,10 @@ package xdsclient
 
 import (
 	"fmt"
-	"strconv"
 	"unicode/utf8"
 
-	"github.com/xdslens/xdslens/internal/truncate"
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // MaxResourceNameSize is the longest resource name, in bytes, that Watch
@@ -16,19 +16,6 @@ import (
 // that the server refuses (gRPC servers take 4 MiB by default), which would
 // fail the stream of every resource on that server.
 const MaxResourceNameSize = 4 << 10
-
-// What the client shows of strings it does not write itself (a server's
-// version_info or status message, a caller's name) is bounded, so that
-// neither can make an error, a log line or CSDS arbitrarily large: each
-// such string is cut at maxShown bytes where it is quoted, the cause of an
-// error at maxCause, and a whole error message at maxMessage, each cut
-// marked with how much was left out. The error_detail of a NACK is bounded
-// on its own terms (nackDetail).
-const (
-	maxShown   = 1 << 10
-	maxCause   = 8 << 10
-	maxMessage = 16 << 10
-)
 
 // checkName returns why name cannot be watched, or nil.
 func checkName(name string) error {
@@ -54,14 +41,19 @@ func invalidAt(s string) int {
 	return len(s)
 }
 
-// shown returns s, a string the client did not write, as a message quotes
-// it: in Go syntax, cut at maxShown bytes.
-func shown(s string) string { return strconv.Quote(truncate.String(s, maxShown)) }
-
-// shownErr returns err's text cut at maxCause bytes, for a log line.
-func shownErr(err error) string {
-	if err == nil {
-		return ""
+// canonicalName returns the canonical form of a resource name (see package
+// xdstp) and checks that the type segment of an xdstp:// name names typ.
+// Old-style names are returned as they are.
+func canonicalName(typ xdsresource.Type, name string) (string, error) {
+	if !xdstp.Is(name) {
+		return name, nil
 	}
-	return truncate.String(err.Error(), maxCause)
+	n, err := xdstp.Parse(name)
+	if err != nil {
+		return "", err
+	}
+	if n.Type != xdsresource.TypeName(typ) {
+		return "", fmt.Errorf("resource name %q names type %q, watched as %q", name, n.Type, xdsresource.TypeName(typ))
+	}
+	return n.String(), nil
 }

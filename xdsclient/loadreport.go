@@ -9,6 +9,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
 
@@ -50,42 +53,47 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 	// Watch checks a resource name.
 	for _, n := range []struct{ what, name string }{{"cluster", cluster}, {"EDS service", edsService}} {
 		if err := checkName(n.name); err != nil {
-			return nil, nil, fmt.Errorf("xdsclient: load report of %s %s: %v", n.what, shown(n.name), err)
+			return nil, nil, fmt.Errorf("xdsclient: load report of %s %s: %v", n.what, xerr.Shown(n.name), err)
 		}
 	}
-	tx := c.lock()
-	if c.closed {
-		tx.unlock()
+	tx := c.mu.Lock()
+	st := c.s.Of(tx)
+	if st.closed {
+		tx.Unlock()
 		return nil, nil, fmt.Errorf("xdsclient: load report to %q: %w", server, ErrClosed)
 	}
-	s := c.serverNamed(server)
+	s := c.serverNamed(tx, server)
 	if s == nil {
-		tx.unlock()
+		tx.Unlock()
 		return nil, nil, fmt.Errorf("xdsclient: load report to %q: not an xds_servers entry of the bootstrap", server)
 	}
-	ls := c.loadServers[s.Key()]
+	ls := st.loadServers[s.Key()]
 	if ls == nil {
-		cc, err := c.dial(s)
+		cc, err := transport.Dial(s, c.o.keepaliveTime, c.o.keepaliveWait, c.o.maxResponseSize)
 		if err != nil {
-			tx.unlock()
+			tx.Unlock()
 			return nil, nil, fmt.Errorf("xdsclient: load report: %w", err)
 		}
 		ls = &loadServer{key: s.Key(), uri: s.URI, cc: cc}
-		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s.URI)))
-		c.loadServers[ls.key] = ls
+		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents()), lrs.WithLabels(c.o.target, s.URI))
+		if st.loadServers == nil {
+			st.loadServers = map[string]*loadServer{}
+		}
+		st.loadServers[ls.key] = ls
 	}
 	ls.refs++
-	tx.unlock()
+	tx.Unlock()
 	var once sync.Once
 	release = func() {
 		once.Do(func() {
-			tx := c.lock()
+			tx := c.mu.Lock()
+			st := c.s.Of(tx)
 			ls.refs--
-			last := ls.refs == 0 && c.loadServers[ls.key] == ls
+			last := ls.refs == 0 && st.loadServers[ls.key] == ls
 			if last {
-				delete(c.loadServers, ls.key)
+				delete(st.loadServers, ls.key)
 			}
-			tx.unlock()
+			tx.Unlock()
 			if last {
 				ls.stop()
 			}
@@ -101,11 +109,11 @@ func (ls *loadServer) stop() {
 }
 
 // serverNamed returns the bootstrap server whose URI is uri, preferring
-// one the client has a channel to; nil if none. The lock is held.
-func (c *Client) serverNamed(uri string) *bootstrap.ServerConfig {
-	for _, key := range slices.Sorted(maps.Keys(c.channels)) {
-		if ch := c.channels[key]; ch.uri == uri {
-			return ch.server
+// one the client has a channel to; nil if none.
+func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
+	for _, s := range c.auths.Servers(tx) {
+		if s.URI() == uri {
+			return s.Config()
 		}
 	}
 	for _, s := range c.cfg.Servers {
@@ -123,44 +131,25 @@ func (c *Client) serverNamed(uri string) *bootstrap.ServerConfig {
 	return nil
 }
 
-// stopLoadReports stops every load report, when the client closes. The
-// lock is not held: the reporters' last events take it.
-func (c *Client) stopLoadReports(servers []*loadServer) {
-	for _, ls := range servers {
-		ls.stop()
-	}
-}
-
-// loadEvents turns a Reporter's events into the client's hooks, queued
-// like every other hook call.
-func (c *Client) loadEvents(server string) lrs.Events {
-	target := c.o.target
+// loadEvents has a Reporter call the client's hooks, on its own
+// goroutine: a load report hook that blocks holds back only that LRS
+// stream.
+func (c *Client) loadEvents() lrs.Events {
 	return lrs.Events{
-		StreamStarted: func(i lrs.StreamInfo) {
-			emitLoadHook(c, func(h *Hooks) func(LoadReportStreamInfo) { return h.LoadReportStreamStarted },
-				LoadReportStreamInfo{Target: target, Server: server, Attempt: i.Attempt})
+		StreamStarted: func(i LoadReportStreamInfo) {
+			if f := c.hooks().LoadReportStreamStarted; f != nil {
+				f(i)
+			}
 		},
-		StreamEnded: func(i lrs.StreamEndInfo) {
-			emitLoadHook(c, func(h *Hooks) func(LoadReportStreamEndInfo) { return h.LoadReportStreamEnded },
-				LoadReportStreamEndInfo{Target: target, Server: server, Created: i.Created, ResponseReceived: i.ResponseReceived,
-					Reports: i.Reports, Err: i.Err, Backoff: i.Backoff})
+		StreamEnded: func(i LoadReportStreamEndInfo) {
+			if f := c.hooks().LoadReportStreamEnded; f != nil {
+				f(i)
+			}
 		},
-		ReportSent: func(i lrs.ReportInfo) {
-			emitLoadHook(c, func(h *Hooks) func(LoadReportInfo) { return h.LoadReportSent },
-				LoadReportInfo{Target: target, Server: server, Clusters: i.Clusters, Issued: i.Issued, Succeeded: i.Succeeded,
-					Errored: i.Errored, Dropped: i.Dropped, Interval: i.Interval, Final: i.Final})
+		ReportSent: func(i LoadReportInfo) {
+			if f := c.hooks().LoadReportSent; f != nil {
+				f(i)
+			}
 		},
 	}
-}
-
-// emitLoadHook queues the call with info of the hook that pick takes from
-// each of the client's Hooks, taking the lock to do so.
-func emitLoadHook[I any](c *Client, pick func(*Hooks) func(I), info I) {
-	tx := c.lock()
-	for _, h := range c.hookList() {
-		if f := pick(h); f != nil {
-			tx.hook(func() { f(info) })
-		}
-	}
-	tx.unlock()
 }

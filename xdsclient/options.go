@@ -1,11 +1,13 @@
 package xdsclient
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/backoff"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -96,6 +98,35 @@ func defaultOptions() options {
 
 		minStreamInterval: DefaultMinStreamInterval,
 	}
+}
+
+// check reports what is wrong with the options, nil if nothing, and sets
+// the logger if none was given.
+func (o *options) check() error {
+	switch {
+	case o.resourceTimeout <= 0:
+		return fmt.Errorf("xdsclient: resource timeout %v: must be positive", o.resourceTimeout)
+	case o.keepaliveTime < MinKeepaliveTime:
+		return fmt.Errorf("xdsclient: keepalive time %v: must be at least %v (gRPC's minimum)", o.keepaliveTime, MinKeepaliveTime)
+	case o.keepaliveWait <= 0:
+		return fmt.Errorf("xdsclient: keepalive timeout %v: must be positive", o.keepaliveWait)
+	case o.maxResponseSize <= 0:
+		return fmt.Errorf("xdsclient: max response size %d: must be positive", o.maxResponseSize)
+	case o.minStreamInterval < 0:
+		return fmt.Errorf("xdsclient: min stream interval %v: must not be negative", o.minStreamInterval)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// deltaFor reports whether the client speaks delta to server s.
+func (o *options) deltaFor(s *bootstrap.ServerConfig) bool {
+	if o.delta != nil {
+		return *o.delta
+	}
+	return s.DeltaXDS
 }
 
 // WithTarget names the client: the data-plane target it serves, or "#server"

@@ -2,10 +2,15 @@ package xdsclient
 
 import (
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/goid"
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
 )
 
 // ServerTarget is the pool key of the client used by xDS-enabled servers
@@ -21,20 +26,27 @@ type Pool struct {
 	config func() (*bootstrap.Config, error)
 	opts   []Option
 
-	mu        sync.Mutex
+	// mu is the pool's lock: s is reached only through the Tx it gives.
+	mu txn.Mutex
+	s  txn.Guarded[poolState]
+}
+
+type poolState struct {
 	clients   map[string]*pooledClient
 	observers map[int]*poolObserver
 	nextObs   int
-	// Observer calls are queued under mu, in the order of their events,
-	// and run with mu released by one goroutine at a time (draining, on
-	// goroutine drainer).
+	// Observer calls are queued under the lock, in the order of their
+	// events, and run with it released by one goroutine at a time
+	// (draining, on goroutine drainer).
 	events   []poolEvent
 	draining bool
 	drainer  int64
 }
 
-// poolEvent is one queued observer call: added or removed of c for o.
+// poolEvent is one queued observer call: added or removed of c for the
+// observer id, o.
 type poolEvent struct {
+	id    int
 	o     *poolObserver
 	c     *Client
 	added bool
@@ -48,7 +60,6 @@ type pooledClient struct {
 
 type poolObserver struct {
 	added, removed func(*Client)
-	stopped        bool // guarded by Pool.mu
 }
 
 // NewPool makes a pool whose clients use cfg and opts (WithTarget is set by
@@ -58,7 +69,11 @@ func NewPool(cfg *bootstrap.Config, opts ...Option) *Pool {
 }
 
 func newPool(config func() (*bootstrap.Config, error), opts []Option) *Pool {
-	return &Pool{config: config, opts: opts, clients: map[string]*pooledClient{}, observers: map[int]*poolObserver{}}
+	p := &Pool{config: config, opts: opts}
+	tx := p.mu.Lock()
+	*p.s.Of(tx) = poolState{clients: map[string]*pooledClient{}, observers: map[int]*poolObserver{}}
+	tx.Unlock()
+	return p
 }
 
 var (
@@ -94,77 +109,81 @@ func DefaultPool() *Pool {
 // Get returns the client for target, making it on first use, and a release
 // func that the caller must call once when done with it.
 func (p *Pool) Get(target string) (c *Client, release func(), err error) {
-	p.mu.Lock()
-	pc := p.clients[target]
+	tx := p.mu.Lock()
+	st := p.s.Of(tx)
+	pc := st.clients[target]
 	if pc == nil {
 		cfg, err := p.config()
 		if err != nil {
-			p.mu.Unlock()
+			tx.Unlock()
 			return nil, nil, fmt.Errorf("xdsclient pool: target %q: %w", target, err)
 		}
 		c, err := New(cfg, append(append([]Option(nil), p.opts...), WithTarget(target))...)
 		if err != nil {
-			p.mu.Unlock()
+			tx.Unlock()
 			return nil, nil, fmt.Errorf("xdsclient pool: target %q: %w", target, err)
 		}
 		pc = &pooledClient{c: c}
-		p.clients[target] = pc
-		for _, o := range p.sortedObservers() {
-			p.events = append(p.events, poolEvent{o: o, c: c, added: true})
+		st.clients[target] = pc
+		for id, o := range st.sortedObservers() {
+			st.events = append(st.events, poolEvent{id: id, o: o, c: c, added: true})
 		}
 	}
 	pc.refs++
-	p.runEventsLocked()
+	p.runEvents(tx)
 	var once sync.Once
 	return pc.c, func() { once.Do(func() { p.release(target, pc) }) }, nil
 }
 
 func (p *Pool) release(target string, pc *pooledClient) {
-	p.mu.Lock()
+	tx := p.mu.Lock()
+	st := p.s.Of(tx)
 	pc.refs--
 	if pc.refs > 0 {
-		p.mu.Unlock()
+		tx.Unlock()
 		return
 	}
-	delete(p.clients, target)
-	for _, o := range p.sortedObservers() {
-		p.events = append(p.events, poolEvent{o: o, c: pc.c})
+	delete(st.clients, target)
+	for id, o := range st.sortedObservers() {
+		st.events = append(st.events, poolEvent{id: id, o: o, c: pc.c})
 	}
-	p.runEventsLocked()
+	p.runEvents(tx)
 	// The observers have heard of the removal: close.
 	pc.c.Close()
 }
 
-// runEventsLocked releases p.mu and returns once the observer calls queued
-// so far have run, running them itself unless another goroutine does.
-// Called from inside an observer call, it cannot wait for the calls queued
-// behind that one, and returns at once.
-func (p *Pool) runEventsLocked() {
+// runEvents releases the lock, tx, and returns once the observer calls
+// queued so far have run, running them itself unless another goroutine
+// does. Called from inside an observer call, it cannot wait for the calls
+// queued behind that one, and returns at once.
+func (p *Pool) runEvents(tx *txn.Tx) {
+	st := p.s.Of(tx)
 	done := make(chan struct{})
-	p.events = append(p.events, poolEvent{done: done})
-	inside := p.draining && p.drainer == goid()
-	p.mu.Unlock()
+	st.events = append(st.events, poolEvent{done: done})
+	inside := st.draining && st.drainer == goid.Get()
+	tx.Unlock()
 	p.drain()
 	if !inside {
 		<-done
 	}
 }
 
-// drain runs the queued observer calls, with p.mu released, unless another
-// goroutine is running them (it runs these too).
+// drain runs the queued observer calls, with the lock released, unless
+// another goroutine is running them (it runs these too).
 func (p *Pool) drain() {
-	p.mu.Lock()
-	if p.draining {
-		p.mu.Unlock()
+	tx := p.mu.Lock()
+	st := p.s.Of(tx)
+	if st.draining {
+		tx.Unlock()
 		return
 	}
-	p.draining = true
-	p.drainer = goid()
-	for len(p.events) > 0 {
-		ev := p.events[0]
-		p.events = p.events[1:]
-		stopped := ev.o != nil && ev.o.stopped
-		p.mu.Unlock()
+	st.draining = true
+	st.drainer = goid.Get()
+	for len(st.events) > 0 {
+		ev := st.events[0]
+		st.events = st.events[1:]
+		stopped := ev.o != nil && st.observers[ev.id] != ev.o
+		tx.Unlock()
 		switch {
 		case ev.done != nil:
 			close(ev.done)
@@ -174,22 +193,24 @@ func (p *Pool) drain() {
 		case !ev.added && ev.o.removed != nil:
 			ev.o.removed(ev.c)
 		}
-		p.mu.Lock()
+		tx = p.mu.Lock()
+		st = p.s.Of(tx)
 	}
-	p.events = nil
-	p.draining = false
-	p.drainer = 0
-	p.mu.Unlock()
+	st.events = nil
+	st.draining = false
+	st.drainer = 0
+	tx.Unlock()
 }
 
 // Clients returns the pool's clients, sorted by target.
 func (p *Pool) Clients() []*Client {
-	p.mu.Lock()
-	out := make([]*Client, 0, len(p.clients))
-	for _, pc := range p.clients {
+	tx := p.mu.Lock()
+	st := p.s.Of(tx)
+	out := make([]*Client, 0, len(st.clients))
+	for _, pc := range st.clients {
 		out = append(out, pc.c)
 	}
-	p.mu.Unlock()
+	tx.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Target() < out[j].Target() })
 	return out
 }
@@ -202,37 +223,35 @@ func (p *Pool) Clients() []*Client {
 // the added calls of the client it made have run, unless called from an
 // observer call.
 func (p *Pool) Observe(added, removed func(*Client)) (stop func()) {
-	p.mu.Lock()
-	id := p.nextObs
-	p.nextObs++
+	tx := p.mu.Lock()
+	st := p.s.Of(tx)
+	id := st.nextObs
+	st.nextObs++
 	o := &poolObserver{added: added, removed: removed}
-	p.observers[id] = o
-	targets := make([]string, 0, len(p.clients))
-	for t := range p.clients {
+	st.observers[id] = o
+	targets := make([]string, 0, len(st.clients))
+	for t := range st.clients {
 		targets = append(targets, t)
 	}
 	sort.Strings(targets)
 	for _, t := range targets {
-		p.events = append(p.events, poolEvent{o: o, c: p.clients[t].c, added: true})
+		st.events = append(st.events, poolEvent{id: id, o: o, c: st.clients[t].c, added: true})
 	}
-	p.runEventsLocked()
+	p.runEvents(tx)
 	return func() {
-		p.mu.Lock()
-		o.stopped = true
-		delete(p.observers, id)
-		p.mu.Unlock()
+		tx := p.mu.Lock()
+		delete(p.s.Of(tx).observers, id)
+		tx.Unlock()
 	}
 }
 
-func (p *Pool) sortedObservers() []*poolObserver {
-	ids := make([]int, 0, len(p.observers))
-	for id := range p.observers {
-		ids = append(ids, id)
+// sortedObservers yields the observers by id, in the order they came.
+func (st *poolState) sortedObservers() iter.Seq2[int, *poolObserver] {
+	return func(yield func(int, *poolObserver) bool) {
+		for _, id := range slices.Sorted(maps.Keys(st.observers)) {
+			if !yield(id, st.observers[id]) {
+				return
+			}
+		}
 	}
-	sort.Ints(ids)
-	out := make([]*poolObserver, len(ids))
-	for i, id := range ids {
-		out[i] = p.observers[id]
-	}
-	return out
 }

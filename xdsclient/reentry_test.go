@@ -2,17 +2,24 @@ package xdsclient_test
 
 // Every call order works or fails clearly, never hangs: Close, a pool
 // release and cancel from inside callbacks and hooks; Watch after Close;
-// no callback once cancel has returned.
+// no callback once cancel has returned; a resource type's decoder and a
+// logger's handler that call the client.
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -189,5 +196,124 @@ func TestNoCallbackAfterCancelReturns(t *testing.T) {
 	pushes.Wait()
 	if n := late.Load(); n > 0 {
 		t.Fatalf("%d callbacks ran after their watch's cancel returned", n)
+	}
+}
+
+// callingBack is user code that calls the client back: a resource type
+// whose ReadName and Decode, and a slog handler whose Enabled and Handle,
+// read the client's cache (Dump, which takes the client's lock). Each call
+// is made on a goroutine of its own and waited for, with a deadline: were
+// the lock held around the user's code, the call would not return, and
+// the test reports where, instead of hanging.
+type callingBack struct {
+	c     atomic.Pointer[xdsclient.Client]
+	mu    sync.Mutex
+	stuck []string         // where a call back did not return
+	calls map[string]int   // calls back that returned, by where
+	wrote chan slog.Record // the log lines handled
+}
+
+func newCallingBack() *callingBack {
+	return &callingBack{calls: map[string]int{}, wrote: make(chan slog.Record, 100)}
+}
+
+// callBack calls the client from where.
+func (cb *callingBack) callBack(where string) {
+	c := cb.c.Load()
+	if c == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { c.Dump(); close(done) }()
+	select {
+	case <-done:
+		cb.mu.Lock()
+		cb.calls[where]++
+		cb.mu.Unlock()
+	case <-time.After(xdstest.Timeout / 2):
+		cb.mu.Lock()
+		cb.stuck = append(cb.stuck, where)
+		cb.mu.Unlock()
+		// The call returns once the caller's code does, and the lock
+		// around it is released.
+	}
+}
+
+func (cb *callingBack) Enabled(context.Context, slog.Level) bool {
+	cb.callBack("slog.Handler.Enabled")
+	return true
+}
+
+func (cb *callingBack) Handle(_ context.Context, r slog.Record) error {
+	cb.callBack("slog.Handler.Handle")
+	select {
+	case cb.wrote <- r:
+	default:
+	}
+	return nil
+}
+
+func (cb *callingBack) WithAttrs([]slog.Attr) slog.Handler { return cb }
+func (cb *callingBack) WithGroup(string) slog.Handler      { return cb }
+
+// callingBackType is extensionType, reading names without decoding, and
+// calling the client back from both.
+type callingBackType struct {
+	extensionType
+	cb *callingBack
+}
+
+func (t callingBackType) ReadName(b []byte) ([]byte, bool) {
+	t.cb.callBack("xdsresource.NameReader.ReadName")
+	return xdsresource.ReadStringField(b, 1)
+}
+
+func (t callingBackType) Decode(opts xdsresource.DecodeOptions, a *anypb.Any) (string, any, error) {
+	t.cb.callBack("xdsresource.Type.Decode")
+	return t.extensionType.Decode(opts, a)
+}
+
+// No user code runs under the client's lock: a resource type's ReadName
+// and Decode, and a logger's handler, may call the client.
+func TestUserCodeMayCallTheClient(t *testing.T) {
+	cb := newCallingBack()
+	f := newFixture(t, nil, xdsclient.WithLogger(slog.New(cb)))
+	cb.c.Store(f.c)
+	typ := callingBackType{cb: cb}
+	w := xdstest.NewWatcher()
+	defer f.c.Watch(typ, "ext", w)()
+	st := f.NextStream()
+	f.RecvType(st, extensionURL)
+	cfg, _ := anypb.New(&corev3.Node{Id: "payload"})
+	res := &corev3.TypedExtensionConfig{Name: "ext", TypedConfig: cfg}
+	f.send(st, extensionURL, "1", res)
+	w.Expect(t, xdsclient.NotifyResource, 0)
+	f.RecvType(st, extensionURL) // ACK of 1
+	f.send(st, extensionURL, "2", res)
+	f.RecvType(st, extensionURL) // ACK of 2
+	// A late watcher has the held bytes decoded for it.
+	late := xdstest.NewWatcher()
+	defer f.c.Watch(typ, "ext", late)()
+	late.Expect(t, xdsclient.NotifyResource, 0)
+	// A response of a type never subscribed is logged.
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	select {
+	case r := <-cb.wrote:
+		if !strings.Contains(r.Message, "never subscribed") {
+			t.Errorf("log line %q, want the one of a type never subscribed", r.Message)
+		}
+	case <-xdstest.Context(t).Done():
+		t.Fatal("no log line for a response of a type never subscribed")
+	}
+
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if len(cb.stuck) > 0 {
+		t.Errorf("calls to the client from %v did not return: user code ran under the client's lock", cb.stuck)
+	}
+	for _, where := range []string{"xdsresource.NameReader.ReadName", "xdsresource.Type.Decode", "slog.Handler.Enabled", "slog.Handler.Handle"} {
+		if cb.calls[where] == 0 {
+			t.Errorf("%s never called the client back", where)
+		}
 	}
 }

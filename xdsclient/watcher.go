@@ -8,21 +8,25 @@ import (
 
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // Watcher receives what the client learns about one resource (gRFC A88).
 //
-// Callbacks for one client run one at a time, in the order the events
+// Callbacks for one watcher run one at a time, in the order the events
 // happened, and never under a client lock, so a callback may call the
 // client: add or cancel watches, or Close it (Close, called from a
 // callback, returns without waiting for that callback to end, and no
-// callback of a watch made before Close runs after it).
+// callback of a watch made before Close runs after it). The callbacks of
+// watchers whose resources come from different xDS servers run on
+// different goroutines, and may run at the same time; those of one server
+// run one at a time (see Hooks).
 //
 // Flow control: the client does not read the next response from an xDS
 // server until every callback caused by the previous one has returned, so a
-// slow watcher slows the stream rather than letting updates queue without
-// bound.
+// slow watcher slows its server's stream rather than letting updates queue
+// without bound; the streams of other servers keep delivering.
 type Watcher interface {
 	// ResourceChanged delivers a new valid resource (err nil), or an error
 	// that means the resource cannot be used (r nil): a watcher that had a
@@ -117,7 +121,7 @@ func (a typedAdapter[T]) AmbientError(err error) { a.w.AmbientError(err) }
 // not be nil.
 func watchTyped[T any](c *Client, typ xdsresource.Type, name string, w TypedWatcher[T]) (cancel func()) {
 	if w == nil {
-		panic("xdsclient: Watch of " + shortName(typ) + " " + shown(name) + " with a nil TypedWatcher")
+		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil TypedWatcher")
 	}
 	return c.Watch(typ, name, typedAdapter[T]{w})
 }

@@ -29,7 +29,9 @@ var ErrStopped = errors.New("load reporting stopped")
 
 // Events are the optional funcs a Reporter calls as its stream comes and
 // goes and its reports go out. They run on the Reporter's goroutine, which
-// they hold up: they must be cheap.
+// they hold up: they must be cheap. Their Info types are those of package
+// xdsclient's Hooks (LoadReportStreamInfo, LoadReportStreamEndInfo,
+// LoadReportInfo), which a client's Reporters call directly.
 type Events struct {
 	// StreamStarted is called when a stream has been created, before its
 	// first request is written.
@@ -58,12 +60,16 @@ type ResponseInfo struct {
 
 // StreamInfo describes a new LRS stream.
 type StreamInfo struct {
+	// Target and Server name the client and the LRS server (WithLabels).
+	Target, Server string
 	// Attempt counts stream attempts, starting at 1.
 	Attempt int
 }
 
 // StreamEndInfo describes the end of an LRS stream attempt.
 type StreamEndInfo struct {
+	// Target and Server name the client and the LRS server (WithLabels).
+	Target, Server string
 	// Created is false when the stream could not be created.
 	Created bool
 	// ResponseReceived reports whether a valid LoadStatsResponse was read.
@@ -78,6 +84,8 @@ type StreamEndInfo struct {
 
 // ReportInfo describes one load report written to the stream.
 type ReportInfo struct {
+	// Target and Server name the client and the LRS server (WithLabels).
+	Target, Server string
 	// Clusters is how many ClusterStats the report carried.
 	Clusters int
 	// Issued, Succeeded, Errored and Dropped sum the report's counts over
@@ -97,8 +105,9 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
-	backoff func(retries int) time.Duration
-	events  Events
+	backoff        func(retries int) time.Duration
+	events         Events
+	target, server string
 }
 
 // WithBackoff sets the delay before retry number retries (counted from 0)
@@ -112,6 +121,12 @@ func WithBackoff(delay func(retries int) time.Duration) Option {
 // WithEvents sets the funcs called on the Reporter's events.
 func WithEvents(e Events) Option {
 	return optionFunc(func(o *options) { o.events = e })
+}
+
+// WithLabels sets the Target and Server of the Infos of the Reporter's
+// events: the client's name and the LRS server's URI.
+func WithLabels(target, server string) Option {
+	return optionFunc(func(o *options) { o.target, o.server = target, server })
 }
 
 // Reporter keeps one LRS stream open to a server and writes the loads of
@@ -189,7 +204,7 @@ func (r *Reporter) run() {
 			retries = 0
 		}
 		if f := r.o.events.StreamEnded; f != nil {
-			f(StreamEndInfo{Created: res.created, ResponseReceived: res.responded, Reports: res.reports, Err: res.err, Backoff: delay})
+			f(StreamEndInfo{Target: r.o.target, Server: r.o.server, Created: res.created, ResponseReceived: res.responded, Reports: res.reports, Err: res.err, Backoff: delay})
 		}
 		if stopped {
 			return
@@ -244,7 +259,7 @@ func (r *Reporter) runStream(attempt int) (res streamResult) {
 	}
 	res.created = true
 	if f := r.o.events.StreamStarted; f != nil {
-		f(StreamInfo{Attempt: attempt})
+		f(StreamInfo{Target: r.o.target, Server: r.o.server, Attempt: attempt})
 	}
 	resps := make(chan *lrsv3.LoadStatsResponse)
 	errc := make(chan error, 1)
@@ -356,7 +371,7 @@ func (r *Reporter) send(stream lrsv3.LoadReportingService_StreamLoadStatsClient,
 		return err
 	}
 	if f := r.o.events.ReportSent; f != nil {
-		f(ReportInfo{Clusters: t.clusters, Issued: t.issued, Succeeded: t.succeeded, Errored: t.errored, Dropped: t.dropped, Interval: cfg.interval, Final: final})
+		f(ReportInfo{Target: r.o.target, Server: r.o.server, Clusters: t.clusters, Issued: t.issued, Succeeded: t.succeeded, Errored: t.errored, Dropped: t.dropped, Interval: cfg.interval, Final: final})
 	}
 	return nil
 }

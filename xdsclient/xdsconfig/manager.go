@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/internal/goid"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -243,7 +244,7 @@ func (m *Manager) Stop() {
 // that calls it.
 func (m *Manager) wait() {
 	m.dnsWG.Wait()
-	if goid() != m.deliverer.Load() {
+	if goid.Get() != m.deliverer.Load() {
 		<-m.done
 	}
 }
@@ -270,7 +271,7 @@ func (m *Manager) ResolveNow() {
 // graph, not one per callback.
 func (m *Manager) run(started chan<- struct{}) {
 	defer close(m.done)
-	m.deliverer.Store(goid())
+	m.deliverer.Store(goid.Get())
 	close(started)
 	for {
 		select {

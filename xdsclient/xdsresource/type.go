@@ -11,7 +11,10 @@ import (
 const TypeURLPrefix = "type.googleapis.com/"
 
 // Type describes one kind of xDS resource. Implementations must be safe for
-// concurrent use and are usually stateless values.
+// concurrent use and are usually stateless values. TypeURL, ShortName and
+// FullState return the same constants on every call. A client calls Decode
+// (and a NameReader's ReadName) with no lock of its own held, so they may
+// call the client.
 type Type interface {
 	// TypeURL is the full type URL, for example
 	// "type.googleapis.com/envoy.config.cluster.v3.Cluster".

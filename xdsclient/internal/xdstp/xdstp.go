@@ -146,6 +146,20 @@ func Canonical(name string) (string, error) {
 	return n.String(), nil
 }
 
+// Received returns the canonical form of a name a server sent, to be
+// matched against the names watched: the name itself when it is already
+// canonical (which costs no allocation) or cannot be parsed (no watch can
+// match it).
+func Received(name string) string {
+	if IsCanonical(name) {
+		return name
+	}
+	if n, err := Parse(name); err == nil {
+		return n.String()
+	}
+	return name
+}
+
 // IsCanonical reports, without allocating, whether name is an old-style
 // name or a new-style name that canonicalisation certainly leaves as it is:
 // one with no context parameters, directives or percent-encoding, made of

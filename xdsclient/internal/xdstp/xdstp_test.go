@@ -175,3 +175,18 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// Received puts a name a server sent in canonical form, and keeps one it
+// cannot parse as it is.
+func TestReceived(t *testing.T) {
+	for in, want := range map[string]string{
+		"c1": "c1",
+		"xdstp://a/envoy.config.cluster.v3.Cluster/c?b=2&a=1": "xdstp://a/envoy.config.cluster.v3.Cluster/c?a=1&b=2",
+		"xdstp://a/envoy.config.cluster.v3.Cluster/c":         "xdstp://a/envoy.config.cluster.v3.Cluster/c",
+		"xdstp:bad": "xdstp:bad",
+	} {
+		if got := Received(in); got != want {
+			t.Errorf("Received(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

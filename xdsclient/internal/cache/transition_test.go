@@ -1,4 +1,4 @@
-package xdsclient
+package cache
 
 import (
 	"testing"
@@ -20,7 +20,7 @@ func TestTransitionTable(t *testing.T) {
 		legacy       = features{legacy: true}
 	)
 	type want struct {
-		state   CacheState
+		state   State
 		cached  bool
 		notify  notifyEffect
 		code    codes.Code
@@ -99,6 +99,10 @@ func TestTransitionTable(t *testing.T) {
 			want{StateDoesNotExist, false, notifyNone, codes.OK, keepFailure}},
 		{"full state absence of a name never received: nothing", requested, event{kind: evDeletion}, none,
 			want{StateRequested, false, notifyNone, codes.OK, keepFailure}},
+		{"full state absence after a deletion: nothing new", entryState{state: StateDoesNotExist, cached: true}, event{kind: evDeletion}, none,
+			want{StateDoesNotExist, true, notifyNone, codes.OK, keepFailure}},
+		{"full state absence of a resource with a TP3 error: the error stays (sent once, kept)", entryState{state: StateReceivedError, cached: true}, event{kind: evDeletion}, none,
+			want{StateReceivedError, true, notifyNone, codes.OK, keepFailure}},
 		{"legacy: delta removal drops", acked, event{kind: evDeletion, explicit: true}, legacy,
 			want{StateDoesNotExist, false, notifyError, codes.NotFound, recordFailure}},
 		{"legacy: transient timer not used", requested, event{kind: evTimer}, features{legacy: true, transientTimer: true},
@@ -142,6 +146,38 @@ func TestTransitionStopsTimer(t *testing.T) {
 	for _, ev := range []event{{kind: evUnreachable}, {kind: evTimer}, {kind: evDeletion}} {
 		if transition(entryState{state: StateRequested}, ev, features{}).stopTimer {
 			t.Errorf("%+v stops the timer", ev)
+		}
+	}
+}
+
+// What a watcher that joins hears (gRFC A88: a new watcher gets the
+// resource, then the ambient error in force; or the error that stands for
+// the resource), and when a subscription sent starts the timer (gRFC A57:
+// only while nothing was received).
+func TestTransitionJoinAndSent(t *testing.T) {
+	for _, tc := range []struct {
+		row        string
+		from       entryState
+		serverDown bool
+		want       joinEffect
+	}{
+		{"nothing received, server fine: nothing yet", entryState{state: StateRequested}, false, joinEffect{}},
+		{"nothing received, server down: its failure", entryState{state: StateRequested}, true, joinEffect{err: joinServerError}},
+		{"held: the resource", entryState{state: StateACKed, cached: true}, false, joinEffect{resource: true}},
+		{"held, server down: the resource, then its failure as ambient", entryState{state: StateACKed, cached: true}, true, joinEffect{resource: true, err: joinServerError}},
+		{"NACKed but held: the resource, then the NACK", entryState{state: StateNACKed, cached: true}, true, joinEffect{resource: true, err: joinEntryError}},
+		{"NACKed, nothing held: the NACK", entryState{state: StateNACKed}, false, joinEffect{err: joinEntryError}},
+		{"does not exist: NOT_FOUND", entryState{state: StateDoesNotExist}, true, joinEffect{err: joinEntryError}},
+		{"timeout: its error", entryState{state: StateTimeout}, false, joinEffect{err: joinEntryError}},
+		{"TP3 error, held: the resource, then the error", entryState{state: StateReceivedError, cached: true}, false, joinEffect{resource: true, err: joinEntryError}},
+	} {
+		if got := transition(tc.from, event{kind: evWatch, serverDown: tc.serverDown}, features{}).join; got != tc.want {
+			t.Errorf("%s: join %+v, want %+v", tc.row, got, tc.want)
+		}
+	}
+	for _, s := range []State{StateRequested, StateACKed, StateNACKed, StateDoesNotExist, StateReceivedError, StateTimeout} {
+		if got, want := transition(entryState{state: s}, event{kind: evSent}, features{}).startTimer, s == StateRequested; got != want {
+			t.Errorf("subscription sent in %v: timer starts %v, want %v", s, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package xdsclient
+package cache
 
 import (
 	"fmt"
@@ -16,13 +16,13 @@ import (
 func TestEntryTableMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tab entryTable
-	model := map[string]*entry{}
+	model := map[string]*Entry{}
 	check := func(step int) {
 		t.Helper()
 		if tab.n != len(model) {
 			t.Fatalf("step %d: table has %d entries, want %d", step, tab.n, len(model))
 		}
-		seen := map[*entry]bool{}
+		seen := map[*Entry]bool{}
 		for e := range tab.all() {
 			if seen[e] || model[e.name] != e {
 				t.Fatalf("step %d: iteration yielded %q twice or not in the model", step, e.name)
@@ -52,7 +52,7 @@ func TestEntryTableMatchesMap(t *testing.T) {
 				delete(model, name)
 			}
 		} else if adding {
-			e := &entry{name: name}
+			e := &Entry{name: name}
 			tab.add(e)
 			model[name] = e
 		} else if tab.get(name) != nil {
@@ -86,9 +86,9 @@ func TestEntryTableMatchesMap(t *testing.T) {
 func TestEntryTableRemoveInProbeRun(t *testing.T) {
 	for victim := 0; victim < 6; victim++ {
 		var tab entryTable
-		var entries []*entry
+		var entries []*Entry
 		for i := 0; i < 6; i++ {
-			e := &entry{name: fmt.Sprintf("n%d", i)}
+			e := &Entry{name: fmt.Sprintf("n%d", i)}
 			tab.add(e)
 			entries = append(entries, e)
 		}
@@ -110,23 +110,23 @@ func TestEntryTableRemoveInProbeRun(t *testing.T) {
 // them link the entries for Dump, which then never holds the lock for more
 // than a few hundred entries.)
 func TestEntrySize(t *testing.T) {
-	if got := unsafe.Sizeof(entry{}); got > 128 {
+	if got := unsafe.Sizeof(Entry{}); got > 128 {
 		t.Errorf("entry is %d bytes, want at most 128", got)
 	}
-	if got := unsafe.Sizeof(watcherRef{}); got > 32 {
-		t.Errorf("watcherRef is %d bytes, want at most 32", got)
+	if got := unsafe.Sizeof(Watcher{}); got > 32 {
+		t.Errorf("Watcher is %d bytes, want at most 32", got)
 	}
 }
 
-// Watchers after the first and subscriptions on more than one server go to
-// the side struct, which is dropped once they are gone.
+// Watchers after the first go to the side struct, which is dropped once
+// they are gone.
 func TestEntrySideStruct(t *testing.T) {
-	e := &entry{}
-	refs := []*watcherRef{{}, {}, {}}
+	e := &Entry{}
+	refs := []*Watcher{{}, {}, {}}
 	for _, r := range refs {
 		e.addWatcher(r)
 	}
-	order := func() []*watcherRef { return slices.Collect(e.watchers) }
+	order := func() []*Watcher { return slices.Collect(e.watchers) }
 	if got := order(); !slices.Equal(got, refs) || e.watcherCount() != 3 {
 		t.Fatalf("watchers %v (count %d), want %v", got, e.watcherCount(), refs)
 	}
@@ -140,37 +140,20 @@ func TestEntrySideStruct(t *testing.T) {
 		t.Fatalf("no watchers left: count %d, side struct %v", e.watcherCount(), e.x)
 	}
 
-	a, b, c := &channel{}, &channel{}, &channel{}
-	e.markSent(a, 1)
-	e.markSent(b, 2)
-	e.markSent(c, 3)
-	e.markSent(b, 4)
-	if e.sentStream(a) != 1 || e.sentStream(b) != 4 || e.sentStream(c) != 3 {
-		t.Fatalf("sent streams %d %d %d, want 1 4 3", e.sentStream(a), e.sentStream(b), e.sentStream(c))
-	}
-	e.forgetSent(a)
-	if e.sentStream(a) != 0 || e.sentStream(b) != 4 || e.sentStream(c) != 3 {
-		t.Fatalf("after forgetting a: %d %d %d, want 0 4 3", e.sentStream(a), e.sentStream(b), e.sentStream(c))
-	}
-	e.forgetSent(c)
-	e.forgetSent(b)
-	if e.x != nil || e.sent != (sentOn{}) {
-		t.Fatalf("no subscriptions left: sent %v, side struct %v", e.sent, e.x)
-	}
 }
 
 // The list Dump walks: a walk that stopped at an entry goes on from it
 // after that entry, and the ones after it, are removed, and sees every
 // entry that was never removed, in order, and entries made meanwhile.
 func TestEntryListWalk(t *testing.T) {
-	c := &Client{}
-	var es []*entry
+	c := &state{}
+	var es []*Entry
 	for i := range 6 {
-		e := &entry{name: fmt.Sprint("e", i)}
+		e := &Entry{name: fmt.Sprint("e", i)}
 		es = append(es, e)
 		c.link(e)
 	}
-	walk := func(from *entry) []string {
+	walk := func(from *Entry) []string {
 		var names []string
 		for e := from; e != nil; e = e.next {
 			if !e.removed {
@@ -184,7 +167,7 @@ func TestEntryListWalk(t *testing.T) {
 		es[i].removed = true
 		c.unlink(es[i])
 	}
-	c.link(&entry{name: "new"})
+	c.link(&Entry{name: "new"})
 	es[5].removed = true
 	c.unlink(es[5])
 	if got, want := walk(at.next), []string{"e3", "e4", "new"}; !slices.Equal(got, want) {
@@ -200,15 +183,15 @@ func TestEntryListWalk(t *testing.T) {
 
 // sortEntries orders by type URL, then name, as a plain sort would.
 func TestSortEntries(t *testing.T) {
-	kinds := []*typeEntries{{typ: xdsresource.RouteConfigType}, {typ: xdsresource.ClusterType}, {typ: xdsresource.ListenerType}}
+	kinds := []*Kind{{Type: xdsresource.RouteConfigType}, {Type: xdsresource.ClusterType}, {Type: xdsresource.ListenerType}}
 	for _, n := range []int{0, 1, 2, 7, 1000} {
-		var es []*entry
+		var es []*Entry
 		for range n {
-			es = append(es, &entry{kind: kinds[rand.IntN(len(kinds))], name: fmt.Sprint("n", rand.IntN(n+1))})
+			es = append(es, &Entry{kind: kinds[rand.IntN(len(kinds))], name: fmt.Sprint("n", rand.IntN(n+1))})
 		}
 		want := slices.Clone(es)
-		slices.SortStableFunc(want, func(a, b *entry) int {
-			if c := strings.Compare(a.kind.typ.TypeURL(), b.kind.typ.TypeURL()); c != 0 {
+		slices.SortStableFunc(want, func(a, b *Entry) int {
+			if c := strings.Compare(a.kind.Type.TypeURL(), b.kind.Type.TypeURL()); c != 0 {
 				return c
 			}
 			return strings.Compare(a.name, b.name)
@@ -216,7 +199,7 @@ func TestSortEntries(t *testing.T) {
 		sortEntries(es)
 		for i := range es {
 			if es[i].kind != want[i].kind || es[i].name != want[i].name {
-				t.Fatalf("n=%d: position %d is %s/%s, want %s/%s", n, i, es[i].kind.typ.TypeURL(), es[i].name, want[i].kind.typ.TypeURL(), want[i].name)
+				t.Fatalf("n=%d: position %d is %s/%s, want %s/%s", n, i, es[i].kind.Type.TypeURL(), es[i].name, want[i].kind.Type.TypeURL(), want[i].name)
 			}
 		}
 		if !sameSet(es, want) {
@@ -225,8 +208,8 @@ func TestSortEntries(t *testing.T) {
 	}
 }
 
-func sameSet(a, b []*entry) bool {
-	seen := map[*entry]int{}
+func sameSet(a, b []*Entry) bool {
+	seen := map[*Entry]int{}
 	for _, e := range a {
 		seen[e]++
 	}

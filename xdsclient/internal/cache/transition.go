@@ -1,13 +1,15 @@
-package xdsclient
+package cache
 
 import "google.golang.org/grpc/codes"
 
 // The behaviour of a cache entry under gRFCs A88, A57 and A53 is one
 // function, transition: an event and the entry's state in, the entry's new
 // state and the effects out. It knows nothing of gRPC, locks, watchers or
-// hooks; apply (entry.go) carries its outcome out, and everything an
-// observer sees (watcher callbacks, CacheStateChanged, CSDS, metrics) comes
-// from that one place. transition_test.go checks it row by row against
+// hooks; apply (apply.go) carries its outcome out, and everything an
+// observer sees (watcher callbacks, StateChanged, CSDS, metrics) comes
+// from that one place: what a response, a timer or a server failure does,
+// what a new watcher hears, whether a subscription sent starts the
+// does-not-exist timer. transition_test.go checks it row by row against
 // A88's "Summary of Behavior Changes" table.
 
 // eventKind is what happened to one cache entry.
@@ -34,15 +36,22 @@ const (
 	// TRANSIENT_FAILURE, or an ADS stream that ended with no response) and
 	// no fallback server took over.
 	evUnreachable
+	// evSent: the subscription went out on a stream of the server in use,
+	// which is seen READY (gRFC A57): the does-not-exist timer may start.
+	evSent
+	// evWatch: a watcher joins the entry. serverDown is set when the
+	// server in use failed and has not answered since.
+	evWatch
 )
 
 // event is one event of a cache entry.
 type event struct {
-	kind      eventKind
-	unchanged bool       // evValid
-	sameBytes bool       // evInvalid
-	explicit  bool       // evDeletion: the server named the resource as removed
-	code      codes.Code // evServerError
+	kind       eventKind
+	unchanged  bool       // evValid
+	sameBytes  bool       // evInvalid
+	explicit   bool       // evDeletion: the server named the resource as removed
+	code       codes.Code // evServerError
+	serverDown bool       // evWatch
 }
 
 // features are what decides between behaviours: the data error handling
@@ -56,7 +65,7 @@ type features struct {
 
 // entryState is what transition reads of an entry.
 type entryState struct {
-	state           CacheState
+	state           State
 	cached          bool // a resource is held
 	deletionIgnored bool // gRFC A53: a deletion is being ignored
 }
@@ -97,20 +106,43 @@ const (
 
 // outcome is what an event does to an entry.
 type outcome struct {
-	state    CacheState
+	state    State
 	resource resourceEffect
 	failure  failureEffect
 	notify   notifyEffect
 	// errCode is the status code of the error watchers get (notifyError,
 	// notifyAmbient).
 	errCode codes.Code
-	// stopTimer: the does-not-exist timer stops (something was received).
-	stopTimer bool
+	// stopTimer: the does-not-exist timer stops (something was received);
+	// startTimer: it starts (evSent, nothing received yet).
+	stopTimer, startTimer bool
+	// join is what a new watcher hears (evWatch).
+	join joinEffect
 	// deletionIgnored is the entry's A53 flag after the event; logIgnored
 	// and logUnignored ask for A53's WARNING and INFO lines.
 	deletionIgnored          bool
 	logIgnored, logUnignored bool
 }
+
+// joinEffect is what a watcher that joins an entry hears: the resource
+// held, if resource is set, then err, as an ambient error if the resource
+// was delivered, through ResourceChanged if not.
+type joinEffect struct {
+	resource bool
+	err      joinErr
+}
+
+// joinErr is the error a new watcher hears.
+type joinErr uint8
+
+const (
+	joinNoError joinErr = iota
+	// joinEntryError: the entry's data error (a NACK, a TP3 error, a
+	// deletion, a timeout).
+	joinEntryError
+	// joinServerError: the failure of the server in use.
+	joinServerError
+)
 
 // cachedAfter reports whether the entry holds a resource after o, when it
 // held one (cached) before.
@@ -131,7 +163,7 @@ func transition(s entryState, ev event, f features) outcome {
 	// PERMISSION_DENIED: with fail_on_data_errors the held resource is
 	// dropped; then watchers of a held resource get the error as ambient,
 	// the others through ResourceChanged.
-	dataError := func(state CacheState, code codes.Code) outcome {
+	dataError := func(state State, code codes.Code) outcome {
 		o.state, o.failure, o.errCode = state, recordFailure, code
 		if s.cached && f.failOnDataErrors && !f.legacy {
 			o.resource = dropResource
@@ -180,6 +212,12 @@ func transition(s entryState, ev event, f features) outcome {
 		}
 		return o
 	case evDeletion:
+		if !ev.explicit && (s.state == StateDoesNotExist || s.state == StateReceivedError) {
+			// Absent again from a full state: already deleted, or carrying
+			// a TP3 error, which the server sends once and the client
+			// keeps.
+			return o
+		}
 		if !s.cached {
 			if !ev.explicit || s.state == StateDoesNotExist {
 				return o // absence from a full state deletes only a held resource
@@ -211,6 +249,26 @@ func transition(s entryState, ev event, f features) outcome {
 			return o
 		}
 		o.state, o.errCode = StateDoesNotExist, codes.NotFound
+		return o
+	case evSent:
+		o.startTimer = s.state == StateRequested
+		return o
+	case evWatch:
+		// With a resource held, the watcher gets it, then the ambient
+		// error in force: the entry's data error, or the failure of the
+		// server in use. Without one, the error that stands for the
+		// resource: its data error, or the failure of the server in use
+		// while nothing was received. An error whose cause is over is not
+		// heard.
+		o.join.resource = s.cached
+		switch s.state {
+		case StateACKed, StateRequested:
+			if ev.serverDown {
+				o.join.err = joinServerError
+			}
+		default:
+			o.join.err = joinEntryError
+		}
 		return o
 	case evUnreachable:
 		// gRFC A57 with A88: the cache is unchanged; watchers of a held

@@ -1,4 +1,4 @@
-package xdsclient
+package cache
 
 import (
 	"testing"
@@ -8,11 +8,13 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // FuzzUnwrap feeds the path every resource of a response takes before the
-// cache: unwrapping, the name read without decoding, and decoding. For any
+// cache: parsing and unwrapping (package transport), the name read without decoding, and decoding. For any
 // bytes it must not panic, a resource it passes on has the response's type,
 // and the name read without decoding is the name decoding gives (in canonical
 // form both), so that an unchanged resource is recognised by that name.
@@ -41,22 +43,27 @@ func FuzzUnwrap(f *testing.F) {
 			if err != nil {
 				return
 			}
-			a = &anypb.Any{TypeUrl: resourceWrapperURL, Value: w}
+			a = &anypb.Any{TypeUrl: transport.ResourceWrapperURL, Value: w}
 		}
-		it := unwrap(a, typ, typ.TypeURL())
+		b, err := proto.Marshal(&discoveryv3.DiscoveryResponse{TypeUrl: typ.TypeURL(), Resources: []*anypb.Any{a}})
+		if err != nil {
+			return
+		}
+		u, err := transport.ParseSotW(b)
+		if err != nil {
+			t.Fatalf("a response that protobuf marshals does not parse: %v", err)
+		}
+		it, rawName := take(u.Resources[0], typ)
 		if it.err != nil {
 			return
 		}
-		if it.raw.GetTypeUrl() != typ.TypeURL() {
-			t.Fatalf("unwrapped a resource of type %q in a response of type %q", it.raw.GetTypeUrl(), typ.TypeURL())
-		}
-		rawName := it.rawName
+		it.raw = &anypb.Any{TypeUrl: u.TypeURL, Value: it.data}
 		decoded, _, _ := typ.Decode(xdsresource.DecodeOptions{}, it.raw)
-		decodeItem(typ, xdsresource.DecodeOptions{}, &it)
+		it.decode(typ, xdsresource.DecodeOptions{})
 		if rawName != nil && decoded != "" && string(rawName) != it.name {
 			t.Fatalf("name read without decoding %q, decoded name %q", rawName, it.name)
 		}
-		if decoded != "" && it.name != canonicalReceived(typ, it.name) {
+		if decoded != "" && it.name != xdstp.Received(it.name) {
 			t.Fatalf("decoded name %q is not canonical", it.name)
 		}
 	})

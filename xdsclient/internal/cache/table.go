@@ -1,4 +1,4 @@
-package xdsclient
+package cache
 
 import (
 	"hash/maphash"
@@ -7,12 +7,12 @@ import (
 
 // entryTable is the set of cache entries of one resource type, keyed by
 // name. It is an open-addressing hash table of entry pointers with linear
-// probing: a slot costs 8 bytes where a map[string]*entry costs about 40 per
+// probing: a slot costs 8 bytes where a map[string]*Entry costs about 40 per
 // entry, which matters for a client holding tens of thousands of small
-// resources. It is not safe for concurrent use (Client.mu guards it), and
+// resources. It is not safe for concurrent use (the client's lock guards it), and
 // entries must not be added or removed while iterating.
 type entryTable struct {
-	slots []*entry // len is zero or a power of two
+	slots []*Entry // len is zero or a power of two
 	n     int
 }
 
@@ -27,7 +27,7 @@ const minTableSlots = 8
 func (t *entryTable) slot(h uint64) int { return int(h & uint64(len(t.slots)-1)) }
 
 // get returns the entry named name, or nil.
-func (t *entryTable) get(name string) *entry {
+func (t *entryTable) get(name string) *Entry {
 	if t == nil || t.n == 0 {
 		return nil
 	}
@@ -40,7 +40,7 @@ func (t *entryTable) get(name string) *entry {
 }
 
 // getBytes is get for a name held as bytes, without copying it.
-func (t *entryTable) getBytes(name []byte) *entry {
+func (t *entryTable) getBytes(name []byte) *Entry {
 	if t == nil || t.n == 0 {
 		return nil
 	}
@@ -53,7 +53,7 @@ func (t *entryTable) getBytes(name []byte) *entry {
 }
 
 // add inserts e, whose name must not be in the table.
-func (t *entryTable) add(e *entry) {
+func (t *entryTable) add(e *Entry) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(max(minTableSlots, 2*len(t.slots)))
 	}
@@ -62,7 +62,7 @@ func (t *entryTable) add(e *entry) {
 }
 
 // place puts e in the first free slot of its probe sequence.
-func (t *entryTable) place(e *entry) {
+func (t *entryTable) place(e *Entry) {
 	i := t.slot(maphash.String(tableSeed, e.name))
 	for t.slots[i] != nil {
 		i = (i + 1) & (len(t.slots) - 1)
@@ -73,7 +73,7 @@ func (t *entryTable) place(e *entry) {
 // remove deletes e if it is in the table. Later entries of the probe run
 // are moved back into the gap (backward-shift deletion), so lookups need no
 // tombstones.
-func (t *entryTable) remove(e *entry) {
+func (t *entryTable) remove(e *Entry) {
 	if t.n == 0 {
 		return
 	}
@@ -104,7 +104,7 @@ func (t *entryTable) remove(e *entry) {
 // resize rehashes every entry into size slots.
 func (t *entryTable) resize(size int) {
 	old := t.slots
-	t.slots = make([]*entry, size)
+	t.slots = make([]*Entry, size)
 	for _, e := range old {
 		if e != nil {
 			t.place(e)
@@ -113,8 +113,8 @@ func (t *entryTable) resize(size int) {
 }
 
 // all yields every entry, in no particular order. A nil table has none.
-func (t *entryTable) all() iter.Seq[*entry] {
-	return func(yield func(*entry) bool) {
+func (t *entryTable) all() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
 		if t == nil {
 			return
 		}

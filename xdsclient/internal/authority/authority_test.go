@@ -1,0 +1,158 @@
+package authority_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+	"github.com/xdslens/xdslens/xdsclient/internal/authority"
+	"github.com/xdslens/xdslens/xdsclient/internal/cache"
+	"github.com/xdslens/xdslens/xdsclient/internal/lane"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// switched is one AuthorityServer event.
+type switched struct {
+	authority, server, prev string
+	priority                int
+}
+
+// recorder is the Observer of the cache and the authorities: it records
+// the authorities' server switches and the servers' failures.
+type recorder struct {
+	switches chan switched
+	failures chan string
+}
+
+func (r *recorder) AuthorityServer(_ *txn.Tx, _ *authority.Server, a *authority.Authority, s *authority.Server, prev string, priority int, _ string) {
+	sw := switched{authority: a.Name(), prev: prev, priority: priority}
+	if s != nil {
+		sw.server = s.URI()
+	}
+	r.switches <- sw
+}
+
+func (r *recorder) ServerFailure(_ *txn.Tx, s *authority.Server, _ error) { r.failures <- s.URI() }
+
+func (*recorder) Connectivity(*txn.Tx, *authority.Server, connectivity.State)                 {}
+func (*recorder) Connected(*txn.Tx, *authority.Server, bool, error)                           {}
+func (*recorder) StreamStarted(*txn.Tx, *authority.Server, int)                               {}
+func (*recorder) StreamEnded(*txn.Tx, *authority.Server, bool, bool, error, time.Duration)    {}
+func (*recorder) RequestSent(*txn.Tx, *authority.Server, transport.Request)                   {}
+func (*recorder) ChannelClosed(*txn.Tx, *authority.Server, error)                             {}
+func (*recorder) Log(*txn.Tx, *authority.Server, slog.Level, string, ...any)                  {}
+func (*recorder) StateChanged(*txn.Tx, *cache.Entry, cache.State, bool)                       {}
+func (*recorder) TimerStarted(*txn.Tx, *cache.Entry, *cache.Source)                           {}
+func (*recorder) TimerStopped(*txn.Tx, *cache.Entry, *cache.Source)                           {}
+func (*recorder) Logged(*txn.Tx, *cache.Entry, *cache.Source, cache.Log, string)              {}
+func (*recorder) Applied(*txn.Tx, *cache.Source, string, string, string, bool, cache.Applied) {}
+
+// closedAddr returns a loopback address where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}
+
+// gRFC A71: a resource wanted from an authority whose primary server
+// cannot be reached is asked of the next server, over real connections:
+// the primary fails (a server failure), the authority switches to the
+// fallback server, and the fallback's stream subscribes to the resource.
+func TestFallbackWhenThePrimaryIsUnreachable(t *testing.T) {
+	primary := closedAddr(t)
+	fallback := xdstest.NewADSServer(t)
+	cfg, err := bootstrap.Parse([]byte(xdstest.Bootstrap{Servers: []string{primary, fallback.Addr()}, Node: `{"id": "n"}`}.JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu    txn.Mutex
+		wg    sync.WaitGroup
+		lanes lane.Set
+	)
+	rec := &recorder{switches: make(chan switched, 10), failures: make(chan string, 10)}
+	c := cache.New(cache.Config{Mutex: &mu, NodeID: "n", Observer: rec,
+		Deliver: func(int) func(cache.Delivery) any { return func(d cache.Delivery) any { return d } }})
+	as := authority.New(authority.Config{
+		Mutex: &mu, Cache: c, Bootstrap: cfg, Fallback: true,
+		Transport: transport.Config{Node: &corev3.Node{Id: "n"}, Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Group: &wg},
+		Delta:     func(*bootstrap.ServerConfig) bool { return false }, ResourceTimeout: time.Hour,
+		DecodeOptions: func(*bootstrap.ServerConfig) xdsresource.DecodeOptions { return xdsresource.DecodeOptions{} },
+		Context:       ctx, Lanes: &lanes, Deliver: func(*cache.Watcher, any, error, bool) {}, Observer: rec,
+	})
+	t.Cleanup(func() {
+		tx := mu.Lock()
+		as.Close(tx, errors.New("test over"))
+		tx.Unlock()
+		cancel()
+		wg.Wait()
+		lanes.Wait()
+	})
+
+	tx := mu.Lock()
+	k, err := c.Register(tx, xdsresource.ClusterType)
+	if err != nil {
+		tx.Unlock()
+		t.Fatal(err)
+	}
+	a, err := as.Get(tx, "c1")
+	if err != nil {
+		tx.Unlock()
+		t.Fatal(err)
+	}
+	as.Subscribe(tx, a, c.Add(tx, k, "c1", a.Group()))
+	tx.Unlock()
+
+	next := func(what string) switched {
+		t.Helper()
+		select {
+		case sw := <-rec.switches:
+			return sw
+		case <-xdstest.Context(t).Done():
+			t.Fatalf("no %s", what)
+		}
+		return switched{}
+	}
+	if sw := next("initial server"); sw != (switched{authority: "#old", server: primary}) {
+		t.Fatalf("first switch %+v, want the primary %s", sw, primary)
+	}
+	if sw := next("fallback"); sw != (switched{authority: "#old", server: fallback.Addr(), prev: primary, priority: 1}) {
+		t.Fatalf("second switch %+v, want the fallback %s at priority 1, from %s", sw, fallback.Addr(), primary)
+	}
+	select {
+	case uri := <-rec.failures:
+		if uri != primary {
+			t.Errorf("server failure of %s, want the primary %s", uri, primary)
+		}
+	default:
+		t.Error("the primary's failure was not reported")
+	}
+	s := xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: fallback}
+	st := s.NextStream()
+	if req := s.RecvType(st, xdsresource.ClusterType.TypeURL()); len(req.GetResourceNames()) != 1 || req.GetResourceNames()[0] != "c1" {
+		t.Errorf("fallback's first CDS request names %v, want [c1]", req.GetResourceNames())
+	}
+	tx = mu.Lock()
+	active, prio := a.Active(tx)
+	tx.Unlock()
+	if active.URI() != fallback.Addr() || prio != 1 {
+		t.Errorf("authority's active server %s at priority %d, want %s at 1", active.URI(), prio, fallback.Addr())
+	}
+}

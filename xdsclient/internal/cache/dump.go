@@ -1,0 +1,124 @@
+package cache
+
+import (
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+)
+
+// dumpChunk is how many entries Dump copies per holding of the lock: an
+// update never waits behind more than this many copies, however large the
+// cache. dumpWalkChunk is how many it lists per holding: listing one costs
+// far less than copying it.
+const (
+	dumpChunk     = 128
+	dumpWalkChunk = 1024
+)
+
+// Dump calls each for every entry, sorted by type URL and name, with the
+// lock held, and returns false if open reported the client closed on one
+// of its holdings of the lock. It never holds the lock for long, whatever
+// the size of the cache: it lists the entries dumpWalkChunk at a time,
+// walking the list of entries and remembering where it stopped (an entry
+// removed meanwhile keeps its link to the next one, see unlink), sorts
+// them with the lock released (by type URL and name, which never change),
+// and calls each dumpChunk at a time, leaving out those removed by then.
+// held, when not nil, is told how long each holding lasted.
+func (c *Cache) Dump(open func(tx *txn.Tx) bool, each func(tx *txn.Tx, e *Entry), held func(time.Duration)) bool {
+	// step runs f with the lock held, unless the client is closed. Each
+	// holding starts with a fresh time slice, so that the scheduler seldom
+	// preempts the goroutine while it holds the lock.
+	step := func(f func(tx *txn.Tx)) bool {
+		runtime.Gosched()
+		tx := c.cfg.Mutex.Lock()
+		start := time.Now()
+		ok := open(tx)
+		if ok {
+			f(tx)
+		}
+		tx.Unlock()
+		if held != nil {
+			held(time.Since(start))
+		}
+		return ok
+	}
+	var n int
+	if !step(func(tx *txn.Tx) { n = c.s.Of(tx).n }) {
+		return false
+	}
+	list := make([]*Entry, 0, n+n/8)
+	var at *Entry // the last entry walked
+	for started := false; !started || at != nil; started = true {
+		list = slices.Grow(list, dumpWalkChunk) // room is made before the lock is taken
+		walk := func(tx *txn.Tx) {
+			next := c.s.Of(tx).first
+			if at != nil {
+				next = at.next
+			}
+			for k := 0; next != nil && k < dumpWalkChunk; k++ {
+				if !next.removed {
+					list = append(list, next)
+				}
+				at, next = next, next.next
+			}
+			if next == nil {
+				at = nil
+			}
+		}
+		if !step(walk) {
+			return false
+		}
+	}
+	sortEntries(list)
+	for lo := 0; lo < len(list); lo += dumpChunk {
+		copyChunk := func(tx *txn.Tx) {
+			for _, e := range list[lo:min(lo+dumpChunk, len(list))] {
+				if !e.removed {
+					each(tx, e)
+				}
+			}
+		}
+		if !step(copyChunk) {
+			return false
+		}
+	}
+	clear(list)
+	return true
+}
+
+// sortEntries sorts entries by type URL and name, fields set when an entry
+// is made and never changed, so the lock need not be held.
+func sortEntries(entries []*Entry) {
+	rank := map[*Kind]int32{}
+	for _, e := range entries {
+		rank[e.kind] = 0
+	}
+	kinds := slices.SortedFunc(maps.Keys(rank), func(a, b *Kind) int {
+		return strings.Compare(a.Type.TypeURL(), b.Type.TypeURL())
+	})
+	for i, k := range kinds {
+		rank[k] = int32(i)
+	}
+	type key struct {
+		name string
+		rank int32
+		e    *Entry
+	}
+	keys := make([]key, len(entries))
+	for i, e := range entries {
+		keys[i] = key{e.name, rank[e.kind], e}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.rank != b.rank {
+			return int(a.rank - b.rank)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	for i := range keys {
+		entries[i] = keys[i].e
+	}
+}

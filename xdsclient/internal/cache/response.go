@@ -1,0 +1,482 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/truncate"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Applied is what a response did, counted as gRFC A78 counts: subscribed
+// resources that passed or failed validation, plus entries whose name could
+// not be determined and TP3 errors, counted as invalid. NACK is the error
+// that rejects the response, nil to ACK it; Wait is closed once the
+// watchers have taken it.
+type Applied struct {
+	Valid, Invalid, Errors, Removed int
+	NACK                            error
+	Wait                            <-chan struct{}
+}
+
+// Apply applies u, a response from src: it decodes what changed, updates
+// the entries (gRFC A88) and posts their hooks and callbacks, the
+// callbacks after the response's own hook, on src's lane. It takes the
+// lock itself, and releases it to decode. open, called with the lock held
+// before the resources are applied (more than once if they must be decoded
+// again), reports false if the response must be dropped (the client or
+// the server's channel closed); it is where an authority switches back to
+// src (gRFC A71). ok is false if the response was dropped or is of a type
+// never subscribed on the server (then it is not acknowledged).
+func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bool) (a Applied, ok bool) {
+	tx := c.cfg.Mutex.Lock()
+	k := c.s.Of(tx).kinds[u.TypeURL]
+	if k == nil || !u.Known {
+		c.cfg.Observer.Logged(tx, nil, src, LogUnknownType, u.TypeURL)
+		tx.Unlock()
+		return a, false
+	}
+	tx.Unlock()
+	// The resources are taken, their names read by the type (the user's
+	// code, perhaps), with the lock released; looking them up only reads
+	// the cache, with the lock held. Both run on several goroutines for a
+	// large response.
+	items := make([]item, len(u.Resources))
+	var rawNames [][]byte
+	if _, ok := k.Type.(xdsresource.NameReader); ok {
+		rawNames = make([][]byte, len(items))
+	}
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var rawName []byte
+			items[i], rawName = take(u.Resources[i], k.Type)
+			if rawNames != nil {
+				rawNames[i] = rawName
+			}
+		}
+	})
+	tx = c.cfg.Mutex.Lock()
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var rawName []byte
+			if rawNames != nil {
+				rawName = rawNames[i]
+			}
+			items[i].match(src, k, rawName)
+		}
+	})
+	tx.Unlock()
+	changed := 0
+	for i := range items {
+		if it := &items[i]; it.err == nil && !it.unchanged {
+			changed++
+		}
+	}
+	// What is decoded goes to the decoder as an Any, all of them allocated
+	// together; they become the Raw of the Resources delivered.
+	anys := make([]anypb.Any, changed)
+	for i := range items {
+		if it := &items[i]; it.err == nil && !it.unchanged {
+			it.raw, anys = &anys[0], anys[1:]
+			it.raw.TypeUrl, it.raw.Value = u.TypeURL, it.data
+		}
+	}
+	decodeItems(k.Type, src.Decode, items)
+	for {
+		tx = c.cfg.Mutex.Lock()
+		if !open(tx) {
+			tx.Unlock()
+			return a, false
+		}
+		if !stale(items, u.TypeURL) {
+			break
+		}
+		tx.Unlock() // what some entry held changed meanwhile: decode after all
+		decodeItems(k.Type, src.Decode, items)
+	}
+	defer tx.Unlock()
+	s := c.s.Of(tx)
+	s.gen++
+	base := &update{version: u.Version, at: time.Now(), src: src}
+	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base,
+		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, items: items, changed: changed}
+	for i := range items {
+		r.resource(i, &items[i])
+	}
+	for i, re := range u.Errors {
+		r.resourceError(i, re.Name, re.Status)
+	}
+	for _, name := range u.Removed {
+		r.removal(name)
+	}
+	if k.Type.FullState() && !u.Delta && r.seen < u.Subscribed {
+		r.absent = true // when every subscribed entry was seen, none was deleted
+	}
+	r.NACK = r.nacks.err()
+	return c.commit(&r), true
+}
+
+// item is one resource of a response on its way into the cache.
+type item struct {
+	// data is the resource, a slice of the response received: what is
+	// kept of it is copied (kept). raw is it as an Any, for the decoder
+	// and for watchers.
+	data    []byte
+	kept    []byte
+	raw     *anypb.Any
+	name    string // canonical; "" until known
+	version string // the resource's own version (delta)
+	value   any
+	err     error
+	// entry is the entry found by name before decoding, nil if none;
+	// against it the bytes were compared, when it held a resource of the
+	// server: was is what it held then (nil if nothing of the server), and
+	// unchanged is set if the bytes were the same, so not decoded.
+	entry     *Entry
+	was       *update
+	looked    bool
+	unchanged bool
+	decoded   bool
+	sameName  bool // the decoded name is the one read before decoding
+	// What the response does with it, once decided: the event of entry
+	// (ev.kind 0 if none), carried by update u, with res, what watchers get
+	// of a change.
+	ev  event
+	u   *update
+	res any
+}
+
+// take takes r, one resource of a response of type typ: its name, as the
+// response gives it, and rawName, as typ reads it without decoding (nil
+// if it cannot).
+func take(r transport.Resource, typ xdsresource.Type) (it item, rawName []byte) {
+	it = item{data: r.Value, name: r.Name, version: r.Version, err: r.Err}
+	if r.Err != nil {
+		return it, nil
+	}
+	if reader, ok := typ.(xdsresource.NameReader); ok {
+		if name, ok := reader.ReadName(it.data); ok {
+			if !xdstp.IsCanonical(name) {
+				// Named as subscribed: canonical form.
+				name = []byte(xdstp.Received(string(name)))
+			}
+			rawName = name
+		}
+	}
+	return it, rawName
+}
+
+// match looks it up by the name it has before decoding (rawName, else its
+// name), and finds
+// whether its bytes are those the entry holds from src: then it need not
+// be decoded. Bytes validated as sent by another server are validated
+// again: what a server may set depends on whether it is trusted (gRFC
+// A81).
+func (it *item) match(src *Source, k *Kind, rawName []byte) {
+	if it.err != nil {
+		return
+	}
+	var e *Entry
+	switch {
+	case rawName != nil:
+		e = k.table.getBytes(rawName)
+	case it.name != "":
+		e = k.table.get(it.name)
+	}
+	if e == nil {
+		return
+	}
+	it.entry, it.looked = e, true
+	if r := e.res; r.ok() && r.from.src == src {
+		it.was = r.from
+		if bytes.Equal(r.raw, it.data) {
+			it.unchanged, it.name = true, e.name
+		}
+	}
+}
+
+// stale reports whether an item found unchanged no longer is, because
+// what its entry holds changed while the lock was released; such items
+// are then decoded.
+func stale(items []item, typeURL string) bool {
+	found := false
+	for i := range items {
+		it := &items[i]
+		if it.unchanged && (it.entry.removed || it.entry.res.from != it.was) {
+			it.unchanged, it.looked = false, false
+			it.raw = &anypb.Any{TypeUrl: typeURL, Value: it.data}
+			found = true
+		}
+	}
+	return found
+}
+
+// parallelMin is the number of resources from which a response is looked
+// up and decoded on several goroutines.
+const parallelMin = 256
+
+// inParallel calls f for the ranges [lo, hi) that make up [0, n): one
+// range for fewer than parallelMin items, else one per goroutine, on up
+// to GOMAXPROCS goroutines, and returns once every call has.
+func inParallel(n int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/(parallelMin/2))
+	if n < parallelMin || workers < 2 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := chunk; lo < n; lo += chunk {
+		wg.Go(func() { f(lo, min(lo+chunk, n)) })
+	}
+	f(0, chunk)
+	wg.Wait()
+}
+
+// decodeItems decodes the items that are neither unchanged nor failed.
+// Items are independent and xdsresource.Type implementations are safe for
+// concurrent use, so a large response is decoded in parallel: decoding is
+// most of the client's work on a full-state update.
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
+				it.decode(typ, opts)
+			}
+		}
+	})
+}
+
+// decode decodes and validates it.raw, and names it.
+func (it *item) decode(typ xdsresource.Type, opts xdsresource.DecodeOptions) {
+	name, value, err := typ.Decode(opts, it.raw)
+	if name != "" {
+		it.name = xdstp.Received(name)
+	}
+	it.value, it.err, it.decoded = value, err, true
+	// The entry found by the name known before decoding is that of the
+	// decoded name when the two agree, as they must (see NameReader). An
+	// entry's name never changes: it is read without the lock.
+	it.sameName = it.looked && it.entry.name == it.name
+}
+
+// response is one response being applied, with the lock held: what
+// happens to which entry is decided here, and carried out by commit.
+type response struct {
+	Applied
+	c   *Cache
+	tx  *txn.Tx
+	src *Source
+	k   *Kind
+	gen uint64
+	// base is the response's update; last the update of the last resource
+	// applied, which the next one shares if it has the same version
+	// (delta).
+	base, last     *update
+	typeURL, nonce string
+	delta          bool
+	items          []item
+	changed        int                  // items decoded
+	deliver        func(d Delivery) any // what watchers get of the items that changed
+	events         []pending            // events other than those of items
+	absent         bool                 // the full state left out subscribed entries (absences)
+	nacks          nackDetail
+	seen           int // entries the response named in resources or resource_errors
+}
+
+// pending is an event of an entry, to be carried out.
+type pending struct {
+	e  *Entry
+	ev event
+	d  details
+}
+
+// entry returns the entry named name that the response applies to: one
+// that uses the server, named once in the response (a second naming is
+// invalid, NACKed with why). hint is the entry of that name found before
+// decoding, if any. ok is false when there is none.
+func (r *response) entry(hint *Entry, name, twice string) (_ *Entry, ok bool) {
+	e := hint
+	if e == nil {
+		e = r.k.table.get(name)
+	}
+	if e == nil || e.group.Active(r.tx) != r.src {
+		return nil, false // not subscribed, or not from the server in use: ignored, not counted
+	}
+	if e.seenGen == r.gen {
+		r.invalid(fmt.Sprintf("%s %q: %s", r.k.Short, name, twice))
+		return nil, false
+	}
+	e.seenGen = r.gen
+	return e, true
+}
+
+// invalid counts an invalid resource, whose msg goes into the NACK.
+func (r *response) invalid(msg string) {
+	r.Invalid++
+	if r.nacks.room() {
+		r.nacks.add(msg)
+	}
+}
+
+// resource decides what the resource at index i does: valid, with the
+// bytes held (unchanged) or not, or invalid (a NACK).
+func (r *response) resource(i int, it *item) {
+	if it.name == "" {
+		r.Invalid++
+		if r.nacks.room() {
+			r.nacks.add(fmt.Sprintf("resources[%d]: %v", i, it.err))
+		}
+		return
+	}
+	var hint *Entry
+	if it.unchanged || it.sameName {
+		hint = it.entry
+	}
+	e, ok := r.entry(hint, it.name, "appears more than once in the response")
+	if !ok {
+		return
+	}
+	r.seen++
+	it.u = r.base
+	if r.delta && r.base.version != it.version {
+		if r.last.version != it.version {
+			r.last = &update{version: it.version, at: r.base.at, src: r.src}
+		}
+		it.u = r.last // consecutive resources of one version share an update
+	}
+	if it.err != nil {
+		r.Invalid++
+		if r.nacks.room() {
+			r.nacks.add(it.err.Error())
+		}
+		f := e.failure()
+		same := f != nil && f.raw != nil && string(f.raw) == string(it.data)
+		if same {
+			it.kept = f.raw
+		} else {
+			it.kept = bytes.Clone(it.data)
+		}
+		it.entry, it.ev = e, event{kind: evInvalid, sameBytes: same}
+		return
+	}
+	r.Valid++
+	// Compared before decoding against what e held then, if e was found
+	// by name; else (a Type that cannot read a name without decoding)
+	// compared now. The same bytes from another server are a change: the
+	// value may differ (gRFC A81), and the server does.
+	unchanged := it.unchanged
+	if !it.looked || e != it.entry || e.res.from != it.was {
+		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
+	}
+	it.entry, it.ev = e, event{kind: evValid, unchanged: unchanged}
+	if !unchanged {
+		it.kept = bytes.Clone(it.data)
+		if it.raw == nil {
+			it.raw = &anypb.Any{TypeUrl: r.k.Type.TypeURL()}
+		}
+		it.raw.Value = it.kept
+		if r.deliver == nil {
+			r.deliver = r.c.cfg.Deliver(r.changed)
+		}
+		it.res = r.deliver(Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
+	}
+}
+
+// resourceError decides what the TP3 error at index i does (unless in
+// legacy mode, which does not use them).
+func (r *response) resourceError(i int, name string, st *rpcstatus.Status) {
+	if r.src.Features.Legacy {
+		return
+	}
+	switch {
+	case name == "":
+		r.invalid(fmt.Sprintf("resource_errors[%d]: empty resource_name", i))
+		return
+	case st == nil || st.GetCode() == int32(codes.OK):
+		r.invalid(fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, name))
+		return
+	}
+	e, ok := r.entry(nil, name, "appears in both resources and resource_errors")
+	if !ok {
+		return
+	}
+	r.seen++
+	r.Invalid++
+	r.Errors++
+	r.events = append(r.events, pending{e, event{kind: evServerError, code: codes.Code(st.GetCode())}, details{u: r.base, msg: st.GetMessage()}})
+}
+
+// removal decides what a name of a delta response's removed_resources
+// does: a deletion, of any type.
+func (r *response) removal(name string) {
+	e, ok := r.entry(nil, name, "appears in both resources and removed_resources")
+	if !ok {
+		return
+	}
+	r.Removed++
+	r.events = append(r.events, pending{e, event{kind: evDeletion, explicit: true}, details{u: r.base}})
+}
+
+// The error_detail of a NACK is bounded, so that a response of many invalid
+// resources cannot make a request the server refuses (which would end the
+// stream, and the client would reconnect to get the same response again):
+// it holds the first maxNACKErrors messages, each cut at maxNACKMessage
+// bytes, in at most maxNACKBytes, then the count of the others. Each cache
+// entry keeps its own full error, which CSDS shows in error_state.
+const (
+	maxNACKErrors  = 50
+	maxNACKMessage = 1 << 10
+	maxNACKBytes   = 16 << 10
+)
+
+// nackDetail builds the error_detail of a NACK.
+type nackDetail struct {
+	b     strings.Builder
+	n     int // errors
+	shown int // errors in b
+}
+
+// room reports whether another message would be shown. When it would not,
+// the error is counted: callers then skip formatting it.
+func (d *nackDetail) room() bool {
+	if d.shown < maxNACKErrors && d.b.Len() < maxNACKBytes-maxNACKMessage-2 {
+		return true
+	}
+	d.n++
+	return false
+}
+
+// add adds msg, cut at maxNACKMessage bytes.
+func (d *nackDetail) add(msg string) {
+	d.n++
+	msg = truncate.String(msg, maxNACKMessage)
+	if d.b.Len() > 0 {
+		d.b.WriteString("; ")
+	}
+	d.b.WriteString(msg)
+	d.shown++
+}
+
+// err returns the NACK's error, nil when nothing was invalid.
+func (d *nackDetail) err() error {
+	if d.n == 0 {
+		return nil
+	}
+	if more := d.n - d.shown; more > 0 {
+		fmt.Fprintf(&d.b, "; and %d more invalid (the error of each subscribed resource is in its cache entry)", more)
+	}
+	return errors.New(d.b.String())
+}

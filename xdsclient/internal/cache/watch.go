@@ -1,0 +1,101 @@
+package cache
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+)
+
+// Held is the resource an entry holds, as Watch's caller decodes it for a
+// new watcher with the lock released.
+type Held struct {
+	e *Entry
+	h held
+}
+
+// Held returns what e holds.
+func (c *Cache) Held(_ *txn.Tx, e *Entry) Held { return Held{e: e, h: e.res} }
+
+// Ok reports whether a resource is held.
+func (h Held) Ok() bool { return h.h.ok() }
+
+// Same reports whether h and o are the same update's bytes.
+func (h Held) Same(o Held) bool { return h.h.from == o.h.from }
+
+// Decode returns what a watcher gets of h, decoding its bytes again: the
+// cache keeps bytes, not decoded values, which watchers keep if they need
+// them. It reads only what never changes, so the lock need not be held. It
+// returns an error if the bytes no longer decode, which a Type that is
+// deterministic, as it must be, never does.
+func (c *Cache) Decode(h Held) (any, error) {
+	e, src := h.e, h.h.from.src
+	typ := e.kind.Type
+	raw := &anypb.Any{TypeUrl: typ.TypeURL(), Value: h.h.raw}
+	_, value, err := typ.Decode(src.Decode, raw)
+	if err != nil {
+		return nil, c.resourceErr(codes.Internal, e, src, fmt.Sprintf("held resource no longer decodes: %v", err))
+	}
+	return c.cfg.Deliver(1)(Delivery{Type: typ, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
+}
+
+// Watch adds w to e and posts what w hears first (transition's evWatch):
+// the resource held, res (or resErr if it did not decode), then the error
+// in force. down is the cause of the failure of the server e uses, "" if
+// it serves.
+func (c *Cache) Watch(tx *txn.Tx, e *Entry, w *Watcher, res any, resErr error, down string) {
+	w.entry = e
+	e.addWatcher(w)
+	src := e.group.Active(tx)
+	out := transition(entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}, event{kind: evWatch, serverDown: down != ""}, src.features())
+	if out.join.resource {
+		c.notifyOne(tx, e, w, res, resErr, false)
+	}
+	var err error
+	switch out.join.err {
+	case joinEntryError:
+		err = e.failureErr()
+	case joinServerError:
+		err = c.resourceErr(codes.Unavailable, e, src, down)
+	}
+	if err != nil {
+		c.notifyOne(tx, e, w, nil, err, out.join.resource)
+	}
+}
+
+// Unwatch removes w from its entry, and reports whether the entry has no
+// watcher left: the caller then unsubscribes it and Removes it.
+func (c *Cache) Unwatch(_ *txn.Tx, w *Watcher) (last bool) {
+	e := w.entry
+	if e == nil || e.removed {
+		return false
+	}
+	e.removeWatcher(w)
+	return e.watcher == nil
+}
+
+// Unreachable tells the watchers of g's entries that their server failed
+// (gRFC A57) with cause, the failure and the servers tried: ambient if
+// the resource is held, through ResourceChanged if not.
+func (c *Cache) Unreachable(tx *txn.Tx, g *Group, cause string) {
+	for e := range c.EntriesOf(tx, g) {
+		c.apply(tx, e, event{kind: evUnreachable}, details{cause: cause})
+	}
+}
+
+// Versions returns the versions of the resources of k held from src, by
+// name (delta's initial_resource_versions).
+func (c *Cache) Versions(_ *txn.Tx, src *Source, k *Kind) map[string]string {
+	var out map[string]string
+	for e := range k.table.all() {
+		if r := e.res; r.ok() && r.from.src == src {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[e.name] = r.from.version
+		}
+	}
+	return out
+}

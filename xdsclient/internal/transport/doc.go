@@ -1,0 +1,28 @@
+// Package transport is a client's connection to one xDS server: its gRPC
+// channel (credentials, keepalive, the response size limit), the channel's
+// connectivity, and one ADS stream at a time, State of the World or
+// incremental (delta), restarted with backoff after a failure.
+//
+// A Conn keeps what is subscribed on the server, per type, and frames the
+// requests: over State of the World each request names every subscribed
+// resource of its type; over delta it names what changed, and the first
+// request of a type on a stream subscribes everything, with the versions
+// held. It turns each response of either protocol into one Update, the
+// same value whatever the protocol, and hands it to its Handler, whose
+// Result carries the ACK or NACK and the flow control: the Conn reads the
+// next response only once the Result's Wait channel is closed.
+//
+//	Handler method   called when
+//	Connectivity     the channel reports a new state
+//	StreamStarted    a stream was created (its first requests follow)
+//	Versions         the first delta request of a type is built: the versions held
+//	Sending          a request is about to be written: the names it subscribes for the first time on the stream
+//	Sent             a request was written
+//	Response         a response was read (one Update)
+//	StreamEnded      a stream ended, or could not be created
+//
+// The Handler's methods are called from the Conn's goroutines, one stream's
+// at a time, never with the Conn's own lock held; the Conn's methods may be
+// called from inside them, and under the client's lock (which is taken
+// before the Conn's).
+package transport

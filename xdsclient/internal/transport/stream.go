@@ -1,0 +1,131 @@
+package transport
+
+import (
+	"context"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+)
+
+// Update is one response of either protocol, as the cache takes it.
+type Update struct {
+	TypeURL string
+	// Version is the response's version_info; over delta, its
+	// system_version_info.
+	Version string
+	Nonce   string
+	// Resources are the response's resources, in order; a delta
+	// heartbeat, which carries none, is left out.
+	Resources []Resource
+	// Errors are the TP3 resource_errors.
+	Errors []ResourceError
+	// Removed are the names of a delta response's removed_resources.
+	Removed []string
+	// Delta reports a delta response: each resource has its own version,
+	// and a deletion is a name in Removed rather than an absence.
+	Delta bool
+	// Known reports whether anything of the type was ever subscribed on
+	// the server (a response of another type is not acknowledged), and
+	// Subscribed how many names of it are now.
+	Known      bool
+	Subscribed int
+}
+
+// ResourceError is one TP3 error of an Update: the resource's name ("" if
+// the server gave none) and the status the server sent for it (nil if it
+// sent none).
+type ResourceError struct {
+	Name   string
+	Status *rpcstatus.Status
+}
+
+// Resource is one resource of an Update.
+type Resource struct {
+	// Name is the name a Resource wrapper or a delta response gives it, ""
+	// when only its body names it.
+	Name string
+	// Version is its own version (delta), "" over State of the World.
+	Version string
+	// Value is the resource, the value of an Any of the Update's type: a
+	// slice of the message received, which must be copied to be kept. Nil
+	// when Err is set.
+	Value []byte
+	// Err says why the resource could not be taken from the response: a
+	// wrapper that does not unmarshal, a resource of another type.
+	Err error
+}
+
+// ResourceWrapperURL is the type URL of envoy.service.discovery.v3.Resource,
+// which may wrap a resource of a State of the World response.
+const ResourceWrapperURL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
+
+// The names of an Update are in canonical form (package xdstp), as the
+// client's subscriptions are.
+func resourceErrors(errs []*discoveryv3.ResourceError) []ResourceError {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make([]ResourceError, len(errs))
+	for i, re := range errs {
+		out[i] = ResourceError{Name: xdstp.Received(re.GetResourceName().GetName()), Status: re.GetErrorDetail()}
+	}
+	return out
+}
+
+// adsStream is one ADS stream, State of the World or delta.
+type adsStream interface {
+	receive() (*Update, error)
+	send(r outgoing) error
+}
+
+// The ADS methods, and what a stream of each is.
+var (
+	sotwDesc  = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
+	deltaDesc = &grpc.StreamDesc{StreamName: "DeltaAggregatedResources", ServerStreams: true, ClientStreams: true}
+)
+
+const (
+	sotwMethod  = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+)
+
+// open opens an ADS stream of the server's protocol, with the Conn's codec.
+func (c *Conn) open(ctx context.Context) (adsStream, error) {
+	if c.cfg.Delta {
+		st, err := c.cc.NewStream(ctx, deltaDesc, deltaMethod, grpc.ForceCodecV2(codec{}))
+		return grpcStream{st, ParseDelta}, err
+	}
+	st, err := c.cc.NewStream(ctx, sotwDesc, sotwMethod, grpc.ForceCodecV2(codec{}))
+	return grpcStream{st, ParseSotW}, err
+}
+
+// grpcStream is an ADS stream of either protocol: parse reads its
+// responses.
+type grpcStream struct {
+	st    grpc.ClientStream
+	parse func([]byte) (*Update, error)
+}
+
+func (s grpcStream) receive() (*Update, error) {
+	var f frame
+	if err := s.st.RecvMsg(&f); err != nil {
+		return nil, err
+	}
+	u, err := s.parse(f.b)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
+	}
+	return u, nil
+}
+
+func (s grpcStream) send(r outgoing) error {
+	if r.sotw != nil {
+		return s.st.SendMsg(r.sotw)
+	}
+	return s.st.SendMsg(r.delta)
+}
