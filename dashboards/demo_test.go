@@ -44,7 +44,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PROM_ADDR="+promtest.FreeAddr(t))
+	cmd.Env = append(os.Environ(), "PROM_ADDR="+xdstest.ClosedAddr(t))
 	if len(raceFlags) > 0 {
 		// The script builds xdswatch as the tests were built, so that the
 		// build reuses their packages.

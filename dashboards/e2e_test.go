@@ -136,7 +136,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	primary := xdstest.NewADSServer(t)
 	fallback := xdstest.NewADSServer(t)
 	silent := xdstest.NewADSServer(t)
-	dead, deadPrimary := promtest.FreeAddr(t), promtest.FreeAddr(t)
+	dead, deadPrimary := xdstest.ClosedAddr(t), xdstest.ClosedAddr(t)
 	bootstrap := fmt.Sprintf(`{
   "xds_servers": [%s],
   "node": {"id": "dashboards-e2e"},
@@ -561,7 +561,7 @@ func startPrometheus(t *testing.T, bin, dir, target string) *promtest.Server {
 	if err := os.WriteFile(rules, dashboards.RulesYAML(dashboards.RecordingRules(), e2eRules()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := promtest.FreeAddr(t)
+	addr := xdstest.ClosedAddr(t)
 	return promtest.Run(t, bin, dir, addr, fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s

@@ -81,7 +81,7 @@ func TestIncreaseShowsFirstEvent(t *testing.T) {
 		t.Cleanup(c.Watch(xdsresource.ClusterType, name, xdsclient.WatcherFuncs{}))
 	}
 
-	prom := promtest.Run(t, promBin, t.TempDir(), promtest.FreeAddr(t), fmt.Sprintf(`global:
+	prom := promtest.Run(t, promBin, t.TempDir(), xdstest.ClosedAddr(t), fmt.Sprintf(`global:
   scrape_interval: 250ms
   scrape_timeout: 250ms
 scrape_configs:

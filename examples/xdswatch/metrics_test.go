@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/promtest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -172,143 +169,24 @@ func hasSample(body, name string, labels map[string]string, value float64) bool 
 // gRFC A78 series exists with the expected labels and value.
 func TestMetricsPrometheus(t *testing.T) {
 	t.Parallel() // waits on Prometheus's scrapes
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus is not installed (Debian package prometheus; .ci/run installs it)")
-	}
+	bin := promtest.Binary(t)
 	p, addr, xdsServer := metricsScenario(t)
-	api := startPrometheus(t, prom, addr)
+	prom := promtest.Run(t, bin, t.TempDir(), xdstest.ClosedAddr(t), fmt.Sprintf(
+		"global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: xdswatch\n    static_configs:\n      - targets: [%q]\n", addr))
 
 	for _, want := range expectedSeries(xdsServer) {
 		q := selector(want.name, want.labels)
-		var got []promSample
-		if msg := poll(60*time.Second, func() string {
-			got, err = promQuery(api, q)
-			if err != nil {
-				return err.Error()
-			}
-			if len(got) != 1 || got[0].value != want.value || got[0].labels["job"] != "xdswatch" {
-				return fmt.Sprintf("%s: got %+v, want one sample of job xdswatch with value %v", q, got, want.value)
-			}
-			return ""
-		}); msg != "" {
-			t.Fatal(msg)
-		}
+		prom.WaitUntil(t, fmt.Sprintf("one sample of job xdswatch with value %v", want.value), q, func(got []promtest.Sample) bool {
+			return len(got) == 1 && got[0].Float() == want.value && got[0].Metric["job"] == "xdswatch"
+		})
 	}
 	// The metrics carry no state beyond the five series' labels: every
 	// series of resources is one of the two expected.
-	all, err := promQuery(api, `grpc_xds_client_resources{job="xdswatch"}`)
+	all, err := prom.Query(`grpc_xds_client_resources{job="xdswatch"}`)
 	if err != nil || len(all) != 2 {
 		t.Errorf("grpc_xds_client_resources: %+v, %v; want the acked and the nacked series only", all, err)
 	}
 	p.interrupt(t)
-}
-
-// startPrometheus runs prometheus on a loopback port, scraping target
-// every second into a temporary directory, and returns the base URL of its
-// HTTP API once it is ready. The process is stopped by its PID when the
-// test ends.
-func startPrometheus(t *testing.T, binary, target string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	config := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: xdswatch\n    static_configs:\n      - targets: [%q]\n", target)
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Prometheus has no way to report a port chosen by the system: take a
-	// free one and give it back just before Prometheus binds it.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := lis.Addr().String()
-	lis.Close()
-	out := newLineWriter()
-	cmd := exec.Command(binary,
-		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+listen,
-		"--log.level=warn")
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(testTimeout)
-		defer timer.Stop()
-		select {
-		case <-done:
-		case <-timer.C:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	base := "http://" + listen
-	if msg := poll(testTimeout, func() string {
-		select {
-		case <-done:
-			return "prometheus exited: " + strings.Join(drain(out.lines), "\n") + out.rest()
-		default:
-		}
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return err.Error()
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return "prometheus: /-/ready: " + resp.Status
-		}
-		return ""
-	}); msg != "" {
-		t.Fatal(msg)
-	}
-	return base
-}
-
-type promSample struct {
-	labels map[string]string
-	value  float64
-}
-
-// promQuery runs an instant query through Prometheus's HTTP API.
-func promQuery(base, query string) ([]promSample, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("query %s: %v", query, err)
-	}
-	if body.Status != "success" || body.Data.ResultType != "vector" {
-		return nil, fmt.Errorf("query %s: status %q %s, result type %q", query, body.Status, body.Error, body.Data.ResultType)
-	}
-	var out []promSample
-	for _, r := range body.Data.Result {
-		s := promSample{labels: r.Metric}
-		v, _ := r.Value[1].(string)
-		if _, err := fmt.Sscan(v, &s.value); err != nil {
-			return nil, fmt.Errorf("query %s: value %v: %v", query, r.Value[1], err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // TestDemoLoadReport: the demo reports the load of its LRS cluster to the

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,18 +35,6 @@ func Binary(t testing.TB) string {
 		t.Skip("prometheus not found: install Debian's prometheus package (.ci/run does)")
 	}
 	return p
-}
-
-// FreeAddr returns a loopback address where nothing listens.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // Process is a command a test started; Stop ends it by its own PID.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -58,24 +57,12 @@ func (*recorder) TimerStopped(*txn.Tx, *cache.Entry, *cache.Source)             
 func (*recorder) Logged(*txn.Tx, *cache.Entry, *cache.Source, cache.Log, string)              {}
 func (*recorder) Applied(*txn.Tx, *cache.Source, string, string, string, bool, cache.Applied) {}
 
-// closedAddr returns a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
-}
-
 // gRFC A71: a resource wanted from an authority whose primary server
 // cannot be reached is asked of the next server, over real connections:
 // the primary fails (a server failure), the authority switches to the
 // fallback server, and the fallback's stream subscribes to the resource.
 func TestFallbackWhenThePrimaryIsUnreachable(t *testing.T) {
-	primary := closedAddr(t)
+	primary := xdstest.ClosedAddr(t)
 	fallback := xdstest.NewADSServer(t)
 	cfg, err := bootstrap.Parse([]byte(xdstest.Bootstrap{Servers: []string{primary, fallback.Addr()}, Node: `{"id": "n"}`}.JSON()))
 	if err != nil {

@@ -215,7 +215,7 @@ func TestEndpointWithSeveralAddresses(t *testing.T) {
 	a := startBackend(t, "a")
 	for _, kind := range []xdsresource.ClusterKind{xdsresource.ClusterEDS, xdsresource.ClusterLogicalDNS} {
 		t.Run(kind.String(), func(t *testing.T) {
-			leaf := edsCluster("c1", localityAt("z", 0, 1, closedAddr(t)))
+			leaf := edsCluster("c1", localityAt("z", 0, 1, xdstest.ClosedAddr(t)))
 			leaf.Cluster.Kind = kind
 			ep := &leaf.Endpoints.Localities[0].Endpoints[0]
 			ep.Addresses = append(ep.Addresses, a.addr)

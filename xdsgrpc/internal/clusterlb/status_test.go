@@ -2,7 +2,6 @@ package clusterlb_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -16,18 +15,6 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
-}
 
 // failure makes RPCs that do not wait for a connection until one fails
 // with something other than DeadlineExceeded (RPCs wait while the cluster
@@ -92,7 +79,7 @@ func TestStatuses(t *testing.T) {
 	}{{
 		name: "all endpoints failing",
 		leaves: func(t *testing.T) []*xdsconfig.ClusterConfig {
-			return []*xdsconfig.ClusterConfig{withNote(edsCluster("c1", localityAt("z", 0, 1, closedAddr(t), closedAddr(t))))}
+			return []*xdsconfig.ClusterConfig{withNote(edsCluster("c1", localityAt("z", 0, 1, xdstest.ClosedAddr(t), xdstest.ClosedAddr(t))))}
 		},
 		leaf: "c1",
 		want: []string{`cluster "c1": all endpoints failing: last error: `, "connection refused", "; " + note},
@@ -115,7 +102,7 @@ func TestStatuses(t *testing.T) {
 	}, {
 		name: "no usable endpoints",
 		leaves: func(t *testing.T) []*xdsconfig.ClusterConfig {
-			c := withNote(edsCluster("c1", localityAt("z", 0, 1, closedAddr(t), closedAddr(t))))
+			c := withNote(edsCluster("c1", localityAt("z", 0, 1, xdstest.ClosedAddr(t), xdstest.ClosedAddr(t))))
 			c.Endpoints.Localities[0].Endpoints[0].Health = xdsresource.HealthUnhealthy
 			c.Endpoints.Localities[0].Endpoints[1].Health = xdsresource.HealthDraining
 			return []*xdsconfig.ClusterConfig{c}
@@ -125,7 +112,7 @@ func TestStatuses(t *testing.T) {
 	}, {
 		name: "aggregate, every leaf failing",
 		leaves: func(t *testing.T) []*xdsconfig.ClusterConfig {
-			c2 := withNote(edsCluster("c2", localityAt("z", 0, 1, closedAddr(t))))
+			c2 := withNote(edsCluster("c2", localityAt("z", 0, 1, xdstest.ClosedAddr(t))))
 			return []*xdsconfig.ClusterConfig{failed, c2}
 		},
 		leaf: "c2",
