@@ -26,6 +26,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/wire"
 )
 
 // Redacted replaces every string and bytes value of a sensitive field.
@@ -249,30 +251,17 @@ func (p *plan) holdsSecret(b []byte, depth int) bool {
 // anyHoldsSecret checks the serialized Any b.
 func anyHoldsSecret(b []byte, depth int) bool {
 	var url, value []byte
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return true
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return true
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return true
-		}
-		b = b[n:]
+	err := wire.BytesFields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
 			url = v
 		case 2:
 			value = v
 		}
+		return nil
+	})
+	if err != nil {
+		return true
 	}
 	p, ok := linked()[string(typeName(url))]
 	return ok && p.holdsSecret(value, depth+1)

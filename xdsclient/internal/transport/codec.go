@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -10,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslens/xdslens/internal/wire"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 )
 
@@ -64,7 +64,8 @@ const (
 	fieldResourceName = 3 // Resource.name
 )
 
-var errMalformed = errors.New("malformed message")
+// errMalformed is the error of a message that is not valid wire format.
+var errMalformed = wire.ErrMalformed
 
 // ParseSotW reads a DiscoveryResponse. It fails where protobuf would on
 // the fields it reads (a malformed field, a string that is not UTF-8),
@@ -130,7 +131,7 @@ func ParseDelta(b []byte) (*Update, error) {
 // resource_errors are field errs) and hands the others to more.
 func envelope(b []byte, u *Update, errs protowire.Number, more func(num protowire.Number, v []byte) error) error {
 	var res []*discoveryv3.ResourceError
-	err := fields(b, func(num protowire.Number, v []byte) error {
+	err := wire.BytesFields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case fieldVersion:
 			return str(v, &u.Version)
@@ -178,7 +179,7 @@ func readAny(b []byte, typeURL string) (Resource, error) {
 // resource TTLs).
 func readDeltaResource(b []byte, typeURL string) (r Resource, ok bool, err error) {
 	var body []byte
-	err = fields(b, func(num protowire.Number, v []byte) error {
+	err = wire.BytesFields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case fieldResourceVer:
 			return str(v, &r.Version)
@@ -206,7 +207,7 @@ func readDeltaResource(b []byte, typeURL string) (r Resource, ok bool, err error
 
 // anyOf reads an Any: its type URL, which must be UTF-8, and its value.
 func anyOf(b []byte) (url, value []byte, err error) {
-	err = fields(b, func(num protowire.Number, v []byte) error {
+	err = wire.BytesFields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case fieldAnyTypeURL:
 			if !utf8.Valid(v) {
@@ -227,36 +228,6 @@ func check(r Resource, url []byte, typeURL string) Resource {
 		return Resource{Name: r.Name, Err: fmt.Errorf("resource of type %q in a response of type %q", url, typeURL)}
 	}
 	return r
-}
-
-// fields calls f with each field of message b whose wire type is bytes
-// (strings, bytes, messages): its number and value. Fields of other wire
-// types are skipped; f is not called for a number it does not read. It
-// fails on a malformed field.
-func fields(b []byte, f func(num protowire.Number, v []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return errMalformed
-			}
-			b = b[n:]
-			continue
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return errMalformed
-		}
-		b = b[n:]
-		if err := f(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // str sets *s to v, a string field, which must be UTF-8.
