@@ -200,8 +200,7 @@ func (d *DataPlane) channelStarted(i xdsgrpc.ChannelInfo) {
 
 func (d *DataPlane) configChanged(i xdsgrpc.ConfigInfo) {
 	ctx := context.Background()
-	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "error"})...)
-	d.configs.Add(ctx, 1, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "config"})...)
+	d.countConfig(i.Target, "config", "error")
 	c := i.Config
 	for name := range routedClusters(c) {
 		for _, o := range bornOutcomes {
@@ -245,9 +244,16 @@ func routedClusters(c *xdsconfig.Config) iter.Seq[string] {
 }
 
 func (d *DataPlane) configFailed(i xdsgrpc.ConfigErrorInfo) {
+	d.countConfig(i.Target, "error", "config")
+}
+
+// countConfig counts a config update of target with result, and creates
+// the other result's series at 0 if the channel started before the hooks
+// were attached.
+func (d *DataPlane) countConfig(target, result, other string) {
 	ctx := context.Background()
-	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "config"})...)
-	d.configs.Add(ctx, 1, d.attr(dataPlaneKey{kind: kindConfig, target: i.Target, last: "error"})...)
+	d.configs.Add(ctx, 0, d.attr(dataPlaneKey{kind: kindConfig, target: target, last: other})...)
+	d.configs.Add(ctx, 1, d.attr(dataPlaneKey{kind: kindConfig, target: target, last: result})...)
 }
 
 func (d *DataPlane) picked(i xdsgrpc.PickInfo) {
