@@ -123,7 +123,7 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := buildXdswatch(t, dir)
+	bin := xdswatchBinary(t)
 	start := time.Now()
 	args := []string{"--bootstrap", bootstrapFile, "--target", "dp", "--metrics-addr", "127.0.0.1:0", "--output", "json",
 		"--resource-timeout", "1s", "--rpc-interval", "100ms", "--rpc-timeout", "300ms",

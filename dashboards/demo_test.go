@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,13 +42,13 @@ func TestDemoPrometheusScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PROM_ADDR="+xdstest.ClosedAddr(t))
-	if len(raceFlags) > 0 {
-		// The script builds xdswatch as the tests were built, so that the
-		// build reuses their packages.
-		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+strings.Join(raceFlags, " ")))
-	}
+	// The script runs the xdswatch the other tests run (XDSWATCH), instead
+	// of building its own, and watches what it watches by default, with a
+	// resource timeout shorter than the default 15s so that the cluster
+	// the demo does not serve is soon does_not_exist.
+	cmd := exec.Command("bash", script, "--resource-timeout", "2s",
+		"lds:demo", "rds:demo-route", "cds:demo-cluster", "eds:demo-cluster", "cds:demo-missing")
+	cmd.Env = append(os.Environ(), "PROM_ADDR="+xdstest.ClosedAddr(t), "XDSWATCH="+xdswatchBinary(t))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +85,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 		for lines.Scan() {
 		}
 	}()
-	timer := time.NewTimer(3 * time.Minute) // the script builds xdswatch first
+	timer := time.NewTimer(time.Minute)
 	defer timer.Stop()
 	select {
 	case err := <-found:
@@ -96,7 +95,7 @@ func TestDemoPrometheusScript(t *testing.T) {
 	case <-demo.Done:
 		t.Fatalf("demo-prometheus.sh ended: %v", demo.Err)
 	case <-timer.C:
-		t.Fatal("demo-prometheus.sh named no processes within 3 minutes")
+		t.Fatal("demo-prometheus.sh named no processes within a minute")
 	}
 	prom := &promtest.Server{Process: demo, Base: "http://" + addrs["prometheus"]}
 

@@ -166,7 +166,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 
 	// xdswatch, and Prometheus scraping it with the alert rules at
 	// end-to-end thresholds.
-	bin := buildXdswatch(t, dir)
+	bin := xdswatchBinary(t)
 	start := time.Now()
 	watch := startXdswatch(t, bin,
 		"--bootstrap", bootstrapFile, "--target", "e2e", "--metrics-addr", "127.0.0.1:0",
@@ -483,18 +483,6 @@ func recvNaming(ctx context.Context, st *xdstest.Stream, name string) (*discover
 			return req, nil
 		}
 	}
-}
-
-// buildXdswatch builds examples/xdswatch into dir.
-func buildXdswatch(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "xdswatch")
-	args := append(append([]string{"build"}, raceFlags...), "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
-	cmd := exec.Command("go", args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build xdswatch: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // xdswatchProcess is a running xdswatch.

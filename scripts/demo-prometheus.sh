@@ -17,6 +17,8 @@
 #   PROM_ADDR        Prometheus's listen address (default 127.0.0.1:9090)
 #   DEMO_DIR         where the binaries, configuration, logs and TSDB go
 #                    (default: a new temporary directory, removed at exit)
+#   XDSWATCH         an xdswatch binary to run (default: one built from
+#                    ./examples/xdswatch into that directory)
 #
 # Prometheus runs with copies of dashboards/prometheus/prometheus.yml and
 # xds-client-rules.yaml, as they are, in that directory; the script writes
@@ -24,7 +26,8 @@
 # xdswatch's metrics address. The scrape and evaluation intervals (5s) are
 # those of prometheus.yml.
 #
-# Needs Go and Debian's prometheus package (apt-get install prometheus).
+# Needs Go (unless XDSWATCH is set) and Debian's prometheus package
+# (apt-get install prometheus).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,7 +78,11 @@ fail() {
 
 # xdswatch is built, not run with `go run`, so that the PID recorded is
 # xdswatch's own and a signal reaches it.
-go build -o "$dir/xdswatch" ./examples/xdswatch
+xdswatch=${XDSWATCH:-}
+if [ -z "$xdswatch" ]; then
+  xdswatch=$dir/xdswatch
+  go build -o "$xdswatch" ./examples/xdswatch
+fi
 
 if [ $# -eq 0 ]; then
   set -- lds:demo rds:demo-route cds:demo-cluster eds:demo-cluster cds:demo-missing
@@ -83,7 +90,7 @@ fi
 # The output file exists before the loop below reads it, whenever the
 # background shell gets to open it.
 : >"$dir/xdswatch.jsonl"
-"$dir/xdswatch" --metrics-addr 127.0.0.1:0 --output json "$@" \
+"$xdswatch" --metrics-addr 127.0.0.1:0 --output json "$@" \
   >"$dir/xdswatch.jsonl" 2>"$dir/xdswatch.log" </dev/null &
 watch_pid=$!
 
