@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
 // xdswatchBuild is the one build of xdswatch for this test binary.
@@ -22,8 +24,11 @@ var xdswatchBuild struct {
 	err  error
 }
 
-// TestMain removes the shared xdswatch build when the tests have ended.
+// TestMain runs the parallel tests, which wait on Prometheus's scrapes and
+// rule evaluations rather than on the CPU, all at once, and removes the
+// shared xdswatch build when the tests have ended.
 func TestMain(m *testing.M) {
+	xdstest.SetParallel(8)
 	code := m.Run()
 	if xdswatchBuild.dir != "" {
 		os.RemoveAll(xdswatchBuild.dir)

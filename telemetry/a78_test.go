@@ -144,6 +144,7 @@ func TestResourcesLabelSets(t *testing.T) {
 }
 
 func TestConnectedAndServerFailure(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	srvLabels := lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, f.Srv.Addr())
 	if s := f.series(telemetry.MetricConnected); len(s) != 0 {

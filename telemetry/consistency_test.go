@@ -34,6 +34,7 @@ const consistencySteps = 150
 // resources gauge equals, label set for label set, the counts computed
 // from a dump of the cache. XDSLENS_SEED replays a sequence.
 func TestResourcesGaugeMatchesCache(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("XDSLENS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

@@ -315,6 +315,7 @@ func TestConnectedZeroForUnreachedServer(t *testing.T) {
 // series (it does not read 1 forever), nor does the primary once its last
 // watch is cancelled; the authority_server series goes with the authority.
 func TestConnectedDropsClosedChannels(t *testing.T) {
+	t.Parallel()
 	primary, fallback := xdstest.NewADSServer(t), xdstest.NewADSServer(t)
 	b := xdstest.Bootstrap{Servers: []string{primary.Addr(), fallback.Addr()}, Node: `{"id": "` + testNodeID + `"}`}
 	f := newFixtureOn(t, primary, b, xdsclient.WithFallback(true))

@@ -24,7 +24,13 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the parallel tests, which wait on loopback servers, timers
+// and Prometheus rather than on the CPU, several at once, and checks that
+// no goroutine outlives them.
+func TestMain(m *testing.M) {
+	xdstest.SetParallel(8)
+	goleak.VerifyTestMain(m)
+}
 
 const (
 	testTarget = "test-target"

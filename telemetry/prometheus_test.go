@@ -33,6 +33,7 @@ type scraped struct {
 // timeout included), stream ends with and without a response, a stream
 // start, valid and invalid updates, a resource callback.
 func TestIncreaseShowsFirstEvent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs Prometheus")
 	}

@@ -59,6 +59,7 @@ func waitStreams(t *testing.T, ctx context.Context, r *sdkmetric.ManualReader, s
 // going away (then streams cannot even be created: start failures, which
 // are neither), and its return.
 func TestStreamCountsMatchOpenStreams(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	addr := f.Srv.Addr()
 	wait := func(what string, ok func(streamCounts) bool) streamCounts {
@@ -90,6 +91,7 @@ func TestStreamCountsMatchOpenStreams(t *testing.T) {
 // The same holds for LRS streams: an attempt that cannot create a stream
 // is a start failure, not an end.
 func TestLoadReportStreamCountsMatchOpenStreams(t *testing.T) {
+	t.Parallel()
 	lf := newLoadFixture(t, lrsserver.Config{Interval: time.Hour})
 	ctx, srv, reader, release := lf.ctx, lf.srv, lf.reader, lf.release
 	wait := func(what string, ok func(streamCounts) bool) streamCounts {

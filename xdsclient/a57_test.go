@@ -93,6 +93,7 @@ func TestA57BackoffResetsOnResponse(t *testing.T) {
 // The timer does not run while the channel cannot connect, however long
 // that lasts: no does-not-exist is reported for a server that is down.
 func TestA57NoTimerWhileUnreachable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil, xdsclient.WithResourceTimeout(time.Millisecond),
 		xdsclient.WithBackoff(func(int) time.Duration { return 20 * time.Millisecond }))
 	f.Srv.Stop()

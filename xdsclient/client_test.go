@@ -362,6 +362,7 @@ func TestLateWatchersDuringUpdates(t *testing.T) {
 // returns each entry at most once, sorted, never one that was removed
 // before the dump began, and every entry that stayed all along.
 func TestDumpDuringChurn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	const stable = 2000
 	for i := range stable {

@@ -229,6 +229,7 @@ func TestDeltaReconnect(t *testing.T) {
 // Fallback (gRFC A71) between a delta server and a State of the World
 // server, both ways.
 func TestDeltaFallback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name            string
 		primary, backup protocol

@@ -75,6 +75,7 @@ func (m *multiFixture) activeServer(authority string) xdsclient.AuthorityServerI
 }
 
 func TestFallbackPrimaryDownAtStart(t *testing.T) {
+	t.Parallel()
 	m := newMultiFixture(t, 2, nil)
 	m.srvs[0].Stop()
 	rec := xdstest.NewWatcher()
@@ -225,6 +226,7 @@ func TestFallbackPrimaryRetryFailuresAreQuiet(t *testing.T) {
 }
 
 func TestFallbackThreeServers(t *testing.T) {
+	t.Parallel()
 	m := newMultiFixture(t, 3, nil)
 	m.srvs[0].Stop()
 	m.srvs[1].Stop()
@@ -302,6 +304,7 @@ func TestFallbackEnvironmentVariable(t *testing.T) {
 // a server shared by both is one connection; late updates from a server
 // that stays open for another authority are ignored.
 func TestFallbackPerAuthority(t *testing.T) {
+	t.Parallel()
 	// Servers: 0 primary of A; 1 fallback of A and primary of B.
 	m := newMultiFixture(t, 2, func(addrs []string) string {
 		return fmt.Sprintf(`{"a": {"xds_servers": %s}, "b": {"xds_servers": %s}}`, xdstest.ServersJSON(addrs[0], addrs[1]), xdstest.ServersJSON(addrs[1]))
@@ -452,6 +455,7 @@ func TestFederationNamesCanonicalForms(t *testing.T) {
 // has auto_host_rewrite ignored; the trusted primary's identical bytes,
 // after the switch back, have it honoured.
 func TestSameBytesFromAnotherServerRedelivered(t *testing.T) {
+	t.Parallel()
 	m := newMultiFixture(t, 2, func(addrs []string) string {
 		return fmt.Sprintf(`{"a": {"xds_servers": [%s, %s]}}`, xdstest.ServerJSON(addrs[0], "trusted_xds_server"), xdstest.ServerJSON(addrs[1]))
 	})

@@ -68,6 +68,7 @@ func TestKeepaliveFindsASilentConnection(t *testing.T) {
 // A response over the size limit fails its stream with an error that names
 // the limit; the default limit takes a response far over gRPC's 4 MiB.
 func TestResponseSizeLimit(t *testing.T) {
+	t.Parallel()
 	big := controlplane.Cluster("c1", strings.Repeat("e", 2048))
 	f := newFixture(t, nil, xdsclient.WithMaxResponseSize(1024))
 	rec, st := f.WatchCluster(f.c, "c1")
@@ -226,6 +227,7 @@ func TestRequestTooLargeForTheServer(t *testing.T) {
 // 3 MiB, a TP3 message of 3 MiB. No message is over 16 KiB, each keeps
 // the cause that follows the cut string and says how much was cut.
 func TestServerStringsAreBounded(t *testing.T) {
+	t.Parallel()
 	var logs xdstest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f := newFixture(t, nil, xdsclient.WithLogger(logger))
@@ -272,6 +274,7 @@ func checkBounded(t *testing.T, err error, cause string) {
 // it) get over a thousand streams a second. The wait is StreamEnded's
 // Backoff.
 func TestStreamRestartsAreSpaced(t *testing.T) {
+	t.Parallel()
 	forEachProtocol(t, func(t *testing.T, p protocol) {
 		const interval, window = 100 * time.Millisecond, time.Second
 		f := p.fixture(t, nil, xdsclient.WithMinStreamInterval(interval))

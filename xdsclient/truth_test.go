@@ -157,6 +157,7 @@ func TestRepeatedNACKKeepsItsError(t *testing.T) {
 // A watcher of a resource still REQUESTED, added once its server answers
 // again, is not told of the server's old failure.
 func TestNoStaleErrorForNewWatcherOfRequested(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	f.Srv.Stop()
 	rec := xdstest.NewWatcher()
@@ -287,6 +288,7 @@ func TestFallbackSkipsUnusableServer(t *testing.T) {
 // closed and observers see it: its stream ends, it is not connected, and
 // ChannelClosed fires; the primary's last watch cancelled closes it too.
 func TestUnusedChannelsClose(t *testing.T) {
+	t.Parallel()
 	m := newMultiFixture(t, 2, nil)
 	m.srvs[0].Stop()
 	rec := xdstest.NewWatcher()
@@ -351,6 +353,7 @@ func checkStreamsPaired(t *testing.T, h *recordedHooks) {
 // A server that refuses connections makes stream creation fail: that is
 // StreamStartFailed, never a StreamEnded without its StreamStarted.
 func TestStreamStartFailureIsNotAStreamEnd(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, nil)
 	f.Srv.Stop()
 	rec := xdstest.NewWatcher()

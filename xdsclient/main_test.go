@@ -1,0 +1,15 @@
+package xdsclient_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/xdslens/xdslens/internal/xdstest"
+)
+
+// TestMain runs the parallel tests, which wait on loopback servers and
+// timers rather than on the CPU, several at once.
+func TestMain(m *testing.M) {
+	xdstest.SetParallel(8)
+	os.Exit(m.Run())
+}
