@@ -107,13 +107,19 @@ type channel struct {
 	last string
 }
 
+// newChannel returns the channel of t in cs, which routes by the Listener
+// resource named listener, before its gRPC channel starts.
+func newChannel(cs *channelSet, t target, listener string) *channel {
+	return &channel{set: cs, t: t, listener: listener, rpcsDone: make(chan struct{}), configured: make(chan struct{})}
+}
+
 // add starts one more channel to t and, with --rpc-interval, its RPCs.
 func (cs *channelSet) add(t target) error {
 	listener, err := t.listener(cs.client.Bootstrap())
 	if err != nil {
 		return err
 	}
-	ch := &channel{set: cs, t: t, listener: listener, rpcsDone: make(chan struct{}), configured: make(chan struct{})}
+	ch := newChannel(cs, t, listener)
 	b := xdsgrpc.NewBuilder(cs.pool, xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
 		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },

@@ -574,7 +574,7 @@ func TestConfigTextRepeats(t *testing.T) {
 		{outputJSON, []int{0, 1, 2, 3, 4}},
 	} {
 		var buf strings.Builder
-		ch := &channel{set: &channelSet{out: newOutput(&buf, tc.format)}, t: target{arg: "xds:///L"}, listener: "L"}
+		ch := newChannel(&channelSet{out: newOutput(&buf, tc.format)}, target{arg: "xds:///L"}, "L")
 		for _, c := range configs {
 			ch.config(c)
 		}
@@ -601,14 +601,11 @@ func TestRPCLineAfterFirstConfig(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	cs := newChannelSet(nil, nil, newOutput(&out, outputJSON), rpcConfig{method: defaultRPCMethod}, nil)
-	newChannel := func() *channel {
-		return &channel{set: cs, t: target{arg: "xds:///L"}, configured: make(chan struct{})}
-	}
 	printed := make(chan rpcResult, 3)
 	defer cs.observeRPCs(func(r rpcResult) { printed <- r })()
 	routed := rpcResult{target: "xds:///L", cluster: "c1", peer: "127.0.0.1:1"}
 
-	ch := newChannel()
+	ch := newChannel(cs, target{arg: "xds:///L"}, "L")
 	reported := make(chan bool, 1)
 	go func() { reported <- ch.report(context.Background(), routed) }()
 	// Nothing marks the wait; an RPC line printed too early shows within
@@ -629,14 +626,14 @@ func TestRPCLineAfterFirstConfig(t *testing.T) {
 	}
 
 	unrouted := rpcResult{target: "xds:///L", code: codes.Unavailable}
-	if !newChannel().report(context.Background(), unrouted) || len(printed) != 1 {
+	if !newChannel(cs, target{arg: "xds:///L"}, "L").report(context.Background(), unrouted) || len(printed) != 1 {
 		t.Error("an RPC that no config routed was not printed at once")
 	}
 	<-printed
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if newChannel().report(ctx, routed) || len(printed) != 0 {
+	if newChannel(cs, target{arg: "xds:///L"}, "L").report(ctx, routed) || len(printed) != 0 {
 		t.Error("a routed RPC of a channel closed before its first config was printed")
 	}
 }
