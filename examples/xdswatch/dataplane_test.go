@@ -354,14 +354,15 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 		t.Fatalf("first line %+v (%v), want the demo's config with two endpoints", cfg, err)
 	}
 	addrs := slot.Priorities[0]
+	okRPC := func(e channelEvent) bool {
+		return e.Event == eventRPC && e.Target == "xds:///demo" && e.Method == defaultRPCMethod && e.Code == "OK" &&
+			*e.Message == "" && *e.Cluster == demoCluster && slices.Contains(addrs, *e.Peer)
+	}
 	var peers []string
 	for len(peers) < 12 {
 		e := p.channelEvent(t)
-		if e.Event != eventRPC {
-			t.Fatalf("line %+v, want an rpc line", e)
-		}
-		if e.Target != "xds:///demo" || e.Method != defaultRPCMethod || e.Code != "OK" || *e.Message != "" || *e.Cluster != demoCluster || !slices.Contains(addrs, *e.Peer) {
-			t.Fatalf("rpc line %+v, want OK from one of %q in cluster %s", e, addrs, demoCluster)
+		if !okRPC(e) {
+			t.Fatalf("line %+v, want an rpc line: OK from one of %q in cluster %s", e, addrs, demoCluster)
 		}
 		peers = append(peers, *e.Peer)
 	}
@@ -375,7 +376,16 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 			t.Errorf("RPCs %d and %d both went to %s: %q", i, i+1, peers[i], peers)
 		}
 	}
-	p.interruptClean(t)
+	// The RPCs go on until the signal: what follows is more of them.
+	p.interrupt(t)
+	for _, l := range drain(p.stdout.lines) {
+		if e := parseChannelEvent(t, l); !okRPC(e) {
+			t.Errorf("line %+v after the RPCs read, want more of them", e)
+		}
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("more stderr: %q", lines)
+	}
 }
 
 // TestChannelRPCText checks the text lines of RPCs: one that succeeds

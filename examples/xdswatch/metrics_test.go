@@ -169,7 +169,9 @@ func hasSample(body, name string, labels map[string]string, value float64) bool 
 // second and checks, through Prometheus's HTTP API, that each of the five
 // gRFC A78 series exists with the expected labels and value.
 func TestMetricsPrometheus(t *testing.T) {
-	t.Parallel() // waits on Prometheus's scrapes
+	// Serial: Prometheus listens on a port this process closed
+	// (xdstest.ClosedAddr), which a parallel test's listener could take
+	// first.
 	bin := promtest.Binary(t)
 	p, addr, xdsServer := metricsScenario(t)
 	prom := promtest.Run(t, bin, t.TempDir(), xdstest.ClosedAddr(t), fmt.Sprintf(
