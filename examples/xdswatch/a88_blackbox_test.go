@@ -363,6 +363,7 @@ var (
 // Changes" table against the xdswatch binary and checks the JSON lines
 // against the "New Behavior" column.
 func TestA88BlackBox(t *testing.T) {
+	t.Parallel()
 	const (
 		channelTF      = "xDS channel reports TRANSIENT_FAILURE"
 		streamFailed   = "ADS stream failed without reading a response"
@@ -434,6 +435,7 @@ func TestA88BlackBox(t *testing.T) {
 // TestA88BlackBoxLegacy runs the "Old Behavior" column for the rows that
 // A88 changed, with GRPC_EXPERIMENTAL_XDS_DATA_ERROR_HANDLING=false.
 func TestA88BlackBoxLegacy(t *testing.T) {
+	t.Parallel()
 	legacy := []string{a88LegacyEnv}
 	rows := []a88Row{
 		{name: "LDS or CDS resource deletion from server (legacy)", cached: true, failOnDataErrors: "false", codes: []string{"NOT_FOUND"},

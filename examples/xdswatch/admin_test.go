@@ -63,6 +63,7 @@ func mustScrape(t *testing.T, addr string) string {
 // the control plane, READY; health says SERVING; reflection lists CSDS,
 // channelz and health.
 func TestAdminPort(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.DemoResources("demo")...)
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--csds-addr", "127.0.0.1:0", "lds:demo")
 	l := p.event(t)
@@ -126,6 +127,7 @@ func TestAdminPort(t *testing.T) {
 // fetches the client's status over CSDS: exactly one ClientConfig, scoped
 // "xdswatch" (the default target), holding the watched listener.
 func TestCSDS(t *testing.T) {
+	t.Parallel()
 	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "127.0.0.1:0", "lds:demo")
 	l := p.event(t)
 	if l.Event != eventListening || l.CSDS == nil || !strings.HasPrefix(*l.CSDS, "127.0.0.1:") || strings.HasSuffix(*l.CSDS, ":0") {

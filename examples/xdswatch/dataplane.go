@@ -96,10 +96,21 @@ type channel struct {
 	// circuit breakers, one per provider of channelSet.meters.
 	dataPlanes []*telemetry.DataPlane
 
+	// configured is closed once the channel's first config line is
+	// printed; configuredOnce closes it.
+	configured     chan struct{}
+	configuredOnce sync.Once
+
 	mu sync.Mutex // guards last
 	// last is what the last text line of the channel's configs said,
 	// without what sameConfig leaves out.
 	last string
+}
+
+// newChannel returns the channel of t in cs, which routes by the Listener
+// resource named listener, before its gRPC channel starts.
+func newChannel(cs *channelSet, t target, listener string) *channel {
+	return &channel{set: cs, t: t, listener: listener, rpcsDone: make(chan struct{}), configured: make(chan struct{})}
 }
 
 // add starts one more channel to t and, with --rpc-interval, its RPCs.
@@ -108,7 +119,7 @@ func (cs *channelSet) add(t target) error {
 	if err != nil {
 		return err
 	}
-	ch := &channel{set: cs, t: t, listener: listener, rpcsDone: make(chan struct{})}
+	ch := newChannel(cs, t, listener)
 	b := xdsgrpc.NewBuilder(cs.pool, xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
 		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
@@ -192,6 +203,7 @@ func (ch *channel) config(c *xdsconfig.Config) {
 	ts := ch.set.out.now()
 	e := configLine(ts, ch.t.arg, c)
 	ch.printConfig(ts, e, configText(e))
+	ch.configuredOnce.Do(func() { close(ch.configured) })
 }
 
 // configError prints the error that failed the channel's whole config.
@@ -261,17 +273,34 @@ func (ch *channel) makeRPCs(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		res := ch.call(ctx, r)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !ch.report(ctx, res) {
 			// Cut short by the end of the channel: not an outcome.
 			return
 		}
-		ch.set.rpcDone(res)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// report prints the line of one RPC of the channel; for an RPC that a
+// config routed (it has a cluster), once the channel's first config line
+// is printed. It reports false, having printed nothing, if ctx ended
+// first. The channel has a config before its hook prints it, so without
+// the wait the line of an RPC made with the first config could come
+// before the line of that config.
+func (ch *channel) report(ctx context.Context, res rpcResult) bool {
+	if res.cluster != "" {
+		select {
+		case <-ch.configured:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	ch.set.rpcDone(res)
+	return true
 }
 
 // call makes one RPC as r says. Like any RPC on a channel that is still

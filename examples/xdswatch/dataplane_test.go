@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,6 +18,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -193,14 +196,21 @@ const (
 	emptyNote = `EDS resource \"empty\": contains no localities (node ID \"` + testNodeID + `\")`
 )
 
+// missingTimeout is the --resource-timeout of the tests in which some
+// resources must arrive and others time out: long enough for a control
+// plane in this process, slowed by the tests that run beside it, to
+// answer first.
+const missingTimeout = "10s"
+
 // TestChannelConfigJSON checks a config line field by field: the
 // listener, its route configuration and virtual host, and one slot of
 // each kind (EDS with priorities, an aggregate and its leaves, LOGICAL_DNS,
 // EDS with no endpoints, a cluster that does not exist, with the code the
 // client reported).
 func TestChannelConfigJSON(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, mixedConfig("127.0.0.1:41")...)
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "300ms", "xds:///L")
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", missingTimeout, "xds:///L")
 	p.listening(t)
 	e := p.channelEvent(t)
 	if e.Event != eventConfig || e.Target != "xds:///L" || e.Listener != "L" || e.RouteConfig == nil || *e.RouteConfig != "R" || e.VirtualHost != "vh" {
@@ -277,8 +287,9 @@ func (p *proc) textLine(t *testing.T) string {
 
 // TestChannelConfigText checks the text line of the same config.
 func TestChannelConfigText(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, mixedConfig("127.0.0.1:41")...)
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", "300ms", "xds:///L")
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", missingTimeout, "xds:///L")
 	got := p.textLine(t)
 	wantRE := regexp.MustCompile(`^xds:///L config: listener L, route config R, virtual host vh; ` +
 		`cluster agg: aggregate of c2, dns; ` +
@@ -297,8 +308,9 @@ func TestChannelConfigText(t *testing.T) {
 // listener that does not exist, and a route configuration that does not,
 // whose message then names the listener too; both name the node ID.
 func TestChannelConfigError(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Listener("L", "gone"))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "200ms", "xds:///nope", "xds:///L")
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", missingTimeout, "xds:///nope", "xds:///L")
 	p.listening(t)
 	got := map[string]channelEvent{}
 	for range 2 {
@@ -333,7 +345,9 @@ func TestChannelConfigError(t *testing.T) {
 // each rpc line names the method, the code OK, the demo cluster and a
 // backend, and the RPCs alternate between the demo's two backends.
 func TestChannelRPCsThroughDemo(t *testing.T) {
-	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "20ms", "xds:///demo")
+	t.Parallel()
+	// The first RPC waits for the config, however slow it is to come.
+	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "20ms", "--rpc-timeout", "30s", "xds:///demo")
 	p.listening(t)
 	cfg := p.channelEvent(t)
 	var slot struct{ Priorities [][]string }
@@ -341,14 +355,15 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 		t.Fatalf("first line %+v (%v), want the demo's config with two endpoints", cfg, err)
 	}
 	addrs := slot.Priorities[0]
+	okRPC := func(e channelEvent) bool {
+		return e.Event == eventRPC && e.Target == "xds:///demo" && e.Method == defaultRPCMethod && e.Code == "OK" &&
+			*e.Message == "" && *e.Cluster == demoCluster && slices.Contains(addrs, *e.Peer)
+	}
 	var peers []string
 	for len(peers) < 12 {
 		e := p.channelEvent(t)
-		if e.Event != eventRPC {
-			t.Fatalf("line %+v, want an rpc line", e)
-		}
-		if e.Target != "xds:///demo" || e.Method != defaultRPCMethod || e.Code != "OK" || *e.Message != "" || *e.Cluster != demoCluster || !slices.Contains(addrs, *e.Peer) {
-			t.Fatalf("rpc line %+v, want OK from one of %q in cluster %s", e, addrs, demoCluster)
+		if !okRPC(e) {
+			t.Fatalf("line %+v, want an rpc line: OK from one of %q in cluster %s", e, addrs, demoCluster)
 		}
 		peers = append(peers, *e.Peer)
 	}
@@ -362,12 +377,22 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 			t.Errorf("RPCs %d and %d both went to %s: %q", i, i+1, peers[i], peers)
 		}
 	}
-	p.interruptClean(t)
+	// The RPCs go on until the signal: what follows is more of them.
+	p.interrupt(t)
+	for _, l := range drain(p.stdout.lines) {
+		if e := parseChannelEvent(t, l); !okRPC(e) {
+			t.Errorf("line %+v after the RPCs read, want more of them", e)
+		}
+	}
+	if lines := drain(p.stderr.lines); len(lines) > 0 {
+		t.Errorf("more stderr: %q", lines)
+	}
 }
 
 // TestChannelRPCText checks the text lines of RPCs: one that succeeds
 // and one that fails before reaching a cluster.
 func TestChannelRPCText(t *testing.T) {
+	t.Parallel()
 	p := startProc(t, cleanEnv(), "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "1h", "--rpc-timeout", "30s", "xds:///demo")
 	if l := p.textLine(t); !strings.HasPrefix(l, "xds:///demo config: listener demo, ") {
 		t.Errorf("line %q, want the config", l)
@@ -390,6 +415,7 @@ func TestChannelRPCText(t *testing.T) {
 // that a route matches: with the header the RPCs go to the cluster of the
 // route that wants it, and its backend.
 func TestChannelRPCHeaders(t *testing.T) {
+	t.Parallel()
 	var bs []*backends.Backend
 	for range 2 {
 		b, err := backends.Start()
@@ -433,6 +459,7 @@ func TestChannelRPCHeaders(t *testing.T) {
 // no cluster and no backend, no sooner than the timeout when no config
 // comes, and succeeds when the config comes in time.
 func TestChannelRPCBeforeConfig(t *testing.T) {
+	t.Parallel()
 	b, err := backends.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -458,22 +485,14 @@ func TestChannelRPCBeforeConfig(t *testing.T) {
 	p.listening(t)
 	cp.set("2", controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", b.Addr()))
-	// The config line and the line of the RPC that waited for it, in
-	// either order: the channel is given the config before its hook
-	// reports it, and the RPC goes on at once.
-	var config, rpc int
-	for range 2 {
-		switch e := p.channelEvent(t); {
-		case e.Event == eventConfig:
-			config++
-		case e.Event == eventRPC && e.Code == "OK" && *e.Peer == b.Addr() && *e.Cluster == "c":
-			rpc++
-		default:
-			t.Fatalf("line %+v, want the config, or the first RPC (which waited for the config) OK from %s", e, b.Addr())
-		}
+	// The config line, then the line of the RPC that waited for it
+	// (although the channel is given the config before its hook reports
+	// it, and the RPC goes on at once).
+	if e := p.channelEvent(t); e.Event != eventConfig {
+		t.Fatalf("line %+v, want the config", e)
 	}
-	if config != 1 || rpc != 1 {
-		t.Errorf("%d config lines and %d rpc lines, want one of each", config, rpc)
+	if e := p.channelEvent(t); e.Event != eventRPC || e.Code != "OK" || *e.Peer != b.Addr() || *e.Cluster != "c" {
+		t.Fatalf("line %+v, want the first RPC (which waited for the config) OK from %s", e, b.Addr())
 	}
 	p.interruptClean(t)
 }
@@ -481,6 +500,7 @@ func TestChannelRPCBeforeConfig(t *testing.T) {
 // TestChannelStdin starts and closes channels with +xds:/// and -xds:///
 // on standard input.
 func TestChannelStdin(t *testing.T) {
+	t.Parallel()
 	b, err := backends.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -488,7 +508,8 @@ func TestChannelStdin(t *testing.T) {
 	t.Cleanup(b.Stop)
 	cp := startControlPlane(t, controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", b.Addr()))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin", "--rpc-interval", "20ms")
+	// The first RPC waits for the config, however slow it is to come.
+	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin", "--rpc-interval", "20ms", "--rpc-timeout", "30s")
 	p.listening(t)
 	p.send(t, "+xds:///L")
 	if e := p.channelEvent(t); e.Event != eventConfig || e.Target != "xds:///L" {
@@ -533,6 +554,7 @@ func TestChannelStdin(t *testing.T) {
 // channel's last line said is not printed again, the transport's reason of
 // an unreachable server aside; JSON output has every config.
 func TestConfigTextRepeats(t *testing.T) {
+	t.Parallel()
 	note := func(reason string) string {
 		return `LDS resource "L": lds "L" from xDS server "s" (node ID "n"): ` + unreachableCause + `"s"): ` + reason
 	}
@@ -556,7 +578,7 @@ func TestConfigTextRepeats(t *testing.T) {
 		{outputJSON, []int{0, 1, 2, 3, 4}},
 	} {
 		var buf strings.Builder
-		ch := &channel{set: &channelSet{out: newOutput(&buf, tc.format)}, t: target{arg: "xds:///L"}, listener: "L"}
+		ch := newChannel(&channelSet{out: newOutput(&buf, tc.format)}, target{arg: "xds:///L"}, "L")
 		for _, c := range configs {
 			ch.config(c)
 		}
@@ -571,5 +593,51 @@ func TestConfigTextRepeats(t *testing.T) {
 				t.Errorf("%s: line %d = %s, want config %d", tc.format, i, lines[i], n)
 			}
 		}
+	}
+}
+
+// TestRPCLineAfterFirstConfig: the line of an RPC that a config routed
+// comes after the channel's first config line, although the channel has
+// the config (and its RPCs may end) before its hook prints it. An RPC
+// that no config routed is printed at once, and one whose channel closes
+// while it waits is not printed.
+func TestRPCLineAfterFirstConfig(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	cs := newChannelSet(nil, nil, newOutput(&out, outputJSON), rpcConfig{method: defaultRPCMethod}, nil)
+	printed := make(chan rpcResult, 3)
+	defer cs.observeRPCs(func(r rpcResult) { printed <- r })()
+	routed := rpcResult{target: "xds:///L", cluster: "c1", peer: "127.0.0.1:1"}
+
+	ch := newChannel(cs, target{arg: "xds:///L"}, "L")
+	reported := make(chan bool, 1)
+	go func() { reported <- ch.report(context.Background(), routed) }()
+	// Nothing marks the wait; an RPC line printed too early shows within
+	// this time.
+	select {
+	case <-printed:
+		t.Fatal("the line of a routed RPC was printed before the channel's first config line")
+	case <-time.After(100 * time.Millisecond):
+	}
+	ch.config(&xdsconfig.Config{ListenerName: "L"})
+	if ok := <-reported; !ok {
+		t.Fatal("report = false after the first config, want true")
+	}
+	<-printed
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"event":"config"`) || !strings.Contains(lines[1], `"event":"rpc"`) {
+		t.Fatalf("output %q, want the config line, then the RPC's", lines)
+	}
+
+	unrouted := rpcResult{target: "xds:///L", code: codes.Unavailable}
+	if !newChannel(cs, target{arg: "xds:///L"}, "L").report(context.Background(), unrouted) || len(printed) != 1 {
+		t.Error("an RPC that no config routed was not printed at once")
+	}
+	<-printed
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if newChannel(cs, target{arg: "xds:///L"}, "L").report(ctx, routed) || len(printed) != 0 {
+		t.Error("a routed RPC of a channel closed before its first config was printed")
 	}
 }

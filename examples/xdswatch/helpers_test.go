@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,69 +27,51 @@ import (
 // testTimeout bounds every wait for output or exit.
 const testTimeout = 30 * time.Second
 
-// binary is the xdswatch binary that TestMain builds; built is closed
-// when the build has ended, with buildErr set if it failed.
-var (
-	binary   string
-	built    = make(chan struct{})
-	buildErr error
-)
+// runMainEnv names the environment variable that makes the test binary
+// be xdswatch: when it is "1", TestMain runs main, with os.Args as the
+// command line, instead of the tests. startProc runs the test binary
+// itself that way (with Args[0] "xdswatch"), so the processes under test
+// run the real main path, built as the tests are (with the race detector
+// when they have it), and the tests need no second build of the package.
+const runMainEnv = "XDSWATCH_TEST_RUN_MAIN"
 
-// TestMain builds the binary once for every test that runs it.
+// parallelTests is the test parallelism TestMain sets when -test.parallel
+// is not given: the tests mostly wait on xdswatch processes and sockets,
+// not on the CPU, so more of them than GOMAXPROCS can run at once.
+const parallelTests = 8
+
+// TestMain runs xdswatch when runMainEnv says so, else the tests.
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-// testMain builds the binary into a temporary directory while the tests
-// run (the tests that run xdswatch in this process need no binary, and
-// linking one with the race detector takes a while), and removes the
-// directory when the tests and the build have ended.
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "xdswatch-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if os.Getenv(runMainEnv) == "1" {
+		main() // exits
 	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "xdswatch")
-	go func() {
-		defer close(built)
-		buildErr = buildBinary(binary)
-	}()
-	defer func() { <-built }()
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		// An explicit -parallel always wins.
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	// The tests that run xdswatch in this process see no bootstrap from
 	// the environment, so that the demo starts; cleared once here, as a
 	// parallel test cannot use t.Setenv.
 	os.Unsetenv(bootstrap.EnvBootstrapFile)
 	os.Unsetenv(bootstrap.EnvBootstrapConfig)
-	return m.Run()
-}
-
-// buildBinary builds xdswatch into path, with the race detector if the
-// tests have it.
-func buildBinary(path string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("cannot build xdswatch: %w", err)
-	}
-	args := []string{"build", "-o", path}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return nil
+	os.Exit(m.Run())
 }
 
 // cleanEnv is the environment without the variables that choose a
 // bootstrap or change the client's behaviour, so tests see the defaults,
-// plus extra. A binary built with the race detector exits at once instead
-// of after its default one-second pause, and with status 66 on a race.
+// plus extra. A process with the race detector (the test binary under
+// go test -race) exits at once instead of after its default one-second
+// pause, and with status 66 on a race.
 func cleanEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GRPC_XDS_") || strings.HasPrefix(kv, "GRPC_EXPERIMENTAL_") || strings.HasPrefix(kv, "GORACE=") {
+		if strings.HasPrefix(kv, "GRPC_XDS_") || strings.HasPrefix(kv, "GRPC_EXPERIMENTAL_") || strings.HasPrefix(kv, "GORACE=") || strings.HasPrefix(kv, runMainEnv+"=") {
 			continue
 		}
 		env = append(env, kv)
@@ -136,17 +121,19 @@ type proc struct {
 	err    error         // from Wait, set before done is closed
 }
 
-// startProc runs the binary with env and args. The process is killed at the
-// end of the test if it is still running.
+// startProc runs xdswatch (this test binary, as runMainEnv says) with env
+// and args. The process is killed at the end of the test if it is still
+// running.
 func startProc(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	<-built
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	p := &proc{stdout: newLineWriter(), stderr: newLineWriter(), done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Env = env
+	p.cmd = exec.Command(self, args...)
+	p.cmd.Args[0] = "xdswatch"
+	p.cmd.Env = append(slices.Clip(env), runMainEnv+"=1")
 	p.cmd.Stdout = p.stdout
 	p.cmd.Stderr = p.stderr
 	stdin, err := p.cmd.StdinPipe()

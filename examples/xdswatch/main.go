@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -244,8 +245,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "%v", err)
 	}
 	defer release()
+	stopNote := func() {}
 	if cfg.output == outputText {
-		defer noteUnreached(client, errw)()
+		stopNote = sync.OnceFunc(noteUnreached(client, errw))
+		defer stopNote()
 	}
 
 	servers, err := startSidecars(pool, cfg)
@@ -278,6 +281,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// client, then the demo server and its backends.
 	defer watches.cancelAll()
 	defer channels.closeAll()
+	// First of all: a stream that the end of the channels and watches
+	// ends (one still connecting) is no failure of its server.
+	defer stopNote()
 	for _, s := range cfg.specs {
 		watches.add(s)
 	}

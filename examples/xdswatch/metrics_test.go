@@ -140,6 +140,7 @@ func poll(deadline time.Duration, check func() string) string {
 
 // TestMetrics scrapes xdswatch's /metrics directly.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	p, addr, xdsServer := metricsScenario(t)
 	if msg := poll(testTimeout, func() string {
 		body, err := scrape(addr)
@@ -168,7 +169,9 @@ func hasSample(body, name string, labels map[string]string, value float64) bool 
 // second and checks, through Prometheus's HTTP API, that each of the five
 // gRFC A78 series exists with the expected labels and value.
 func TestMetricsPrometheus(t *testing.T) {
-	t.Parallel() // waits on Prometheus's scrapes
+	// Serial: Prometheus listens on a port this process closed
+	// (xdstest.ClosedAddr), which a parallel test's listener could take
+	// first.
 	bin := promtest.Binary(t)
 	p, addr, xdsServer := metricsScenario(t)
 	prom := promtest.Run(t, bin, t.TempDir(), xdstest.ClosedAddr(t), fmt.Sprintf(
@@ -193,6 +196,7 @@ func TestMetricsPrometheus(t *testing.T) {
 // demo server, whose LRS service answers; the stream shows in the
 // xdslens.xds_client.lrs_* metrics.
 func TestDemoLoadReport(t *testing.T) {
+	t.Parallel()
 	p, addr := startDemoMetrics(t, cleanEnv())
 	if msg := poll(testTimeout, func() string {
 		body, err := scrape(addr)
@@ -237,6 +241,7 @@ func scrape(addr string) (string, error) {
 // service.name: "xdswatch" by default, OTEL_SERVICE_NAME when set, and
 // --service-name above both.
 func TestMetricsServiceName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -314,6 +319,7 @@ func sampleValue(body, name string, labels map[string]string) (float64, bool) {
 // config counted, its max_requests, and for the absent listener a failed
 // config and the RPCs it failed. A closed channel reports nothing more.
 func TestDataPlaneMetrics(t *testing.T) {
+	t.Parallel()
 	p, addr := startDemoMetrics(t, cleanEnv(), "--stdin", "--resource-timeout", "1s", "--rpc-interval", "20ms", "--rpc-timeout", "200ms",
 		"xds:///demo", "xds:///absent")
 	demo := map[string]string{"grpc_target": "xds:///demo"}

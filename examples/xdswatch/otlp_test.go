@@ -117,6 +117,7 @@ func (r *otlpReceiver) waitFor(t *testing.T, service, metric string) {
 // HTTP: the clients' and the data plane's metrics arrive, under the
 // service.name that --service-name gives (or "xdswatch").
 func TestOTLPEndpoint(t *testing.T) {
+	t.Parallel()
 	recv := newOTLPReceiver()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -156,6 +157,7 @@ func TestOTLPEndpoint(t *testing.T) {
 
 // TestOTLPEndpointParse checks the forms --otlp-endpoint takes.
 func TestOTLPEndpointParse(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"grpc://127.0.0.1:4317":            "grpc://127.0.0.1:4317",
 		"grpc://collector":                 "grpc://collector:4317",
@@ -182,6 +184,7 @@ func TestOTLPEndpointParse(t *testing.T) {
 // --otlp-endpoint of its usage line points, on OTLP's ports, and its
 // metrics pipeline goes from them to the prometheus exporter.
 func TestCollectorConfig(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("otel-collector.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,7 @@ func pipeLines(r io.Reader) <-chan string {
 // sees run itself: watches from arguments, stdin commands, and the end by
 // context cancellation.
 func TestRunInProcess(t *testing.T) {
-	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
-	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+	t.Parallel() // TestMain cleared the bootstrap variables
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stdinR, stdinW := io.Pipe()
@@ -89,8 +88,7 @@ func TestRunInProcess(t *testing.T) {
 // TestRunCancelledBeforeStart checks that a stop asked for during start-up
 // is a clean end.
 func TestRunCancelledBeforeStart(t *testing.T) {
-	t.Setenv("GRPC_XDS_BOOTSTRAP", "")
-	t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
+	t.Parallel() // TestMain cleared the bootstrap variables
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stdout, stderr strings.Builder
@@ -101,6 +99,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 
 // TestParseSpec covers the spellings of TYPE:NAME, good and bad.
 func TestParseSpec(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		arg      string
 		wantType xdsresource.Type
@@ -138,6 +137,7 @@ func TestParseSpec(t *testing.T) {
 
 // TestParseArgs covers flag placement, defaults and -h.
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	// Flags may come between TYPE:NAME arguments; after "--" everything is
 	// a TYPE:NAME.
 	cfg, err := parseArgs([]string{"cds:c1", "--output", "json", "eds:e1", "--stdin", "--target=t", "--", "lds:l", "cds:c1"})
@@ -194,6 +194,7 @@ func TestParseArgs(t *testing.T) {
 // TestCodeNames checks every name against grpc-go's own JSON names for
 // codes.
 func TestCodeNames(t *testing.T) {
+	t.Parallel()
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
 		name := codeName(c)
 		var back codes.Code
@@ -208,6 +209,7 @@ func TestCodeNames(t *testing.T) {
 
 // TestOneLine checks how multi-line messages are folded.
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain":         "plain",
 		"a\nb":          "a; b",

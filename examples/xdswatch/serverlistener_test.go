@@ -11,6 +11,7 @@ import (
 // server by the name that server_listener_resource_name_template gives
 // it, with the query and the colons in the name, in both output modes.
 func TestServerListenerTemplatedName(t *testing.T) {
+	t.Parallel()
 	const name = "grpc/server?xds.resource.listening_address=127.0.0.1:8443"
 	cp := startControlPlane(t,
 		controlplane.ServerListener(name, "127.0.0.1", 8443, "r1"),

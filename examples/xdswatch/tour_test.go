@@ -278,6 +278,9 @@ func TestDemoTour(t *testing.T) {
 // RPCs succeeded, and run returns and leaves no goroutine behind (the
 // channel, its RPCs and the demo's backends are stopped).
 func TestRunTourInProcess(t *testing.T) {
+	// Serial: goleak checks every goroutine of the process, and those of a
+	// parallel test would be counted as leaks. TestMain cleared the
+	// bootstrap variables.
 	for _, tc := range []struct {
 		name string
 		stop string // the stderr line prefix after which run is cancelled
@@ -286,8 +289,6 @@ func TestRunTourInProcess(t *testing.T) {
 		{"during the fallback", "xdswatch: tour 8/9 reached: every demo resource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("GRPC_XDS_BOOTSTRAP", "")
-			t.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", "")
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -57,6 +57,7 @@ const demoServerListenerName = "grpc/server?xds.resource.listening_address=127.0
 // them a server Listener and a cluster that reports load), and SIGINT ends
 // it with status 0.
 func TestDemoJSON(t *testing.T) {
+	t.Parallel()
 	p := startProc(t, cleanEnv(), "--output", "json")
 	l := p.event(t)
 	for what, addr := range map[string]*string{"csds": l.CSDS, "metrics": l.Metrics} {
@@ -107,6 +108,7 @@ func TestDemoJSON(t *testing.T) {
 // name the demo server and the commands to try on its admin port and
 // metrics (which answer), and that SIGTERM ends it with status 0.
 func TestDemoText(t *testing.T) {
+	t.Parallel()
 	p := startProc(t, cleanEnv())
 	if l := p.errLine(t); !regexp.MustCompile(`^xdswatch: .*demo control plane .*127\.0\.0\.1:\d+$`).MatchString(l) {
 		t.Errorf("stderr line = %q, want one naming the demo control plane address", l)
@@ -162,6 +164,7 @@ func TestDemoText(t *testing.T) {
 // watched CDS resource that the server deletes is reported as an ambient
 // NOT_FOUND, to every watcher of it.
 func TestDeletedClusterIsAmbientNotFound(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t,
 		controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "cds:c1", "cds:c1", "cds:c2")
@@ -196,6 +199,7 @@ func TestDeletedClusterIsAmbientNotFound(t *testing.T) {
 // TestResourceTimeoutIsNotFound watches an endpoints resource the server
 // lacks: the does-not-exist timer gives a resource_error NOT_FOUND.
 func TestResourceTimeoutIsNotFound(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "200ms", "eds:missing")
 	p.listening(t)
@@ -212,6 +216,7 @@ func TestResourceTimeoutIsNotFound(t *testing.T) {
 // TestAmbientErrorClearedText: a deleted cluster that comes back unchanged
 // ends the ambient error, printed as "ambient error cleared".
 func TestAmbientErrorClearedText(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "cds:c1")
 	if l := p.line(t); !strings.Contains(l, " cds c1 v1: ") {
@@ -231,6 +236,7 @@ func TestAmbientErrorClearedText(t *testing.T) {
 
 // TestResourceErrorText checks the text line of a resource error.
 func TestResourceErrorText(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", "200ms", "eds:missing")
 	re := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} eds missing ERROR NOT_FOUND: .*"missing".*$`)
@@ -243,6 +249,7 @@ func TestResourceErrorText(t *testing.T) {
 // TestBootstrapFromEnv reads the bootstrap from each environment variable
 // and watches by full type URL.
 func TestBootstrapFromEnv(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""))
 	data, err := os.ReadFile(cp.bootstrapFile)
 	if err != nil {
@@ -264,6 +271,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 // TestStdinCommands drives watches from standard input: + and - commands,
 // blank and unknown lines, and end of input.
 func TestStdinCommands(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
 	p.listening(t)
@@ -319,6 +327,7 @@ func TestStdinCommands(t *testing.T) {
 // TestUsageErrors checks that every bad command line or bootstrap ends with
 // status 2 and exactly one line on stderr.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		path := filepath.Join(dir, name)
@@ -409,6 +418,7 @@ func TestUsageErrors(t *testing.T) {
 
 // TestHelp checks that -h prints the usage and exits 0.
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	p := startProc(t, cleanEnv(), "-h")
 	if code := p.exitCode(t); code != 0 {
 		t.Errorf("exit status of -h = %d, want 0", code)
@@ -422,6 +432,7 @@ func TestHelp(t *testing.T) {
 // written as --bootstrap: xdswatch waits for the bootstrap, and SIGTERM
 // still ends it at once with status 0 and no output.
 func TestBootstrapPipeSignal(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "bootstrap.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -462,6 +473,7 @@ func TestBootstrapPipeSignal(t *testing.T) {
 // TestStdinLongLine sends a command line over 64 KiB: it is reported once
 // and skipped, and the commands after it still run.
 func TestStdinLongLine(t *testing.T) {
+	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""))
 	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
 	p.listening(t)
@@ -480,6 +492,7 @@ func TestStdinLongLine(t *testing.T) {
 // gRPC ignores) carries a private key: the listener is accepted, and the
 // JSON line shows it with the key redacted.
 func TestJSONRedactsSecrets(t *testing.T) {
+	t.Parallel()
 	const key = "-----BEGIN PRIVATE KEY-----do-not-print"
 	secret, err := anypb.New(&tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificates: []*tlsv3.TlsCertificate{{
 		PrivateKey: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: key}},
