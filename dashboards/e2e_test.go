@@ -549,8 +549,8 @@ func startPrometheus(t *testing.T, bin, dir, target string) *promtest.Server {
 	if err := os.WriteFile(rules, dashboards.RulesYAML(dashboards.RecordingRules(), e2eRules()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := xdstest.ClosedAddr(t)
-	return promtest.Run(t, bin, dir, addr, fmt.Sprintf(`global:
+	return promtest.Run(t, bin, dir, func(addr string) string {
+		return fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files:
@@ -562,5 +562,6 @@ scrape_configs:
   - job_name: prometheus
     static_configs:
       - targets: [%q]
-`, rules, xdswatchJob, target, addr))
+`, rules, xdswatchJob, target, addr)
+	})
 }

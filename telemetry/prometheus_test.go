@@ -82,14 +82,16 @@ func TestIncreaseShowsFirstEvent(t *testing.T) {
 		t.Cleanup(c.Watch(xdsresource.ClusterType, name, xdsclient.WatcherFuncs{}))
 	}
 
-	prom := promtest.Run(t, promBin, t.TempDir(), xdstest.ClosedAddr(t), fmt.Sprintf(`global:
+	prom := promtest.Run(t, promBin, t.TempDir(), func(string) string {
+		return fmt.Sprintf(`global:
   scrape_interval: 250ms
   scrape_timeout: 250ms
 scrape_configs:
   - job_name: client
     static_configs:
       - targets: [%q]
-`, metrics))
+`, metrics)
+	})
 
 	fetches := func(server, outcome string) string {
 		return fmt.Sprintf(`xdslens_xds_client_resource_fetches_total{grpc_xds_server=%q, outcome=%q}`, server, outcome)

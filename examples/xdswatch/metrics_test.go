@@ -169,13 +169,12 @@ func hasSample(body, name string, labels map[string]string, value float64) bool 
 // second and checks, through Prometheus's HTTP API, that each of the five
 // gRFC A78 series exists with the expected labels and value.
 func TestMetricsPrometheus(t *testing.T) {
-	// Serial: Prometheus listens on a port this process closed
-	// (xdstest.ClosedAddr), which a parallel test's listener could take
-	// first.
+	t.Parallel() // waits on Prometheus's scrapes
 	bin := promtest.Binary(t)
 	p, addr, xdsServer := metricsScenario(t)
-	prom := promtest.Run(t, bin, t.TempDir(), xdstest.ClosedAddr(t), fmt.Sprintf(
-		"global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: xdswatch\n    static_configs:\n      - targets: [%q]\n", addr))
+	prom := promtest.Run(t, bin, t.TempDir(), func(string) string {
+		return fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: xdswatch\n    static_configs:\n      - targets: [%q]\n", addr)
+	})
 
 	for _, want := range expectedSeries(xdsServer) {
 		q := selector(want.name, want.labels)

@@ -99,13 +99,46 @@ type Server struct {
 	Base string
 }
 
-// Run starts Prometheus (bin) listening on addr with config, a
-// prometheus.yml written into dir, and its data under dir. Its log is
-// shown if the test fails.
-func Run(t testing.TB, bin, dir, addr, config string) *Server {
+// Run starts Prometheus (bin) on a free loopback address, with the
+// prometheus.yml that config returns for that address (a configuration
+// may scrape Prometheus itself) written into dir and its data under dir,
+// and returns once Prometheus is ready. Its log is shown if the test
+// fails.
+//
+// The address is one that was free a moment before Prometheus binds it;
+// another listener can take it in that moment (tests that run in parallel
+// open listeners all the time). Prometheus then ends at once, saying the
+// address is in use, and Run starts it again on another address.
+func Run(t testing.TB, bin, dir string, config func(addr string) string) *Server {
 	t.Helper()
+	const attempts = 5
+	for i := 1; ; i++ {
+		s, log := start(t, bin, dir, config)
+		err := s.waitReady()
+		if err == nil {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("prometheus log:\n%s", log.String())
+				}
+			})
+			return s
+		}
+		if i == attempts || !strings.Contains(log.String(), "address already in use") {
+			t.Fatalf("prometheus on %s: %v\n%s", s.Base, err, log.String())
+		}
+		t.Logf("prometheus: %s was taken before Prometheus could bind it; another address", s.Base)
+	}
+}
+
+// freeAddr returns a loopback address where nothing listens, for start.
+var freeAddr = xdstest.ClosedAddr
+
+// start starts one Prometheus process for Run.
+func start(t testing.TB, bin, dir string, config func(addr string) string) (*Server, *xdstest.SyncBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
 	file := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(config(addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	log := &xdstest.SyncBuffer{}
@@ -115,13 +148,57 @@ func Run(t testing.TB, bin, dir, addr, config string) *Server {
 		"--web.listen-address="+addr,
 		"--log.level=warn")
 	cmd.Stdout, cmd.Stderr = log, log
-	s := &Server{Process: Start(t, "prometheus", cmd), Base: "http://" + addr}
+	p := &Process{Name: "prometheus", Cmd: cmd, Done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	go func() {
+		p.Err = cmd.Wait()
+		close(p.Done)
+	}()
+	s := &Server{Process: p, Base: "http://" + addr}
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", log.String())
+		select {
+		case <-p.Done: // an attempt that ended by itself; Run reported it
+		default:
+			p.Stop(t)
 		}
 	})
-	return s
+	return s, log
+}
+
+// waitReady waits until Prometheus answers that it is ready, and fails
+// if the process ends first or the deadline passes.
+func (s *Server) waitReady() error {
+	end := time.Now().Add(Deadline)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	// A request to a port that another listener holds may never be
+	// answered: each is bounded.
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := client.Get(s.Base + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				// The answer is this process's only if it still runs.
+				select {
+				case <-s.Done:
+					return fmt.Errorf("ended: %v", s.Err)
+				default:
+					return nil
+				}
+			}
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("not ready after %v (last: %v)", Deadline, err)
+		}
+		select {
+		case <-tick.C:
+		case <-s.Done:
+			return fmt.Errorf("ended: %v", s.Err)
+		}
+	}
 }
 
 // Sample is one series of an instant vector.

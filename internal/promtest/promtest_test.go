@@ -2,20 +2,21 @@ package promtest_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
 // TestRun runs Prometheus scraping itself, and checks that the helpers see
 // what it scraped: an instant query, labels, and a range query.
 func TestRun(t *testing.T) {
 	bin := promtest.Binary(t)
-	addr := xdstest.ClosedAddr(t)
-	config := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: self\n  static_configs: [{targets: [%q]}]\n", addr)
-	srv := promtest.Run(t, bin, t.TempDir(), addr, config)
+	srv := promtest.Run(t, bin, t.TempDir(), func(addr string) string {
+		return fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: self\n  static_configs: [{targets: [%q]}]\n", addr)
+	})
+	addr := strings.TrimPrefix(srv.Base, "http://")
 	up := srv.WaitUntil(t, "Prometheus scraping itself", `up{job="self"}`, func(s []promtest.Sample) bool {
 		return len(s) == 1 && s[0].Float() == 1
 	})
