@@ -156,9 +156,14 @@ func (o outcome) cachedAfter(cached bool) bool {
 	return cached
 }
 
+// unchanged is the outcome that changes nothing of an entry in state s.
+func unchanged(s entryState) outcome {
+	return outcome{state: s.state, deletionIgnored: s.deletionIgnored}
+}
+
 // transition returns what ev does to an entry in state s under f.
 func transition(s entryState, ev event, f features) outcome {
-	o := outcome{state: s.state, deletionIgnored: s.deletionIgnored}
+	o := unchanged(s)
 	// dataError is A88's rule for NACKs, deletions and TP3 NOT_FOUND or
 	// PERMISSION_DENIED: with fail_on_data_errors the held resource is
 	// dropped; then watchers of a held resource get the error as ambient,
