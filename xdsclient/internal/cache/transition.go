@@ -5,12 +5,13 @@ import "google.golang.org/grpc/codes"
 // The behaviour of a cache entry under gRFCs A88, A57 and A53 is one
 // function, transition: an event and the entry's state in, the entry's new
 // state and the effects out. It knows nothing of gRPC, locks, watchers or
-// hooks; apply (apply.go) carries its outcome out, and everything an
-// observer sees (watcher callbacks, StateChanged, CSDS, metrics) comes
-// from that one place: what a response, a timer or a server failure does,
-// what a new watcher hears, whether a subscription sent starts the
-// does-not-exist timer. transition_test.go checks it row by row against
-// A88's "Summary of Behavior Changes" table.
+// hooks. A response has every event of it decided (response.go) before
+// any is carried out; carryOut (apply.go) carries an outcome out, and
+// everything an observer sees (watcher callbacks, StateChanged, CSDS,
+// metrics) comes from that one place: what a response, a timer or a
+// server failure does, what a new watcher hears, whether a subscription
+// sent starts the does-not-exist timer. transition_test.go checks it row
+// by row against A88's "Summary of Behavior Changes" table.
 
 // eventKind is what happened to one cache entry.
 type eventKind uint8
