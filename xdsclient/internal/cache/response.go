@@ -109,7 +109,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	s.gen++
 	base := &update{version: u.Version, shown: u.ShownVersion, at: time.Now(), src: src}
 	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base,
-		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, items: items, changed: changed}
+		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, resources: u.Resources, items: items, changed: changed}
 	for i := range items {
 		r.resource(i, &items[i])
 	}
@@ -132,14 +132,12 @@ type item struct {
 	// data is the resource, a slice of the response received: what is
 	// kept of it is copied (kept). raw is it as an Any, for the decoder
 	// and for watchers.
-	data    []byte
-	kept    []byte
-	raw     *anypb.Any
-	name    string // canonical; "" until known
-	version string // the resource's own version (delta)
-	shown   string // version, as a message quotes it
-	value   any
-	err     error
+	data  []byte
+	kept  []byte
+	raw   *anypb.Any
+	name  string // canonical; "" until known
+	value any
+	err   error
 	// decision's entry is the entry found by name before decoding, nil if
 	// none; against it the bytes were compared, when it held a resource of
 	// the server: was is what it held then (nil if nothing of the server),
@@ -161,7 +159,7 @@ type item struct {
 // response gives it, and rawName, as typ reads it without decoding (nil
 // if it cannot).
 func take(r transport.Resource, typ xdsresource.Type) (it item, rawName []byte) {
-	it = item{data: r.Value, name: r.Name, version: r.Version, shown: r.ShownVersion, err: r.Err}
+	it = item{data: r.Value, name: r.Name, err: r.Err}
 	if r.Err != nil {
 		return it, nil
 	}
@@ -287,6 +285,7 @@ type response struct {
 	base, last     *update
 	typeURL, nonce string
 	delta          bool
+	resources      []transport.Resource // the response's: items[i] is resources[i]
 	items          []item
 	changed        int                  // items decoded
 	deliver        func(d Delivery) any // what watchers get of the items that changed
@@ -331,8 +330,8 @@ func (r *response) invalid(msg string) {
 	}
 }
 
-// resource decides what the resource at index i does: valid, with the
-// bytes held (unchanged) or not, or invalid (a NACK).
+// resource finds the event of it, the resource at index i: valid, with
+// the bytes held (unchanged) or not, or invalid (a NACK).
 func (r *response) resource(i int, it *item) {
 	if it.name == "" {
 		r.Invalid++
@@ -351,9 +350,9 @@ func (r *response) resource(i int, it *item) {
 	}
 	r.seen++
 	it.u = r.base
-	if r.delta && r.base.version != it.version {
-		if r.last.version != it.version {
-			r.last = &update{version: it.version, shown: it.shown, at: r.base.at, src: r.src}
+	if v := &r.resources[i]; r.delta && r.base.version != v.Version {
+		if r.last.version != v.Version {
+			r.last = &update{version: v.Version, shown: v.ShownVersion, at: r.base.at, src: r.src}
 		}
 		it.u = r.last // consecutive resources of one version share an update
 	}
