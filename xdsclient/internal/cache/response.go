@@ -439,14 +439,11 @@ func (r *response) decide() {
 	for x := range r.events() {
 		var changes bool
 		x.out, changes = r.src.outcome(x.e, x.ev)
-		if x.ev == absence && changes {
+		if x.ev.absence() && changes {
 			r.others = append(r.others, pending{*x, details{u: r.base}})
 		}
 	}
 }
-
-// absence is the event of an entry that a full state left out.
-var absence = event{kind: evDeletion}
 
 // events yields the events of the response: those of the resources, the
 // TP3 errors and the removals, then an absence for each entry that uses
@@ -470,7 +467,7 @@ func (r *response) events() iter.Seq[*decision] {
 		var x decision
 		for e := range r.k.table.all() {
 			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
-				x = decision{e: e, ev: absence}
+				x = decision{e: e, ev: event{kind: evDeletion}}
 				if !yield(&x) {
 					return
 				}

@@ -55,6 +55,10 @@ type event struct {
 	serverDown bool       // evWatch
 }
 
+// absence reports whether ev is the absence of a resource from a full
+// state (a deletion the server did not name).
+func (ev event) absence() bool { return ev.kind == evDeletion && !ev.explicit }
+
 // features are what decides between behaviours: the data error handling
 // mode and the server features of the server the entry uses.
 type features struct {
