@@ -448,7 +448,8 @@ func (r *response) decide() {
 // events yields the events of the response: those of the resources, the
 // TP3 errors and the removals, then an absence for each entry that uses
 // the server and that a full state left out. The absences are yielded,
-// not collected, one at a time in the same place.
+// not collected: each in the same place, which decide copies when it
+// keeps one.
 func (r *response) events() iter.Seq[*decision] {
 	return func(yield func(*decision) bool) {
 		for i := range r.items {
