@@ -105,13 +105,16 @@
 // The way of a response, from the stream to the watcher:
 //
 //	transport  the stream reads a DiscoveryResponse (or a delta one) and makes an Update:
-//	           one value for both protocols, names in canonical form
+//	           one value for both protocols, names in canonical form, what messages
+//	           quote of the server (versions, TP3 messages) bounded where it enters
 //	authority  the server's first response ends its failure (A57); a higher priority
 //	           server that delivers again is used again (A71)
 //	cache      names read (the type's NameReader) with the lock released, then looked
 //	           up with it held; resources whose bytes are held recognised, the others
-//	           decoded with the lock released; each resource, TP3 error, removal and
-//	           absence decided (response.go), then carried out (apply.go, transition.go)
+//	           decoded with the lock released; the event of each resource, TP3 error,
+//	           removal and absence found (response.go), all of them decided under the
+//	           server's features (source.go, transition.go) and the NACK worded
+//	           (nack.go) before any is carried out (apply.go)
 //	lane       of that server: the hooks, then the watcher callbacks
 //	transport  the ACK or NACK goes out; the next response is read once the lane ran the
 //	           callbacks of this one (flow control, per stream)

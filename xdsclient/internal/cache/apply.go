@@ -2,12 +2,10 @@ package cache
 
 import (
 	"fmt"
-	"iter"
 	"time"
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdslens/xdslens/internal/truncate"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
 	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
@@ -16,8 +14,8 @@ import (
 // valid event (what watchers get, the bytes, and the update that carried
 // them), the update of a data error (for the failure record: its version
 // and time, and the rejected bytes) with what the server said (the NACK's
-// reason, a TP3 message), or, for a server failure, its cause as the
-// authority words it.
+// reason, a TP3 message, bounded by the transport), or, for a server
+// failure, its cause as the authority words it.
 type details struct {
 	res     any
 	raw     []byte
@@ -28,14 +26,49 @@ type details struct {
 	cause   string
 }
 
-// apply is where every event of an entry takes effect: it asks transition
-// what ev does to e and carries that out: the timer, the A53 logs, the
-// failure record, the state and resource (setState, which tells the
-// Observer), then the watchers. Nothing else changes an entry's state or
-// tells its watchers of an event.
+// commit carries out the events of response r, decided (decide): the
+// watchers' callbacks are held back until the response's hook is posted,
+// so that observers hear of the update before watchers act on it.
+func (c *Cache) commit(r *response) Applied {
+	tx, src := r.tx, r.src
+	src.Lane.Hold(tx)
+	src.Lane.Grow(tx, r.changed)
+	for i := range r.items {
+		if it := &r.items[i]; it.ev.kind != 0 {
+			c.carryOut(tx, it.e, src, it.ev, it.out, details{res: it.res, raw: it.kept, u: it.u, failRaw: it.kept, err: it.err})
+		}
+	}
+	for _, p := range r.others {
+		c.carryOut(tx, p.e, src, p.ev, p.out, p.d)
+	}
+	c.cfg.Observer.Applied(tx, src, r.typeURL, r.base.version, r.nonce, r.delta, r.Applied)
+	src.Lane.Release(tx)
+	a := r.Applied
+	a.Wait = src.Lane.Barrier(tx)
+	return a
+}
+
+// decision is an event of entry e and, once decided, what it does.
+type decision struct {
+	e   *Entry
+	ev  event
+	out outcome
+}
+
+// apply decides an event that comes alone (a timer that fires, a
+// subscription sent, the failure of a server) and carries it out.
 func (c *Cache) apply(tx *txn.Tx, e *Entry, ev event, d details) {
 	src := e.group.Active(tx)
-	out := transition(entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}, ev, src.features())
+	out, _ := src.outcome(e, ev)
+	c.carryOut(tx, e, src, ev, out, d)
+}
+
+// carryOut is where every event of an entry takes effect, as decided:
+// out, what ev (with d) does to e, which uses src. It carries out the
+// timer, the A53 logs, the failure record, the state and resource
+// (setState, which tells the Observer), then the watchers. Nothing else
+// changes an entry's state or tells its watchers of an event.
+func (c *Cache) carryOut(tx *txn.Tx, e *Entry, src *Source, ev event, out outcome, d details) {
 	switch {
 	case out.stopTimer:
 		c.stopTimer(tx, e, src)
@@ -91,18 +124,18 @@ func (c *Cache) apply(tx *txn.Tx, e *Entry, ev event, d details) {
 }
 
 // cause returns what an error of ev says after the resource, the server
-// and the node it names.
+// and the node it names. What it quotes of the server is bounded already.
 func cause(ev event, d details, src *Source) string {
 	switch ev.kind {
 	case evInvalid:
-		return fmt.Sprintf("rejected (NACK) version %s: %v", xerr.Shown(d.u.version), d.err)
+		return fmt.Sprintf("rejected (NACK) version %q: %v", d.u.shown, d.err)
 	case evServerError:
-		return fmt.Sprintf("control plane reported %s: %s", ev.code, truncate.String(d.msg, xerr.MaxShown))
+		return fmt.Sprintf("control plane reported %s: %s", ev.code, d.msg)
 	case evDeletion:
 		if ev.explicit {
-			return fmt.Sprintf("deleted by the server (removed_resources of the response at system version %s)", xerr.Shown(d.u.version))
+			return fmt.Sprintf("deleted by the server (removed_resources of the response at system version %q)", d.u.shown)
 		}
-		return fmt.Sprintf("deleted by the server (absent from the response at version %s)", xerr.Shown(d.u.version))
+		return fmt.Sprintf("deleted by the server (absent from the response at version %q)", d.u.shown)
 	case evTimer:
 		if src.Transient {
 			return fmt.Sprintf("not received within %v of subscribing (resource_timer_is_transient_error: the server may be slow)", src.Timeout)
@@ -110,12 +143,6 @@ func cause(ev event, d details, src *Source) string {
 		return fmt.Sprintf("does not exist: not received within %v of subscribing", src.Timeout)
 	}
 	return d.cause
-}
-
-// features returns what decides the behaviour of entries on src.
-func (src *Source) features() features {
-	f := src.Features
-	return features{legacy: f.Legacy, failOnDataErrors: f.FailOnDataErrors, ignoreDeletion: f.IgnoreDeletion, transientTimer: f.TransientTimer}
 }
 
 // resourceErr is the error the watchers of e get, from src, with cause.
@@ -207,49 +234,6 @@ func (t *timers) untime(e *Entry) {
 		t.q = nil
 		if t.wheel != nil {
 			t.wheel.Stop()
-		}
-	}
-}
-
-// commit carries out the events of response r: the watchers' callbacks
-// are held back until the response's hook is posted, so that observers
-// hear of the update before watchers act on it.
-func (c *Cache) commit(r *response) Applied {
-	tx, src := r.tx, r.src
-	src.Lane.Hold(tx)
-	src.Lane.Grow(tx, r.changed)
-	for i := range r.items {
-		if it := &r.items[i]; it.ev.kind != 0 {
-			c.apply(tx, it.entry, it.ev, details{res: it.res, raw: it.kept, u: it.u, failRaw: it.kept, err: it.err})
-		}
-	}
-	for _, p := range r.events {
-		c.apply(tx, p.e, p.ev, p.d)
-	}
-	for e := range r.absences() {
-		c.apply(tx, e, event{kind: evDeletion}, details{u: r.base})
-	}
-	c.cfg.Observer.Applied(tx, src, r.typeURL, r.base.version, r.nonce, r.delta, r.Applied)
-	src.Lane.Release(tx)
-	a := r.Applied
-	a.Wait = src.Lane.Barrier(tx)
-	return a
-}
-
-// absences yields every entry that uses the server and that the
-// full-state response left out: each has an absence, the deletion of a
-// resource held (transition decides). They are yielded to commit, not
-// collected: often most are not held (subscriptions the server has yet to
-// serve), and their absence is then nothing.
-func (r *response) absences() iter.Seq[*Entry] {
-	return func(yield func(*Entry) bool) {
-		if !r.absent {
-			return
-		}
-		for e := range r.k.table.all() {
-			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src && !yield(e) {
-				return
-			}
 		}
 	}
 }

@@ -2,16 +2,20 @@
 // subscribed resource, in the states gRFC A88 names, holding the bytes of
 // the resource in use and its watchers. What happens to an entry is
 // decided by one pure function, transition, and carried out in one place,
-// apply: the state, the resource held, the failure record, the
+// carryOut: the state, the resource held, the failure record, the
 // CacheStateChanged hook, the does-not-exist timer and the watcher
 // callbacks all come from its outcome, so none of them can disagree.
 //
 // Apply takes one transport.Update (a response of either protocol) from
 // one server: it recognises the resources whose bytes are those held
 // (unchanged: not decoded again), decodes the others with the lock
-// released (on several goroutines for a large response), then applies
-// each resource, TP3 error, removal and absence as an event, and returns
-// the ACK or NACK.
+// released (on several goroutines for a large response), finds the event
+// of each resource, TP3 error, removal and absence, decides them all
+// (response.go asks transition, through the server's features: source.go),
+// then has them carried out (apply.go), and returns the ACK or NACK
+// (nack.go). An event that comes alone (a timer, a subscription sent, a
+// server that failed, a new watcher) is decided the same way where it
+// comes.
 //
 // Everything is guarded by the client's lock (a txn.Tx); nothing a user
 // supplies runs under it: hooks and watcher callbacks are posted to the

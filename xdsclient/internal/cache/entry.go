@@ -47,12 +47,13 @@ type held struct {
 
 func (h held) ok() bool { return h.from != nil }
 
-// update is what the resources of one response share: its version_info,
-// when it arrived, and the server that sent it.
+// update is what the resources of one response share: its version_info
+// (shown: as a message quotes it, bounded), when it arrived, and the
+// server that sent it.
 type update struct {
-	version string
-	at      time.Time
-	src     *Source
+	version, shown string
+	at             time.Time
+	src            *Source
 }
 
 // extra holds the fields of an entry that most entries never need.

@@ -2,18 +2,15 @@ package cache
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
+	"iter"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
-	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/truncate"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
@@ -31,8 +28,9 @@ type Applied struct {
 	Wait                            <-chan struct{}
 }
 
-// Apply applies u, a response from src: it decodes what changed, updates
-// the entries (gRFC A88) and posts their hooks and callbacks, the
+// Apply applies u, a response from src: it decodes what changed, decides
+// what the response does to each entry (gRFC A88), and has commit carry
+// it out: the entries change and their hooks and callbacks are posted, the
 // callbacks after the response's own hook, on src's lane. It takes the
 // lock itself, and releases it to decode. open, called with the lock held
 // before the resources are applied (more than once if they must be decoded
@@ -109,14 +107,14 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	defer tx.Unlock()
 	s := c.s.Of(tx)
 	s.gen++
-	base := &update{version: u.Version, at: time.Now(), src: src}
+	base := &update{version: u.Version, shown: u.ShownVersion, at: time.Now(), src: src}
 	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base,
-		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, items: items, changed: changed}
+		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, resources: u.Resources, items: items, changed: changed}
 	for i := range items {
 		r.resource(i, &items[i])
 	}
 	for i, re := range u.Errors {
-		r.resourceError(i, re.Name, re.Status)
+		r.resourceError(i, re)
 	}
 	for _, name := range u.Removed {
 		r.removal(name)
@@ -124,6 +122,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	if k.Type.FullState() && !u.Delta && r.seen < u.Subscribed {
 		r.absent = true // when every subscribed entry was seen, none was deleted
 	}
+	r.decide()
 	r.NACK = r.nacks.err()
 	return c.commit(&r), true
 }
@@ -133,27 +132,25 @@ type item struct {
 	// data is the resource, a slice of the response received: what is
 	// kept of it is copied (kept). raw is it as an Any, for the decoder
 	// and for watchers.
-	data    []byte
-	kept    []byte
-	raw     *anypb.Any
-	name    string // canonical; "" until known
-	version string // the resource's own version (delta)
-	value   any
-	err     error
-	// entry is the entry found by name before decoding, nil if none;
-	// against it the bytes were compared, when it held a resource of the
-	// server: was is what it held then (nil if nothing of the server), and
-	// unchanged is set if the bytes were the same, so not decoded.
-	entry     *Entry
+	data  []byte
+	kept  []byte
+	raw   *anypb.Any
+	name  string // canonical; "" until known
+	value any
+	err   error
+	// decision's entry is the entry found by name before decoding, nil if
+	// none; against it the bytes were compared, when it held a resource of
+	// the server: was is what it held then (nil if nothing of the server),
+	// and unchanged is set if the bytes were the same, so not decoded.
+	decision
 	was       *update
 	looked    bool
 	unchanged bool
 	decoded   bool
 	sameName  bool // the decoded name is the one read before decoding
-	// What the response does with it, once decided: the event of entry
+	// What the response does with it: the decision's event of its entry
 	// (ev.kind 0 if none), carried by update u, with res, what watchers get
 	// of a change.
-	ev  event
 	u   *update
 	res any
 }
@@ -162,7 +159,7 @@ type item struct {
 // response gives it, and rawName, as typ reads it without decoding (nil
 // if it cannot).
 func take(r transport.Resource, typ xdsresource.Type) (it item, rawName []byte) {
-	it = item{data: r.Value, name: r.Name, version: r.Version, err: r.Err}
+	it = item{data: r.Value, name: r.Name, err: r.Err}
 	if r.Err != nil {
 		return it, nil
 	}
@@ -198,7 +195,7 @@ func (it *item) match(src *Source, k *Kind, rawName []byte) {
 	if e == nil {
 		return
 	}
-	it.entry, it.looked = e, true
+	it.e, it.looked = e, true
 	if r := e.res; r.ok() && r.from.src == src {
 		it.was = r.from
 		if bytes.Equal(r.raw, it.data) {
@@ -214,7 +211,7 @@ func stale(items []item, typeURL string) bool {
 	found := false
 	for i := range items {
 		it := &items[i]
-		if it.unchanged && (it.entry.removed || it.entry.res.from != it.was) {
+		if it.unchanged && (it.e.removed || it.e.res.from != it.was) {
 			it.unchanged, it.looked = false, false
 			it.raw = &anypb.Any{TypeUrl: typeURL, Value: it.data}
 			found = true
@@ -269,11 +266,12 @@ func (it *item) decode(typ xdsresource.Type, opts xdsresource.DecodeOptions) {
 	// The entry found by the name known before decoding is that of the
 	// decoded name when the two agree, as they must (see NameReader). An
 	// entry's name never changes: it is read without the lock.
-	it.sameName = it.looked && it.entry.name == it.name
+	it.sameName = it.looked && it.e.name == it.name
 }
 
 // response is one response being applied, with the lock held: what
-// happens to which entry is decided here, and carried out by commit.
+// happens to which entry is decided here (decide), and carried out by
+// commit.
 type response struct {
 	Applied
 	c   *Cache
@@ -287,20 +285,21 @@ type response struct {
 	base, last     *update
 	typeURL, nonce string
 	delta          bool
+	resources      []transport.Resource // the response's: items[i] is resources[i]
 	items          []item
 	changed        int                  // items decoded
 	deliver        func(d Delivery) any // what watchers get of the items that changed
-	events         []pending            // events other than those of items
-	absent         bool                 // the full state left out subscribed entries (absences)
+	others         []pending            // events other than those of items
+	absent         bool                 // the full state may have left out subscribed entries (absences)
 	nacks          nackDetail
 	seen           int // entries the response named in resources or resource_errors
 }
 
-// pending is an event of an entry, to be carried out.
+// pending is an event of the response other than a resource's, with its
+// details.
 type pending struct {
-	e  *Entry
-	ev event
-	d  details
+	decision
+	d details
 }
 
 // entry returns the entry named name that the response applies to: one
@@ -331,8 +330,8 @@ func (r *response) invalid(msg string) {
 	}
 }
 
-// resource decides what the resource at index i does: valid, with the
-// bytes held (unchanged) or not, or invalid (a NACK).
+// resource finds the event of it, the resource at index i: valid, with
+// the bytes held (unchanged) or not, or invalid (a NACK).
 func (r *response) resource(i int, it *item) {
 	if it.name == "" {
 		r.Invalid++
@@ -343,7 +342,7 @@ func (r *response) resource(i int, it *item) {
 	}
 	var hint *Entry
 	if it.unchanged || it.sameName {
-		hint = it.entry
+		hint = it.e
 	}
 	e, ok := r.entry(hint, it.name, "appears more than once in the response")
 	if !ok {
@@ -351,9 +350,9 @@ func (r *response) resource(i int, it *item) {
 	}
 	r.seen++
 	it.u = r.base
-	if r.delta && r.base.version != it.version {
-		if r.last.version != it.version {
-			r.last = &update{version: it.version, at: r.base.at, src: r.src}
+	if v := &r.resources[i]; r.delta && r.base.version != v.Version {
+		if r.last.version != v.Version {
+			r.last = &update{version: v.Version, shown: v.ShownVersion, at: r.base.at, src: r.src}
 		}
 		it.u = r.last // consecutive resources of one version share an update
 	}
@@ -369,7 +368,7 @@ func (r *response) resource(i int, it *item) {
 		} else {
 			it.kept = bytes.Clone(it.data)
 		}
-		it.entry, it.ev = e, event{kind: evInvalid, sameBytes: same}
+		it.e, it.ev = e, event{kind: evInvalid, sameBytes: same}
 		return
 	}
 	r.Valid++
@@ -378,10 +377,10 @@ func (r *response) resource(i int, it *item) {
 	// compared now. The same bytes from another server are a change: the
 	// value may differ (gRFC A81), and the server does.
 	unchanged := it.unchanged
-	if !it.looked || e != it.entry || e.res.from != it.was {
+	if !it.looked || e != it.e || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
 	}
-	it.entry, it.ev = e, event{kind: evValid, unchanged: unchanged}
+	it.e, it.ev = e, event{kind: evValid, unchanged: unchanged}
 	if !unchanged {
 		it.kept = bytes.Clone(it.data)
 		if it.raw == nil {
@@ -395,28 +394,28 @@ func (r *response) resource(i int, it *item) {
 	}
 }
 
-// resourceError decides what the TP3 error at index i does (unless in
-// legacy mode, which does not use them).
-func (r *response) resourceError(i int, name string, st *rpcstatus.Status) {
+// resourceError finds the event of re, the TP3 error at index i (unless
+// in legacy mode, which does not use them).
+func (r *response) resourceError(i int, re transport.ResourceError) {
 	if r.src.Features.Legacy {
 		return
 	}
 	switch {
-	case name == "":
+	case re.Name == "":
 		r.invalid(fmt.Sprintf("resource_errors[%d]: empty resource_name", i))
 		return
-	case st == nil || st.GetCode() == int32(codes.OK):
-		r.invalid(fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, name))
+	case re.Code == codes.OK:
+		r.invalid(fmt.Sprintf("resource_errors[%d] for %q: error_detail missing or OK", i, re.Name))
 		return
 	}
-	e, ok := r.entry(nil, name, "appears in both resources and resource_errors")
+	e, ok := r.entry(nil, re.Name, "appears in both resources and resource_errors")
 	if !ok {
 		return
 	}
 	r.seen++
 	r.Invalid++
 	r.Errors++
-	r.events = append(r.events, pending{e, event{kind: evServerError, code: codes.Code(st.GetCode())}, details{u: r.base, msg: st.GetMessage()}})
+	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evServerError, code: re.Code}}, details{u: r.base, msg: re.Message}})
 }
 
 // removal decides what a name of a delta response's removed_resources
@@ -427,56 +426,53 @@ func (r *response) removal(name string) {
 		return
 	}
 	r.Removed++
-	r.events = append(r.events, pending{e, event{kind: evDeletion, explicit: true}, details{u: r.base}})
+	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evDeletion, explicit: true}}, details{u: r.base}})
 }
 
-// The error_detail of a NACK is bounded, so that a response of many invalid
-// resources cannot make a request the server refuses (which would end the
-// stream, and the client would reconnect to get the same response again):
-// it holds the first maxNACKErrors messages, each cut at maxNACKMessage
-// bytes, in at most maxNACKBytes, then the count of the others. Each cache
-// entry keeps its own full error, which CSDS shows in error_state.
-const (
-	maxNACKErrors  = 50
-	maxNACKMessage = 1 << 10
-	maxNACKBytes   = 16 << 10
-)
-
-// nackDetail builds the error_detail of a NACK.
-type nackDetail struct {
-	b     strings.Builder
-	n     int // errors
-	shown int // errors in b
+// decide asks transition what each event of the response does to its
+// entry, under the server's features. Each entry has one event at most,
+// and carrying one out changes no other entry, so every event is decided
+// before any is carried out. An absence is kept only if it changes
+// something: most absent entries hold nothing (subscriptions the server
+// has yet to serve), and their absence is then nothing.
+func (r *response) decide() {
+	for x := range r.events() {
+		var changes bool
+		x.out, changes = r.src.outcome(x.e, x.ev)
+		if x.ev.absence() && changes {
+			r.others = append(r.others, pending{*x, details{u: r.base}})
+		}
+	}
 }
 
-// room reports whether another message would be shown. When it would not,
-// the error is counted: callers then skip formatting it.
-func (d *nackDetail) room() bool {
-	if d.shown < maxNACKErrors && d.b.Len() < maxNACKBytes-maxNACKMessage-2 {
-		return true
+// events yields the events of the response: those of the resources, the
+// TP3 errors and the removals, then an absence for each entry that uses
+// the server and that a full state left out. The absences are yielded,
+// not collected: each in the same place, which decide copies when it
+// keeps one.
+func (r *response) events() iter.Seq[*decision] {
+	return func(yield func(*decision) bool) {
+		for i := range r.items {
+			if x := &r.items[i].decision; x.ev.kind != 0 && !yield(x) {
+				return
+			}
+		}
+		for i := range len(r.others) {
+			if !yield(&r.others[i].decision) {
+				return
+			}
+		}
+		if !r.absent {
+			return
+		}
+		var x decision
+		for e := range r.k.table.all() {
+			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
+				x = decision{e: e, ev: event{kind: evDeletion}}
+				if !yield(&x) {
+					return
+				}
+			}
+		}
 	}
-	d.n++
-	return false
-}
-
-// add adds msg, cut at maxNACKMessage bytes.
-func (d *nackDetail) add(msg string) {
-	d.n++
-	msg = truncate.String(msg, maxNACKMessage)
-	if d.b.Len() > 0 {
-		d.b.WriteString("; ")
-	}
-	d.b.WriteString(msg)
-	d.shown++
-}
-
-// err returns the NACK's error, nil when nothing was invalid.
-func (d *nackDetail) err() error {
-	if d.n == 0 {
-		return nil
-	}
-	if more := d.n - d.shown; more > 0 {
-		fmt.Fprintf(&d.b, "; and %d more invalid (the error of each subscribed resource is in its cache entry)", more)
-	}
-	return errors.New(d.b.String())
 }

@@ -37,6 +37,15 @@ type Features struct {
 	TransientTimer   bool // resource_timer_is_transient_error (ignored in legacy mode)
 }
 
+// outcome returns what ev does to e, an entry that uses src: transition's
+// answer under src's features, and whether it changes anything.
+func (src *Source) outcome(e *Entry, ev event) (_ outcome, changes bool) {
+	s := entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}
+	f := src.Features
+	out := transition(s, ev, features{legacy: f.Legacy, failOnDataErrors: f.FailOnDataErrors, ignoreDeletion: f.IgnoreDeletion, transientTimer: f.TransientTimer})
+	return out, out != unchanged(s)
+}
+
 // NewSource returns the cache's view of a server. Its fields are set once,
 // before it is used.
 func (c *Cache) NewSource() *Source { return &Source{c: c} }

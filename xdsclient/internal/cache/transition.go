@@ -5,12 +5,13 @@ import "google.golang.org/grpc/codes"
 // The behaviour of a cache entry under gRFCs A88, A57 and A53 is one
 // function, transition: an event and the entry's state in, the entry's new
 // state and the effects out. It knows nothing of gRPC, locks, watchers or
-// hooks; apply (apply.go) carries its outcome out, and everything an
-// observer sees (watcher callbacks, StateChanged, CSDS, metrics) comes
-// from that one place: what a response, a timer or a server failure does,
-// what a new watcher hears, whether a subscription sent starts the
-// does-not-exist timer. transition_test.go checks it row by row against
-// A88's "Summary of Behavior Changes" table.
+// hooks. A response has every event of it decided (response.go) before
+// any is carried out; carryOut (apply.go) carries an outcome out, and
+// everything an observer sees (watcher callbacks, StateChanged, CSDS,
+// metrics) comes from that one place: what a response, a timer or a
+// server failure does, what a new watcher hears, whether a subscription
+// sent starts the does-not-exist timer. transition_test.go checks it row
+// by row against A88's "Summary of Behavior Changes" table.
 
 // eventKind is what happened to one cache entry.
 type eventKind uint8
@@ -53,6 +54,10 @@ type event struct {
 	code       codes.Code // evServerError
 	serverDown bool       // evWatch
 }
+
+// absence reports whether ev is the absence of a resource from a full
+// state (a deletion the server did not name).
+func (ev event) absence() bool { return ev.kind == evDeletion && !ev.explicit }
 
 // features are what decides between behaviours: the data error handling
 // mode and the server features of the server the entry uses.
@@ -156,9 +161,14 @@ func (o outcome) cachedAfter(cached bool) bool {
 	return cached
 }
 
+// unchanged is the outcome that changes nothing of an entry in state s.
+func unchanged(s entryState) outcome {
+	return outcome{state: s.state, deletionIgnored: s.deletionIgnored}
+}
+
 // transition returns what ev does to an entry in state s under f.
 func transition(s entryState, ev event, f features) outcome {
-	o := outcome{state: s.state, deletionIgnored: s.deletionIgnored}
+	o := unchanged(s)
 	// dataError is A88's rule for NACKs, deletions and TP3 NOT_FOUND or
 	// PERMISSION_DENIED: with fail_on_data_errors the held resource is
 	// dropped; then watchers of a held resource get the error as ambient,

@@ -181,3 +181,36 @@ func TestTransitionJoinAndSent(t *testing.T) {
 		}
 	}
 }
+
+// An event that changes nothing has exactly the outcome unchanged: a full
+// state's absences are kept to be carried out only when theirs is another
+// (decide), so an outcome that does something must never equal it.
+func TestTransitionUnchanged(t *testing.T) {
+	ignored := entryState{state: StateACKed, cached: true, deletionIgnored: true}
+	for _, tc := range []struct {
+		row     string
+		from    entryState
+		ev      event
+		f       features
+		nothing bool
+	}{
+		{"absence of a name never received", entryState{state: StateRequested}, event{kind: evDeletion}, features{}, true},
+		{"absence after a deletion", entryState{state: StateDoesNotExist, cached: true}, event{kind: evDeletion}, features{}, true},
+		{"absence of a resource with a TP3 error", entryState{state: StateReceivedError, cached: true}, event{kind: evDeletion}, features{}, true},
+		{"absence whose deletion is ignored already (A53)", ignored, event{kind: evDeletion}, features{legacy: true, ignoreDeletion: true}, true},
+		{"delta removal again", entryState{state: StateDoesNotExist}, event{kind: evDeletion, explicit: true}, features{}, true},
+		{"timer of a resource received", entryState{state: StateACKed, cached: true}, event{kind: evTimer}, features{}, true},
+		{"subscription sent for a resource received", entryState{state: StateACKed, cached: true}, event{kind: evSent}, features{}, true},
+		{"absence of a resource held", entryState{state: StateACKed, cached: true}, event{kind: evDeletion}, features{}, false},
+		{"absence of a resource held, first ignored (A53)", entryState{state: StateACKed, cached: true}, event{kind: evDeletion}, features{legacy: true, ignoreDeletion: true}, false},
+		{"absence of a resource held, fail_on_data_errors", entryState{state: StateNACKed, cached: true}, event{kind: evDeletion}, features{failOnDataErrors: true}, false},
+		{"the same invalid bytes again", entryState{state: StateNACKed}, event{kind: evInvalid, sameBytes: true}, features{}, false},
+		{"the resource again, unchanged", ignored, event{kind: evValid, unchanged: true}, features{legacy: true, ignoreDeletion: true}, false},
+		{"subscription sent, nothing received", entryState{state: StateRequested}, event{kind: evSent}, features{}, false},
+		{"server unreachable", entryState{state: StateACKed, cached: true}, event{kind: evUnreachable}, features{}, false},
+	} {
+		if got := transition(tc.from, tc.ev, tc.f) == unchanged(tc.from); got != tc.nothing {
+			t.Errorf("%s: outcome unchanged %v, want %v", tc.row, got, tc.nothing)
+		}
+	}
+}

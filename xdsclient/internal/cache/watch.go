@@ -49,7 +49,7 @@ func (c *Cache) Watch(tx *txn.Tx, e *Entry, w *Watcher, res any, resErr error, d
 	w.entry = e
 	e.addWatcher(w)
 	src := e.group.Active(tx)
-	out := transition(entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}, event{kind: evWatch, serverDown: down != ""}, src.features())
+	out, _ := src.outcome(e, event{kind: evWatch, serverDown: down != ""})
 	if out.join.resource {
 		c.notifyOne(tx, e, w, res, resErr, false)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/wire"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 // codec is the gRPC codec of a Conn's ADS streams. It marshals requests as
@@ -150,6 +151,7 @@ func envelope(b []byte, u *Update, errs protowire.Number, more func(num protowir
 		return more(num, v)
 	})
 	u.Errors = resourceErrors(res)
+	u.ShownVersion = xerr.Bound(u.Version)
 	return err
 }
 
@@ -197,6 +199,7 @@ func readDeltaResource(b []byte, typeURL string) (r Resource, ok bool, err error
 	if err != nil || !ok {
 		return Resource{}, false, err
 	}
+	r.ShownVersion = xerr.Bound(r.Version)
 	url, value, err := anyOf(body)
 	if err != nil {
 		return Resource{}, false, err

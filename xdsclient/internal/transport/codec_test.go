@@ -2,15 +2,18 @@ package transport
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 const cdsURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -106,4 +109,63 @@ func FuzzParseDelta(f *testing.F) {
 			}
 		}
 	})
+}
+
+// What a message may quote of the server is bounded where it enters: a
+// version, kept whole for the requests that echo it, comes with its
+// shown form cut at xerr.MaxShown bytes, and a TP3 error's message is
+// cut likewise; a short one is shown as it is.
+func TestServerStringsBoundedWhereTheyEnter(t *testing.T) {
+	huge := strings.Repeat("v", 3*xerr.MaxShown)
+	c, _ := anypb.New(controlplane.Cluster("c1", "svc"))
+	sotw, _ := proto.Marshal(&discoveryv3.DiscoveryResponse{TypeUrl: cdsURL, VersionInfo: huge, Nonce: "n", Resources: []*anypb.Any{c},
+		ResourceErrors: []*discoveryv3.ResourceError{
+			{ResourceName: &discoveryv3.ResourceName{Name: "c2"}, ErrorDetail: &rpcstatus.Status{Code: int32(codes.PermissionDenied), Message: huge}},
+			{ResourceName: &discoveryv3.ResourceName{Name: "c3"}, ErrorDetail: &rpcstatus.Status{Code: int32(codes.NotFound), Message: "gone"}},
+			{ResourceName: &discoveryv3.ResourceName{Name: "c4"}},
+		}})
+	u, err := ParseSotW(sotw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShown(t, "version_info", u.Version, u.ShownVersion, huge)
+	want := []ResourceError{{Name: "c2", Code: codes.PermissionDenied, Message: xerr.Bound(huge)}, {Name: "c3", Code: codes.NotFound, Message: "gone"}, {Name: "c4"}}
+	if len(u.Errors) != len(want) {
+		t.Fatalf("%d TP3 errors, want %d", len(u.Errors), len(want))
+	}
+	for i, w := range want {
+		if got := u.Errors[i]; got != w {
+			t.Errorf("resource_errors[%d]: %s %v and %d bytes of message, want %s %v and %d", i, got.Name, got.Code, len(got.Message), w.Name, w.Code, len(w.Message))
+		}
+	}
+	if n := len(u.Errors[0].Message); n > xerr.MaxShown || !strings.HasSuffix(u.Errors[0].Message, " more bytes]") {
+		t.Errorf("a TP3 message of %d bytes is %d bytes, or its cut is not marked", len(huge), n)
+	}
+
+	delta, _ := proto.Marshal(&discoveryv3.DeltaDiscoveryResponse{TypeUrl: cdsURL, SystemVersionInfo: "7", Nonce: "n",
+		Resources: []*discoveryv3.Resource{{Name: "c1", Version: huge, Resource: c}}})
+	if u, err = ParseDelta(delta); err != nil {
+		t.Fatal(err)
+	}
+	checkShown(t, "system_version_info", u.Version, u.ShownVersion, "7")
+	checkShown(t, "a resource's version", u.Resources[0].Version, u.Resources[0].ShownVersion, huge)
+}
+
+// checkShown fails t unless version is sent whole and shown is it cut at
+// xerr.MaxShown bytes (itself, if no longer).
+func checkShown(t *testing.T, what, version, shown, sent string) {
+	t.Helper()
+	if version != sent {
+		t.Errorf("%s of %d bytes kept as %d bytes, want it whole", what, len(sent), len(version))
+	}
+	if len(sent) <= xerr.MaxShown && shown != sent {
+		t.Errorf("%s %q shown as %q", what, sent, shown)
+	}
+	if len(sent) <= xerr.MaxShown {
+		return
+	}
+	kept, _, marked := strings.Cut(shown, "...[")
+	if len(shown) > xerr.MaxShown || !marked || !strings.HasPrefix(sent, kept) || !strings.HasSuffix(shown, " more bytes]") {
+		t.Errorf("%s of %d bytes shown as %d bytes: %.40q...", what, len(sent), len(shown), shown)
+	}
 }

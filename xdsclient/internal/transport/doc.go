@@ -8,7 +8,9 @@
 // resource of its type; over delta it names what changed, and the first
 // request of a type on a stream subscribes everything, with the versions
 // held. It turns each response of either protocol into one Update, the
-// same value whatever the protocol, and hands it to its Handler, whose
+// same value whatever the protocol, with what a message may quote of the
+// server (a version, a TP3 error's message) bounded where it enters the
+// client, and hands it to its Handler, whose
 // Result carries the ACK or NACK and the flow control: the Conn reads the
 // next response only once the Result's Wait channel is closed.
 //

@@ -4,21 +4,26 @@ import (
 	"context"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 // Update is one response of either protocol, as the cache takes it.
+//
+// The strings a server sends that a message may quote are bounded here,
+// where they enter the client, once: a version, whole for the requests
+// that echo it, comes with ShownVersion, the same cut at xerr.MaxShown
+// bytes; a TP3 error's message is cut likewise.
 type Update struct {
 	TypeURL string
 	// Version is the response's version_info; over delta, its
-	// system_version_info.
-	Version string
-	Nonce   string
+	// system_version_info. ShownVersion is it as a message quotes it.
+	Version, ShownVersion string
+	Nonce                 string
 	// Resources are the response's resources, in order; a delta
 	// heartbeat, which carries none, is left out.
 	Resources []Resource
@@ -37,11 +42,12 @@ type Update struct {
 }
 
 // ResourceError is one TP3 error of an Update: the resource's name ("" if
-// the server gave none) and the status the server sent for it (nil if it
-// sent none).
+// the server gave none) and the status the server sent for it: its code
+// (OK if it sent none) and its message, cut at xerr.MaxShown bytes.
 type ResourceError struct {
-	Name   string
-	Status *rpcstatus.Status
+	Name    string
+	Code    codes.Code
+	Message string
 }
 
 // Resource is one resource of an Update.
@@ -49,8 +55,9 @@ type Resource struct {
 	// Name is the name a Resource wrapper or a delta response gives it, ""
 	// when only its body names it.
 	Name string
-	// Version is its own version (delta), "" over State of the World.
-	Version string
+	// Version is its own version (delta), "" over State of the World;
+	// ShownVersion is it as a message quotes it.
+	Version, ShownVersion string
 	// Value is the resource, the value of an Any of the Update's type: a
 	// slice of the message received, which must be copied to be kept. Nil
 	// when Err is set.
@@ -72,7 +79,8 @@ func resourceErrors(errs []*discoveryv3.ResourceError) []ResourceError {
 	}
 	out := make([]ResourceError, len(errs))
 	for i, re := range errs {
-		out[i] = ResourceError{Name: xdstp.Received(re.GetResourceName().GetName()), Status: re.GetErrorDetail()}
+		st := re.GetErrorDetail()
+		out[i] = ResourceError{Name: xdstp.Received(re.GetResourceName().GetName()), Code: codes.Code(st.GetCode()), Message: xerr.Bound(st.GetMessage())}
 	}
 	return out
 }

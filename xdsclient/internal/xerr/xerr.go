@@ -29,7 +29,11 @@ const (
 
 // Shown returns s, a string the client did not write, as a message quotes
 // it: in Go syntax, cut at MaxShown bytes.
-func Shown(s string) string { return strconv.Quote(truncate.String(s, MaxShown)) }
+func Shown(s string) string { return strconv.Quote(Bound(s)) }
+
+// Bound returns s, a string the client did not write, cut at MaxShown
+// bytes: s itself when it is no longer.
+func Bound(s string) string { return truncate.String(s, MaxShown) }
 
 // ShownErr returns err's text cut at MaxCause bytes, for a log line or a
 // message that carries it; "" for nil.
