@@ -118,12 +118,16 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		Context: ctx, Lanes: &c.lanes, Deliver: c.deliver, Observer: obs,
 	})
 	c.own = lane.New(&c.lanes, ctx, c.deliver)
+	var types []cache.TypeInfo
+	for _, t := range append(xdsresource.Builtin(), o.types...) {
+		types = append(types, cache.Describe(t))
+	}
 	tx := c.mu.Lock()
 	defer tx.Unlock()
 	s := c.s.Of(tx)
 	s.hookSet = append([]*Hooks(nil), o.hooks...)
 	c.composed.Store(compose(s.hookSet))
-	for _, t := range append(xdsresource.Builtin(), o.types...) {
+	for _, t := range types {
 		if _, err := c.cache.Register(tx, t); err != nil {
 			cancel()
 			return nil, fmt.Errorf("xdsclient: WithResourceTypes: %w", err)
@@ -186,24 +190,25 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil Watcher")
 	}
 	nameErr := checkName(name)
+	ti := cache.Describe(typ) // the type's own methods, before the lock
 	tx := c.mu.Lock()
 	defer func() { tx.Unlock() }()
 	if nameErr != nil {
-		return c.refuse(tx, typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s resource name %s (node ID %s): %v", xerr.ShortName(typ), xerr.Shown(name), xerr.Shown(c.nodeID), nameErr)))
+		return c.refuse(tx, ti, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s resource name %s (node ID %s): %v", ti.Short, xerr.Shown(name), xerr.Shown(c.nodeID), nameErr)))
 	}
 	if c.s.Of(tx).closed {
-		return c.refuse(tx, typ, name, w, c.closedErr(typ, name))
+		return c.refuse(tx, ti, name, w, c.closedErr(ti, name))
 	}
-	k, err := c.cache.Register(tx, typ)
+	k, err := c.cache.Register(tx, ti)
 	if err != nil {
-		return c.refuse(tx, typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", xerr.ShortName(typ), name, xerr.Shown(c.nodeID), err)))
+		return c.refuse(tx, ti, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", ti.Short, name, xerr.Shown(c.nodeID), err)))
 	}
-	name, err = canonicalName(typ, name)
+	name, err = canonicalName(ti.URL, name)
 	if err == nil && len(name) > MaxResourceNameSize {
 		err = fmt.Errorf("resource name %s: its canonical form has %d bytes, more than the %d a resource name may have", xerr.Shown(name), len(name), MaxResourceNameSize)
 	}
 	if err != nil {
-		return c.refuse(tx, typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s (node ID %s): %v", xerr.ShortName(typ), xerr.Shown(c.nodeID), err)))
+		return c.refuse(tx, ti, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s (node ID %s): %v", ti.Short, xerr.Shown(c.nodeID), err)))
 	}
 	// A cached resource is decoded for the new watcher with the lock
 	// released, so that a large resource does not hold up the client and
@@ -224,14 +229,14 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 				decodedFor, decoded = h, true
 				tx = c.mu.Lock()
 				if c.s.Of(tx).closed {
-					return c.refuse(tx, typ, name, w, c.closedErr(typ, name))
+					return c.refuse(tx, ti, name, w, c.closedErr(ti, name))
 				}
 				continue
 			}
 		}
 		a, err := c.auths.Get(tx, name)
 		if err != nil {
-			return c.refuse(tx, typ, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", xerr.ShortName(typ), name, xerr.Shown(c.nodeID), err)))
+			return c.refuse(tx, ti, name, w, xerr.Status(codes.InvalidArgument, fmt.Sprintf("%s %q (node ID %s): %v", ti.Short, name, xerr.Shown(c.nodeID), err)))
 		}
 		if e == nil {
 			e = c.cache.Add(tx, k, name, a.Group())
@@ -248,14 +253,14 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 // which its cancel func, like any other, can stop. The callback runs on
 // the lane of the caller, when Watch is called from a callback or a hook
 // (after that callback, then), else on the client's own lane.
-func (c *Client) refuse(tx *txn.Tx, typ xdsresource.Type, name string, w Watcher, err error) (cancel func()) {
+func (c *Client) refuse(tx *txn.Tx, ti cache.TypeInfo, name string, w Watcher, err error) (cancel func()) {
 	ref := &cache.Watcher{Sink: w}
 	l, ok := c.lanes.Current().(*lane.Lane[*cache.Watcher])
 	if !ok {
 		l = c.own
 	}
 	l.Call(tx, ref, func() {
-		c.watcherNotified(typ.TypeURL(), name, NotifyResourceError, err)
+		c.watcherNotified(ti.URL, name, NotifyResourceError, err)
 		w.ResourceChanged(nil, err)
 	})
 	return func() {
@@ -265,8 +270,8 @@ func (c *Client) refuse(tx *txn.Tx, typ xdsresource.Type, name string, w Watcher
 }
 
 // closedErr is the error of a watch on a closed client.
-func (c *Client) closedErr(typ xdsresource.Type, name string) error {
-	return status.Errorf(codes.Unavailable, "%s %q: %v", xerr.ShortName(typ), name, ErrClosed)
+func (c *Client) closedErr(ti cache.TypeInfo, name string) error {
+	return status.Errorf(codes.Unavailable, "%s %q: %v", ti.Short, name, ErrClosed)
 }
 
 // cancelWatch ends the watch of ref: the entry leaves the cache, and is
@@ -348,7 +353,7 @@ func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 func snapshotOf(tx *txn.Tx, e *cache.Entry) EntrySnapshot {
 	s := e.Snapshot(tx)
 	return EntrySnapshot{
-		TypeURL: e.Type().TypeURL(), Name: e.Name(), Authority: e.Group().Name, Server: s.Server,
+		TypeURL: e.Kind().URL, Name: e.Name(), Authority: e.Group().Name, Server: s.Server,
 		State: CacheState(s.State), Watchers: s.Watchers,
 		Cached: s.Cached, Raw: s.Raw, Version: s.Version, UpdatedAt: s.UpdatedAt, ResourceServer: s.ResourceServer,
 		Err: s.Err, FailedVersion: s.FailedVersion, FailedAt: s.FailedAt, FailedRaw: s.FailedRaw,

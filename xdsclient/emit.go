@@ -38,7 +38,7 @@ func (o observer) stateChanged(tx *txn.Tx, f func(CacheStateInfo), e *cache.Entr
 	if f != nil {
 		state, cached := e.State(tx)
 		info := CacheStateInfo{
-			Target: o.c.o.target, Authority: e.Group().Name, TypeURL: e.Type().TypeURL(), Name: e.Name(),
+			Target: o.c.o.target, Authority: e.Group().Name, TypeURL: e.Kind().URL, Name: e.Name(),
 			Old: CacheState(old), New: CacheState(state), OldCached: oldCached, NewCached: cached,
 			Server: e.Source(tx).URI, Err: e.Err(tx), At: tx.Now(),
 		}
@@ -56,7 +56,7 @@ func (o observer) TimerStopped(tx *txn.Tx, e *cache.Entry, src *cache.Source) {
 
 func (o observer) timer(tx *txn.Tx, f func(ResourceTimerInfo), e *cache.Entry, src *cache.Source) {
 	if f != nil {
-		info := ResourceTimerInfo{Target: o.c.o.target, Server: src.URI, TypeURL: e.Type().TypeURL(), Name: e.Name(), Duration: src.Timeout, At: tx.Now()}
+		info := ResourceTimerInfo{Target: o.c.o.target, Server: src.URI, TypeURL: e.Kind().URL, Name: e.Name(), Duration: src.Timeout, At: tx.Now()}
 		src.Lane.Hook(tx, func() { f(info) })
 	}
 }
@@ -68,7 +68,7 @@ func (o observer) Logged(tx *txn.Tx, e *cache.Entry, src *cache.Source, l cache.
 		args  []any
 	)
 	if e != nil {
-		args = []any{"type", xerr.ShortName(e.Type()), "name", e.Name()}
+		args = []any{"type", e.Kind().Short, "name", e.Name()}
 	}
 	switch l {
 	case cache.LogDeletionIgnored:
@@ -209,7 +209,7 @@ func (c *Client) deliver(w *cache.Watcher, payload any, err error, ambient bool)
 		kind = NotifyResourceError
 	}
 	e := w.Entry()
-	c.watcherNotified(e.Type().TypeURL(), e.Name(), kind, err)
+	c.watcherNotified(e.Kind().URL, e.Name(), kind, err)
 	sink := w.Sink.(Watcher)
 	if ambient {
 		sink.AmbientError(err)

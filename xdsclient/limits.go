@@ -2,6 +2,7 @@ package xdsclient
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
@@ -42,9 +43,9 @@ func invalidAt(s string) int {
 }
 
 // canonicalName returns the canonical form of a resource name (see package
-// xdstp) and checks that the type segment of an xdstp:// name names typ.
-// Old-style names are returned as they are.
-func canonicalName(typ xdsresource.Type, name string) (string, error) {
+// xdstp) and checks that the type segment of an xdstp:// name names the
+// type of typeURL. Old-style names are returned as they are.
+func canonicalName(typeURL, name string) (string, error) {
 	if !xdstp.Is(name) {
 		return name, nil
 	}
@@ -52,8 +53,8 @@ func canonicalName(typ xdsresource.Type, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n.Type != xdsresource.TypeName(typ) {
-		return "", fmt.Errorf("resource name %q names type %q, watched as %q", name, n.Type, xdsresource.TypeName(typ))
+	if want := strings.TrimPrefix(typeURL, xdsresource.TypeURLPrefix); n.Type != want {
+		return "", fmt.Errorf("resource name %q names type %q, watched as %q", name, n.Type, want)
 	}
 	return n.String(), nil
 }

@@ -200,7 +200,7 @@ func TestNoCallbackAfterCancelReturns(t *testing.T) {
 }
 
 // callingBack is user code that calls the client back: a resource type
-// whose ReadName and Decode, and a slog handler whose Enabled and Handle,
+// whose methods, and a slog handler whose Enabled and Handle,
 // read the client's cache (Dump, which takes the client's lock). Each call
 // is made on a goroutine of its own and waited for, with a deadline: were
 // the lock held around the user's code, the call would not return, and
@@ -257,10 +257,25 @@ func (cb *callingBack) WithAttrs([]slog.Attr) slog.Handler { return cb }
 func (cb *callingBack) WithGroup(string) slog.Handler      { return cb }
 
 // callingBackType is extensionType, reading names without decoding, and
-// calling the client back from both.
+// calling the client back from every method.
 type callingBackType struct {
 	extensionType
 	cb *callingBack
+}
+
+func (t callingBackType) TypeURL() string {
+	t.cb.callBack("xdsresource.Type.TypeURL")
+	return t.extensionType.TypeURL()
+}
+
+func (t callingBackType) ShortName() string {
+	t.cb.callBack("xdsresource.Type.ShortName")
+	return t.extensionType.ShortName()
+}
+
+func (t callingBackType) FullState() bool {
+	t.cb.callBack("xdsresource.Type.FullState")
+	return t.extensionType.FullState()
 }
 
 func (t callingBackType) ReadName(b []byte) ([]byte, bool) {
@@ -273,8 +288,9 @@ func (t callingBackType) Decode(opts xdsresource.DecodeOptions, a *anypb.Any) (s
 	return t.extensionType.Decode(opts, a)
 }
 
-// No user code runs under the client's lock: a resource type's ReadName
-// and Decode, and a logger's handler, may call the client.
+// No user code runs under the client's lock: a resource type's methods
+// (TypeURL, ShortName, FullState, ReadName, Decode), and a logger's handler,
+// may call the client.
 func TestUserCodeMayCallTheClient(t *testing.T) {
 	cb := newCallingBack()
 	f := newFixture(t, nil, xdsclient.WithLogger(slog.New(cb)))
@@ -311,7 +327,10 @@ func TestUserCodeMayCallTheClient(t *testing.T) {
 	if len(cb.stuck) > 0 {
 		t.Errorf("calls to the client from %v did not return: user code ran under the client's lock", cb.stuck)
 	}
-	for _, where := range []string{"xdsresource.NameReader.ReadName", "xdsresource.Type.Decode", "slog.Handler.Enabled", "slog.Handler.Handle"} {
+	for _, where := range []string{
+		"xdsresource.Type.TypeURL", "xdsresource.Type.ShortName", "xdsresource.Type.FullState",
+		"xdsresource.NameReader.ReadName", "xdsresource.Type.Decode", "slog.Handler.Enabled", "slog.Handler.Handle",
+	} {
 		if cb.calls[where] == 0 {
 			t.Errorf("%s never called the client back", where)
 		}

@@ -178,7 +178,7 @@ func (as *Authorities) Subscribe(tx *txn.Tx, a *Authority, e *cache.Entry) {
 	st := a.s.Of(tx)
 	for i := 0; i <= st.active; i++ {
 		if s := st.chans[i]; s != nil {
-			s.conn.Subscribe(e.Type().TypeURL(), e.Kind().Rank, e.Name())
+			s.conn.Subscribe(e.Kind().URL, e.Kind().Rank, e.Name())
 		}
 	}
 	if s := st.chans[st.active]; s.s.Of(tx).h.Failed {
@@ -193,7 +193,7 @@ func (as *Authorities) Unsubscribe(tx *txn.Tx, a *Authority, e *cache.Entry) {
 	st := a.s.Of(tx)
 	for i := 0; i <= st.active; i++ {
 		if s := st.chans[i]; s != nil {
-			s.conn.Unsubscribe(e.Type().TypeURL(), e.Name())
+			s.conn.Unsubscribe(e.Kind().URL, e.Name())
 		}
 	}
 	if a.group.Len(tx) > 0 {
@@ -307,7 +307,7 @@ func (as *Authorities) fallback(tx *txn.Tx, a *Authority, reason error) bool {
 		st.chans[i] = next
 		next.s.Of(tx).auths[a] = struct{}{}
 		for e := range as.cfg.Cache.EntriesOf(tx, a.group) {
-			next.conn.Subscribe(e.Type().TypeURL(), e.Kind().Rank, e.Name())
+			next.conn.Subscribe(e.Kind().URL, e.Kind().Rank, e.Name())
 		}
 		as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback: using a lower priority server", "authority", a.name, "from", prev.URI(), "to", next.URI(), "reason", xerr.ShownErr(reason))
 		as.cfg.Observer.AuthorityServer(tx, prev, a, next, prev.URI(), i, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.URI(), xerr.ShownErr(reason)))
@@ -356,7 +356,7 @@ func (as *Authorities) switchBackTo(tx *txn.Tx, s *Server) {
 				continue
 			}
 			for e := range as.cfg.Cache.EntriesOf(tx, a.group) {
-				low.conn.Unsubscribe(e.Type().TypeURL(), e.Name())
+				low.conn.Unsubscribe(e.Kind().URL, e.Name())
 			}
 			auths := low.s.Of(tx).auths
 			delete(auths, a)

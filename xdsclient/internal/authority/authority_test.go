@@ -94,7 +94,7 @@ func TestFallbackWhenThePrimaryIsUnreachable(t *testing.T) {
 	})
 
 	tx := mu.Lock()
-	k, err := c.Register(tx, xdsresource.ClusterType)
+	k, err := c.Register(tx, cache.Describe(xdsresource.ClusterType))
 	if err != nil {
 		tx.Unlock()
 		t.Fatal(err)

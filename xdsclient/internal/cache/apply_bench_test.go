@@ -66,7 +66,7 @@ func BenchmarkApply(b *testing.B) {
 			src.URI, src.Timeout = "s", time.Hour
 			src.Lane = lane.New(&lanes, ctx, func(*cache.Watcher, any, error, bool) {})
 			tx := mu.Lock()
-			k, err := c.Register(tx, xdsresource.ClusterType)
+			k, err := c.Register(tx, cache.Describe(xdsresource.ClusterType))
 			if err != nil {
 				tx.Unlock()
 				b.Fatal(err)

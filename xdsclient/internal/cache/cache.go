@@ -117,34 +117,49 @@ type state struct {
 
 // Kind is the entries of one resource type.
 type Kind struct {
-	Type  xdsresource.Type
-	Short string // the type's short name, as errors give it ("cds")
-	Rank  int    // the order the type was registered in: requests go in it
+	TypeInfo
+	Rank  int // the order the type was registered in: requests go in it
 	table entryTable
+}
+
+// TypeInfo is a resource type and what it says of itself, read once by
+// Describe: a Type may be the user's, whose methods never run under the
+// client's lock, and its URL, names and FullState are constants.
+type TypeInfo struct {
+	Type      xdsresource.Type
+	URL       string // the type URL
+	Short     string // the short name, as errors give it ("cds"), or URL
+	FullState bool   // whether a SotW response carries every resource
+}
+
+// Describe reads what t says of itself. Call it without the lock held.
+func Describe(t xdsresource.Type) TypeInfo {
+	return TypeInfo{Type: t, URL: t.TypeURL(), Short: xerr.ShortName(t), FullState: t.FullState()}
 }
 
 // New returns an empty cache.
 func New(cfg Config) *Cache { return &Cache{cfg: cfg} }
 
-// Register makes t the type of its type URL and returns its kind. A type
-// URL has one type for the cache's life: another one for it is an error,
-// since requests, the cache and CSDS know a resource by its type URL alone.
-func (c *Cache) Register(tx *txn.Tx, t xdsresource.Type) (*Kind, error) {
+// Register makes the type t describes the type of its type URL and returns
+// its kind. A type URL has one type for the cache's life: another one for
+// it is an error, since requests, the cache and CSDS know a resource by
+// its type URL alone.
+func (c *Cache) Register(tx *txn.Tx, t TypeInfo) (*Kind, error) {
 	s := c.s.Of(tx)
-	url := t.TypeURL()
+	url := t.URL
 	if k := s.kinds[url]; k != nil {
-		if sameType(k.Type, t) {
+		if sameType(k.Type, t.Type) {
 			return k, nil
 		}
 		return nil, fmt.Errorf("type URL %q is already registered to another resource type (%T)", url, k.Type)
 	}
-	if !reflect.TypeOf(t).Comparable() {
-		return nil, fmt.Errorf("resource type %T for %q is not comparable: use a pointer", t, url)
+	if !reflect.TypeOf(t.Type).Comparable() {
+		return nil, fmt.Errorf("resource type %T for %q is not comparable: use a pointer", t.Type, url)
 	}
 	if s.kinds == nil {
 		s.kinds = map[string]*Kind{}
 	}
-	k := &Kind{Type: t, Short: xerr.ShortName(t), Rank: len(s.order)}
+	k := &Kind{TypeInfo: t, Rank: len(s.order)}
 	s.kinds[url] = k
 	s.order = append(s.order, k)
 	return k, nil

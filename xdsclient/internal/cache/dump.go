@@ -98,7 +98,7 @@ func sortEntries(entries []*Entry) {
 		rank[e.kind] = 0
 	}
 	kinds := slices.SortedFunc(maps.Keys(rank), func(a, b *Kind) int {
-		return strings.Compare(a.Type.TypeURL(), b.Type.TypeURL())
+		return strings.Compare(a.URL, b.URL)
 	})
 	for i, k := range kinds {
 		rank[k] = int32(i)

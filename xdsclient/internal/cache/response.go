@@ -119,7 +119,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	for _, name := range u.Removed {
 		r.removal(name)
 	}
-	if k.Type.FullState() && !u.Delta && r.seen < u.Subscribed {
+	if k.FullState && !u.Delta && r.seen < u.Subscribed {
 		r.absent = true // when every subscribed entry was seen, none was deleted
 	}
 	r.decide()
@@ -384,7 +384,7 @@ func (r *response) resource(i int, it *item) {
 	if !unchanged {
 		it.kept = bytes.Clone(it.data)
 		if it.raw == nil {
-			it.raw = &anypb.Any{TypeUrl: r.k.Type.TypeURL()}
+			it.raw = &anypb.Any{TypeUrl: r.k.URL}
 		}
 		it.raw.Value = it.kept
 		if r.deliver == nil {

@@ -183,7 +183,7 @@ func TestEntryListWalk(t *testing.T) {
 
 // sortEntries orders by type URL, then name, as a plain sort would.
 func TestSortEntries(t *testing.T) {
-	kinds := []*Kind{{Type: xdsresource.RouteConfigType}, {Type: xdsresource.ClusterType}, {Type: xdsresource.ListenerType}}
+	kinds := []*Kind{{TypeInfo: Describe(xdsresource.RouteConfigType)}, {TypeInfo: Describe(xdsresource.ClusterType)}, {TypeInfo: Describe(xdsresource.ListenerType)}}
 	for _, n := range []int{0, 1, 2, 7, 1000} {
 		var es []*Entry
 		for range n {

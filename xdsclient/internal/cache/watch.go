@@ -32,13 +32,12 @@ func (h Held) Same(o Held) bool { return h.h.from == o.h.from }
 // deterministic, as it must be, never does.
 func (c *Cache) Decode(h Held) (any, error) {
 	e, src := h.e, h.h.from.src
-	typ := e.kind.Type
-	raw := &anypb.Any{TypeUrl: typ.TypeURL(), Value: h.h.raw}
-	_, value, err := typ.Decode(src.Decode, raw)
+	raw := &anypb.Any{TypeUrl: e.kind.URL, Value: h.h.raw}
+	_, value, err := e.kind.Type.Decode(src.Decode, raw)
 	if err != nil {
 		return nil, c.resourceErr(codes.Internal, e, src, fmt.Sprintf("held resource no longer decodes: %v", err))
 	}
-	return c.cfg.Deliver(1)(Delivery{Type: typ, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
+	return c.cfg.Deliver(1)(Delivery{Type: e.kind.Type, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
 }
 
 // Watch adds w to e and posts what w hears first (transition's evWatch):
