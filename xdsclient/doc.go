@@ -128,7 +128,9 @@
 // released; a log line (the handler's Enabled as well as its Handle) is
 // written on the lane of the server whose event it tells, before the hooks
 // of that event (or, for a caller's own call, by the caller once the lock
-// is released); resources are named and decoded with it released.
+// is released); resources are named and decoded with it released, and a
+// resource type's URL, short name and FullState are read once, before it
+// is taken.
 // Observers such as telemetry take their own lock only inside a hook,
 // where no client lock is held.
 package xdsclient
