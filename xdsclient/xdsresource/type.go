@@ -13,7 +13,8 @@ const TypeURLPrefix = "type.googleapis.com/"
 // Type describes one kind of xDS resource. Implementations must be safe for
 // concurrent use and are usually stateless values. TypeURL, ShortName and
 // FullState return the same constants on every call: a client reads them
-// once, when the type is first registered or watched. A client calls every
+// when the type is registered and at each Watch, and keeps what they said.
+// A client calls every
 // method of a Type (and a NameReader's ReadName) with no lock of its own
 // held, so they may call the client.
 type Type interface {
