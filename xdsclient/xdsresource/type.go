@@ -14,9 +14,8 @@ const TypeURLPrefix = "type.googleapis.com/"
 // concurrent use and are usually stateless values. TypeURL, ShortName and
 // FullState return the same constants on every call: a client reads them
 // when the type is registered and at each Watch, and keeps what they said.
-// A client calls every
-// method of a Type (and a NameReader's ReadName) with no lock of its own
-// held, so they may call the client.
+// A client calls every method of a Type (and a NameReader's ReadName) with
+// no lock of its own held, so they may call the client.
 type Type interface {
 	// TypeURL is the full type URL, for example
 	// "type.googleapis.com/envoy.config.cluster.v3.Cluster".
