@@ -175,8 +175,13 @@ func (s *Server) waitReady() error {
 	defer tick.Stop()
 	// A request to a port that another listener holds may never be
 	// answered: each is bounded.
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := &http.Client{Timeout: time.Second}
 	for {
+		select {
+		case <-s.Done:
+			return fmt.Errorf("ended: %v", s.Err)
+		default:
+		}
 		resp, err := client.Get(s.Base + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
