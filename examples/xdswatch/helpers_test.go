@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 
@@ -35,26 +34,14 @@ const testTimeout = 30 * time.Second
 // when they have it), and the tests need no second build of the package.
 const runMainEnv = "XDSWATCH_TEST_RUN_MAIN"
 
-// parallelTests is the test parallelism TestMain sets when -test.parallel
-// is not given: the tests mostly wait on xdswatch processes and sockets,
-// not on the CPU, so more of them than GOMAXPROCS can run at once.
-const parallelTests = 8
-
-// TestMain runs xdswatch when runMainEnv says so, else the tests.
+// TestMain runs xdswatch when runMainEnv says so, else the tests, several
+// at once: they mostly wait on xdswatch processes and sockets, not on the
+// CPU.
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		main() // exits
 	}
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		// An explicit -parallel always wins.
-		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
+	xdstest.SetParallel(8)
 	// The tests that run xdswatch in this process see no bootstrap from
 	// the environment, so that the demo starts; cleared once here, as a
 	// parallel test cannot use t.Setenv.
