@@ -176,12 +176,8 @@ func decodeCluster(opts DecodeOptions, b []byte) (string, any, error) {
 		s.reset() // drops the pointers to sub-messages before it is pooled
 		clusterPool.Put(s)
 	}()
-	if !s.fillCluster(b) {
-		// b is malformed: the runtime decodes it again, for its error.
-		s.reset()
-		if err := unmarshal(b, &s.m); err != nil {
-			return "", nil, err
-		}
+	if err := s.decode(b); err != nil {
+		return "", nil, err
 	}
 	return checkCluster(opts, &s.m)
 }

@@ -55,19 +55,41 @@ type clusterScratch struct {
 	// string when they are equal, as they often are).
 	name, service       []byte
 	hasName, hasService bool
+	// runtime is set when the protobuf runtime wrote into m itself, which
+	// may then hold any field; else m holds only the fields set by hand.
+	runtime bool
+}
+
+// decode fills s.m, empty, from b, the serialized Cluster, by hand
+// (fillCluster) or, when b is malformed, with the runtime, for its error.
+func (s *clusterScratch) decode(b []byte) error {
+	if s.fillCluster(b) {
+		return nil
+	}
+	s.runtime = true // the walk may have stopped before recording it
+	s.reset()
+	s.runtime = true
+	return unmarshal(b, &s.m)
 }
 
 // reset makes s ready for the next resource, dropping every pointer that
-// the last one left.
+// the last one left. Assigning the zero value is what the generated Reset
+// methods do, less the caching of the message's runtime information,
+// which the runtime does again when it needs it.
 func (s *clusterScratch) reset() {
-	s.m.Reset()
+	if s.runtime {
+		s.m.Reset()
+	} else {
+		m := &s.m
+		m.Name, m.ClusterDiscoveryType, m.EdsClusterConfig, m.ConnectTimeout, m.LbPolicy = "", nil, nil, nil, 0
+	}
 	s.typ.Type = 0
-	s.eds.Reset()
-	s.src.Reset()
+	s.eds = clusterv3.Cluster_EdsClusterConfig{}
+	s.src = corev3.ConfigSource{}
 	s.ads.Ads = nil
-	s.adsMsg.Reset()
-	s.timeout.Reset()
-	s.name, s.service, s.hasName, s.hasService = nil, nil, false, false
+	s.adsMsg = corev3.AggregatedConfigSource{}
+	s.timeout = durationpb.Duration{}
+	s.name, s.service, s.hasName, s.hasService, s.runtime = nil, nil, false, false, false
 }
 
 // fillCluster fills s.m, empty, from b, the serialized Cluster, as
@@ -111,7 +133,9 @@ func (s *clusterScratch) fillCluster(b []byte) bool {
 			w.skip(num, typ)
 		}
 	}
-	if !w.done() {
+	ok := w.done()
+	s.runtime = s.runtime || w.merged
+	if !ok {
 		return false
 	}
 	if s.hasName {
@@ -170,7 +194,7 @@ func (s *clusterScratch) fillConfigSource(b []byte, c *corev3.ConfigSource) bool
 			// another.
 			ads, same := c.ConfigSourceSpecifier.(*corev3.ConfigSource_Ads)
 			if !same || ads.Ads == nil {
-				s.adsMsg.Reset()
+				s.adsMsg = corev3.AggregatedConfigSource{}
 				s.ads.Ads = &s.adsMsg
 				ads = &s.ads
 				c.ConfigSourceSpecifier = ads

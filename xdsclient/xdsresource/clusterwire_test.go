@@ -57,31 +57,39 @@ func TestClusterWireFieldNumbers(t *testing.T) {
 	}
 }
 
-// checkClusterWire fails t unless decoding b by hand agrees with the
-// runtime. It reports whether the hand decoder took b (did not give up).
-func checkClusterWire(t *testing.T, b []byte) bool {
+// checkClusterWire fails t unless decoding b by hand, in s, agrees with
+// the runtime. It reports whether the hand decoder took b (did not give
+// up), and leaves s reset for the next input.
+func checkClusterWire(t *testing.T, s *clusterScratch, b []byte) bool {
 	t.Helper()
-	var s clusterScratch
-	took := s.fillCluster(b)
 	want := new(clusterv3.Cluster)
 	err := unmarshal(b, want)
+	took := s.fillCluster(b)
 	switch {
 	case took && err != nil:
 		t.Fatalf("hand decoder took input that the runtime rejects (%v): %s", err, shortHex(b))
 	case took && !proto.Equal(&s.m, want):
 		t.Fatalf("hand decoder gives\n%v\nruntime gives\n%v\ninput %s", &s.m, want, shortHex(b))
 	}
-	// The whole of Decode: same name, value and error as the runtime path.
-	name, v, derr := decodeCluster(testOpts, b)
+	s.runtime = s.runtime || !took
+	s.reset()
+
+	// What decodeCluster does with s: same name, value and error as the
+	// runtime path.
 	wname, wv, werr := "", any(nil), err
 	if err == nil {
 		wname, wv, werr = checkCluster(testOpts, want)
 	}
+	name, v, derr := "", any(nil), s.decode(b)
+	if derr == nil {
+		name, v, derr = checkCluster(testOpts, &s.m)
+	}
+	s.reset()
 	if name != wname || fmt.Sprint(derr) != fmt.Sprint(werr) {
-		t.Fatalf("decodeCluster = (%q, %v), runtime path (%q, %v)", name, derr, wname, werr)
+		t.Fatalf("decoded by hand: (%q, %v), by the runtime: (%q, %v)", name, derr, wname, werr)
 	}
 	if diff := cmp.Diff(wv, v, protocmp.Transform(), cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
-		t.Fatalf("decodeCluster differs from the runtime path (-runtime +decodeCluster):\n%s", diff)
+		t.Fatalf("decoded by hand differs from decoded by the runtime (-runtime +hand):\n%s", diff)
 	}
 	return took
 }
@@ -158,6 +166,7 @@ func clusterWireCases(t testing.TB) []struct {
 		{"aggregate cluster", mustMarshal(t, aggregateCluster(t, "a", "b")), true},
 		{"load_balancing_policy", mustMarshal(t, withPolicyMsg(edsCluster(), lbPolicy(t, &structpb.Struct{}))), true},
 		{"empty", nil, true},
+		{"fields of real clusters, then a malformed one", append(mustMarshal(t, full), 0x0e), false},
 		{"fields in reverse order", wireOf{}.bytes(clusterConnectTimeout, secs).bytes(clusterEDSConfig, eds(ads, "s")).varint(clusterType, 3).str(clusterName, "c1"), true},
 		{"name twice: the last wins", base.str(clusterName, "c2"), true},
 		{"name, then empty name", base.str(clusterName, ""), true},
@@ -200,13 +209,23 @@ func clusterWireCases(t testing.TB) []struct {
 	}
 }
 
+// TestClusterWire runs the cases in order, then in reverse, through one
+// scratch space, as the decoder reuses it.
 func TestClusterWire(t *testing.T) {
-	for _, tc := range clusterWireCases(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			if took := checkClusterWire(t, tc.b); took != tc.took {
-				t.Errorf("hand decoder took the input: %v, want %v", took, tc.took)
+	cases := clusterWireCases(t)
+	var s clusterScratch
+	for _, order := range []string{"forward", "reverse"} {
+		for i := range cases {
+			tc := cases[i]
+			if order == "reverse" {
+				tc = cases[len(cases)-1-i]
 			}
-		})
+			t.Run(order+"/"+tc.name, func(t *testing.T) {
+				if took := checkClusterWire(t, &s, tc.b); took != tc.took {
+					t.Errorf("hand decoder took the input: %v, want %v", took, tc.took)
+				}
+			})
+		}
 	}
 }
 
@@ -241,8 +260,9 @@ func TestClusterWireDepth(t *testing.T) {
 	if lo < 100 {
 		t.Fatalf("runtime decodes only %d levels", lo)
 	}
+	var s clusterScratch
 	for _, levels := range []int{lo, lo + 1} {
-		checkClusterWire(t, build(levels))
+		checkClusterWire(t, &s, build(levels))
 	}
 }
 
@@ -291,10 +311,44 @@ func TestClusterDecodeAllocs(t *testing.T) {
 }
 
 // FuzzClusterWire checks the hand decoder against the runtime on any
-// input.
+// input, decoded in a scratch space that held a cluster of every common
+// field before.
 func FuzzClusterWire(f *testing.F) {
-	for _, tc := range clusterWireCases(f) {
+	cases := clusterWireCases(f)
+	for _, tc := range cases {
 		f.Add(tc.b)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { checkClusterWire(t, b) })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s clusterScratch
+		checkClusterWire(t, &s, cases[2].b) // the EDS cluster with the fields of real clusters
+		checkClusterWire(t, &s, b)
+	})
+}
+
+// BenchmarkDecodeCluster decodes the EDS cluster of the performance
+// benchmarks (internal/perfbench) and one with the fields of real
+// clusters, most of them left to the runtime.
+func BenchmarkDecodeCluster(b *testing.B) {
+	eds := controlplane.Cluster("c1", "c1")
+	real := edsCluster()
+	real.ConnectTimeout = durationpb.New(time.Second)
+	real.LrsServer = selfSource
+	real.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{
+		{Priority: corev3.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(7)}}}
+	real.OutlierDetection = &clusterv3.OutlierDetection{Interval: durationpb.New(time.Second)}
+	real.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"m": {Fields: map[string]*structpb.Value{"k": structpb.NewStringValue("v")}}}}
+	for _, bc := range []struct {
+		name string
+		m    proto.Message
+	}{{"perfbench", eds}, {"real", real}} {
+		a := toAny(b, bc.m)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := ClusterType.Decode(testOpts, a); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

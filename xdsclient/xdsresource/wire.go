@@ -29,6 +29,8 @@ type wireFields struct {
 	tag   int // start of the current field's tag
 	run   int // start of the fields left to the runtime, not merged yet
 	ok    bool
+	// merged is set once the runtime has merged fields into m.
+	merged bool
 }
 
 // newWireFields returns a walk of b, the serialized fields of m, which is
@@ -67,6 +69,7 @@ func (w *wireFields) skip(num protowire.Number, typ protowire.Type) {
 // flush merges the fields left to the runtime before the current field.
 func (w *wireFields) flush(end int) {
 	if w.run < end && w.ok {
+		w.merged = true
 		o := proto.UnmarshalOptions{Merge: true, RecursionLimit: protowire.DefaultRecursionLimit - (w.depth - 1)}
 		if o.Unmarshal(w.b[w.run:end], w.m) != nil {
 			w.ok = false
