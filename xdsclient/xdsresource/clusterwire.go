@@ -102,11 +102,7 @@ func (s *clusterScratch) reset() {
 func (s *clusterScratch) fillCluster(b []byte) bool {
 	m := &s.m
 	w := newWireFields(b, m, clusterDepth)
-	for {
-		num, typ, ok := w.next()
-		if !ok {
-			break
-		}
+	for num, typ := range w.fields() {
 		switch {
 		case num == clusterName && typ == protowire.BytesType:
 			s.name, s.hasName = w.str(), true
@@ -154,11 +150,7 @@ func (s *clusterScratch) fillCluster(b []byte) bool {
 // fillEDSConfig merges b, the fields of an EdsClusterConfig, into e.
 func (s *clusterScratch) fillEDSConfig(b []byte, e *clusterv3.Cluster_EdsClusterConfig) bool {
 	w := newWireFields(b, e, edsClusterConfigDepth)
-	for {
-		num, typ, ok := w.next()
-		if !ok {
-			break
-		}
+	for num, typ := range w.fields() {
 		switch {
 		case num == edsConfigSource && typ == protowire.BytesType:
 			if e.EdsConfig == nil {
@@ -179,11 +171,7 @@ func (s *clusterScratch) fillEDSConfig(b []byte, e *clusterv3.Cluster_EdsCluster
 // fillConfigSource merges b, the fields of a ConfigSource, into c.
 func (s *clusterScratch) fillConfigSource(b []byte, c *corev3.ConfigSource) bool {
 	w := newWireFields(b, c, edsConfigSourceDepth)
-	for {
-		num, typ, ok := w.next()
-		if !ok {
-			break
-		}
+	for num, typ := range w.fields() {
 		switch {
 		case num == configSourceADS && typ == protowire.BytesType:
 			v := w.bytes()
@@ -215,11 +203,7 @@ func (s *clusterScratch) fillConfigSource(b []byte, c *corev3.ConfigSource) bool
 // deep, into d.
 func fillDuration(b []byte, d *durationpb.Duration, depth int) bool {
 	w := newWireFields(b, d, depth)
-	for {
-		num, typ, ok := w.next()
-		if !ok {
-			break
-		}
+	for num, typ := range w.fields() {
 		switch {
 		case num == durationSeconds && typ == protowire.VarintType:
 			d.Seconds = int64(w.varint())

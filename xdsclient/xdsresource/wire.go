@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"iter"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -39,21 +40,23 @@ func newWireFields(b []byte, m proto.Message, depth int) wireFields {
 	return wireFields{b: b, m: m, depth: depth, ok: true}
 }
 
-// next moves to the next field and returns its number and wire type. It
-// returns false at the end and when the walk has failed. Unless the
-// caller takes the field (varint, bytes, str), skip leaves it to the
-// runtime.
-func (w *wireFields) next() (protowire.Number, protowire.Type, bool) {
-	if !w.ok || w.off >= len(w.b) {
-		return 0, 0, false
+// fields yields the number and wire type of each field in turn, until the
+// end or until the walk fails. The caller takes the field (varint, bytes,
+// str) or leaves it to the runtime (skip).
+func (w *wireFields) fields() iter.Seq2[protowire.Number, protowire.Type] {
+	return func(yield func(protowire.Number, protowire.Type) bool) {
+		for w.ok && w.off < len(w.b) {
+			num, typ, n := protowire.ConsumeTag(w.b[w.off:])
+			if n < 0 {
+				w.ok = false
+				return
+			}
+			w.tag, w.val = w.off, w.off+n
+			if !yield(num, typ) {
+				return
+			}
+		}
 	}
-	num, typ, n := protowire.ConsumeTag(w.b[w.off:])
-	if n < 0 {
-		w.ok = false
-		return 0, 0, false
-	}
-	w.tag, w.val = w.off, w.off+n
-	return num, typ, true
 }
 
 // skip leaves the current field to the runtime.
