@@ -12,33 +12,35 @@ import (
 // Field numbers of the fields that fillCluster decodes by hand (checked
 // against the descriptors in tests).
 const (
-	clusterName            protowire.Number = 1 // Cluster.name
-	clusterType            protowire.Number = 2 // Cluster.type (oneof cluster_discovery_type)
-	clusterEDSConfig       protowire.Number = 3 // Cluster.eds_cluster_config
-	clusterConnectTimeout  protowire.Number = 4 // Cluster.connect_timeout
-	clusterLBPolicy        protowire.Number = 6 // Cluster.lb_policy
-	edsConfigSource        protowire.Number = 1 // Cluster.EdsClusterConfig.eds_config
-	edsServiceName         protowire.Number = 2 // Cluster.EdsClusterConfig.service_name
-	configSourceADS        protowire.Number = 3 // ConfigSource.ads (oneof config_source_specifier)
-	configSourceAPIVersion protowire.Number = 6 // ConfigSource.resource_api_version
-	durationSeconds        protowire.Number = 1 // Duration.seconds
-	durationNanos          protowire.Number = 2 // Duration.nanos
+	clusterName            protowire.Number = 1  // Cluster.name
+	clusterType            protowire.Number = 2  // Cluster.type (oneof cluster_discovery_type)
+	clusterEDSConfig       protowire.Number = 3  // Cluster.eds_cluster_config
+	clusterConnectTimeout  protowire.Number = 4  // Cluster.connect_timeout
+	clusterLBPolicy        protowire.Number = 6  // Cluster.lb_policy
+	clusterLRSServer       protowire.Number = 42 // Cluster.lrs_server
+	edsConfigSource        protowire.Number = 1  // Cluster.EdsClusterConfig.eds_config
+	edsServiceName         protowire.Number = 2  // Cluster.EdsClusterConfig.service_name
+	configSourceADS        protowire.Number = 3  // ConfigSource.ads (oneof config_source_specifier)
+	configSourceSelf       protowire.Number = 5  // ConfigSource.self (same oneof)
+	configSourceAPIVersion protowire.Number = 6  // ConfigSource.resource_api_version
+	durationSeconds        protowire.Number = 1  // Duration.seconds
+	durationNanos          protowire.Number = 2  // Duration.nanos
 )
 
 // How deeply the messages that fillCluster decodes by hand are nested in
 // the resource: the runtime's recursion limit counts from the resource.
 const (
-	clusterDepth             = 1
-	edsClusterConfigDepth    = 2
-	edsConfigSourceDepth     = 3
-	connectTimeoutDepth      = 2
-	aggregatedConfigSrcDepth = 4
+	clusterDepth          = 1
+	edsClusterConfigDepth = 2
+	edsConfigSourceDepth  = 3
+	connectTimeoutDepth   = 2
+	lrsServerDepth        = 2
 )
 
 // clusterScratch is where decodeCluster builds the Cluster message that it
 // validates: the message and the sub-messages of the common shape of an
-// EDS cluster, which fillCluster fills by hand from the wire without
-// allocating them. It is reused from resource to resource, so the
+// EDS cluster (and of its lrs_server), which fillCluster fills by hand
+// from the wire without allocating them. It is reused from resource to resource, so the
 // validated Cluster must keep no pointer into it: validateCluster keeps
 // only outlier_detection, load_balancing_policy and transport_socket
 // data, which the runtime allocates.
@@ -46,9 +48,8 @@ type clusterScratch struct {
 	m       clusterv3.Cluster
 	typ     clusterv3.Cluster_Type
 	eds     clusterv3.Cluster_EdsClusterConfig
-	src     corev3.ConfigSource
-	ads     corev3.ConfigSource_Ads
-	adsMsg  corev3.AggregatedConfigSource
+	edsSrc  sourceScratch // eds_cluster_config.eds_config
+	lrs     sourceScratch // lrs_server
 	timeout durationpb.Duration
 
 	// The name and service_name last seen, made strings at the end (one
@@ -81,21 +82,21 @@ func (s *clusterScratch) reset() {
 		s.m.Reset()
 	} else {
 		m := &s.m
-		m.Name, m.ClusterDiscoveryType, m.EdsClusterConfig, m.ConnectTimeout, m.LbPolicy = "", nil, nil, nil, 0
+		m.Name, m.ClusterDiscoveryType, m.EdsClusterConfig, m.ConnectTimeout, m.LbPolicy, m.LrsServer = "", nil, nil, nil, 0, nil
 	}
 	s.typ.Type = 0
 	s.eds = clusterv3.Cluster_EdsClusterConfig{}
-	s.src = corev3.ConfigSource{}
-	s.ads.Ads = nil
-	s.adsMsg = corev3.AggregatedConfigSource{}
+	s.edsSrc = sourceScratch{}
+	s.lrs = sourceScratch{}
 	s.timeout = durationpb.Duration{}
 	s.name, s.service, s.hasName, s.hasService, s.runtime = nil, nil, false, false, false
 }
 
 // fillCluster fills s.m, empty, from b, the serialized Cluster, as
 // proto.Unmarshal would: it takes the fields of the common shape of an
-// EDS cluster itself (name, type, eds_cluster_config with an ADS config
-// source and service_name, connect_timeout, lb_policy) and leaves every
+// EDS cluster itself (name, type, eds_cluster_config with an ADS or self
+// config source and service_name, connect_timeout, lb_policy, lrs_server)
+// and leaves every
 // other field to the protobuf runtime, in wire order (see wireFields). It
 // reports false when b cannot be decoded; s.m is then to be reset and b
 // decoded by the runtime, for its error.
@@ -125,6 +126,13 @@ func (s *clusterScratch) fillCluster(b []byte) bool {
 			}
 		case num == clusterLBPolicy && typ == protowire.VarintType:
 			m.LbPolicy = clusterv3.Cluster_LbPolicy(int32(w.varint()))
+		case num == clusterLRSServer && typ == protowire.BytesType:
+			if m.LrsServer == nil {
+				m.LrsServer = &s.lrs.src
+			}
+			if v := w.bytes(); w.ok && !s.lrs.fill(v, m.LrsServer, lrsServerDepth) {
+				return false
+			}
 		default:
 			w.skip(num, typ)
 		}
@@ -154,9 +162,9 @@ func (s *clusterScratch) fillEDSConfig(b []byte, e *clusterv3.Cluster_EdsCluster
 		switch {
 		case num == edsConfigSource && typ == protowire.BytesType:
 			if e.EdsConfig == nil {
-				e.EdsConfig = &s.src
+				e.EdsConfig = &s.edsSrc.src
 			}
-			if v := w.bytes(); w.ok && !s.fillConfigSource(v, e.EdsConfig) {
+			if v := w.bytes(); w.ok && !s.edsSrc.fill(v, e.EdsConfig, edsConfigSourceDepth) {
 				return false
 			}
 		case num == edsServiceName && typ == protowire.BytesType:
@@ -168,18 +176,26 @@ func (s *clusterScratch) fillEDSConfig(b []byte, e *clusterv3.Cluster_EdsCluster
 	return w.done()
 }
 
-// fillConfigSource merges b, the fields of a ConfigSource, into c.
-func (s *clusterScratch) fillConfigSource(b []byte, c *corev3.ConfigSource) bool {
-	w := newWireFields(b, c, edsConfigSourceDepth)
+// sourceScratch is the scratch space of one ConfigSource: the message and
+// its ads and self members.
+type sourceScratch struct {
+	src     corev3.ConfigSource
+	ads     corev3.ConfigSource_Ads
+	adsMsg  corev3.AggregatedConfigSource
+	self    corev3.ConfigSource_Self
+	selfMsg corev3.SelfConfigSource
+}
+
+// fill merges b, the fields of the ConfigSource c nested depth messages
+// deep, into c. Of the oneof config_source_specifier, ads and self are
+// taken by hand: a member merges into the same member and replaces
+// another.
+func (s *sourceScratch) fill(b []byte, c *corev3.ConfigSource, depth int) bool {
+	w := newWireFields(b, c, depth)
 	for num, typ := range w.fields() {
 		switch {
 		case num == configSourceADS && typ == protowire.BytesType:
 			v := w.bytes()
-			if !w.ok {
-				break
-			}
-			// A oneof member merges into the same member and replaces
-			// another.
 			ads, same := c.ConfigSourceSpecifier.(*corev3.ConfigSource_Ads)
 			if !same || ads.Ads == nil {
 				s.adsMsg = corev3.AggregatedConfigSource{}
@@ -187,7 +203,19 @@ func (s *clusterScratch) fillConfigSource(b []byte, c *corev3.ConfigSource) bool
 				ads = &s.ads
 				c.ConfigSourceSpecifier = ads
 			}
-			if !mergeWire(v, ads.Ads, aggregatedConfigSrcDepth) {
+			if w.ok && !mergeWire(v, ads.Ads, depth+1) {
+				return false
+			}
+		case num == configSourceSelf && typ == protowire.BytesType:
+			v := w.bytes()
+			self, same := c.ConfigSourceSpecifier.(*corev3.ConfigSource_Self)
+			if !same || self.Self == nil {
+				s.selfMsg = corev3.SelfConfigSource{}
+				s.self.Self = &s.selfMsg
+				self = &s.self
+				c.ConfigSourceSpecifier = self
+			}
+			if w.ok && !mergeWire(v, self.Self, depth+1) {
 				return false
 			}
 		case num == configSourceAPIVersion && typ == protowire.VarintType:

@@ -39,9 +39,11 @@ func TestClusterWireFieldNumbers(t *testing.T) {
 		{&clusterv3.Cluster{}, "eds_cluster_config", clusterEDSConfig, protoreflect.MessageKind},
 		{&clusterv3.Cluster{}, "connect_timeout", clusterConnectTimeout, protoreflect.MessageKind},
 		{&clusterv3.Cluster{}, "lb_policy", clusterLBPolicy, protoreflect.EnumKind},
+		{&clusterv3.Cluster{}, "lrs_server", clusterLRSServer, protoreflect.MessageKind},
 		{&clusterv3.Cluster_EdsClusterConfig{}, "eds_config", edsConfigSource, protoreflect.MessageKind},
 		{&clusterv3.Cluster_EdsClusterConfig{}, "service_name", edsServiceName, protoreflect.StringKind},
 		{&corev3.ConfigSource{}, "ads", configSourceADS, protoreflect.MessageKind},
+		{&corev3.ConfigSource{}, "self", configSourceSelf, protoreflect.MessageKind},
 		{&corev3.ConfigSource{}, "resource_api_version", configSourceAPIVersion, protoreflect.EnumKind},
 		{&durationpb.Duration{}, "seconds", durationSeconds, protoreflect.Int64Kind},
 		{&durationpb.Duration{}, "nanos", durationNanos, protoreflect.Int32Kind},
@@ -118,6 +120,12 @@ func (w wireOf) str(num protowire.Number, v string) wireOf { return w.bytes(num,
 
 func (w wireOf) raw(b ...byte) wireOf { return append(w[:len(w):len(w)], b...) }
 
+// withLRS returns m with lrs_server src.
+func withLRS(m *clusterv3.Cluster, src *corev3.ConfigSource) *clusterv3.Cluster {
+	m.LrsServer = src
+	return m
+}
+
 func mustMarshal(t testing.TB, m proto.Message) []byte {
 	t.Helper()
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
@@ -136,7 +144,8 @@ func clusterWireCases(t testing.TB) []struct {
 	took bool
 } {
 	ads := wireOf{}.bytes(configSourceADS, nil).varint(configSourceAPIVersion, 2)
-	self := wireOf{}.bytes(5, nil) // ConfigSource.self
+	self := wireOf{}.bytes(configSourceSelf, nil)
+	unknown := wireOf{}.varint(9, 1) // an unknown field
 	eds := func(src wireOf, svc string) wireOf {
 		return wireOf{}.bytes(edsConfigSource, src).str(edsServiceName, svc)
 	}
@@ -179,6 +188,15 @@ func clusterWireCases(t testing.TB) []struct {
 		{"ads with unknown fields", wireOf{}.str(clusterName, "c").varint(clusterType, 3).bytes(clusterEDSConfig, eds(wireOf{}.bytes(configSourceADS, wireOf{}.varint(9, 1)), "")), true},
 		{"ads twice with unknown fields", wireOf{}.str(clusterName, "c").varint(clusterType, 3).bytes(clusterEDSConfig, eds(wireOf{}.bytes(configSourceADS, wireOf{}.varint(9, 1)).bytes(configSourceADS, wireOf{}.varint(10, 2)), "")), true},
 		{"ads with malformed content", wireOf{}.str(clusterName, "c").varint(clusterType, 3).bytes(clusterEDSConfig, eds(wireOf{}.bytes(configSourceADS, []byte{0x08}), "")), false},
+		{"lrs_server self", base.bytes(clusterLRSServer, self), true},
+		{"lrs_server self with transport_api_version", base.bytes(clusterLRSServer, wireOf{}.bytes(configSourceSelf, wireOf{}.varint(1, 2))), true},
+		{"lrs_server ads then self", base.bytes(clusterLRSServer, ads).bytes(clusterLRSServer, self), true},
+		{"lrs_server self then ads", base.bytes(clusterLRSServer, self.bytes(configSourceADS, unknown)), true},
+		{"lrs_server self twice with unknown fields", base.bytes(clusterLRSServer, wireOf{}.bytes(configSourceSelf, unknown)).bytes(clusterLRSServer, wireOf{}.bytes(configSourceSelf, wireOf{}.varint(10, 1))), true},
+		{"lrs_server and eds_config both ads with unknown fields", wireOf{}.str(clusterName, "c").varint(clusterType, 3).bytes(clusterEDSConfig, eds(wireOf{}.bytes(configSourceADS, unknown), "")).bytes(clusterLRSServer, wireOf{}.bytes(configSourceADS, wireOf{}.varint(10, 1))), true},
+		{"lrs_server then eds_config, both self", wireOf{}.str(clusterName, "c").varint(clusterType, 3).bytes(clusterLRSServer, wireOf{}.bytes(configSourceSelf, unknown)).bytes(clusterEDSConfig, eds(self, "")), true},
+		{"lrs_server self with malformed content", base.bytes(clusterLRSServer, wireOf{}.bytes(configSourceSelf, []byte{0x08})), false},
+		{"lrs_server with an api_config_source", mustMarshal(t, withLRS(edsCluster(), pathSource)), true},
 		{"connect_timeout twice: merged", base.bytes(clusterConnectTimeout, secs).bytes(clusterConnectTimeout, wireOf{}.varint(durationNanos, 7)), true},
 		{"connect_timeout with a bad nanos", base.bytes(clusterConnectTimeout, wireOf{}.varint(durationNanos, 1<<40)), true},
 		{"negative connect_timeout", base.bytes(clusterConnectTimeout, wireOf{}.varint(durationSeconds, ^uint64(0))), true},
@@ -230,39 +248,52 @@ func TestClusterWire(t *testing.T) {
 }
 
 // TestClusterWireDepth checks the recursion limit at its edge: a config
-// source holding a message nested as deeply as the runtime allows, and
-// one level more.
+// source (eds_config, lrs_server) holding a message nested as deeply as
+// the runtime allows, which the hand decoder must take, and one level
+// more, which it must not.
 func TestClusterWireDepth(t *testing.T) {
-	build := func(levels int) []byte {
-		v := structpb.NewNullValue()
-		for range levels {
-			v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
+	for _, where := range []string{"eds_config", "lrs_server"} {
+		build := func(levels int) []byte {
+			// Each list adds two levels (ListValue, Value); an empty
+			// struct in place of null, one.
+			v := structpb.NewNullValue()
+			if levels%2 == 1 {
+				v = structpb.NewStructValue(&structpb.Struct{})
+			}
+			for range levels / 2 {
+				v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
+			}
+			src := &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_ApiConfigSource{ApiConfigSource: &corev3.ApiConfigSource{
+				GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_GoogleGrpc_{GoogleGrpc: &corev3.GrpcService_GoogleGrpc{
+					Config: &structpb.Struct{Fields: map[string]*structpb.Value{"k": v}},
+				}}}},
+			}}}
+			m := edsCluster()
+			if where == "eds_config" {
+				m.EdsClusterConfig.EdsConfig = src
+			} else {
+				m.LrsServer = src
+			}
+			return mustMarshal(t, m)
 		}
-		src := &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_ApiConfigSource{ApiConfigSource: &corev3.ApiConfigSource{
-			GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_GoogleGrpc_{GoogleGrpc: &corev3.GrpcService_GoogleGrpc{
-				Config: &structpb.Struct{Fields: map[string]*structpb.Value{"k": v}},
-			}}}},
-		}}}
-		m := edsCluster()
-		m.EdsClusterConfig.EdsConfig = src
-		return mustMarshal(t, m)
-	}
-	// Find the deepest nesting that the runtime decodes.
-	lo, hi := 0, protowire.DefaultRecursionLimit
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if proto.Unmarshal(build(mid), new(clusterv3.Cluster)) == nil {
-			lo = mid
-		} else {
-			hi = mid - 1
+		// Find the deepest nesting that the runtime decodes.
+		lo, hi := 0, 2*protowire.DefaultRecursionLimit
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if proto.Unmarshal(build(mid), new(clusterv3.Cluster)) == nil {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
 		}
-	}
-	if lo < 100 {
-		t.Fatalf("runtime decodes only %d levels", lo)
-	}
-	var s clusterScratch
-	for _, levels := range []int{lo, lo + 1} {
-		checkClusterWire(t, &s, build(levels))
+		if lo < 100 {
+			t.Fatalf("%s: runtime decodes only %d levels", where, lo)
+		}
+		var s clusterScratch
+		if !checkClusterWire(t, &s, build(lo)) {
+			t.Errorf("%s: hand decoder gave up at %d levels, which the runtime decodes", where, lo)
+		}
+		checkClusterWire(t, &s, build(lo+1))
 	}
 }
 
@@ -292,20 +323,25 @@ func TestClusterScratchNotKept(t *testing.T) {
 
 // TestClusterDecodeAllocs bounds what decoding the common shape of an EDS
 // cluster allocates: the Cluster and its two strings (one when the
-// service name is the cluster's name).
+// service name is the cluster's name), with or without lrs_server self.
 func TestClusterDecodeAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		svc  string
+		lrs  bool
 		want float64
-	}{{"c1", 2}, {"c1-eds", 3}} {
-		b := mustMarshal(t, controlplane.Cluster("c1", tc.svc))
+	}{{"c1", false, 2}, {"c1-eds", false, 3}, {"c1-eds", true, 3}} {
+		m := controlplane.Cluster("c1", tc.svc)
+		if tc.lrs {
+			m.LrsServer = selfSource
+		}
+		b := mustMarshal(t, m)
 		got := testing.AllocsPerRun(100, func() {
 			if _, _, err := decodeCluster(testOpts, b); err != nil {
 				t.Fatal(err)
 			}
 		})
 		if got > tc.want {
-			t.Errorf("service name %q: decoding allocates %v times, want at most %v", tc.svc, got, tc.want)
+			t.Errorf("service name %q, lrs_server %v: decoding allocates %v times, want at most %v", tc.svc, tc.lrs, got, tc.want)
 		}
 	}
 }
