@@ -21,9 +21,10 @@
 //
 // A full-state CDS response resends every cluster, so [ClusterType]
 // decodes without building the whole protobuf message for the fields most
-// clusters have: name, type, eds_cluster_config (its eds_config's ads and
-// resource_api_version, service_name), connect_timeout and lb_policy are
-// read from the wire into reused scratch messages; every other field,
+// clusters have: name, type, eds_cluster_config (service_name, and
+// eds_config as ads or self with its resource_api_version),
+// connect_timeout, lb_policy and lrs_server (ads or self) are read from
+// the wire into reused scratch messages; every other field,
 // known or not, is merged by the protobuf runtime in its place in wire
 // order, so that oneofs, repeated and merged occurrences, unknown fields
 // and the recursion limit behave exactly as in proto.Unmarshal. Malformed
