@@ -347,12 +347,17 @@ func TestClusterDecodeAllocs(t *testing.T) {
 }
 
 // FuzzClusterWire checks the hand decoder against the runtime on any
-// input, decoded in a scratch space that held a cluster of every common
+// input (seeded with the cases above and resources of other types),
+// decoded in a scratch space that held a cluster of every common
 // field before.
 func FuzzClusterWire(f *testing.F) {
 	cases := clusterWireCases(f)
 	for _, tc := range cases {
 		f.Add(tc.b)
+	}
+	// The seeds of FuzzDecodeCluster's demo resources, of every type.
+	for _, m := range controlplane.DemoResources("demo") {
+		f.Add(mustMarshal(f, m))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s clusterScratch
