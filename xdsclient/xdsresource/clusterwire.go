@@ -40,10 +40,10 @@ const (
 // clusterScratch is where decodeCluster builds the Cluster message that it
 // validates: the message and the sub-messages of the common shape of an
 // EDS cluster (and of its lrs_server), which fillCluster fills by hand
-// from the wire without allocating them. It is reused from resource to resource, so the
-// validated Cluster must keep no pointer into it: validateCluster keeps
-// only outlier_detection, load_balancing_policy and transport_socket
-// data, which the runtime allocates.
+// from the wire without allocating them. It is reused from resource to
+// resource, so the validated Cluster must keep no pointer into it:
+// validateCluster keeps only outlier_detection, load_balancing_policy and
+// transport_socket data, which the runtime allocates.
 type clusterScratch struct {
 	m       clusterv3.Cluster
 	typ     clusterv3.Cluster_Type
@@ -96,10 +96,9 @@ func (s *clusterScratch) reset() {
 // proto.Unmarshal would: it takes the fields of the common shape of an
 // EDS cluster itself (name, type, eds_cluster_config with an ADS or self
 // config source and service_name, connect_timeout, lb_policy, lrs_server)
-// and leaves every
-// other field to the protobuf runtime, in wire order (see wireFields). It
-// reports false when b cannot be decoded; s.m is then to be reset and b
-// decoded by the runtime, for its error.
+// and leaves every other field to the protobuf runtime, in wire order
+// (see wireFields). It reports false when b cannot be decoded; s.m is
+// then to be reset and b decoded by the runtime, for its error.
 func (s *clusterScratch) fillCluster(b []byte) bool {
 	m := &s.m
 	w := newWireFields(b, m, clusterDepth)
