@@ -17,6 +17,22 @@
 // need to know beyond the bytes: the server that sent the resource, and
 // the certificate provider instances of the bootstrap.
 //
+// # Decoding a Cluster
+//
+// A full-state CDS response resends every cluster, so [ClusterType]
+// decodes without building the whole protobuf message for the fields most
+// clusters have: name, type, eds_cluster_config (service_name, and
+// eds_config as ads or self with its resource_api_version),
+// connect_timeout, lb_policy and lrs_server (ads or self) are read from
+// the wire into reused scratch messages; every other field,
+// known or not, is merged by the protobuf runtime in its place in wire
+// order, so that oneofs, repeated and merged occurrences, unknown fields
+// and the recursion limit behave exactly as in proto.Unmarshal. Malformed
+// input, such as a string that is not UTF-8, is decoded again by the
+// runtime for its error. Validation is the same code either way. A test
+// and a fuzz target check the result against proto.Unmarshal's, message
+// for message.
+//
 // # Rules
 //
 // The rules were checked against the source of grpc-go v1.85.0, with its
