@@ -112,6 +112,14 @@ type Conn struct {
 	wake   chan struct{} // a request is due
 	kick   chan struct{} // something is subscribed
 
+	// told orders what the handler hears of the channel's connectivity
+	// and of a stream's start: a state is read and told with it held, and
+	// so is a start. A stream starts on a READY channel, so a state read
+	// before a start (IDLE, CONNECTING) is told before it, never after it,
+	// where it would read as the channel leaving READY (gRFC A57: the
+	// does-not-exist timers would stop for nothing).
+	told sync.Mutex
+
 	// mu is the Conn's own lock, taken after the client's: s is reached
 	// only through the Tx it gives.
 	mu txn.Mutex
@@ -189,12 +197,20 @@ func signal(ch chan struct{}) {
 // watchConnectivity tells the handler of every connectivity state of the
 // channel, from the first.
 func (c *Conn) watchConnectivity() {
+	state := c.tellState()
+	for c.cc.WaitForStateChange(c.ctx, state) {
+		state = c.tellState()
+	}
+}
+
+// tellState reads the channel's state and tells the handler, in order
+// with the starts of streams (see told).
+func (c *Conn) tellState() connectivity.State {
+	c.told.Lock()
+	defer c.told.Unlock()
 	state := c.cc.GetState()
 	c.h.Connectivity(state)
-	for c.cc.WaitForStateChange(c.ctx, state) {
-		state = c.cc.GetState()
-		c.h.Connectivity(state)
-	}
+	return state
 }
 
 // runStreams keeps one ADS stream open while anything is subscribed,
@@ -271,7 +287,9 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 		c.s.Of(tx).stream = 0
 		tx.Unlock()
 	}()
+	c.told.Lock()
 	c.h.StreamStarted(id)
+	c.told.Unlock()
 	signal(c.wake)
 
 	sendDone := make(chan struct{})
