@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/xdslens/xdslens/internal/truncate"
 	"github.com/xdslens/xdslens/xdsclient/internal/authority"
 	"github.com/xdslens/xdslens/xdsclient/internal/cache"
 	"github.com/xdslens/xdslens/xdsclient/internal/lane"
@@ -73,7 +72,7 @@ func (o observer) Logged(tx *txn.Tx, e *cache.Entry, src *cache.Source, l cache.
 	switch l {
 	case cache.LogDeletionIgnored:
 		level, msg = slog.LevelWarn, "xDS resource deletion ignored (ignore_resource_deletion): keeping the cached resource"
-		args = append(args, "version", truncate.String(version, xerr.MaxShown))
+		args = append(args, "version", xerr.Bound(version))
 	case cache.LogDeletionUnignored:
 		msg = "xDS resource deletion no longer ignored: the server sends the resource again"
 	case cache.LogDeletionUnwatched:
@@ -83,7 +82,7 @@ func (o observer) Logged(tx *txn.Tx, e *cache.Entry, src *cache.Source, l cache.
 		return
 	case cache.LogUnknownType:
 		level, msg = slog.LevelWarn, "xDS response of a type that was never subscribed; ignored"
-		args = append(args, "type", truncate.String(version, xerr.MaxShown))
+		args = append(args, "type", xerr.Bound(version))
 	}
 	o.log(tx, src, level, msg, args...)
 }
