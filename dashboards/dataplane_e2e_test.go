@@ -123,7 +123,6 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := xdswatchBinary(t)
 	start := time.Now()
 	args := []string{"--bootstrap", bootstrapFile, "--target", "dp", "--metrics-addr", "127.0.0.1:0", "--output", "json",
 		"--resource-timeout", "1s", "--rpc-interval", "100ms", "--rpc-timeout", "300ms",
@@ -131,7 +130,7 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	for _, l := range dataPlaneListeners {
 		args = append(args, "xds:///"+l)
 	}
-	watch := startXdswatch(t, bin, args...)
+	watch := startXdswatch(t, args...)
 	prom := startPrometheus(t, promBin, dir, watch.metrics)
 
 	// Every outcome but unsupported_action (no route here has such an

@@ -48,7 +48,8 @@ func TestDemoPrometheusScript(t *testing.T) {
 	// the demo does not serve is soon does_not_exist.
 	cmd := exec.Command("bash", script, "--resource-timeout", "2s",
 		"lds:demo", "rds:demo-route", "cds:demo-cluster", "eds:demo-cluster", "cds:demo-missing")
-	cmd.Env = append(os.Environ(), "PROM_ADDR="+xdstest.ClosedAddr(t), "XDSWATCH="+xdswatchBinary(t))
+	xdswatchPath, env := xdswatchExecutable(t)
+	cmd.Env = append(env, "PROM_ADDR="+xdstest.ClosedAddr(t), "XDSWATCH="+xdswatchPath)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

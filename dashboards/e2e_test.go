@@ -1,6 +1,6 @@
 package dashboards_test
 
-// The end-to-end test: xdswatch, built from examples/xdswatch, watches
+// The end-to-end test: xdswatch (this test binary, run as the command) watches
 // clusters on scripted ADS servers through a scenario that leaves one
 // cache entry in each of the nine cache states, a real Prometheus scrapes
 // its metrics, and every panel query and every alert expression is
@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -166,9 +165,8 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 
 	// xdswatch, and Prometheus scraping it with the alert rules at
 	// end-to-end thresholds.
-	bin := xdswatchBinary(t)
 	start := time.Now()
-	watch := startXdswatch(t, bin,
+	watch := startXdswatch(t,
 		"--bootstrap", bootstrapFile, "--target", "e2e", "--metrics-addr", "127.0.0.1:0",
 		"--resource-timeout", "2s", "--output", "json", "--stdin",
 		"cds:"+cAcked, "cds:"+cNacked, "cds:"+cNackedCached, "cds:"+cError, "cds:"+cErrorCached,
@@ -493,9 +491,9 @@ type xdswatchProcess struct {
 }
 
 // startXdswatch runs xdswatch and reads its listening line.
-func startXdswatch(t *testing.T, bin string, args ...string) *xdswatchProcess {
+func startXdswatch(t *testing.T, args ...string) *xdswatchProcess {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := xdswatchCommand(t, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,63 +1,53 @@
 package dashboards_test
 
-// The end-to-end tests and the demo script's test run xdswatch, built
-// once per test binary and shared: a `go build` of xdswatch compiles its
-// main package and links a large (race) binary, which is worth doing once,
-// not once per test.
+// The end-to-end tests and the demo script's test run xdswatch as this
+// test binary itself, which is xdswatch when runXdswatchEnv says so:
+// nothing is built while the tests run, and the processes under test are
+// built as the tests are (with the race detector when they have it).
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch"
 )
 
-// xdswatchBuild is the one build of xdswatch for this test binary.
-var xdswatchBuild struct {
-	once sync.Once
-	dir  string // removed by TestMain
-	bin  string
-	err  error
-}
+// runXdswatchEnv names the environment variable that makes this test
+// binary be xdswatch: when it is "1", TestMain runs the command, with the
+// process's arguments, instead of the tests.
+const runXdswatchEnv = "DASHBOARDS_TEST_RUN_XDSWATCH"
 
-// TestMain runs the parallel tests, which wait on Prometheus's scrapes and
-// rule evaluations rather than on the CPU, all at once, and removes the
-// shared xdswatch build when the tests have ended.
+// TestMain runs xdswatch when runXdswatchEnv says so; else it runs the
+// tests, several at once, as they wait on Prometheus's scrapes and rule
+// evaluations rather than on the CPU.
 func TestMain(m *testing.M) {
-	xdstest.SetParallel(8)
-	code := m.Run()
-	if xdswatchBuild.dir != "" {
-		os.RemoveAll(xdswatchBuild.dir)
+	if os.Getenv(runXdswatchEnv) == "1" {
+		xdswatch.Main() // exits
 	}
-	os.Exit(code)
+	xdstest.SetParallel(8)
+	os.Exit(m.Run())
 }
 
-// xdswatchBinary returns xdswatch built from examples/xdswatch as the tests
-// are built (with the race detector when they have it, so that the build
-// reuses the packages the test build compiled). The first caller builds
-// it; the others wait for that build.
-func xdswatchBinary(t *testing.T) string {
+// xdswatchExecutable returns the path of this test binary and the
+// environment (the test's own, plus runXdswatchEnv) in which running it
+// runs xdswatch.
+func xdswatchExecutable(t *testing.T) (path string, env []string) {
 	t.Helper()
-	b := &xdswatchBuild
-	b.once.Do(func() {
-		b.dir, b.err = os.MkdirTemp("", "xdslens-dashboards-")
-		if b.err != nil {
-			return
-		}
-		bin := filepath.Join(b.dir, "xdswatch")
-		args := append(append([]string{"build"}, raceFlags...), "-o", bin, "github.com/xdslens/xdslens/examples/xdswatch")
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build xdswatch: %v\n%s", err, out)
-			return
-		}
-		b.bin = bin
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
+	path, err := os.Executable()
+	if err != nil {
+		t.Fatalf("the test binary as xdswatch: %v", err)
 	}
-	return b.bin
+	return path, append(os.Environ(), runXdswatchEnv+"=1")
+}
+
+// xdswatchCommand returns a command that runs xdswatch with args.
+func xdswatchCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	path, env := xdswatchExecutable(t)
+	cmd := exec.Command(path, args...)
+	cmd.Args[0] = "xdswatch"
+	cmd.Env = env
+	return cmd
 }

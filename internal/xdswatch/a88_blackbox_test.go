@@ -1,4 +1,4 @@
-package main
+package xdswatch
 
 // gRFC A88's "Summary of Behavior Changes" table, row by row, as the
 // xdswatch command line shows it: each row runs the binary with

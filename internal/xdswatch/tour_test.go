@@ -1,4 +1,4 @@
-package main
+package xdswatch
 
 import (
 	"context"
@@ -121,7 +121,7 @@ func TestDemoTour(t *testing.T) {
 	lines := pipeLines(outR)
 	result := make(chan int, 1)
 	go func() {
-		result <- run(ctx, []string{"--demo-tour", "--demo-tour-step", step.String()}, strings.NewReader(""), outW, outW)
+		result <- Run(ctx, []string{"--demo-tour", "--demo-tour-step", step.String()}, strings.NewReader(""), outW, outW)
 		outW.Close()
 	}()
 
@@ -297,7 +297,7 @@ func TestRunTourInProcess(t *testing.T) {
 			stdout, stderr := pipeLines(stdoutR), pipeLines(stderrR)
 			result := make(chan int, 1)
 			go func() {
-				result <- run(ctx, []string{"--demo-tour", "--demo-tour-step", "50ms", "--output", "json"}, strings.NewReader(""), stdoutW, stderrW)
+				result <- Run(ctx, []string{"--demo-tour", "--demo-tour-step", "50ms", "--output", "json"}, strings.NewReader(""), stdoutW, stderrW)
 				stdoutW.Close()
 				stderrW.Close()
 			}()

@@ -1,4 +1,4 @@
-package main
+package xdswatch
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ func TestRunInProcess(t *testing.T) {
 	result := make(chan int, 1)
 	go func() {
 		// The demo's default admin port and metrics are turned off.
-		result <- run(ctx, []string{"--stdin", "eds:demo-cluster", "--csds-addr", "", "--metrics-addr", "", "--output", "json", "cds:demo-cluster"}, stdinR, stdoutW, stderrW)
+		result <- Run(ctx, []string{"--stdin", "eds:demo-cluster", "--csds-addr", "", "--metrics-addr", "", "--output", "json", "cds:demo-cluster"}, stdinR, stdoutW, stderrW)
 		stdoutW.Close()
 		stderrW.Close()
 	}()
@@ -92,7 +92,7 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stdout, stderr strings.Builder
-	if code := run(ctx, []string{"--output", "json"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+	if code := Run(ctx, []string{"--output", "json"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Errorf("run = %d, want 0 (stderr %q)", code, stderr.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package xdswatch
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 const testTimeout = 30 * time.Second
 
 // runMainEnv names the environment variable that makes the test binary
-// be xdswatch: when it is "1", TestMain runs main, with os.Args as the
+// be xdswatch: when it is "1", TestMain runs Main, with os.Args as the
 // command line, instead of the tests. startProc runs the test binary
 // itself that way (with Args[0] "xdswatch"), so the processes under test
 // run the real main path, built as the tests are (with the race detector
@@ -39,7 +39,7 @@ const runMainEnv = "XDSWATCH_TEST_RUN_MAIN"
 // CPU.
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
-		main() // exits
+		Main() // exits
 	}
 	xdstest.SetParallel(8)
 	// The tests that run xdswatch in this process see no bootstrap from

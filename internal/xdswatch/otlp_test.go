@@ -1,4 +1,4 @@
-package main
+package xdswatch
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -185,7 +186,7 @@ func TestOTLPEndpointParse(t *testing.T) {
 // metrics pipeline goes from them to the prometheus exporter.
 func TestCollectorConfig(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("otel-collector.yaml")
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "xdswatch", "otel-collector.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

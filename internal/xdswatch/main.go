@@ -1,0 +1,478 @@
+package xdswatch
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/bootstrap"
+)
+
+// Exit statuses of Run.
+const (
+	// exitOK is a clean end, including one asked for by SIGINT or SIGTERM.
+	exitOK = 0
+	// exitFailure is a failure to start other than a usage error.
+	exitFailure = 1
+	// exitUsage is a bad flag, a bad TYPE:NAME or a bad bootstrap.
+	exitUsage = 2
+)
+
+// Output formats accepted by --output.
+const (
+	// outputText is one readable line per event.
+	outputText = "text"
+	// outputJSON is one JSON object per line.
+	outputJSON = "json"
+)
+
+// config is the command line, parsed and checked.
+type config struct {
+	// bootstrapFile is --bootstrap, "" when not given.
+	bootstrapFile string
+	// target is --target.
+	target string
+	// csdsAddr and metricsAddr are --csds-addr and --metrics-addr, "" when
+	// not given.
+	csdsAddr    string
+	metricsAddr string
+	// otlpEndpoint is --otlp-endpoint, "" when not given; otlpInterval is
+	// --otlp-interval, 0 when not given.
+	otlpEndpoint string
+	otlpInterval time.Duration
+	// serviceName is --service-name.
+	serviceName string
+	// resourceTimeout is --resource-timeout.
+	resourceTimeout time.Duration
+	// keepaliveTime and keepaliveTimeout are --keepalive-time and
+	// --keepalive-timeout.
+	keepaliveTime, keepaliveTimeout time.Duration
+	// output is --output: outputText or outputJSON.
+	output string
+	// stdin is --stdin.
+	stdin bool
+	// demoTour and demoTourStep are --demo-tour and --demo-tour-step.
+	demoTour     bool
+	demoTourStep time.Duration
+	// given holds the names of the flags given on the command line.
+	given map[string]bool
+	// specs are the positional TYPE:NAME arguments, in order.
+	specs []spec
+	// targets are the positional xds:/// arguments, in order; with
+	// --demo-tour, xds:///demo.
+	targets []target
+	// rpc is what the --rpc-* flags say.
+	rpc rpcConfig
+}
+
+// usageText is printed for -h and --help.
+const usageText = `usage: xdswatch [flags] TYPE:NAME|xds:///LISTENER ...
+
+Watches xDS resources and prints one line per watcher callback.
+TYPE is lds, rds, cds or eds, or the full type URL of one of those types.
+xds:///LISTENER routes a gRPC channel by the listener's resources (through
+package xdsgrpc, with the client of --target) and prints one line per config
+the channel uses (config), or per error that fails it (config_error); with
+--rpc-interval it also makes RPCs through it and prints one line each (rpc).
+
+Flags:
+  --bootstrap FILE          bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
+                            with none of them it starts an embedded demo control plane
+  --target NAME             pool key, the grpc.target label and the CSDS client_scope (default "xdswatch")
+  --csds-addr HOST:PORT     serve the admin port there: CSDS, channelz, health, reflection
+                            (":0" style ports allowed; "" for none)
+  --metrics-addr HOST:PORT  serve Prometheus text on /metrics there ("" for none)
+  --otlp-endpoint URL       also push the metrics with OTLP: grpc://HOST:PORT (gRPC),
+                            http://HOST:PORT (HTTP, path /v1/metrics unless the URL
+                            has one); grpcs:// and https:// for TLS; default ports
+                            4317 and 4318
+  --otlp-interval DUR       how often to push (default OTEL_METRIC_EXPORT_INTERVAL, else 60s)
+  --service-name NAME       OpenTelemetry service.name of the metrics (target_info, OTLP
+                            resource) (default OTEL_SERVICE_NAME, else "xdswatch")
+  --resource-timeout DUR    base does-not-exist timer (default 15s). It starts when a
+                            request for the resource is sent (gRFC A57): while no
+                            server can be reached, resources wait and none times out
+  --keepalive-time DUR      HTTP/2 keepalive ping interval of the xDS channels (default 5m, gRPC's;
+                            at least 10s)
+  --keepalive-timeout DUR   how long a ping may go unanswered before the connection
+                            counts as failed (default 20s, gRPC's)
+  --output text|json        text for people (default), JSON lines for programs
+  --stdin                   also read commands from standard input, one a line:
+                            +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
+                            the oldest watcher of that resource; +xds:///LISTENER
+                            and -xds:///LISTENER start and close a channel
+  --rpc-interval DUR        make one RPC per interval through each xds:/// channel,
+                            one at a time (default none; with --demo-tour a third
+                            of --demo-tour-step)
+  --rpc-method /S/M         the RPCs' method, with an empty request
+                            (default /grpc.health.v1.Health/Check)
+  --rpc-header KEY=VALUE    send this header (metadata) with every RPC; repeatable
+  --rpc-timeout DUR         deadline of each RPC (default 1s); one made before the
+                            channel's first config waits for it up to this long
+  --demo-tour               demo only: walk the demo control plane through every
+                            cache state (version update, NACK, ignored deletion,
+                            TP3 error, does-not-exist, recovery, fallback and
+                            switch back), one step on standard error at a time,
+                            routing xds:///demo and showing what its RPCs see
+  --demo-tour-step DUR      how long the tour shows each state (default 3s); unless
+                            given, --resource-timeout is the same
+
+Without a bootstrap, xdswatch starts an embedded demo control plane on
+127.0.0.1, with two gRPC backends behind its cluster, watches its resources
+(with no argument), and serves the admin port and the metrics on 127.0.0.1
+ports chosen by the system (unless --csds-addr and --metrics-addr say
+otherwise); in text mode it prints the commands to try. Try:
+  xdswatch --rpc-interval 500ms xds:///demo
+`
+
+// Main is the xdswatch command: it runs Run with the process's arguments
+// and standard streams, ends it cleanly on SIGINT or SIGTERM, and exits
+// the process with Run's status.
+func Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default handling, so that a
+		// second one ends the program at once even if cleaning up hangs.
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Run is the whole program: it parses args, watches until ctx is done,
+// cleans up and returns the exit status (0 for a clean end, 1 for a failure
+// to start, 2 for a usage error). Callers cancel ctx to end it as SIGINT or
+// SIGTERM would; Main installs those handlers before calling Run, so before
+// anything is printed.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	errw := &lockedWriter{w: stderr}
+	cfg, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		io.WriteString(stdout, usageText)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(errw, "xdswatch: %v (see xdswatch -h)\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	failf := func(code int, format string, args ...any) int {
+		fmt.Fprintf(errw, "xdswatch: %s\n", oneLine(fmt.Sprintf(format, args...)))
+		return code
+	}
+	// startFailed reports a failure to start something; when ctx is done,
+	// the failure is the stop that was asked for, and the end is clean.
+	startFailed := func(format string, args ...any) int {
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		return failf(exitFailure, format, args...)
+	}
+
+	bc, err := loadBootstrap(ctx, cfg.bootstrapFile)
+	if ctx.Err() != nil {
+		return exitOK
+	}
+	useDemo := errors.Is(err, bootstrap.ErrNoBootstrap)
+	if err != nil && !useDemo {
+		return failf(exitUsage, "%v", err)
+	}
+	if !useDemo && cfg.demoTour {
+		return failf(exitUsage, "--demo-tour runs the embedded demo control plane, which starts only without a bootstrap (--bootstrap, GRPC_XDS_BOOTSTRAP, GRPC_XDS_BOOTSTRAP_CONFIG)")
+	}
+	if !useDemo && len(cfg.specs) == 0 && len(cfg.targets) == 0 && !cfg.stdin {
+		return failf(exitUsage, "no TYPE:NAME or xds:///LISTENER to watch (see xdswatch -h)")
+	}
+
+	var (
+		d        *demo
+		tourDemo *tourDemo
+	)
+	if useDemo {
+		if cfg.demoTour {
+			tourDemo, err = startTourDemo(ctx)
+			if err == nil {
+				d = tourDemo.demo
+			}
+		} else {
+			d, err = startDemo(ctx)
+		}
+		if err != nil {
+			return startFailed("demo control plane: %v", err)
+		}
+		defer d.stop()
+		bc = d.bootstrap
+		if tourDemo != nil || len(cfg.specs)+len(cfg.targets) == 0 {
+			cfg.specs = d.specs
+		}
+		// The demo is for looking at: its admin port and metrics are on
+		// unless a flag says where, or "" for none.
+		if !cfg.given["csds-addr"] {
+			cfg.csdsAddr = "127.0.0.1:0"
+		}
+		if !cfg.given["metrics-addr"] {
+			cfg.metricsAddr = "127.0.0.1:0"
+		}
+		if cfg.output == outputText {
+			if tourDemo != nil {
+				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s, its fallback on %s\n", d.addr, tourDemo.secondary.Addr())
+			} else {
+				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.addr)
+			}
+		}
+	}
+
+	for _, t := range cfg.targets {
+		if _, err := t.listener(bc); err != nil {
+			return failf(exitUsage, "%v", err)
+		}
+	}
+
+	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pool := xdsclient.NewPool(bc,
+		xdsclient.WithResourceTimeout(cfg.resourceTimeout),
+		xdsclient.WithKeepalive(cfg.keepaliveTime, cfg.keepaliveTimeout),
+		xdsclient.WithLogger(logger),
+	)
+	client, release, err := pool.Get(cfg.target)
+	if err != nil {
+		return failf(exitUsage, "%v", err)
+	}
+	defer release()
+	stopNote := func() {}
+	if cfg.output == outputText {
+		stopNote = sync.OnceFunc(noteUnreached(client, errw))
+		defer stopNote()
+	}
+
+	servers, err := startSidecars(pool, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitOK
+		}
+		return failf(exitUsage, "%v", err)
+	}
+	defer servers.stop()
+	// After the sidecars, so that the metrics see the stream start.
+	if useDemo {
+		stopLoad, err := d.reportLoad(client)
+		if err != nil {
+			return startFailed("demo load report: %v", err)
+		}
+		defer stopLoad()
+	}
+
+	out := newOutput(stdout, cfg.output)
+	out.listening(servers.csds, servers.metrics)
+	if cfg.output == outputText {
+		servers.printTry(errw)
+	}
+
+	channels := newChannelSet(pool, client, out, cfg.rpc, servers.meters)
+	watches := newWatchSet(client, out, channels)
+	// Deferred calls run last in, first out: channels close and watches
+	// are cancelled, then the sidecars stop, then the pool closes the
+	// client, then the demo server and its backends.
+	defer watches.cancelAll()
+	defer channels.closeAll()
+	// First of all: a stream that the end of the channels and watches
+	// ends (one still connecting) is no failure of its server.
+	defer stopNote()
+	for _, s := range cfg.specs {
+		watches.add(s)
+	}
+	for _, t := range cfg.targets {
+		if err := channels.add(t); err != nil {
+			return failf(exitUsage, "%v", err)
+		}
+	}
+
+	var cmds <-chan string
+	if cfg.stdin {
+		done := make(chan struct{})
+		defer close(done)
+		cmds = readCommands(stdin, done, errw)
+	}
+	// The tour's watch commands; it is stopped before the watches are
+	// cancelled and the client closes.
+	tourCmds := make(chan string)
+	if tourDemo != nil {
+		defer runTour(ctx, tourDemo, client, channels, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case line := <-tourCmds:
+			if err := watches.command(line); err != nil {
+				fmt.Fprintf(errw, "xdswatch: tour: %s\n", oneLine(err.Error()))
+			}
+		case line, ok := <-cmds:
+			if !ok {
+				// End of standard input: keep watching.
+				cmds = nil
+				continue
+			}
+			if err := watches.command(line); err != nil {
+				fmt.Fprintf(errw, "xdswatch: stdin: %s\n", oneLine(err.Error()))
+			}
+		}
+	}
+}
+
+// parseArgs parses the command line. Flags may come before, between or
+// after the TYPE:NAME arguments; everything after "--" is TYPE:NAME.
+func parseArgs(args []string) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("xdswatch", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&cfg.bootstrapFile, "bootstrap", "", "bootstrap JSON file")
+	fs.StringVar(&cfg.target, "target", "xdswatch", "pool key, grpc.target label and CSDS client_scope")
+	fs.StringVar(&cfg.csdsAddr, "csds-addr", "", "serve CSDS on HOST:PORT")
+	fs.StringVar(&cfg.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on HOST:PORT")
+	fs.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", "", "push the metrics with OTLP to this URL")
+	fs.DurationVar(&cfg.otlpInterval, "otlp-interval", 0, "how often to push the metrics with OTLP")
+	fs.StringVar(&cfg.serviceName, "service-name", defaultServiceName, "OpenTelemetry service.name of the metrics")
+	fs.DurationVar(&cfg.resourceTimeout, "resource-timeout", xdsclient.DefaultResourceTimeout, "base does-not-exist timer")
+	fs.DurationVar(&cfg.keepaliveTime, "keepalive-time", xdsclient.DefaultKeepaliveTime, "HTTP/2 keepalive ping interval")
+	fs.DurationVar(&cfg.keepaliveTimeout, "keepalive-timeout", xdsclient.DefaultKeepaliveTimeout, "keepalive ping timeout")
+	fs.StringVar(&cfg.output, "output", outputText, "text or json")
+	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
+	fs.BoolVar(&cfg.demoTour, "demo-tour", false, "walk the demo control plane through every cache state")
+	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
+	cfg.rpc.register(fs)
+
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+
+	cfg.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cfg.given[f.Name] = true })
+
+	switch cfg.output {
+	case outputText, outputJSON:
+	default:
+		return nil, fmt.Errorf("--output %q: want text or json", cfg.output)
+	}
+	if cfg.otlpEndpoint != "" {
+		if _, err := parseOTLPEndpoint(cfg.otlpEndpoint); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.given["otlp-interval"] && cfg.otlpInterval <= 0 {
+		return nil, fmt.Errorf("--otlp-interval %v: must be positive", cfg.otlpInterval)
+	}
+	if cfg.given["otlp-interval"] && cfg.otlpEndpoint == "" {
+		return nil, errors.New("--otlp-interval without --otlp-endpoint")
+	}
+	if cfg.serviceName == "" {
+		return nil, errors.New("--service-name: empty")
+	}
+	if cfg.resourceTimeout <= 0 {
+		return nil, fmt.Errorf("--resource-timeout %v: must be positive", cfg.resourceTimeout)
+	}
+	if cfg.keepaliveTime < xdsclient.MinKeepaliveTime {
+		return nil, fmt.Errorf("--keepalive-time %v: must be at least %v (gRPC's minimum)", cfg.keepaliveTime, xdsclient.MinKeepaliveTime)
+	}
+	if cfg.keepaliveTimeout <= 0 {
+		return nil, fmt.Errorf("--keepalive-timeout %v: must be positive", cfg.keepaliveTimeout)
+	}
+	if cfg.demoTourStep <= 0 {
+		return nil, fmt.Errorf("--demo-tour-step %v: must be positive", cfg.demoTourStep)
+	}
+	if cfg.given["demo-tour-step"] && !cfg.demoTour {
+		return nil, errors.New("--demo-tour-step without --demo-tour")
+	}
+	if cfg.demoTour && len(positional) > 0 {
+		return nil, fmt.Errorf("--demo-tour watches the demo's resources and %s: give no TYPE:NAME or xds:/// argument (got %q)", tourTarget, positional[0])
+	}
+	if cfg.demoTour && !cfg.given["resource-timeout"] {
+		// The does-not-exist step waits for this timer.
+		cfg.resourceTimeout = cfg.demoTourStep
+	}
+	if cfg.demoTour {
+		positional = []string{tourTarget}
+	}
+	for _, arg := range positional {
+		if isTarget(arg) {
+			t, err := parseTarget(arg)
+			if err != nil {
+				return nil, err
+			}
+			cfg.targets = append(cfg.targets, t)
+			continue
+		}
+		s, err := parseSpec(arg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.specs = append(cfg.specs, s)
+	}
+	if err := cfg.rpc.check(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// loadBootstrap reads the bootstrap from file, or from the environment when
+// file is "". With neither, it returns an error matching
+// bootstrap.ErrNoBootstrap. The file may be a pipe that is never written
+// (a FIFO, a process substitution): the read runs on its own goroutine, and
+// loadBootstrap returns ctx's error as soon as ctx is done, so that a
+// signal still ends the program.
+func loadBootstrap(ctx context.Context, file string) (*bootstrap.Config, error) {
+	type result struct {
+		cfg *bootstrap.Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		if file != "" {
+			r.cfg, r.err = bootstrap.ParseFile(file)
+		} else {
+			r.cfg, r.err = bootstrap.FromEnv()
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.cfg, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// oneLine folds a multi-line message into one line, so that every message
+// on standard error and every text event is exactly one line.
+func oneLine(s string) string {
+	s = strings.TrimRight(s, "\r\n")
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+}
