@@ -197,8 +197,14 @@ func (r *a88Run) start(env []string, timer time.Duration) {
 		timeout = timer.String()
 	}
 	r.started = time.Now()
-	r.p = startProc(r.t, cleanEnv(env...),
-		"--bootstrap", r.bootstrapFile, "--output", "json", "--stdin", "--resource-timeout", timeout, "cds:c1")
+	// A row with an environment of its own runs xdswatch as a process;
+	// the others run it in this process.
+	args := []string{"--bootstrap", r.bootstrapFile, "--output", "json", "--stdin", "--resource-timeout", timeout, "cds:c1"}
+	if len(env) > 0 {
+		r.p = startProc(r.t, cleanEnv(env...), args...)
+	} else {
+		r.p = startRun(r.t, args...)
+	}
 	r.watchers = 1
 	r.p.listening(r.t)
 }

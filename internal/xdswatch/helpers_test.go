@@ -20,7 +20,6 @@ import (
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/xdstest"
-	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 
 // testTimeout bounds every wait for output or exit.
@@ -42,11 +41,15 @@ func TestMain(m *testing.M) {
 		Main() // exits
 	}
 	xdstest.SetParallel(8)
-	// The tests that run xdswatch in this process see no bootstrap from
-	// the environment, so that the demo starts; cleared once here, as a
-	// parallel test cannot use t.Setenv.
-	os.Unsetenv(bootstrap.EnvBootstrapFile)
-	os.Unsetenv(bootstrap.EnvBootstrapConfig)
+	// The tests that run xdswatch in this process see the environment
+	// cleanEnv gives a process (no bootstrap, so that the demo starts, and
+	// the client's defaults); cleared once here, as a parallel test cannot
+	// use t.Setenv.
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); cleared(name) {
+			os.Unsetenv(name)
+		}
+	}
 	os.Exit(m.Run())
 }
 
@@ -58,13 +61,18 @@ func TestMain(m *testing.M) {
 func cleanEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GRPC_XDS_") || strings.HasPrefix(kv, "GRPC_EXPERIMENTAL_") || strings.HasPrefix(kv, "GORACE=") || strings.HasPrefix(kv, runMainEnv+"=") {
-			continue
+		if name, _, _ := strings.Cut(kv, "="); !cleared(name) && name != "GORACE" && name != runMainEnv {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	env = append(env, "GORACE=atexit_sleep_ms=0 exitcode=66")
 	return append(env, extra...)
+}
+
+// cleared reports whether the environment variable name is one that
+// chooses a bootstrap or changes the client's behaviour.
+func cleared(name string) bool {
+	return strings.HasPrefix(name, "GRPC_XDS_") || strings.HasPrefix(name, "GRPC_EXPERIMENTAL_")
 }
 
 // lineWriter turns what a process writes into lines on a channel.
@@ -98,14 +106,50 @@ func (w *lineWriter) rest() string {
 	return w.buf.String()
 }
 
-// proc is a running xdswatch process.
+// proc is a running xdswatch: a process (startProc), or Run in this
+// process (startRun).
 type proc struct {
-	cmd    *exec.Cmd
+	cmd    *exec.Cmd // nil for Run in this process
 	stdin  io.WriteCloser
 	stdout *lineWriter
 	stderr *lineWriter
 	done   chan struct{} // closed when the process has exited
 	err    error         // from Wait, set before done is closed
+
+	// Run in this process: cancel is what SIGINT and SIGTERM are to Main,
+	// code Run's result, set before done is closed.
+	cancel context.CancelFunc
+	code   int
+}
+
+// startRun runs xdswatch in this process, as Run with pipes for its
+// standard streams, and stops it at the end of the test if it is still
+// running. It is startProc without the cost of starting a process (most
+// of it the package initialisation of a binary built with the race
+// detector), for the tests that need no environment of their own and no
+// signal but SIGINT or SIGTERM, which cancel Run's context as Main does.
+// The examples/xdswatch test checks that the command is Main.
+func startRun(t *testing.T, args ...string) *proc {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdin, stdinW := io.Pipe()
+	p := &proc{stdin: stdinW, stdout: newLineWriter(), stderr: newLineWriter(), done: make(chan struct{}), cancel: cancel}
+	go func() {
+		p.code = Run(ctx, args, stdin, p.stdout, p.stderr)
+		// What a process's exit does: a read of standard input still
+		// under way ends, and a write to it fails.
+		stdin.CloseWithError(io.ErrClosedPipe)
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-p.done:
+		case <-time.After(testTimeout):
+			t.Errorf("xdswatch (Run) did not return within %v of its cancellation", testTimeout)
+		}
+	})
+	return p
 }
 
 // startProc runs xdswatch (this test binary, as runMainEnv says) with env
@@ -249,6 +293,13 @@ func (p *proc) listening(t *testing.T) {
 // signal sends sig and waits for the process to end.
 func (p *proc) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
+	if p.cmd == nil {
+		if sig != os.Interrupt && sig != syscall.SIGTERM {
+			t.Fatalf("signal %v: xdswatch runs in this process, where only SIGINT and SIGTERM (a cancelled context) can be given", sig)
+		}
+		p.cancel()
+		return
+	}
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %v: %v", sig, err)
 	}
@@ -263,6 +314,9 @@ func (p *proc) exitCode(t *testing.T) int {
 	case <-p.done:
 	case <-timer.C:
 		t.Fatalf("xdswatch did not exit within %v", testTimeout)
+	}
+	if p.cmd == nil {
+		return p.code
 	}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		t.Fatalf("xdswatch died of signal %v", ws.Signal())

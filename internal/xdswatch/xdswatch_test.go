@@ -398,7 +398,11 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := startProc(t, cleanEnv(tt.env...), tt.args...)
+			// A case with an environment of its own runs as a process.
+			p := startRun(t, tt.args...)
+			if tt.env != nil {
+				p = startProc(t, cleanEnv(tt.env...), tt.args...)
+			}
 			if code := p.exitCode(t); code != 2 {
 				t.Errorf("exit status = %d, want 2", code)
 			}
