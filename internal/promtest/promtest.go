@@ -111,9 +111,16 @@ type Server struct {
 // address is in use, and Run starts it again on another address.
 func Run(t testing.TB, bin, dir string, config func(addr string) string) *Server {
 	t.Helper()
+	return run(t, bin, dir, config, xdstest.ClosedAddr)
+}
+
+// run is Run, with freeAddr giving each attempt a loopback address where
+// nothing listens.
+func run(t testing.TB, bin, dir string, config func(addr string) string, freeAddr func(testing.TB) string) *Server {
+	t.Helper()
 	const attempts = 5
 	for i := 1; ; i++ {
-		s, log := start(t, bin, dir, config)
+		s, log := start(t, bin, dir, config, freeAddr(t))
 		err := s.waitReady()
 		if err == nil {
 			t.Cleanup(func() {
@@ -130,13 +137,9 @@ func Run(t testing.TB, bin, dir string, config func(addr string) string) *Server
 	}
 }
 
-// freeAddr returns a loopback address where nothing listens, for start.
-var freeAddr = xdstest.ClosedAddr
-
-// start starts one Prometheus process for Run.
-func start(t testing.TB, bin, dir string, config func(addr string) string) (*Server, *xdstest.SyncBuffer) {
+// start starts one Prometheus process for Run, listening on addr.
+func start(t testing.TB, bin, dir string, config func(addr string) string, addr string) (*Server, *xdstest.SyncBuffer) {
 	t.Helper()
-	addr := freeAddr(t)
 	file := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(file, []byte(config(addr)), 0o644); err != nil {
 		t.Fatal(err)

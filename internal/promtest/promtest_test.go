@@ -12,6 +12,7 @@ import (
 // TestRun runs Prometheus scraping itself, and checks that the helpers see
 // what it scraped: an instant query, labels, and a range query.
 func TestRun(t *testing.T) {
+	t.Parallel() // waits on Prometheus
 	bin := promtest.Binary(t)
 	srv := promtest.Run(t, bin, t.TempDir(), func(addr string) string {
 		return fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: self\n  static_configs: [{targets: [%q]}]\n", addr)

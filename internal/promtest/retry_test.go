@@ -12,6 +12,7 @@ import (
 // TestRunTakesAnotherAddress gives Run an address another listener holds
 // first: Prometheus cannot bind it, and Run starts it again elsewhere.
 func TestRunTakesAnotherAddress(t *testing.T) {
+	t.Parallel() // waits on Prometheus
 	bin := Binary(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -19,7 +20,7 @@ func TestRunTakesAnotherAddress(t *testing.T) {
 	}
 	defer taken.Close()
 	var given []string
-	freeAddr = func(t testing.TB) string {
+	freeAddr := func(t testing.TB) string {
 		addr := xdstest.ClosedAddr(t)
 		if len(given) == 0 {
 			addr = taken.Addr().String()
@@ -27,11 +28,10 @@ func TestRunTakesAnotherAddress(t *testing.T) {
 		given = append(given, addr)
 		return addr
 	}
-	t.Cleanup(func() { freeAddr = xdstest.ClosedAddr })
 
-	srv := Run(t, bin, t.TempDir(), func(addr string) string {
+	srv := run(t, bin, t.TempDir(), func(addr string) string {
 		return fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: self\n  static_configs: [{targets: [%q]}]\n", addr)
-	})
+	}, freeAddr)
 	if len(given) != 2 || srv.Base != "http://"+given[1] {
 		t.Fatalf("addresses tried %v, Prometheus at %s; want the taken one, then another", given, srv.Base)
 	}
