@@ -29,7 +29,7 @@ const testTimeout = 30 * time.Second
 // be xdswatch: when it is "1", TestMain runs Main, with os.Args as the
 // command line, instead of the tests. startProc runs the test binary
 // itself that way (with Args[0] "xdswatch"), so the processes under test
-// run the real main path, built as the tests are (with the race detector
+// run Main, the whole command, built as the tests are (with the race detector
 // when they have it), and the tests need no second build of the package.
 const runMainEnv = "XDSWATCH_TEST_RUN_MAIN"
 
