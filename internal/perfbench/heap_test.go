@@ -77,8 +77,17 @@ func minRetained(tb testing.TB, e *env) (retained, wire int64) {
 // it retains against the size of the response on the wire.
 func TestRetainedHeap(t *testing.T) {
 	const n = 10000
-	retained, wire := minRetained(t, newEnv(t, n))
-	ratio := float64(retained) / float64(wire)
+	// Up to three measurements, as minRetained takes, stopping at the first
+	// within the target: a passing run measures once.
+	e := newEnv(t, n)
+	var (
+		retained, wire int64
+		ratio          float64
+	)
+	for i := 0; i < 3 && (i == 0 || ratio > heapTarget); i++ {
+		retained, wire = measureRetained(t, e)
+		ratio = float64(retained) / float64(wire)
+	}
 	t.Logf("%d clusters: client retains %d bytes (%d per cluster), %.2f× the response's %d bytes on the wire",
 		n, retained, retained/n, ratio, wire)
 	if ratio > heapTarget {
