@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch"
 )
@@ -27,19 +28,20 @@ func TestMain(m *testing.M) {
 		xdswatch.Main() // exits
 	}
 	xdstest.SetParallel(8)
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 // xdswatchExecutable returns the path of this test binary and the
 // environment (the test's own, plus runXdswatchEnv) in which running it
-// runs xdswatch.
+// runs xdswatch: built with the race detector, it ends without the
+// detector's one-second pause at exit, and with status 66 on a race.
 func xdswatchExecutable(t *testing.T) (path string, env []string) {
 	t.Helper()
 	path, err := os.Executable()
 	if err != nil {
 		t.Fatalf("the test binary as xdswatch: %v", err)
 	}
-	return path, append(os.Environ(), runXdswatchEnv+"=1")
+	return path, append(os.Environ(), runXdswatchEnv+"=1", "GORACE=atexit_sleep_ms=0 exitcode=66")
 }
 
 // xdswatchCommand returns a command that runs xdswatch with args.

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
@@ -29,7 +30,7 @@ import (
 // no goroutine outlives them.
 func TestMain(m *testing.M) {
 	xdstest.SetParallel(8)
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit))
 }
 
 const (

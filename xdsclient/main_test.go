@@ -1,9 +1,9 @@
 package xdsclient_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
@@ -11,5 +11,5 @@ import (
 // timers rather than on the CPU, several at once.
 func TestMain(m *testing.M) {
 	xdstest.SetParallel(8)
-	os.Exit(m.Run())
+	testmain.Run(m)
 }

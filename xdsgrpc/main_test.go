@@ -3,9 +3,10 @@ package xdsgrpc_test
 import (
 	"testing"
 
+	"github.com/xdslens/xdslens/internal/testmain"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit))
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/testmain"
 )
 
 // TestWatch runs watch against a control plane on loopback: it prints the
@@ -63,3 +64,6 @@ func TestWatch(t *testing.T) {
 		t.Errorf("watch: %v", err)
 	}
 }
+
+// TestMain ends the test binary without the race detector's pause at exit.
+func TestMain(m *testing.M) { testmain.Run(m) }

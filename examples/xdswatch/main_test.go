@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/xdslens/xdslens/internal/testmain"
 )
 
 // runMainEnv makes this test binary run main instead of the tests.
@@ -16,7 +18,7 @@ func TestMain(m *testing.M) {
 		os.Stderr.WriteString("xdswatch: main returned instead of exiting\n")
 		os.Exit(3)
 	}
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 // TestMainIsTheCommand runs main as a process, as a user runs the command

@@ -16,9 +16,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/backends"
+	"github.com/xdslens/xdslens/internal/testmain"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }
 
 func dial(t *testing.T, addr string) *grpc.ClientConn {
 	t.Helper()

@@ -13,9 +13,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xdslens/xdslens/internal/lrsserver"
+	"github.com/xdslens/xdslens/internal/testmain"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }
 
 // TestServer speaks LRS to the server as a client does: the first request
 // is answered with the configuration, later ones are recorded, a new

@@ -151,3 +151,31 @@ func TestEveryPackageIsVetted(t *testing.T) {
 		t.Error("the README's test command no longer vets with go test -vet=all: this test checks the wrong thing")
 	}
 }
+
+// TestEveryTestBinaryEndsThroughTestmain checks that every test package's
+// TestMain ends through package testmain, so that no test binary of the
+// README's test command idles for the race detector's pause at exit.
+func TestEveryTestBinaryEndsThroughTestmain(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}`, "github.com/xdslens/xdslens/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	ends := regexp.MustCompile(`testmain\.(Run\(m\)|Exit)`)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue // no tests (TestEveryPackageIsVetted reports it)
+		}
+		found := false
+		for _, name := range fields[1:] {
+			b, err := os.ReadFile(filepath.Join(fields[0], name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || ends.Match(b)
+		}
+		if !found {
+			t.Errorf("%s: no TestMain ending through testmain.Run(m) or testmain.Exit", fields[0])
+		}
+	}
+}

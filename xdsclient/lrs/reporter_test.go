@@ -18,10 +18,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/internal/lrsserver"
+	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }
 
 const interval = 50 * time.Millisecond
 

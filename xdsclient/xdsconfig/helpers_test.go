@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
@@ -26,7 +27,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }
 
 const (
 	nodeID = "node-7"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/dashboards"
+	"github.com/xdslens/xdslens/internal/testmain"
 )
 
 // The flags reach every file: the runbook URL is in each alert's
@@ -70,3 +71,6 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestMain ends the test binary without the race detector's pause at exit.
+func TestMain(m *testing.M) { testmain.Run(m) }

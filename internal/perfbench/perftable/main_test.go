@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xdslens/xdslens/internal/testmain"
 )
 
 // TestRun prints the table from a file and from standard input alike, and
@@ -31,3 +33,6 @@ func TestRun(t *testing.T) {
 		t.Errorf("missing file: %v, want an error naming it", err)
 	}
 }
+
+// TestMain ends the test binary without the race detector's pause at exit.
+func TestMain(m *testing.M) { testmain.Run(m) }

@@ -10,10 +10,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }
 
 // rec is a watcher record that logs its callbacks.
 type rec struct {
