@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -277,10 +279,17 @@ func TestDemoTour(t *testing.T) {
 // in the middle of the fallback step (primary stopped, secondary in use):
 // RPCs succeeded, and run returns and leaves no goroutine behind (the
 // channel, its RPCs and the demo's backends are stopped).
+//
+// goleak checks every goroutine of the process, where those of the other
+// tests would count as leaks; so the test runs alone, in a process of its
+// own (this test binary, running only it), beside the others.
 func TestRunTourInProcess(t *testing.T) {
-	// Serial: goleak checks every goroutine of the process, and those of a
-	// parallel test would be counted as leaks. TestMain cleared the
-	// bootstrap variables.
+	if os.Getenv(aloneEnv) != "1" {
+		t.Parallel()
+		runAlone(t)
+		return
+	}
+	// TestMain cleared the bootstrap variables.
 	for _, tc := range []struct {
 		name string
 		stop string // the stderr line prefix after which run is cancelled
@@ -328,5 +337,33 @@ func TestRunTourInProcess(t *testing.T) {
 				t.Error("no RPC through " + tourTarget + " succeeded")
 			}
 		})
+	}
+}
+
+// aloneEnv, when "1", tells a test that it runs alone in its process
+// (runAlone).
+const aloneEnv = "XDSWATCH_TEST_ALONE"
+
+// runAlone runs the calling test, alone, in a new process of this test
+// binary with aloneEnv set, and fails t with the process's output if it
+// fails. The process has the race detector when this one has it.
+func runAlone(t *testing.T) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-test.run", "^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count", "1", "-test.timeout", "2m"}
+	if testing.Verbose() {
+		args = append(args, "-test.v")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = cleanEnv(aloneEnv + "=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("%s alone in a process: %v\n%s", t.Name(), err, out)
+	}
+	if testing.Verbose() {
+		t.Logf("alone in a process:\n%s", out)
 	}
 }
