@@ -207,8 +207,12 @@ func (c *Client) deliver(w *cache.Watcher, payload any, err error, ambient bool)
 	case err != nil:
 		kind = NotifyResourceError
 	}
-	e := w.Entry()
-	c.watcherNotified(e.Kind().URL, e.Name(), kind, err)
+	if f := c.hooks().WatcherNotified; f != nil {
+		// The entry is read only for a hook: with none, a callback
+		// touches no memory of the cache.
+		e := w.Entry()
+		f(NotificationInfo{Target: c.o.target, TypeURL: e.Kind().URL, Name: e.Name(), Kind: kind, Err: err})
+	}
 	sink := w.Sink.(Watcher)
 	if ambient {
 		sink.AmbientError(err)
