@@ -207,11 +207,11 @@ func (c *Client) deliver(w *cache.Watcher, payload any, err error, ambient bool)
 	case err != nil:
 		kind = NotifyResourceError
 	}
-	if f := c.hooks().WatcherNotified; f != nil {
-		// The entry is read only for a hook: with none, a callback
+	if c.hooks().WatcherNotified != nil {
+		// The entry is read only for the hook: without one, a callback
 		// touches no memory of the cache.
 		e := w.Entry()
-		f(NotificationInfo{Target: c.o.target, TypeURL: e.Kind().URL, Name: e.Name(), Kind: kind, Err: err})
+		c.watcherNotified(e.Kind().URL, e.Name(), kind, err)
 	}
 	sink := w.Sink.(Watcher)
 	if ambient {
