@@ -48,10 +48,12 @@ func (c *Cache) commit(r *response) Applied {
 	return a
 }
 
-// decision is an event of entry e and, once decided, what it does.
+// decision is an event of entry e, in state s, and, once decided, what
+// it does.
 type decision struct {
 	e   *Entry
 	ev  event
+	s   entryState
 	out outcome
 }
 

@@ -256,13 +256,18 @@ func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []i
 	})
 }
 
-// decode decodes and validates it.raw, and names it.
+// decode decodes and validates it.raw, and names it. A valid resource
+// whose entry holds other bytes is kept: copied here, on the decoding
+// goroutine, rather than under the lock.
 func (it *item) decode(typ xdsresource.Type, opts xdsresource.DecodeOptions) {
 	name, value, err := typ.Decode(opts, it.raw)
 	if name != "" {
 		it.name = xdstp.Received(name)
 	}
 	it.value, it.err, it.decoded = value, err, true
+	if err == nil && it.looked && it.kept == nil {
+		it.kept = bytes.Clone(it.data)
+	}
 	// The entry found by the name known before decoding is that of the
 	// decoded name when the two agree, as they must (see NameReader). An
 	// entry's name never changes: it is read without the lock.
@@ -368,7 +373,7 @@ func (r *response) resource(i int, it *item) {
 		} else {
 			it.kept = bytes.Clone(it.data)
 		}
-		it.e, it.ev = e, event{kind: evInvalid, sameBytes: same}
+		it.e, it.ev, it.s = e, event{kind: evInvalid, sameBytes: same}, e.current()
 		return
 	}
 	r.Valid++
@@ -380,9 +385,11 @@ func (r *response) resource(i int, it *item) {
 	if !it.looked || e != it.e || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
 	}
-	it.e, it.ev = e, event{kind: evValid, unchanged: unchanged}
+	it.e, it.ev, it.s = e, event{kind: evValid, unchanged: unchanged}, e.current()
 	if !unchanged {
-		it.kept = bytes.Clone(it.data)
+		if it.kept == nil {
+			it.kept = bytes.Clone(it.data)
+		}
 		if it.raw == nil {
 			it.raw = &anypb.Any{TypeUrl: r.k.URL}
 		}
@@ -415,7 +422,7 @@ func (r *response) resourceError(i int, re transport.ResourceError) {
 	r.seen++
 	r.Invalid++
 	r.Errors++
-	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evServerError, code: re.Code}}, details{u: r.base, msg: re.Message}})
+	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evServerError, code: re.Code}, s: e.current()}, details{u: r.base, msg: re.Message}})
 }
 
 // removal decides what a name of a delta response's removed_resources
@@ -426,19 +433,20 @@ func (r *response) removal(name string) {
 		return
 	}
 	r.Removed++
-	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evDeletion, explicit: true}}, details{u: r.base}})
+	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evDeletion, explicit: true}, s: e.current()}, details{u: r.base}})
 }
 
 // decide asks transition what each event of the response does to its
 // entry, under the server's features. Each entry has one event at most,
 // and carrying one out changes no other entry, so every event is decided
-// before any is carried out. An absence is kept only if it changes
+// before any is carried out, from the entry's state as read when its
+// event was found (nothing changes it meanwhile): deciding reads no entry. An absence is kept only if it changes
 // something: most absent entries hold nothing (subscriptions the server
 // has yet to serve), and their absence is then nothing.
 func (r *response) decide() {
 	for x := range r.events() {
 		var changes bool
-		x.out, changes = r.src.outcome(x.e, x.ev)
+		x.out, changes = r.src.outcomeOf(x.s, x.ev)
 		if x.ev.absence() && changes {
 			r.others = append(r.others, pending{*x, details{u: r.base}})
 		}
@@ -468,7 +476,7 @@ func (r *response) events() iter.Seq[*decision] {
 		var x decision
 		for e := range r.k.table.all() {
 			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
-				x = decision{e: e, ev: event{kind: evDeletion}}
+				x = decision{e: e, ev: event{kind: evDeletion}, s: e.current()}
 				if !yield(&x) {
 					return
 				}

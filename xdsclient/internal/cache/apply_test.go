@@ -1,0 +1,109 @@
+package cache_test
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/internal/cache"
+	"github.com/xdslens/xdslens/xdsclient/internal/lane"
+	"github.com/xdslens/xdslens/xdsclient/internal/transport"
+	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// TestApplyKeepsCopies: the resources of a response are slices of the
+// buffer it was received in, which the transport reuses; what the cache
+// holds and what watchers get must be copies, for a response large
+// enough to be decoded on several goroutines as for a small one.
+func TestApplyKeepsCopies(t *testing.T) {
+	for _, n := range []int{3, 1000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			// One buffer holds them all, as the response they came in.
+			var wire []byte
+			want := make([][]byte, n)
+			for i := range n {
+				raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[i] = raw
+				wire = append(wire, raw...)
+			}
+			resources := make([]transport.Resource, n)
+			for i, rest := 0, wire; i < n; i++ {
+				resources[i] = transport.Resource{Value: rest[:len(want[i]):len(want[i])]}
+				rest = rest[len(want[i]):]
+			}
+			got := make(chan *cache.Delivery, n)
+			f := newClusters(t, n, func(d cache.Delivery) any { return &d }, func(_ *cache.Watcher, payload any, _ error, _ bool) {
+				got <- payload.(*cache.Delivery)
+			})
+			c, mu, src, k := f.c, f.mu, f.src, f.k
+			u := &transport.Update{TypeURL: k.Type.TypeURL(), Version: "1", Resources: resources, Known: true, Subscribed: n}
+			a, ok := c.Apply(src, u, func(*txn.Tx) bool { return true })
+			if !ok || a.Valid != n || a.NACK != nil {
+				t.Fatalf("Apply: %+v, applied %v", a, ok)
+			}
+			<-a.Wait
+			clear(wire) // the transport reads the next response into it
+			tx := mu.Lock()
+			defer tx.Unlock()
+			for i, e := range f.entries {
+				if s := e.Snapshot(tx); !bytes.Equal(s.Raw, want[i]) {
+					t.Fatalf("%s holds %x after the response's buffer was reused, want %x", e.Name(), s.Raw, want[i])
+				}
+			}
+			for range n {
+				d := <-got
+				i, _ := strconv.Atoi(d.Name[1:])
+				if !bytes.Equal(d.Raw.Value, want[i]) {
+					t.Fatalf("watcher of %s got Raw %x after the response's buffer was reused, want %x", d.Name, d.Raw.Value, want[i])
+				}
+			}
+		})
+	}
+}
+
+// clusters is a cache with one server, src, and n cluster entries, c0 to
+// c(n-1), each watched once; deliver makes what watchers get, run is
+// their callback.
+type clusters struct {
+	c       *cache.Cache
+	mu      *txn.Mutex
+	src     *cache.Source
+	k       *cache.Kind
+	entries []*cache.Entry
+}
+
+func newClusters(tb testing.TB, n int, deliver func(cache.Delivery) any, run func(*cache.Watcher, any, error, bool)) *clusters {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var lanes lane.Set
+	tb.Cleanup(func() { cancel(); lanes.Wait() })
+	f := &clusters{mu: new(txn.Mutex)}
+	f.c = cache.New(cache.Config{Mutex: f.mu, NodeID: "n", Observer: quiet{},
+		Deliver: func(int) func(cache.Delivery) any { return deliver }})
+	f.src = f.c.NewSource()
+	f.src.URI, f.src.Timeout = "s", time.Hour
+	f.src.Lane = lane.New(&lanes, ctx, run)
+	tx := f.mu.Lock()
+	defer tx.Unlock()
+	k, err := f.c.Register(tx, cache.Describe(xdsresource.ClusterType))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.k = k
+	g := cache.NewGroup(tx, "#old", f.src)
+	for i := range n {
+		e := f.c.Add(tx, k, "c"+strconv.Itoa(i), g)
+		f.c.Watch(tx, e, &cache.Watcher{}, nil, nil, "")
+		f.entries = append(f.entries, e)
+	}
+	return f
+}
