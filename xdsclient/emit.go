@@ -229,15 +229,15 @@ func (c *Client) watcherNotified(typeURL, name string, kind NotificationKind, er
 	}
 }
 
-// newResources returns what makes the Resources watchers get of up to n
-// resources of one response, allocated together: one allocation per
-// response rather than per resource.
-func newResources(n int) func(d cache.Delivery) any {
+// newResources returns what makes the Resources watchers get of the n
+// changed resources of one response, allocated together: one allocation
+// per response rather than per resource.
+func newResources(n int) func(place int, d cache.Delivery) any {
 	slab := make([]Resource, n)
-	return func(d cache.Delivery) any {
+	return func(place int, d cache.Delivery) any {
 		var r *Resource
-		if len(slab) > 0 {
-			r, slab = &slab[0], slab[1:]
+		if place >= 0 && place < len(slab) {
+			r = &slab[place]
 		} else {
 			r = new(Resource)
 		}

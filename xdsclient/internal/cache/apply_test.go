@@ -62,6 +62,9 @@ func TestApplyKeepsCopies(t *testing.T) {
 			for range n {
 				d := <-got
 				i, _ := strconv.Atoi(d.Name[1:])
+				if d.Version != "1" || d.Server != "s" {
+					t.Errorf("watcher of %s got version %q from %q, want %q from %q", d.Name, d.Version, d.Server, "1", "s")
+				}
 				if !bytes.Equal(d.Raw.Value, want[i]) {
 					t.Fatalf("watcher of %s got Raw %x after the response's buffer was reused, want %x", d.Name, d.Raw.Value, want[i])
 				}
@@ -88,7 +91,9 @@ func newClusters(tb testing.TB, n int, deliver func(cache.Delivery) any, run fun
 	tb.Cleanup(func() { cancel(); lanes.Wait() })
 	f := &clusters{mu: new(txn.Mutex)}
 	f.c = cache.New(cache.Config{Mutex: f.mu, NodeID: "n", Observer: quiet{},
-		Deliver: func(int) func(cache.Delivery) any { return deliver }})
+		Deliver: func(int) func(int, cache.Delivery) any {
+			return func(_ int, d cache.Delivery) any { return deliver(d) }
+		}})
 	f.src = f.c.NewSource()
 	f.src.URI, f.src.Timeout = "s", time.Hour
 	f.src.Lane = lane.New(&lanes, ctx, run)

@@ -47,10 +47,12 @@ type Config struct {
 	Legacy bool
 	// Observer is told of every event, to call the hooks.
 	Observer Observer
-	// Deliver returns what makes, for up to n valid resources of one
+	// Deliver returns what makes, for the n changed resources of one
 	// response, what watchers get of each: package xdsclient's *Resource,
-	// which it can then allocate together.
-	Deliver func(n int) func(d Delivery) any
+	// which it can then allocate together, each in its place (0 to n-1),
+	// or alone for a place out of that range. It may be called on several
+	// goroutines at once, for distinct places.
+	Deliver func(n int) func(place int, d Delivery) any
 }
 
 // Delivery is a valid resource on its way to watchers: of type Type, named
