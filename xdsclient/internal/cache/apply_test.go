@@ -73,6 +73,45 @@ func TestApplyKeepsCopies(t *testing.T) {
 	}
 }
 
+// misnaming is the Cluster type with a NameReader that reads every
+// resource's name as "c0": a Type that breaks NameReader's contract.
+type misnaming struct{ xdsresource.Type }
+
+func (misnaming) ReadName([]byte) ([]byte, bool) { return []byte("c0"), true }
+
+// TestApplyNameReadWrong: a resource goes to the entry of the name it
+// decodes with, even when the name read before decoding, by which an
+// entry was found, is another one.
+func TestApplyNameReadWrong(t *testing.T) {
+	for _, n := range []int{3, 1000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			f := newEntries(t, misnaming{xdsresource.ClusterType}, n, func(d cache.Delivery) any { return d.Value }, func(*cache.Watcher, any, error, bool) {})
+			resources := make([]transport.Resource, n)
+			want := make([][]byte, n)
+			for i := range resources {
+				raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resources[i], want[i] = transport.Resource{Value: raw}, raw
+			}
+			u := &transport.Update{TypeURL: f.k.Type.TypeURL(), Version: "1", Resources: resources, Known: true, Subscribed: n}
+			a, ok := f.c.Apply(f.src, u, func(*txn.Tx) bool { return true })
+			if !ok || a.Valid != n || a.Invalid != 0 || a.NACK != nil {
+				t.Fatalf("Apply: %+v, applied %v; want %d valid", a, ok, n)
+			}
+			<-a.Wait
+			tx := f.mu.Lock()
+			defer tx.Unlock()
+			for i, e := range f.entries {
+				if s := e.Snapshot(tx); !bytes.Equal(s.Raw, want[i]) {
+					t.Fatalf("%s holds %x, want %x", e.Name(), s.Raw, want[i])
+				}
+			}
+		})
+	}
+}
+
 // clusters is a cache with one server, src, and n cluster entries, c0 to
 // c(n-1), each watched once; deliver makes what watchers get, run is
 // their callback.
@@ -85,6 +124,11 @@ type clusters struct {
 }
 
 func newClusters(tb testing.TB, n int, deliver func(cache.Delivery) any, run func(*cache.Watcher, any, error, bool)) *clusters {
+	return newEntries(tb, xdsresource.ClusterType, n, deliver, run)
+}
+
+// newEntries is newClusters for entries of typ.
+func newEntries(tb testing.TB, typ xdsresource.Type, n int, deliver func(cache.Delivery) any, run func(*cache.Watcher, any, error, bool)) *clusters {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var lanes lane.Set
@@ -99,7 +143,7 @@ func newClusters(tb testing.TB, n int, deliver func(cache.Delivery) any, run fun
 	f.src.Lane = lane.New(&lanes, ctx, run)
 	tx := f.mu.Lock()
 	defer tx.Unlock()
-	k, err := f.c.Register(tx, cache.Describe(xdsresource.ClusterType))
+	k, err := f.c.Register(tx, cache.Describe(typ))
 	if err != nil {
 		tb.Fatal(err)
 	}

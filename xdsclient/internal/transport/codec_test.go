@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,5 +168,28 @@ func checkShown(t *testing.T, what, version, shown, sent string) {
 	kept, _, marked := strings.Cut(shown, "...[")
 	if len(shown) > xerr.MaxShown || !marked || !strings.HasPrefix(sent, kept) || !strings.HasSuffix(shown, " more bytes]") {
 		t.Errorf("%s of %d bytes shown as %d bytes: %.40q...", what, len(sent), len(shown), shown)
+	}
+}
+
+// BenchmarkParseSotW reads a response of 10,000 clusters.
+func BenchmarkParseSotW(b *testing.B) {
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: cdsURL, VersionInfo: "1", Nonce: "n"}
+	for i := range 10000 {
+		a, err := anypb.New(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Resources = append(resp.Resources, a)
+	}
+	wire, err := proto.Marshal(resp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseSotW(wire); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
