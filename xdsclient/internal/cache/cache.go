@@ -9,11 +9,14 @@
 // Apply takes one transport.Update (a response of either protocol) from
 // one server: it recognises the resources whose bytes are those held
 // (unchanged: not decoded again), decodes the others with the lock
-// released (on several goroutines for a large response), finds the event
-// of each resource, TP3 error, removal and absence, decides them all
-// (response.go asks transition, through the server's features: source.go),
-// then has them carried out (apply.go), and returns the ACK or NACK
-// (nack.go). An event that comes alone (a timer, a subscription sent, a
+// released (on several goroutines for a large response), making each
+// changed one ready for watchers as it is decoded (a copy of its bytes and
+// what Config.Deliver makes of it), finds the event of each resource, TP3
+// error, removal and absence, decides them all (response.go asks
+// transition, through the server's features: source.go), then has them
+// carried out (apply.go), and returns the ACK or NACK (nack.go). What runs
+// with the lock held is kept to what needs it: finding the entries,
+// deciding, carrying out. An event that comes alone (a timer, a subscription sent, a
 // server that failed, a new watcher) is decided the same way where it
 // comes.
 //
