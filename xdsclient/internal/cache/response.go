@@ -42,14 +42,13 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	// large response.
 	items := make([]item, len(u.Resources))
 	var rawNames [][]byte
-	if _, ok := k.Type.(xdsresource.NameReader); ok {
+	reader, _ := k.Type.(xdsresource.NameReader)
+	if reader != nil {
 		rawNames = make([][]byte, len(items))
 	}
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			var rawName []byte
-			items[i], rawName = take(u.Resources[i], k.Type)
-			if rawNames != nil {
+			if rawName := items[i].take(&u.Resources[i], reader); rawNames != nil {
 				rawNames[i] = rawName
 			}
 		}
@@ -167,24 +166,22 @@ type item struct {
 	res any
 }
 
-// take takes r, one resource of a response of type typ: its name, as the
-// response gives it, and rawName, as typ reads it without decoding (nil
-// if it cannot).
-func take(r transport.Resource, typ xdsresource.Type) (it item, rawName []byte) {
-	it = item{data: r.Value, name: r.Name, err: r.Err, place: -1}
-	if r.Err != nil {
-		return it, nil
+// take takes r, one resource of a response, into it, which is zero: its
+// name, as the response gives it; it returns rawName, as the type's
+// reader reads it without decoding (nil if it cannot, or there is none).
+func (it *item) take(r *transport.Resource, reader xdsresource.NameReader) (rawName []byte) {
+	it.data, it.name, it.err, it.place = r.Value, r.Name, r.Err, -1
+	if r.Err != nil || reader == nil {
+		return nil
 	}
-	if reader, ok := typ.(xdsresource.NameReader); ok {
-		if name, ok := reader.ReadName(it.data); ok {
-			if !xdstp.IsCanonical(name) {
-				// Named as subscribed: canonical form.
-				name = []byte(xdstp.Received(string(name)))
-			}
-			rawName = name
+	if name, ok := reader.ReadName(it.data); ok {
+		if !xdstp.IsCanonical(name) {
+			// Named as subscribed: canonical form.
+			name = []byte(xdstp.Received(string(name)))
 		}
+		rawName = name
 	}
-	return it, rawName
+	return rawName
 }
 
 // match looks it up by the name it has before decoding (rawName, else its
