@@ -3,7 +3,10 @@ package cache_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,7 +88,9 @@ func (misnaming) ReadName([]byte) ([]byte, bool) { return []byte("c0"), true }
 func TestApplyNameReadWrong(t *testing.T) {
 	for _, n := range []int{3, 1000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			f := newEntries(t, misnaming{xdsresource.ClusterType}, n, func(d cache.Delivery) any { return d.Value }, func(*cache.Watcher, any, error, bool) {})
+			f := newEntries(t, misnaming{xdsresource.ClusterType}, n, func(int) func(int, cache.Delivery) any {
+				return func(_ int, d cache.Delivery) any { return d.Value }
+			}, func(*cache.Watcher, any, error, bool) {})
 			resources := make([]transport.Resource, n)
 			want := make([][]byte, n)
 			for i := range resources {
@@ -112,6 +117,56 @@ func TestApplyNameReadWrong(t *testing.T) {
 	}
 }
 
+// unnamed is the Cluster type without its NameReader: a resource is
+// decoded before it is known to be a change.
+type unnamed struct{ xdsresource.Type }
+
+// TestApplyDeliversInPlace: what watchers get of the changed resources of
+// a response is made in the places Deliver allocates together, each in
+// its own, whether the type reads names before decoding or not.
+func TestApplyDeliversInPlace(t *testing.T) {
+	for _, typ := range []xdsresource.Type{xdsresource.ClusterType, unnamed{xdsresource.ClusterType}} {
+		t.Run(fmt.Sprintf("%T", typ), func(t *testing.T) {
+			const n = 1000
+			var (
+				mu     sync.Mutex
+				places []int
+			)
+			f := newEntries(t, typ, n, func(m int) func(int, cache.Delivery) any {
+				if m != n {
+					t.Errorf("Deliver for %d resources, want %d", m, n)
+				}
+				return func(place int, d cache.Delivery) any {
+					mu.Lock()
+					defer mu.Unlock()
+					places = append(places, place)
+					return d.Value
+				}
+			}, func(*cache.Watcher, any, error, bool) {})
+			resources := make([]transport.Resource, n)
+			for i := range resources {
+				raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resources[i] = transport.Resource{Value: raw}
+			}
+			u := &transport.Update{TypeURL: f.k.Type.TypeURL(), Version: "1", Resources: resources, Known: true, Subscribed: n}
+			a, ok := f.c.Apply(f.src, u, func(*txn.Tx) bool { return true })
+			if !ok || a.Valid != n || a.NACK != nil {
+				t.Fatalf("Apply: %+v, applied %v", a, ok)
+			}
+			<-a.Wait
+			mu.Lock()
+			defer mu.Unlock()
+			slices.Sort(places)
+			if len(places) != n || places[0] != 0 || places[n-1] != n-1 || len(slices.Compact(places)) != n {
+				t.Errorf("made in places %v, want each of 0 to %d once", places, n-1)
+			}
+		})
+	}
+}
+
 // clusters is a cache with one server, src, and n cluster entries, c0 to
 // c(n-1), each watched once; deliver makes what watchers get, run is
 // their callback.
@@ -124,20 +179,21 @@ type clusters struct {
 }
 
 func newClusters(tb testing.TB, n int, deliver func(cache.Delivery) any, run func(*cache.Watcher, any, error, bool)) *clusters {
-	return newEntries(tb, xdsresource.ClusterType, n, deliver, run)
+	return newEntries(tb, xdsresource.ClusterType, n, func(int) func(int, cache.Delivery) any {
+		return func(_ int, d cache.Delivery) any { return deliver(d) }
+	}, run)
 }
 
-// newEntries is newClusters for entries of typ.
-func newEntries(tb testing.TB, typ xdsresource.Type, n int, deliver func(cache.Delivery) any, run func(*cache.Watcher, any, error, bool)) *clusters {
+// newEntries is newClusters for entries of typ, with Config.Deliver
+// deliver.
+func newEntries(tb testing.TB, typ xdsresource.Type, n int, deliver func(int) func(int, cache.Delivery) any, run func(*cache.Watcher, any, error, bool)) *clusters {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var lanes lane.Set
 	tb.Cleanup(func() { cancel(); lanes.Wait() })
 	f := &clusters{mu: new(txn.Mutex)}
 	f.c = cache.New(cache.Config{Mutex: f.mu, NodeID: "n", Observer: quiet{},
-		Deliver: func(int) func(int, cache.Delivery) any {
-			return func(_ int, d cache.Delivery) any { return deliver(d) }
-		}})
+		Deliver: deliver})
 	f.src = f.c.NewSource()
 	f.src.URI, f.src.Timeout = "s", time.Hour
 	f.src.Lane = lane.New(&lanes, ctx, run)

@@ -398,7 +398,7 @@ func (r *response) resource(i int, it *item) {
 		if r.deliver == nil {
 			r.deliver = r.c.cfg.Deliver(0)
 		}
-		it.res = r.deliver(-1, Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
+		it.res = r.deliver(it.place, Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
 	}
 }
 
