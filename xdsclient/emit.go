@@ -207,8 +207,12 @@ func (c *Client) deliver(w *cache.Watcher, payload any, err error, ambient bool)
 	case err != nil:
 		kind = NotifyResourceError
 	}
-	e := w.Entry()
-	c.watcherNotified(e.Kind().URL, e.Name(), kind, err)
+	if c.hooks().WatcherNotified != nil {
+		// The entry is read only for the hook: without one, a callback
+		// touches no memory of the cache.
+		e := w.Entry()
+		c.watcherNotified(e.Kind().URL, e.Name(), kind, err)
+	}
 	sink := w.Sink.(Watcher)
 	if ambient {
 		sink.AmbientError(err)
@@ -225,15 +229,15 @@ func (c *Client) watcherNotified(typeURL, name string, kind NotificationKind, er
 	}
 }
 
-// newResources returns what makes the Resources watchers get of up to n
-// resources of one response, allocated together: one allocation per
-// response rather than per resource.
-func newResources(n int) func(d cache.Delivery) any {
+// newResources returns what makes the Resources watchers get of the n
+// changed resources of one response, allocated together: one allocation
+// per response rather than per resource.
+func newResources(n int) func(place int, d cache.Delivery) any {
 	slab := make([]Resource, n)
-	return func(d cache.Delivery) any {
+	return func(place int, d cache.Delivery) any {
 		var r *Resource
-		if len(slab) > 0 {
-			r, slab = &slab[0], slab[1:]
+		if place >= 0 && place < len(slab) {
+			r = &slab[place]
 		} else {
 			r = new(Resource)
 		}

@@ -76,7 +76,7 @@ func TestFallbackWhenThePrimaryIsUnreachable(t *testing.T) {
 	)
 	rec := &recorder{switches: make(chan switched, 10), failures: make(chan string, 10)}
 	c := cache.New(cache.Config{Mutex: &mu, NodeID: "n", Observer: rec,
-		Deliver: func(int) func(cache.Delivery) any { return func(d cache.Delivery) any { return d } }})
+		Deliver: func(int) func(int, cache.Delivery) any { return func(_ int, d cache.Delivery) any { return d } }})
 	as := authority.New(authority.Config{
 		Mutex: &mu, Cache: c, Bootstrap: cfg, Fallback: true,
 		Transport: transport.Config{Node: &corev3.Node{Id: "n"}, Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Group: &wg},

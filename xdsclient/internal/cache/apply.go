@@ -10,6 +10,24 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
+// Applied is what a response did, counted as gRFC A78 counts: subscribed
+// resources that passed or failed validation, plus entries whose name could
+// not be determined and TP3 errors, counted as invalid. NACK is the error
+// that rejects the response, nil to ACK it; Wait is closed once the
+// watchers have taken it.
+type Applied struct {
+	Valid, Invalid, Errors, Removed int
+	NACK                            error
+	Wait                            <-chan struct{}
+}
+
+// pending is an event of the response other than a resource's, with its
+// details.
+type pending struct {
+	decision
+	d details
+}
+
 // details are what an event brings besides its kind: the resource of a
 // valid event (what watchers get, the bytes, and the update that carried
 // them), the update of a data error (for the failure record: its version
@@ -48,10 +66,12 @@ func (c *Cache) commit(r *response) Applied {
 	return a
 }
 
-// decision is an event of entry e and, once decided, what it does.
+// decision is an event of entry e, in state s, and, once decided, what
+// it does.
 type decision struct {
 	e   *Entry
 	ev  event
+	s   entryState
 	out outcome
 }
 

@@ -1,7 +1,6 @@
 package cache_test
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -11,10 +10,8 @@ import (
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/cache"
-	"github.com/xdslens/xdslens/xdsclient/internal/lane"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // quiet is an Observer that hears nothing: no hook is installed.
@@ -54,28 +51,8 @@ func BenchmarkApply(b *testing.B) {
 					versions[v][i] = transport.Resource{Value: raw}
 				}
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			var (
-				mu    txn.Mutex
-				lanes lane.Set
-			)
-			defer func() { cancel(); lanes.Wait() }()
-			c := cache.New(cache.Config{Mutex: &mu, NodeID: "n", Observer: quiet{},
-				Deliver: func(int) func(cache.Delivery) any { return func(d cache.Delivery) any { return d.Value } }})
-			src := c.NewSource()
-			src.URI, src.Timeout = "s", time.Hour
-			src.Lane = lane.New(&lanes, ctx, func(*cache.Watcher, any, error, bool) {})
-			tx := mu.Lock()
-			k, err := c.Register(tx, cache.Describe(xdsresource.ClusterType))
-			if err != nil {
-				tx.Unlock()
-				b.Fatal(err)
-			}
-			g := cache.NewGroup(tx, "#old", src)
-			for i := range n {
-				c.Watch(tx, c.Add(tx, k, "c"+strconv.Itoa(i), g), &cache.Watcher{}, nil, nil, "")
-			}
-			tx.Unlock()
+			f := newClusters(b, n, func(d cache.Delivery) any { return d.Value }, func(*cache.Watcher, any, error, bool) {})
+			c, src, k := f.c, f.src, f.k
 			open := func(*txn.Tx) bool { return true }
 			apply := func(v int) {
 				u := &transport.Update{TypeURL: k.Type.TypeURL(), Version: strconv.Itoa(v), Resources: versions[v%2], Known: true, Subscribed: n}

@@ -9,11 +9,14 @@
 // Apply takes one transport.Update (a response of either protocol) from
 // one server: it recognises the resources whose bytes are those held
 // (unchanged: not decoded again), decodes the others with the lock
-// released (on several goroutines for a large response), finds the event
-// of each resource, TP3 error, removal and absence, decides them all
-// (response.go asks transition, through the server's features: source.go),
-// then has them carried out (apply.go), and returns the ACK or NACK
-// (nack.go). An event that comes alone (a timer, a subscription sent, a
+// released (on several goroutines for a large response), making each
+// changed one ready for watchers as it is decoded (a copy of its bytes and
+// what Config.Deliver makes of it), finds the event of each resource, TP3
+// error, removal and absence, decides them all (response.go asks
+// transition, through the server's features: source.go), then has them
+// carried out (apply.go), and returns the ACK or NACK (nack.go). What runs
+// with the lock held is kept to what needs it: finding the entries,
+// deciding, carrying out. An event that comes alone (a timer, a subscription sent, a
 // server that failed, a new watcher) is decided the same way where it
 // comes.
 //
@@ -47,10 +50,12 @@ type Config struct {
 	Legacy bool
 	// Observer is told of every event, to call the hooks.
 	Observer Observer
-	// Deliver returns what makes, for up to n valid resources of one
+	// Deliver returns what makes, for the n changed resources of one
 	// response, what watchers get of each: package xdsclient's *Resource,
-	// which it can then allocate together.
-	Deliver func(n int) func(d Delivery) any
+	// which it can then allocate together, each in its place (0 to n-1),
+	// or alone for a place out of that range. It may be called on several
+	// goroutines at once, for distinct places.
+	Deliver func(n int) func(place int, d Delivery) any
 }
 
 // Delivery is a valid resource on its way to watchers: of type Type, named

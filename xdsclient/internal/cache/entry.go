@@ -107,6 +107,11 @@ func (e *Entry) State(*txn.Tx) (State, bool) { return e.state, e.res.ok() }
 // Err returns the data error the entry carries, nil when none.
 func (e *Entry) Err(*txn.Tx) error { return e.failureErr() }
 
+// current returns what transition reads of e.
+func (e *Entry) current() entryState {
+	return entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}
+}
+
 // Snapshot is one entry as Dump copies it.
 type Snapshot struct {
 	State    State

@@ -17,17 +17,6 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
-// Applied is what a response did, counted as gRFC A78 counts: subscribed
-// resources that passed or failed validation, plus entries whose name could
-// not be determined and TP3 errors, counted as invalid. NACK is the error
-// that rejects the response, nil to ACK it; Wait is closed once the
-// watchers have taken it.
-type Applied struct {
-	Valid, Invalid, Errors, Removed int
-	NACK                            error
-	Wait                            <-chan struct{}
-}
-
 // Apply applies u, a response from src: it decodes what changed, decides
 // what the response does to each entry (gRFC A88), and has commit carry
 // it out: the entries change and their hooks and callbacks are posted, the
@@ -53,14 +42,13 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	// large response.
 	items := make([]item, len(u.Resources))
 	var rawNames [][]byte
-	if _, ok := k.Type.(xdsresource.NameReader); ok {
+	reader, _ := k.Type.(xdsresource.NameReader)
+	if reader != nil {
 		rawNames = make([][]byte, len(items))
 	}
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			var rawName []byte
-			items[i], rawName = take(u.Resources[i], k.Type)
-			if rawNames != nil {
+			if rawName := items[i].take(&u.Resources[i], reader); rawNames != nil {
 				rawNames[i] = rawName
 			}
 		}
@@ -82,34 +70,55 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 			changed++
 		}
 	}
-	// What is decoded goes to the decoder as an Any, all of them allocated
-	// together; they become the Raw of the Resources delivered.
+	// What is decoded goes to the decoder as an Any, and to watchers as
+	// what Deliver makes of it, in its place among the changed resources:
+	// the Anys are allocated together, as Deliver may do with the rest.
 	anys := make([]anypb.Any, changed)
+	place := 0
 	for i := range items {
 		if it := &items[i]; it.err == nil && !it.unchanged {
-			it.raw, anys = &anys[0], anys[1:]
-			it.raw.TypeUrl, it.raw.Value = u.TypeURL, it.data
+			it.raw, it.place = &anys[place], place
+			place++
 		}
 	}
-	decodeItems(k.Type, src.Decode, items)
+	var deliver func(int, Delivery) any
+	if changed > 0 {
+		deliver = c.cfg.Deliver(changed)
+	}
+	// A resource found changed is made ready for watchers as it is decoded,
+	// on the decoding goroutine: copied, and made into what they get.
+	at := time.Now()
+	ready := func(i int, it *item) {
+		if it.err != nil || !it.looked || it.place < 0 {
+			return // invalid, or not known to be a change: see resource
+		}
+		it.kept = bytes.Clone(it.data)
+		it.raw.Value = it.kept
+		v := u.Version
+		if r := &u.Resources[i]; u.Delta && r.Version != v {
+			v = r.Version
+		}
+		it.res = deliver(it.place, Delivery{Type: k.Type, Name: it.name, Version: v, Value: it.value, Raw: it.raw, Server: src.URI, At: at})
+	}
+	decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
 	for {
 		tx = c.cfg.Mutex.Lock()
 		if !open(tx) {
 			tx.Unlock()
 			return a, false
 		}
-		if !stale(items, u.TypeURL) {
+		if !stale(items) {
 			break
 		}
 		tx.Unlock() // what some entry held changed meanwhile: decode after all
-		decodeItems(k.Type, src.Decode, items)
+		decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
 	}
 	defer tx.Unlock()
 	s := c.s.Of(tx)
 	s.gen++
-	base := &update{version: u.Version, shown: u.ShownVersion, at: time.Now(), src: src}
-	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base,
-		typeURL: u.TypeURL, nonce: u.Nonce, delta: u.Delta, resources: u.Resources, items: items, changed: changed}
+	base := &update{version: u.Version, shown: u.ShownVersion, at: at, src: src}
+	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base, typeURL: u.TypeURL,
+		nonce: u.Nonce, delta: u.Delta, resources: u.Resources, items: items, changed: changed, deliver: deliver}
 	for i := range items {
 		r.resource(i, &items[i])
 	}
@@ -131,10 +140,12 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 type item struct {
 	// data is the resource, a slice of the response received: what is
 	// kept of it is copied (kept). raw is it as an Any, for the decoder
-	// and for watchers.
+	// and for watchers; place is its place among the changed resources
+	// (where raw was allocated), -1 if none.
 	data  []byte
 	kept  []byte
 	raw   *anypb.Any
+	place int
 	name  string // canonical; "" until known
 	value any
 	err   error
@@ -155,24 +166,22 @@ type item struct {
 	res any
 }
 
-// take takes r, one resource of a response of type typ: its name, as the
-// response gives it, and rawName, as typ reads it without decoding (nil
-// if it cannot).
-func take(r transport.Resource, typ xdsresource.Type) (it item, rawName []byte) {
-	it = item{data: r.Value, name: r.Name, err: r.Err}
-	if r.Err != nil {
-		return it, nil
+// take takes r, one resource of a response, into it, which is zero: its
+// name, as the response gives it; it returns rawName, as the type's
+// reader reads it without decoding (nil if it cannot, or there is none).
+func (it *item) take(r *transport.Resource, reader xdsresource.NameReader) (rawName []byte) {
+	it.data, it.name, it.err, it.place = r.Value, r.Name, r.Err, -1
+	if r.Err != nil || reader == nil {
+		return nil
 	}
-	if reader, ok := typ.(xdsresource.NameReader); ok {
-		if name, ok := reader.ReadName(it.data); ok {
-			if !xdstp.IsCanonical(name) {
-				// Named as subscribed: canonical form.
-				name = []byte(xdstp.Received(string(name)))
-			}
-			rawName = name
+	if name, ok := reader.ReadName(it.data); ok {
+		if !xdstp.IsCanonical(name) {
+			// Named as subscribed: canonical form.
+			name = []byte(xdstp.Received(string(name)))
 		}
+		rawName = name
 	}
-	return it, rawName
+	return rawName
 }
 
 // match looks it up by the name it has before decoding (rawName, else its
@@ -207,13 +216,13 @@ func (it *item) match(src *Source, k *Kind, rawName []byte) {
 // stale reports whether an item found unchanged no longer is, because
 // what its entry holds changed while the lock was released; such items
 // are then decoded.
-func stale(items []item, typeURL string) bool {
+func stale(items []item) bool {
 	found := false
 	for i := range items {
 		it := &items[i]
 		if it.unchanged && (it.e.removed || it.e.res.from != it.was) {
 			it.unchanged, it.looked = false, false
-			it.raw = &anypb.Any{TypeUrl: typeURL, Value: it.data}
+			it.raw = &anypb.Any{}
 			found = true
 		}
 	}
@@ -242,15 +251,18 @@ func inParallel(n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// decodeItems decodes the items that are neither unchanged nor failed.
-// Items are independent and xdsresource.Type implementations are safe for
+// decodeItems decodes the items that are neither unchanged nor failed,
+// of type URL typeURL, and calls ready for each once decoded. Items are
+// independent and xdsresource.Type implementations are safe for
 // concurrent use, so a large response is decoded in parallel: decoding is
 // most of the client's work on a full-state update.
-func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, items []item) {
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL string, items []item, ready func(i int, it *item)) {
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
+				it.raw.TypeUrl, it.raw.Value = typeURL, it.data
 				it.decode(typ, opts)
+				ready(i, it)
 			}
 		}
 	})
@@ -287,19 +299,12 @@ type response struct {
 	delta          bool
 	resources      []transport.Resource // the response's: items[i] is resources[i]
 	items          []item
-	changed        int                  // items decoded
-	deliver        func(d Delivery) any // what watchers get of the items that changed
-	others         []pending            // events other than those of items
-	absent         bool                 // the full state may have left out subscribed entries (absences)
+	changed        int                             // items decoded
+	deliver        func(place int, d Delivery) any // what watchers get of the items that changed
+	others         []pending                       // events other than those of items
+	absent         bool                            // the full state may have left out subscribed entries (absences)
 	nacks          nackDetail
 	seen           int // entries the response named in resources or resource_errors
-}
-
-// pending is an event of the response other than a resource's, with its
-// details.
-type pending struct {
-	decision
-	d details
 }
 
 // entry returns the entry named name that the response applies to: one
@@ -368,7 +373,7 @@ func (r *response) resource(i int, it *item) {
 		} else {
 			it.kept = bytes.Clone(it.data)
 		}
-		it.e, it.ev = e, event{kind: evInvalid, sameBytes: same}
+		it.e, it.ev, it.s = e, event{kind: evInvalid, sameBytes: same}, e.current()
 		return
 	}
 	r.Valid++
@@ -380,17 +385,20 @@ func (r *response) resource(i int, it *item) {
 	if !it.looked || e != it.e || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
 	}
-	it.e, it.ev = e, event{kind: evValid, unchanged: unchanged}
-	if !unchanged {
+	it.e, it.ev, it.s = e, event{kind: evValid, unchanged: unchanged}, e.current()
+	switch {
+	case unchanged:
+		it.kept, it.res = nil, nil // made while decoding, but not a change after all
+	case it.res == nil: // not made while decoding
 		it.kept = bytes.Clone(it.data)
 		if it.raw == nil {
 			it.raw = &anypb.Any{TypeUrl: r.k.URL}
 		}
 		it.raw.Value = it.kept
 		if r.deliver == nil {
-			r.deliver = r.c.cfg.Deliver(r.changed)
+			r.deliver = r.c.cfg.Deliver(0)
 		}
-		it.res = r.deliver(Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
+		it.res = r.deliver(it.place, Delivery{Type: r.k.Type, Name: it.name, Version: it.u.version, Value: it.value, Raw: it.raw, Server: r.src.URI, At: it.u.at})
 	}
 }
 
@@ -415,7 +423,7 @@ func (r *response) resourceError(i int, re transport.ResourceError) {
 	r.seen++
 	r.Invalid++
 	r.Errors++
-	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evServerError, code: re.Code}}, details{u: r.base, msg: re.Message}})
+	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evServerError, code: re.Code}, s: e.current()}, details{u: r.base, msg: re.Message}})
 }
 
 // removal decides what a name of a delta response's removed_resources
@@ -426,19 +434,20 @@ func (r *response) removal(name string) {
 		return
 	}
 	r.Removed++
-	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evDeletion, explicit: true}}, details{u: r.base}})
+	r.others = append(r.others, pending{decision{e: e, ev: event{kind: evDeletion, explicit: true}, s: e.current()}, details{u: r.base}})
 }
 
 // decide asks transition what each event of the response does to its
 // entry, under the server's features. Each entry has one event at most,
 // and carrying one out changes no other entry, so every event is decided
-// before any is carried out. An absence is kept only if it changes
+// before any is carried out, from the entry's state as read when its
+// event was found (nothing changes it meanwhile): deciding reads no entry. An absence is kept only if it changes
 // something: most absent entries hold nothing (subscriptions the server
 // has yet to serve), and their absence is then nothing.
 func (r *response) decide() {
 	for x := range r.events() {
 		var changes bool
-		x.out, changes = r.src.outcome(x.e, x.ev)
+		x.out, changes = r.src.outcomeOf(x.s, x.ev)
 		if x.ev.absence() && changes {
 			r.others = append(r.others, pending{*x, details{u: r.base}})
 		}
@@ -468,7 +477,7 @@ func (r *response) events() iter.Seq[*decision] {
 		var x decision
 		for e := range r.k.table.all() {
 			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
-				x = decision{e: e, ev: event{kind: evDeletion}}
+				x = decision{e: e, ev: event{kind: evDeletion}, s: e.current()}
 				if !yield(&x) {
 					return
 				}

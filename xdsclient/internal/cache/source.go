@@ -40,7 +40,11 @@ type Features struct {
 // outcome returns what ev does to e, an entry that uses src: transition's
 // answer under src's features, and whether it changes anything.
 func (src *Source) outcome(e *Entry, ev event) (_ outcome, changes bool) {
-	s := entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}
+	return src.outcomeOf(e.current(), ev)
+}
+
+// outcomeOf is outcome for an entry in state s.
+func (src *Source) outcomeOf(s entryState, ev event) (_ outcome, changes bool) {
 	f := src.Features
 	out := transition(s, ev, features{legacy: f.Legacy, failOnDataErrors: f.FailOnDataErrors, ignoreDeletion: f.IgnoreDeletion, transientTimer: f.TransientTimer})
 	return out, out != unchanged(s)

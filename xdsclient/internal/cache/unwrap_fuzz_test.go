@@ -53,7 +53,9 @@ func FuzzUnwrap(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a response that protobuf marshals does not parse: %v", err)
 		}
-		it, rawName := take(u.Resources[0], typ)
+		var it item
+		reader, _ := typ.(xdsresource.NameReader)
+		rawName := it.take(&u.Resources[0], reader)
 		if it.err != nil {
 			return
 		}

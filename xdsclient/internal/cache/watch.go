@@ -37,7 +37,7 @@ func (c *Cache) Decode(h Held) (any, error) {
 	if err != nil {
 		return nil, c.resourceErr(codes.Internal, e, src, fmt.Sprintf("held resource no longer decodes: %v", err))
 	}
-	return c.cfg.Deliver(1)(Delivery{Type: e.kind.Type, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
+	return c.cfg.Deliver(1)(0, Delivery{Type: e.kind.Type, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
 }
 
 // Watch adds w to e and posts what w hears first (transition's evWatch):

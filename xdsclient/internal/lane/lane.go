@@ -249,12 +249,18 @@ func (l *Lane[W]) Release(tx *txn.Tx) {
 	}
 }
 
+// growSlack is the room Grow leaves for the items posted after the held
+// callbacks.
+const growSlack = 4
+
 // Grow makes room for n more held callbacks, so that a response with many
-// changes allocates its queue once.
+// changes allocates its queue once: the room includes the few items
+// posted after them in the same holding of the lock (a Barrier, say),
+// since the held callbacks become the queue they are appended to.
 func (l *Lane[W]) Grow(tx *txn.Tx, n int) {
 	p := l.p.Of(tx)
 	if cap(p.held)-len(p.held) < n {
-		held := make([]item[W], len(p.held), len(p.held)+n)
+		held := make([]item[W], len(p.held), len(p.held)+n+growSlack)
 		copy(held, p.held)
 		p.held = held
 	}

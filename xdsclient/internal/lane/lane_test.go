@@ -219,3 +219,34 @@ func TestCloseLane(t *testing.T) {
 	f.expect(t, "w:3")
 	wait(t, done, "barrier")
 }
+
+// TestGrowRoomForBarrier: the callbacks of a large response, held with
+// room made by Grow, become the lane's queue as they are, with the
+// barrier posted after them: the queue of n callbacks is allocated once,
+// not copied to make room for the barrier.
+func TestGrowRoomForBarrier(t *testing.T) {
+	f := newFixture()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); f.set.Wait() }()
+	l := New(&f.set, ctx, func(*rec, any, error, bool) {})
+	ws := make([]*rec, 1000)
+	for i := range ws {
+		ws[i] = &rec{name: fmt.Sprint(i)}
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		tx := f.mu.Lock()
+		l.Hold(tx)
+		l.Grow(tx, len(ws))
+		for _, w := range ws {
+			l.Notify(tx, w, nil, nil, false)
+		}
+		l.Release(tx)
+		ch := l.Barrier(tx)
+		tx.Unlock()
+		<-ch
+	})
+	// The queue (Grow) and the barrier's channel.
+	if allocs > 2 {
+		t.Errorf("a held response and its barrier: %v allocations, want 2", allocs)
+	}
+}

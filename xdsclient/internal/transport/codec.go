@@ -85,6 +85,10 @@ func ParseSotW(b []byte) (*Update, error) {
 	}
 	u.Resources = make([]Resource, len(anys))
 	for i, a := range anys {
+		if value, ok := plainAny(a, u.TypeURL); ok {
+			u.Resources[i].Value = value
+			continue
+		}
 		r, err := readAny(a, u.TypeURL)
 		if err != nil {
 			return nil, fmt.Errorf("DiscoveryResponse: resources[%d]: %w", i, err)
@@ -92,6 +96,34 @@ func ParseSotW(b []byte) (*Update, error) {
 		u.Resources[i] = r
 	}
 	return u, nil
+}
+
+// plainAny reads b as an Any of type typeURL in the form encoders write
+// (the type URL, then the value, each once), and returns its value; ok is
+// false for any other Any, which readAny reads. It is readAny's answer for
+// the Anys of a large response, at a fraction of its cost.
+func plainAny(b []byte, typeURL string) (value []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || num != fieldAnyTypeURL || typ != protowire.BytesType {
+		return nil, false
+	}
+	b = b[n:]
+	url, n := protowire.ConsumeBytes(b)
+	if n < 0 || string(url) != typeURL {
+		return nil, false
+	}
+	b = b[n:]
+	if len(b) == 0 {
+		return nil, true // no value: an empty resource, as readAny reads it
+	}
+	if num, typ, n = protowire.ConsumeTag(b); n < 0 || num != fieldAnyValue || typ != protowire.BytesType {
+		return nil, false
+	}
+	b = b[n:]
+	if value, n = protowire.ConsumeBytes(b); n < 0 || n != len(b) {
+		return nil, false
+	}
+	return value, true
 }
 
 // ParseDelta reads a DeltaDiscoveryResponse, as ParseSotW does a

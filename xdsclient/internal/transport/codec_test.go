@@ -2,12 +2,14 @@ package transport
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -167,5 +169,64 @@ func checkShown(t *testing.T, what, version, shown, sent string) {
 	kept, _, marked := strings.Cut(shown, "...[")
 	if len(shown) > xerr.MaxShown || !marked || !strings.HasPrefix(sent, kept) || !strings.HasSuffix(shown, " more bytes]") {
 		t.Errorf("%s of %d bytes shown as %d bytes: %.40q...", what, len(sent), len(shown), shown)
+	}
+}
+
+// BenchmarkParseSotW reads a response of 10,000 clusters.
+func BenchmarkParseSotW(b *testing.B) {
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: cdsURL, VersionInfo: "1", Nonce: "n"}
+	for i := range 10000 {
+		a, err := anypb.New(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Resources = append(resp.Resources, a)
+	}
+	wire, err := proto.Marshal(resp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wire)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseSotW(wire); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestParseSotWAnyForms: an Any in a form other than the usual one (type
+// URL then value) is read as protobuf reads it: fields in another order,
+// given twice, unknown fields, a tag in a longer varint, no value.
+func TestParseSotWAnyForms(t *testing.T) {
+	url := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), cdsURL)
+	value := func(v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(nil, 2, protowire.BytesType), v)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	longTag := cat([]byte{0x92, 0x00}, protowire.AppendString(nil, "long")) // field 2, bytes, in two bytes
+	other := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "type.googleapis.com/other")
+	for _, a := range [][]byte{
+		cat(url, value("v")),
+		cat(value("v"), url),
+		cat(url, value("a"), value("b")),
+		cat(url, value("v"), protowire.AppendVarint(protowire.AppendTag(nil, 3, protowire.VarintType), 1)),
+		cat(url, longTag),
+		cat(url),
+		cat(other, value("v"), url),
+		cat(url, value("v"), other),
+	} {
+		wire := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), a)
+		wire = protowire.AppendString(protowire.AppendTag(wire, 4, protowire.BytesType), cdsURL)
+		u, err := ParseSotW(wire)
+		resp := &discoveryv3.DiscoveryResponse{}
+		if perr := proto.Unmarshal(wire, resp); perr != nil || err != nil {
+			t.Fatalf("Any %x: ParseSotW: %v; protobuf: %v", a, err, perr)
+		}
+		want := resp.GetResources()[0]
+		got := u.Resources[0]
+		if ok := want.GetTypeUrl() == cdsURL; (got.Err == nil) != ok || ok && !bytes.Equal(got.Value, want.GetValue()) {
+			t.Errorf("Any %x: read %+v, want value %q of type %q", a, got, want.GetValue(), want.GetTypeUrl())
+		}
 	}
 }
