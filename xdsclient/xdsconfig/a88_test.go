@@ -435,8 +435,10 @@ func TestHostileMessagesBounded(t *testing.T) {
 	f.PushErrors(cdsURL, xdstest.ResourceError("A", codes.Internal, huge))
 	c := r.config()
 	checkNote(t, c, "A", `CDS resource "A": `, nodeMark)
+	// This response also sends A again, which clears its error: the
+	// manager may deliver that before B's error.
 	f.PushErrors(cdsURL, xdstest.ResourceError("B", codes.NotFound, huge))
-	c = r.config()
+	c = r.until("B failed", func(c *xdsconfig.Config) bool { return c.Clusters["B"] != nil && c.Clusters["B"].Err != nil })
 	if re := slotErr(t, c, "B", codes.NotFound); len(re.Error()) > xdsconfig.MaxMessageLen {
 		t.Errorf("slot error of %d bytes", len(re.Error()))
 	}
