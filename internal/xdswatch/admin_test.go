@@ -65,7 +65,7 @@ func mustScrape(t *testing.T, addr string) string {
 func TestAdminPort(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.DemoResources("demo")...)
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--csds-addr", "127.0.0.1:0", "lds:demo")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--csds-addr", "127.0.0.1:0", "lds:demo")
 	l := p.event(t)
 	if l.CSDS == nil || *l.CSDS == "" || l.Metrics == nil || *l.Metrics != "" {
 		t.Fatalf("listening line %+v, want the admin address and no metrics (a bootstrap was given)", l)
@@ -128,7 +128,7 @@ func TestAdminPort(t *testing.T) {
 // "xdswatch" (the default target), holding the watched listener.
 func TestCSDS(t *testing.T) {
 	t.Parallel()
-	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "127.0.0.1:0", "lds:demo")
+	p := startRun(t, "--output", "json", "--csds-addr", "127.0.0.1:0", "lds:demo")
 	l := p.event(t)
 	if l.Event != eventListening || l.CSDS == nil || !strings.HasPrefix(*l.CSDS, "127.0.0.1:") || strings.HasSuffix(*l.CSDS, ":0") {
 		t.Fatalf("first line %+v, want listening with the bound CSDS address", l)

@@ -199,8 +199,8 @@ const (
 // missingTimeout is the --resource-timeout of the tests in which some
 // resources must arrive and others time out: long enough for a control
 // plane in this process, slowed by the tests that run beside it, to
-// answer first.
-const missingTimeout = "10s"
+// answer first (it answers in milliseconds; a test waits for the timer).
+const missingTimeout = "3s"
 
 // TestChannelConfigJSON checks a config line field by field: the
 // listener, its route configuration and virtual host, and one slot of
@@ -210,7 +210,7 @@ const missingTimeout = "10s"
 func TestChannelConfigJSON(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, mixedConfig("127.0.0.1:41")...)
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", missingTimeout, "xds:///L")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", missingTimeout, "xds:///L")
 	p.listening(t)
 	e := p.channelEvent(t)
 	if e.Event != eventConfig || e.Target != "xds:///L" || e.Listener != "L" || e.RouteConfig == nil || *e.RouteConfig != "R" || e.VirtualHost != "vh" {
@@ -289,7 +289,7 @@ func (p *proc) textLine(t *testing.T) string {
 func TestChannelConfigText(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, mixedConfig("127.0.0.1:41")...)
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", missingTimeout, "xds:///L")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--resource-timeout", missingTimeout, "xds:///L")
 	got := p.textLine(t)
 	wantRE := regexp.MustCompile(`^xds:///L config: listener L, route config R, virtual host vh; ` +
 		`cluster agg: aggregate of c2, dns; ` +
@@ -310,7 +310,7 @@ func TestChannelConfigText(t *testing.T) {
 func TestChannelConfigError(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.Listener("L", "gone"))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", missingTimeout, "xds:///nope", "xds:///L")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", missingTimeout, "xds:///nope", "xds:///L")
 	p.listening(t)
 	got := map[string]channelEvent{}
 	for range 2 {
@@ -334,7 +334,7 @@ func TestChannelConfigError(t *testing.T) {
 	}
 	p.interrupt(t)
 
-	p = startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", "200ms", "xds:///nope")
+	p = startRun(t, "--bootstrap", cp.bootstrapFile, "--resource-timeout", "200ms", "xds:///nope")
 	if l, want := p.textLine(t), `xds:///nope config ERROR NOT_FOUND: LDS resource "nope": `; !strings.HasPrefix(l, want) || !strings.Contains(l, testNodeID) {
 		t.Errorf("text line %q, want %q... naming the node ID", l, want)
 	}
@@ -347,7 +347,7 @@ func TestChannelConfigError(t *testing.T) {
 func TestChannelRPCsThroughDemo(t *testing.T) {
 	t.Parallel()
 	// The first RPC waits for the config, however slow it is to come.
-	p := startProc(t, cleanEnv(), "--output", "json", "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "20ms", "--rpc-timeout", "30s", "xds:///demo")
+	p := startRun(t, "--output", "json", "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "20ms", "--rpc-timeout", "30s", "xds:///demo")
 	p.listening(t)
 	cfg := p.channelEvent(t)
 	var slot struct{ Priorities [][]string }
@@ -393,7 +393,7 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 // and one that fails before reaching a cluster.
 func TestChannelRPCText(t *testing.T) {
 	t.Parallel()
-	p := startProc(t, cleanEnv(), "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "1h", "--rpc-timeout", "30s", "xds:///demo")
+	p := startRun(t, "--csds-addr", "", "--metrics-addr", "", "--rpc-interval", "1h", "--rpc-timeout", "30s", "xds:///demo")
 	if l := p.textLine(t); !strings.HasPrefix(l, "xds:///demo config: listener demo, ") {
 		t.Errorf("line %q, want the config", l)
 	}
@@ -404,7 +404,7 @@ func TestChannelRPCText(t *testing.T) {
 	p.interrupt(t)
 
 	cp := startControlPlane(t)
-	p = startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--rpc-interval", "1h", "--rpc-timeout", "100ms", "xds:///absent")
+	p = startRun(t, "--bootstrap", cp.bootstrapFile, "--rpc-interval", "1h", "--rpc-timeout", "100ms", "xds:///absent")
 	if l, want := p.textLine(t), "xds:///absent rpc /grpc.health.v1.Health/Check: DEADLINE_EXCEEDED, no cluster, no peer: "; !strings.HasPrefix(l, want) {
 		t.Errorf("line %q, want %q...", l, want)
 	}
@@ -443,7 +443,7 @@ func TestChannelRPCHeaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--bootstrap", cp.bootstrapFile, "--output", "json", "--rpc-interval", "1h", "--rpc-timeout", "10s",
 				"--rpc-method", "/grpc.testing.TestService/EmptyCall"}, tc.headers...)
-			p := startProc(t, cleanEnv(), append(args, "xds:///L")...)
+			p := startRun(t, append(args, "xds:///L")...)
 			p.listening(t)
 			e := p.nextOf(t, eventRPC)
 			if e.Code != "OK" || *e.Cluster != tc.cluster || *e.Peer != tc.backend || e.Method != "/grpc.testing.TestService/EmptyCall" {
@@ -468,7 +468,7 @@ func TestChannelRPCBeforeConfig(t *testing.T) {
 	cp := startControlPlane(t)
 	const timeout = 300 * time.Millisecond
 	start := time.Now()
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "1h",
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "1h",
 		"--rpc-interval", "1h", "--rpc-timeout", timeout.String(), "xds:///L")
 	p.listening(t)
 	e := p.channelEvent(t)
@@ -480,7 +480,7 @@ func TestChannelRPCBeforeConfig(t *testing.T) {
 	}
 	p.interruptClean(t)
 
-	p = startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "1h",
+	p = startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "1h",
 		"--rpc-interval", "1h", "--rpc-timeout", "30s", "xds:///L")
 	p.listening(t)
 	cp.set("2", controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
@@ -509,7 +509,7 @@ func TestChannelStdin(t *testing.T) {
 	cp := startControlPlane(t, controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", b.Addr()))
 	// The first RPC waits for the config, however slow it is to come.
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin", "--rpc-interval", "20ms", "--rpc-timeout", "30s")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin", "--rpc-interval", "20ms", "--rpc-timeout", "30s")
 	p.listening(t)
 	p.send(t, "+xds:///L")
 	if e := p.channelEvent(t); e.Event != eventConfig || e.Target != "xds:///L" {

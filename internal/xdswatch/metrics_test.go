@@ -40,7 +40,7 @@ func metricsScenario(t *testing.T) (p *proc, metricsAddr, xdsServer string) {
 	if err := os.WriteFile(bootstrapFile, []byte(bs), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p = startProc(t, cleanEnv(), "--bootstrap", bootstrapFile, "--output", "json", "--metrics-addr", "127.0.0.1:0", "cds:c1", "cds:c2")
+	p = startRun(t, "--bootstrap", bootstrapFile, "--output", "json", "--metrics-addr", "127.0.0.1:0", "cds:c1", "cds:c2")
 	l := p.event(t)
 	if l.Event != eventListening || l.Metrics == nil || !strings.HasPrefix(*l.Metrics, "127.0.0.1:") || strings.HasSuffix(*l.Metrics, ":0") {
 		t.Fatalf("first line %+v, want listening with the bound metrics address", l)

@@ -142,7 +142,7 @@ func TestOTLPEndpoint(t *testing.T) {
 		t.Run(strings.Split(tc.endpoint, ":")[0], func(t *testing.T) {
 			args := append([]string{"--output", "json", "--otlp-endpoint", tc.endpoint, "--otlp-interval", "100ms", "--rpc-interval", "50ms"}, tc.args...)
 			args = append(args, "xds:///demo")
-			p := startProc(t, cleanEnv(), args...)
+			p := startRun(t, args...)
 			var l listeningEvent
 			if err := json.Unmarshal([]byte(p.line(t)), &l); err != nil || l.Event != eventListening {
 				t.Fatalf("listening line: %+v, %v", l, err)

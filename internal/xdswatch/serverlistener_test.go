@@ -17,7 +17,7 @@ func TestServerListenerTemplatedName(t *testing.T) {
 		controlplane.ServerListener(name, "127.0.0.1", 8443, "r1"),
 		controlplane.RouteConfig("r1", []string{"*"}, "c1"))
 
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "lds:"+name)
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "lds:"+name)
 	p.listening(t)
 	e := p.event(t)
 	if e.Event != eventResource || e.Type != "lds" || e.Name != name || e.Version != "1" {
@@ -40,7 +40,7 @@ func TestServerListenerTemplatedName(t *testing.T) {
 	}
 	p.interrupt(t)
 
-	text := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "lds:"+name)
+	text := startRun(t, "--bootstrap", cp.bootstrapFile, "lds:"+name)
 	const want = "lds " + name + " v1: server listener " + name + ": 127.0.0.1:8443, 1 filter chain"
 	if l := text.line(t); len(l) < 13 || l[13:] != want {
 		t.Errorf("text line = %q, want a time then %q", l, want)

@@ -264,6 +264,13 @@ func (t *tour) watchCmd(cmd string) func(context.Context) error {
 	}
 }
 
+// goalSeenKey is the key of a context value that the tour calls, as
+// func(context.Context), after each line that says a goal was reached, and
+// goes on once it has returned: a caller that checks each announced state
+// (this package's tests) does so while the tour waits, however short the
+// step.
+type goalSeenKey struct{}
+
 // run walks the steps until the end or until ctx is done.
 func (t *tour) run(ctx context.Context) {
 	steps := t.steps()
@@ -307,6 +314,9 @@ func (t *tour) run(ctx context.Context) {
 				g := s.goals[next]
 				t.say("tour %s reached: %s; %v", n, changes(shown, g.cache, t.specs, t.addr), g.rpc)
 				shown = g.cache
+				if seen, ok := ctx.Value(goalSeenKey{}).(func(context.Context)); ok {
+					seen(ctx)
+				}
 			}
 		}
 		hold := time.NewTimer(t.step)

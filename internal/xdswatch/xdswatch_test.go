@@ -58,7 +58,7 @@ const demoServerListenerName = "grpc/server?xds.resource.listening_address=127.0
 // it with status 0.
 func TestDemoJSON(t *testing.T) {
 	t.Parallel()
-	p := startProc(t, cleanEnv(), "--output", "json")
+	p := startRun(t, "--output", "json")
 	l := p.event(t)
 	for what, addr := range map[string]*string{"csds": l.CSDS, "metrics": l.Metrics} {
 		if l.Event != eventListening || addr == nil || !regexp.MustCompile(`^127\.0\.0\.1:[1-9]\d*$`).MatchString(*addr) {
@@ -109,7 +109,7 @@ func TestDemoJSON(t *testing.T) {
 // metrics (which answer), and that SIGTERM ends it with status 0.
 func TestDemoText(t *testing.T) {
 	t.Parallel()
-	p := startProc(t, cleanEnv())
+	p := startRun(t)
 	if l := p.errLine(t); !regexp.MustCompile(`^xdswatch: .*demo control plane .*127\.0\.0\.1:\d+$`).MatchString(l) {
 		t.Errorf("stderr line = %q, want one naming the demo control plane address", l)
 	}
@@ -167,7 +167,7 @@ func TestDeletedClusterIsAmbientNotFound(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t,
 		controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "cds:c1", "cds:c1", "cds:c2")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "cds:c1", "cds:c1", "cds:c2")
 	p.listening(t)
 	seen := map[string]int{}
 	for _, e := range p.events(t, 3) {
@@ -201,7 +201,7 @@ func TestDeletedClusterIsAmbientNotFound(t *testing.T) {
 func TestResourceTimeoutIsNotFound(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "200ms", "eds:missing")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--resource-timeout", "200ms", "eds:missing")
 	p.listening(t)
 	line := p.line(t)
 	if keys, want := topKeys(t, line), []string{"ts", "event", "type", "name", "code", "message"}; !slices.Equal(keys, want) {
@@ -218,7 +218,7 @@ func TestResourceTimeoutIsNotFound(t *testing.T) {
 func TestAmbientErrorClearedText(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "cds:c1")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "cds:c1")
 	if l := p.line(t); !strings.Contains(l, " cds c1 v1: ") {
 		t.Fatalf("first line %q, want c1 at version 1", l)
 	}
@@ -238,7 +238,7 @@ func TestAmbientErrorClearedText(t *testing.T) {
 func TestResourceErrorText(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.Endpoints("e1", "127.0.0.1:1"))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--resource-timeout", "200ms", "eds:missing")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--resource-timeout", "200ms", "eds:missing")
 	re := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} eds missing ERROR NOT_FOUND: .*"missing".*$`)
 	if l := p.line(t); !re.MatchString(l) {
 		t.Errorf("line %q does not match %v", l, re)
@@ -273,7 +273,7 @@ func TestBootstrapFromEnv(t *testing.T) {
 func TestStdinCommands(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""), controlplane.Cluster("c2", ""))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
 	p.listening(t)
 	expect := func(typ, name, version string) {
 		t.Helper()
@@ -423,7 +423,7 @@ func TestUsageErrors(t *testing.T) {
 // TestHelp checks that -h prints the usage and exits 0.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	p := startProc(t, cleanEnv(), "-h")
+	p := startRun(t, "-h")
 	if code := p.exitCode(t); code != 0 {
 		t.Errorf("exit status of -h = %d, want 0", code)
 	}
@@ -479,7 +479,7 @@ func TestBootstrapPipeSignal(t *testing.T) {
 func TestStdinLongLine(t *testing.T) {
 	t.Parallel()
 	cp := startControlPlane(t, controlplane.Cluster("c1", ""))
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--stdin")
 	p.listening(t)
 	p.send(t, "+cds:"+strings.Repeat("x", 100<<10))
 	if l := p.errLine(t); l != "xdswatch: stdin: line 1 is longer than 64 KiB; skipped" {
@@ -514,7 +514,7 @@ func TestJSONRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := startControlPlane(t, l)
-	p := startProc(t, cleanEnv(), "--bootstrap", cp.bootstrapFile, "--output", "json", "lds:l1")
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "lds:l1")
 	p.listening(t)
 	line := p.line(t)
 	if e := parseEvent(t, line); e.Event != eventResource || e.Name != "l1" {
