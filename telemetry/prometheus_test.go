@@ -41,11 +41,16 @@ func TestIncreaseShowsFirstEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	// Both servers are down at first: the client has channels to them and
-	// watches, so the series exist, but no fetch can start.
+	// Both servers are paused at first: the client has channels to them,
+	// waiting for the servers' handshakes, and watches, so the series
+	// exist, but no fetch can start. (A stopped server would have the
+	// client back off, and come back to it seconds after the restart.)
 	primary, silent := xdstest.NewADSServer(t), xdstest.NewADSServer(t)
-	primary.Stop()
-	silent.Stop()
+	for _, s := range []*xdstest.ADSServer{primary, silent} {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := bootstrapFor(primary.Addr())
 	b.Authorities = fmt.Sprintf(`{"timeout.example": {"xds_servers": [%s]}}`,
 		xdstest.ServerJSON(silent.Addr(), bootstrap.FeatureResourceTimerIsTransientError))

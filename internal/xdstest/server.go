@@ -26,6 +26,7 @@ type ADSServer struct {
 	// The fields below are guarded by life.
 	grpc   *grpc.Server
 	served chan struct{} // closed when the current grpc.Server.Serve returns
+	held   net.Listener  // bound but not accepting, after Pause
 	closed bool          // the test has ended
 	recv   sync.WaitGroup
 
@@ -50,6 +51,10 @@ func NewADSServer(t testing.TB, opts ...grpc.ServerOption) *ADSServer {
 		s.Stop()
 		s.life.Lock()
 		s.closed = true
+		if s.held != nil {
+			s.held.Close()
+			s.held = nil
+		}
 		s.life.Unlock()
 	})
 	return s
@@ -96,8 +101,29 @@ func (s *ADSServer) Stop() {
 	Notify()
 }
 
+// Pause is Stop, but the address stays bound without accepting: a client
+// that connects meanwhile has its TCP connection queued by the system and
+// waits for the server's HTTP/2 handshake (CONNECTING, gRPC's 20s connect
+// deadline) instead of being refused and backing off, so that after
+// Restart it is served at once. (A connection made in the moment between
+// the stop and the new bind is refused.)
+func (s *ADSServer) Pause() error {
+	s.Stop()
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.held != nil || s.closed {
+		return nil
+	}
+	lis, err := listenAgain(s.addr)
+	if err != nil {
+		return err
+	}
+	s.held = lis
+	return nil
+}
+
 // Restart listens again on the same address with a fresh grpc.Server,
-// after a [ADSServer.Stop]. It drops the streams that were queued before
+// after a [ADSServer.Stop] or [ADSServer.Pause]. It drops the streams that were queued before
 // the stop and never taken, all of which are over, so that NextStream
 // returns only streams opened after the restart. If the address is briefly
 // unavailable it retries the bind for a few seconds.
@@ -110,9 +136,13 @@ func (s *ADSServer) Restart() error {
 	if s.grpc != nil {
 		return fmt.Errorf("xdstest: Restart of %s while it is running", s.addr)
 	}
-	lis, err := listenAgain(s.addr)
-	if err != nil {
-		return err
+	lis := s.held
+	s.held = nil
+	if lis == nil {
+		var err error
+		if lis, err = listenAgain(s.addr); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	s.queue, s.dqueue = nil, nil

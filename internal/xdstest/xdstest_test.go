@@ -477,3 +477,56 @@ func ownGoroutines() []string {
 	}
 	return out
 }
+
+// TestADSServerPause checks that a paused server holds a client's new
+// connection instead of refusing it: the channel stays CONNECTING, never
+// TRANSIENT_FAILURE (where gRPC's reconnect backoff would start), and a
+// stream started meanwhile is served once the server restarts.
+func TestADSServerPause(t *testing.T) {
+	ctx := xdstest.Context(t)
+	srv := xdstest.NewADSServer(t)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatalf("second Pause: %v", err)
+	}
+	cc, client := dial(t, srv.Addr())
+	cc.Connect()
+	for s := cc.GetState(); s != connectivity.Connecting; s = cc.GetState() {
+		if !cc.WaitForStateChange(ctx, s) {
+			t.Fatalf("channel stayed %v, want CONNECTING", s)
+		}
+	}
+	// A refused connection fails within milliseconds: a held one does not
+	// change state at all.
+	hold, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	changed := cc.WaitForStateChange(hold, connectivity.Connecting)
+	cancel()
+	if changed {
+		t.Fatalf("channel went from CONNECTING to %v while the server was paused, want it held", cc.GetState())
+	}
+	type result struct {
+		cs  discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+		err error
+	}
+	opened := make(chan result, 1)
+	go func() {
+		cs, err := client.StreamAggregatedResources(ctx)
+		opened <- result{cs, err}
+	}()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-opened
+	if r.err != nil {
+		t.Fatalf("stream started while paused: %v", r.err)
+	}
+	send(t, r.cs, &discoveryv3.DiscoveryRequest{TypeUrl: cdsType})
+	if _, err := srv.NextStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := cc.GetState(); s != connectivity.Ready {
+		t.Errorf("channel %v after the stream was served, want READY", s)
+	}
+}
