@@ -8,12 +8,15 @@ package dashboards_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -45,11 +48,12 @@ func TestDemoPrometheusScript(t *testing.T) {
 	// The script runs the xdswatch the other tests run (XDSWATCH), instead
 	// of building its own, and watches what it watches by default, with a
 	// resource timeout shorter than the default 15s so that the cluster
-	// the demo does not serve is soon does_not_exist.
+	// the demo does not serve is soon does_not_exist; Prometheus scrapes
+	// and evaluates every second (PROM_INTERVAL), not every 5s.
 	cmd := exec.Command("bash", script, "--resource-timeout", "2s",
 		"lds:demo", "rds:demo-route", "cds:demo-cluster", "eds:demo-cluster", "cds:demo-missing")
 	xdswatchPath, env := xdswatchExecutable(t)
-	cmd.Env = append(env, "PROM_ADDR="+xdstest.ClosedAddr(t), "XDSWATCH="+xdswatchPath)
+	cmd.Env = append(env, "PROM_ADDR="+xdstest.ClosedAddr(t), "XDSWATCH="+xdswatchPath, "PROM_INTERVAL=1s")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +103,9 @@ func TestDemoPrometheusScript(t *testing.T) {
 		t.Fatal("demo-prometheus.sh named no processes within a minute")
 	}
 	prom := &promtest.Server{Process: demo, Base: "http://" + addrs["prometheus"]}
+	if cfg := runningConfig(t, prom); !strings.Contains(cfg, "scrape_interval: 1s") || !strings.Contains(cfg, "evaluation_interval: 1s") {
+		t.Errorf("Prometheus runs without PROM_INTERVAL's 1s intervals:\n%s", cfg)
+	}
 
 	// Prometheus scrapes the demo, with the recording rules loaded: the
 	// demo's four resources are acked, and the cluster it does not serve
@@ -138,4 +145,21 @@ func TestDemoPrometheusScript(t *testing.T) {
 			t.Errorf("%s (pid %d) still exists after the script ended (%v)", name, pid, err)
 		}
 	}
+}
+
+// runningConfig returns the configuration Prometheus runs, as YAML.
+func runningConfig(t *testing.T, prom *promtest.Server) string {
+	t.Helper()
+	resp, err := http.Get(prom.Base + "/api/v1/status/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct{ YAML string } `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("/api/v1/status/config: %v", err)
+	}
+	return body.Data.YAML
 }

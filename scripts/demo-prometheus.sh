@@ -19,12 +19,14 @@
 #                    (default: a new temporary directory, removed at exit)
 #   XDSWATCH         an xdswatch binary to run (default: one built from
 #                    ./examples/xdswatch into that directory)
+#   PROM_INTERVAL    the scrape and rule evaluation interval, such as 1s
+#                    for a demo whose rules and alerts move faster
+#                    (default: prometheus.yml's, 5s)
 #
 # Prometheus runs with copies of dashboards/prometheus/prometheus.yml and
-# xds-client-rules.yaml, as they are, in that directory; the script writes
-# the target file that prometheus.yml names (xds-client-targets.json) with
-# xdswatch's metrics address. The scrape and evaluation intervals (5s) are
-# those of prometheus.yml.
+# xds-client-rules.yaml, as they are but for PROM_INTERVAL, in that
+# directory; the script writes the target file that prometheus.yml names
+# (xds-client-targets.json) with xdswatch's metrics address.
 #
 # Needs Go (unless XDSWATCH is set) and Debian's prometheus package
 # (apt-get install prometheus).
@@ -107,6 +109,14 @@ done
 [ -n "$metrics" ] || fail "xdswatch printed no listening line" "$dir/xdswatch.log"
 
 cp dashboards/prometheus/prometheus.yml dashboards/prometheus/xds-client-rules.yaml "$dir/"
+if [ -n "${PROM_INTERVAL:-}" ]; then
+  case $PROM_INTERVAL in
+    *[!0-9a-z]* | [!0-9]*) fail "PROM_INTERVAL=$PROM_INTERVAL: want a Prometheus duration such as 1s" ;;
+  esac
+  sed -i -E "s/^(  (scrape|evaluation)_interval: ).*/\1\"$PROM_INTERVAL\"/" "$dir/prometheus.yml"
+  [ "$(grep -cE "^  (scrape|evaluation)_interval: \"$PROM_INTERVAL\"$" "$dir/prometheus.yml")" = 2 ] ||
+    fail "PROM_INTERVAL: prometheus.yml has no global scrape_interval and evaluation_interval to set"
+fi
 printf '[{"targets": ["%s"]}]\n' "$metrics" >"$dir/xds-client-targets.json"
 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
   --web.listen-address="$prom_addr" --log.level=warn >"$dir/prometheus.log" 2>&1 &
