@@ -123,10 +123,11 @@ func (s *ADSServer) Pause() error {
 }
 
 // Restart listens again on the same address with a fresh grpc.Server,
-// after a [ADSServer.Stop] or [ADSServer.Pause]. It drops the streams that were queued before
-// the stop and never taken, all of which are over, so that NextStream
-// returns only streams opened after the restart. If the address is briefly
-// unavailable it retries the bind for a few seconds.
+// after a [ADSServer.Stop] or [ADSServer.Pause]; after a Pause it serves
+// the connections the system held meanwhile. It drops the streams that
+// were queued before the stop and never taken, all of which are over, so
+// that NextStream returns only streams opened after the restart. If the
+// address is briefly unavailable it retries the bind for a few seconds.
 func (s *ADSServer) Restart() error {
 	s.life.Lock()
 	defer s.life.Unlock()
