@@ -25,6 +25,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -54,7 +55,7 @@ type a88 struct {
 
 func newA88(t *testing.T, features []string, opts ...xdsclient.Option) *a88 {
 	e := &a88{t: t, Holder: xdstest.NewHolder(xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: xdstest.NewADSServer(t)})}
-	return e.start(xdstest.Bootstrap{Servers: []string{e.Srv.Addr()}, Features: features, Node: `{"id": "` + nodeID + `"}`}, opts...)
+	return e.start(xdstest.Bootstrap{Servers: []string{e.Srv.Addr()}, Features: features, Node: `{"id": "` + rpctest.NodeID + `"}`}, opts...)
 }
 
 func (e *a88) start(bs xdstest.Bootstrap, opts ...xdsclient.Option) *a88 {
@@ -82,8 +83,8 @@ func (e *a88) start(bs xdstest.Bootstrap, opts ...xdsclient.Option) *a88 {
 			xdstest.Notify()
 		},
 	}))
-	env := &env{t: t, builder: b}
-	e.conn = env.dial("xdslens:///L")
+	env := &rpctest.Env{T: t, Builder: b}
+	e.conn = env.Dial("xdslens:///L")
 	e.conn.Connect()
 	return e
 }
@@ -96,7 +97,7 @@ func (e *a88) baseline() {
 	e.Want(ldsURL, "L")
 	e.Push(ldsURL, controlplane.Listener("L", "R"))
 	e.Want(rdsURL, "R")
-	e.Push(rdsURL, routeConfig("R", route(prefixMatch("/"), toCluster("A"))))
+	e.Push(rdsURL, rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("A"))))
 	e.Want(cdsURL, "A")
 	e.Push(cdsURL, controlplane.Cluster("A", ""))
 	e.Want(edsURL, "A")
@@ -105,16 +106,16 @@ func (e *a88) baseline() {
 }
 
 // rpc makes one RPC that does not wait for ready.
-func (e *a88) rpc() outcome {
+func (e *a88) rpc() rpctest.Outcome {
 	ctx, cancel := context.WithTimeout(xdstest.Context(e.t), 5*time.Second)
 	defer cancel()
-	return call(ctx, e.conn, "/pkg.Svc/M")
+	return rpctest.Call(ctx, e.conn, "/pkg.Svc/M")
 }
 
 // wantOK fails the test unless an RPC reaches backend 0.
 func (e *a88) wantOK() {
 	e.t.Helper()
-	if o := e.rpc(); o.err != nil || o.backend != e.backends[0].Addr() {
+	if o := e.rpc(); o.Err != nil || o.Backend != e.backends[0].Addr() {
 		e.t.Fatalf("RPC: %+v; want it answered by backend 0 (%s)", o, e.backends[0].Addr())
 	}
 }
@@ -124,10 +125,10 @@ func (e *a88) wantOK() {
 func (e *a88) wantUnavailable(parts ...string) {
 	e.t.Helper()
 	o := e.rpc()
-	if status.Code(o.err) != codes.Unavailable {
+	if status.Code(o.Err) != codes.Unavailable {
 		e.t.Fatalf("RPC: %+v; want it to fail with UNAVAILABLE", o)
 	}
-	msg := status.Convert(o.err).Message()
+	msg := status.Convert(o.Err).Message()
 	for _, p := range parts {
 		if !strings.Contains(msg, p) {
 			e.t.Errorf("RPC failed with %q; want it to say %q", msg, p)
@@ -180,14 +181,14 @@ func (e *a88) waitSlotError(what string) {
 func (e *a88) stopBackend() {
 	e.t.Helper()
 	e.backends[0].Stop()
-	if !poll(e.Ctx, func(ctx context.Context) bool {
-		return strings.Contains(status.Convert(call(ctx, e.conn, "/pkg.Svc/M").err).Message(), "all endpoints failing")
+	if !rpctest.Poll(e.Ctx, func(ctx context.Context) bool {
+		return strings.Contains(status.Convert(rpctest.Call(ctx, e.conn, "/pkg.Svc/M").Err).Message(), "all endpoints failing")
 	}) {
 		e.t.Fatal("RPCs never failed for want of an endpoint after backend 0 stopped")
 	}
 }
 
-const nodeNote = "xDS node ID:" + nodeID
+const nodeNote = "xDS node ID:" + rpctest.NodeID
 
 // invalidListener returns a client Listener gRPC rejects: its
 // api_listener holds no HttpConnectionManager.
@@ -205,7 +206,7 @@ func TestA88DataPlaneServerUnreachableUncached(t *testing.T) {
 	e := newA88(t, nil)
 	e.Srv.Stop()
 	e.waitFailed(`LDS resource "L"`)
-	e.wantUnavailable(`LDS resource "L"`, "node ID", nodeID)
+	e.wantUnavailable(`LDS resource "L"`, "node ID", rpctest.NodeID)
 }
 
 // Channel failure with resources cached: an ambient error; RPCs keep
@@ -230,7 +231,7 @@ func TestA88DataPlaneNACKUncached(t *testing.T) {
 		e.Want(ldsURL, "L")
 		e.Push(ldsURL, invalidListener("L"))
 		e.waitFailed(`LDS resource "L"`)
-		e.wantUnavailable(`LDS resource "L"`, "NACK", nodeID)
+		e.wantUnavailable(`LDS resource "L"`, "NACK", rpctest.NodeID)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		e := newA88(t, nil)
@@ -238,11 +239,11 @@ func TestA88DataPlaneNACKUncached(t *testing.T) {
 		e.Want(ldsURL, "L")
 		e.Push(ldsURL, controlplane.Listener("L", "R"))
 		e.Want(rdsURL, "R")
-		e.Push(rdsURL, routeConfig("R", route(prefixMatch("/"), toCluster("A"))))
+		e.Push(rdsURL, rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("A"))))
 		e.Want(cdsURL, "A")
 		e.Push(cdsURL, xdstest.InvalidCluster("A"))
 		e.waitSlotError(`CDS resource "A"`)
-		e.wantUnavailable(`CDS resource "A"`, "NACK", nodeID)
+		e.wantUnavailable(`CDS resource "A"`, "NACK", rpctest.NodeID)
 	})
 }
 
@@ -263,7 +264,7 @@ func TestA88DataPlaneNACKCached(t *testing.T) {
 		e.baseline()
 		e.Push(cdsURL, xdstest.InvalidCluster("A"))
 		e.waitSlotError(`CDS resource "A"`)
-		e.wantUnavailable(`CDS resource "A"`, "NACK", nodeID)
+		e.wantUnavailable(`CDS resource "A"`, "NACK", rpctest.NodeID)
 	})
 }
 
@@ -274,7 +275,7 @@ func TestA88DataPlaneDoesNotExist(t *testing.T) {
 	e.Take()
 	e.Want(ldsURL, "L")
 	e.waitFailed(`LDS resource "L"`)
-	e.wantUnavailable(`LDS resource "L"`, "does not exist", nodeID)
+	e.wantUnavailable(`LDS resource "L"`, "does not exist", rpctest.NodeID)
 }
 
 // Deletion of a cached Listener or Cluster: ambient (RPCs keep succeeding)
@@ -301,14 +302,14 @@ func TestA88DataPlaneDeletion(t *testing.T) {
 		e.baseline()
 		e.Remove(cdsURL, "A")
 		e.waitSlotError(`CDS resource "A"`)
-		e.wantUnavailable(`CDS resource "A"`, nodeID)
+		e.wantUnavailable(`CDS resource "A"`, rpctest.NodeID)
 	})
 	t.Run("listener fail_on_data_errors", func(t *testing.T) {
 		e := newA88(t, []string{"fail_on_data_errors"})
 		e.baseline()
 		e.Remove(ldsURL, "L")
 		e.waitFailed(`LDS resource "L"`)
-		e.wantUnavailable(`LDS resource "L"`, nodeID)
+		e.wantUnavailable(`LDS resource "L"`, rpctest.NodeID)
 	})
 }
 
@@ -322,7 +323,7 @@ func TestA88DataPlaneTP3(t *testing.T) {
 		e.Want(ldsURL, "L")
 		e.PushErrors(ldsURL, xdstest.ResourceError("L", codes.PermissionDenied, "not for you"))
 		e.waitFailed(`LDS resource "L"`)
-		e.wantUnavailable(`LDS resource "L"`, "not for you", nodeID)
+		e.wantUnavailable(`LDS resource "L"`, "not for you", rpctest.NodeID)
 	})
 	t.Run("cached ambient", func(t *testing.T) {
 		e := newA88(t, nil)
@@ -336,7 +337,7 @@ func TestA88DataPlaneTP3(t *testing.T) {
 		e.baseline()
 		e.PushErrors(cdsURL, xdstest.ResourceError("A", codes.NotFound, "gone for now"))
 		e.waitSlotError("gone for now")
-		e.wantUnavailable(`CDS resource "A"`, "gone for now", nodeID)
+		e.wantUnavailable(`CDS resource "A"`, "gone for now", rpctest.NodeID)
 	})
 	t.Run("other code cached fail_on_data_errors", func(t *testing.T) {
 		e := newA88(t, []string{"fail_on_data_errors"})
@@ -357,15 +358,17 @@ func TestA88DataPlaneRecovery(t *testing.T) {
 	e.Push(cdsURL, controlplane.Cluster("A", ""))
 	e.waitNote(nodeNote)
 	e.Push(edsURL, controlplane.Endpoints("A", e.backends[1].Addr()))
-	if !poll(e.Ctx, func(ctx context.Context) bool { return call(ctx, e.conn, "/pkg.Svc/M").backend == e.backends[1].Addr() }) {
+	if !rpctest.Poll(e.Ctx, func(ctx context.Context) bool {
+		return rpctest.Call(ctx, e.conn, "/pkg.Svc/M").Backend == e.backends[1].Addr()
+	}) {
 		t.Fatal("RPCs never reached backend 1 after the endpoints changed")
 	}
 	e.backends[1].Stop()
-	if !poll(e.Ctx, func(ctx context.Context) bool {
-		m := status.Convert(call(ctx, e.conn, "/pkg.Svc/M").err).Message()
+	if !rpctest.Poll(e.Ctx, func(ctx context.Context) bool {
+		m := status.Convert(rpctest.Call(ctx, e.conn, "/pkg.Svc/M").Err).Message()
 		return strings.Contains(m, "all endpoints failing") && strings.HasSuffix(m, nodeNote)
 	}) {
-		t.Errorf("RPCs failing for want of an endpoint never said only the node ID: %v", e.rpc().err)
+		t.Errorf("RPCs failing for want of an endpoint never said only the node ID: %v", e.rpc().Err)
 	}
 }
 
@@ -379,11 +382,11 @@ func TestA88DataPlaneFallback(t *testing.T) {
 	}
 	t.Cleanup(secondary.Stop)
 	e := &a88{t: t, Holder: xdstest.NewHolder(xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: primary})}
-	e.start(xdstest.Bootstrap{Servers: []string{primary.Addr(), secondary.Addr()}, Node: `{"id": "` + nodeID + `"}`})
+	e.start(xdstest.Bootstrap{Servers: []string{primary.Addr(), secondary.Addr()}, Node: `{"id": "` + rpctest.NodeID + `"}`})
 	var all []proto.Message
-	all = append(all, controlplane.Listener("L", "R"), routeConfig("R", route(prefixMatch("/"), toCluster("A"))),
+	all = append(all, controlplane.Listener("L", "R"), rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("A"))),
 		controlplane.Cluster("A", ""), controlplane.Endpoints("A", e.backends[0].Addr()))
-	if err := secondary.SetResources(e.Ctx, nodeID, "1", all...); err != nil {
+	if err := secondary.SetResources(e.Ctx, rpctest.NodeID, "1", all...); err != nil {
 		t.Fatal(err)
 	}
 	// The primary answers everything but the endpoints, then goes away.
@@ -391,12 +394,12 @@ func TestA88DataPlaneFallback(t *testing.T) {
 	e.Want(ldsURL, "L")
 	e.Push(ldsURL, controlplane.Listener("L", "R"))
 	e.Want(rdsURL, "R")
-	e.Push(rdsURL, routeConfig("R", route(prefixMatch("/"), toCluster("A"))))
+	e.Push(rdsURL, rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("A"))))
 	e.Want(cdsURL, "A")
 	e.Push(cdsURL, controlplane.Cluster("A", ""))
 	e.Want(edsURL, "A")
 	primary.Stop()
-	if !poll(e.Ctx, func(ctx context.Context) bool { return call(ctx, e.conn, "/pkg.Svc/M").err == nil }) {
+	if !rpctest.Poll(e.Ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, e.conn, "/pkg.Svc/M").Err == nil }) {
 		t.Fatalf("RPCs never succeeded through the fallback server: %+v", e.rpc())
 	}
 	e.wantOK()

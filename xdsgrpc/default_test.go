@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
@@ -25,20 +26,20 @@ func TestDefaultRegistration(t *testing.T) {
 	if defaultRegistrationRuns.Add(1) > 1 {
 		t.Skip("the default pool read its bootstrap in this test's first run (go test -count), and reads it once per process")
 	}
-	e := newEnv(t, 1)
-	t.Setenv(bootstrap.EnvBootstrapConfig, e.bootstrap)
+	e := rpctest.NewEnv(t, 1)
+	t.Setenv(bootstrap.EnvBootstrapConfig, e.Bootstrap)
 	t.Setenv(bootstrap.EnvBootstrapFile, "")
-	e.set(controlplane.Listener("svc", "svc-route"),
-		routeConfig("svc-route", route(prefixMatch("/"), toCluster("c"))),
-		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.addr(0)))
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn, err := grpc.NewClient("xdslens:///svc", grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if !poll(xdstest.Context(t), func(ctx context.Context) bool {
-		o := call(ctx, conn, "/pkg.Svc/M")
-		return o.err == nil && o.backend == e.addr(0)
+	if !rpctest.Poll(xdstest.Context(t), func(ctx context.Context) bool {
+		o := rpctest.Call(ctx, conn, "/pkg.Svc/M")
+		return o.Err == nil && o.Backend == e.Addr(0)
 	}) {
 		t.Fatal("no RPC through the default registration reached the backend")
 	}

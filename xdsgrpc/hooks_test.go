@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -58,31 +59,31 @@ const emptyCall = "/grpc.testing.TestService/EmptyCall"
 // the cluster, and that CallInfo tells the caller where its RPC went.
 func TestHooksAndCallInfo(t *testing.T) {
 	var log hookLog
-	e := newEnv(t, 2, xdsgrpc.WithHooks(log.hooks()))
-	dropAll := controlplane.Endpoints("dropping", e.addr(1))
+	e := rpctest.NewEnv(t, 2, xdsgrpc.WithHooks(log.hooks()))
+	dropAll := controlplane.Endpoints("dropping", e.Addr(1))
 	dropAll.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{
 		Category: "lb", DropPercentage: &typev3.FractionalPercent{Numerator: 100, Denominator: typev3.FractionalPercent_HUNDRED},
 	}}}
 	limited := controlplane.Cluster("limited", "")
 	limited.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(1)}}}
-	e.set(controlplane.Listener("svc", "svc-route"),
-		routeConfig("svc-route",
-			route(pathMatch("/pkg.Svc/Drop"), toCluster("dropping")),
-			route(pathMatch(emptyCall), toCluster("limited")),
-			&routev3.Route{Match: pathMatch("/pkg.Svc/NonForwarding"), Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}}},
-			route(prefixMatch("/pkg.Svc/"), toCluster("c")),
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route",
+			rpctest.Route(rpctest.PathMatch("/pkg.Svc/Drop"), rpctest.ToCluster("dropping")),
+			rpctest.Route(rpctest.PathMatch(emptyCall), rpctest.ToCluster("limited")),
+			&routev3.Route{Match: rpctest.PathMatch("/pkg.Svc/NonForwarding"), Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}}},
+			rpctest.Route(rpctest.PrefixMatch("/pkg.Svc/"), rpctest.ToCluster("c")),
 		),
-		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.addr(0)),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)),
 		controlplane.Cluster("dropping", ""), dropAll,
-		limited, controlplane.Endpoints("limited", e.addr(1)))
-	conn := e.dial("xdslens:///svc")
+		limited, controlplane.Endpoints("limited", e.Addr(1)))
+	conn := e.Dial("xdslens:///svc")
 	ctx := xdstest.Context(t)
-	if !poll(ctx, func(ctx context.Context) bool { return call(ctx, conn, "/pkg.Svc/M").err == nil }) {
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, conn, "/pkg.Svc/M").Err == nil }) {
 		t.Fatal("no RPC succeeded")
 	}
 
-	o := call(ctx, conn, "/pkg.Svc/M")
-	if o.err != nil || o.cluster != "c" || o.backend != e.addr(0) {
+	o := rpctest.Call(ctx, conn, "/pkg.Svc/M")
+	if o.Err != nil || o.Cluster != "c" || o.Backend != e.Addr(0) {
 		t.Errorf("RPC: %+v, want cluster c and backend 0", o)
 	}
 	if p := log.lastPick(); p.Outcome != xdsgrpc.PickSent || p.Cluster != "c" || p.Leaf != "c" || p.Target != "xdslens:///svc" {
@@ -104,12 +105,12 @@ func TestHooksAndCallInfo(t *testing.T) {
 		{"/pkg.Svc/NonForwarding", xdsgrpc.PickUnsupportedAction, "", "cannot forward it"},
 		{"/pkg.Svc/Drop", xdsgrpc.PickDropped, "dropping", `dropped by drop_overloads category "lb"`},
 	} {
-		o := call(ctx, conn, tc.method)
-		if status.Code(o.err) != codes.Unavailable || !strings.Contains(o.err.Error(), tc.msg) || !strings.Contains(o.err.Error(), nodeID) && tc.outcome != xdsgrpc.PickDropped {
-			t.Errorf("%s: %v; want UNAVAILABLE saying %q and the node ID", tc.method, o.err, tc.msg)
+		o := rpctest.Call(ctx, conn, tc.method)
+		if status.Code(o.Err) != codes.Unavailable || !strings.Contains(o.Err.Error(), tc.msg) || !strings.Contains(o.Err.Error(), rpctest.NodeID) && tc.outcome != xdsgrpc.PickDropped {
+			t.Errorf("%s: %v; want UNAVAILABLE saying %q and the node ID", tc.method, o.Err, tc.msg)
 		}
-		if o.cluster != tc.cluster {
-			t.Errorf("%s: CallInfo.Cluster %q, want %q", tc.method, o.cluster, tc.cluster)
+		if o.Cluster != tc.cluster {
+			t.Errorf("%s: CallInfo.Cluster %q, want %q", tc.method, o.Cluster, tc.cluster)
 		}
 		if p := log.lastPick(); p.Outcome != tc.outcome || p.Cluster != tc.cluster {
 			t.Errorf("%s: pick %+v, want outcome %v in cluster %q", tc.method, p, tc.outcome, tc.cluster)
@@ -117,27 +118,27 @@ func TestHooksAndCallInfo(t *testing.T) {
 	}
 
 	// Circuit breaking: one RPC held in "limited", the next refused.
-	release := e.backends[1].Hold()
-	held := make(chan outcome, 1)
-	go func() { held <- call(ctx, conn, emptyCall) }()
-	if err := e.backends[1].WaitCalls(ctx, 1); err != nil {
+	release := e.Backends[1].Hold()
+	held := make(chan rpctest.Outcome, 1)
+	go func() { held <- rpctest.Call(ctx, conn, emptyCall) }()
+	if err := e.Backends[1].WaitCalls(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	o = call(ctx, conn, emptyCall)
-	if status.Code(o.err) != codes.Unavailable || !strings.Contains(o.err.Error(), "max_requests 1") {
-		t.Errorf("second RPC to limited: %v, want UNAVAILABLE naming max_requests 1", o.err)
+	o = rpctest.Call(ctx, conn, emptyCall)
+	if status.Code(o.Err) != codes.Unavailable || !strings.Contains(o.Err.Error(), "max_requests 1") {
+		t.Errorf("second RPC to limited: %v, want UNAVAILABLE naming max_requests 1", o.Err)
 	}
 	if p := log.lastPick(); p.Outcome != xdsgrpc.PickOverloaded || p.Cluster != "limited" {
 		t.Errorf("pick: %+v, want overloaded in limited", p)
 	}
-	if got := e.builder.InFlight(); !slices.ContainsFunc(got, func(i xdsgrpc.InFlightInfo) bool {
+	if got := e.Builder.InFlight(); !slices.ContainsFunc(got, func(i xdsgrpc.InFlightInfo) bool {
 		return i.Cluster == "limited" && i.InFlight == 1 && i.MaxRequests == 1
 	}) {
 		t.Errorf("InFlight() = %+v, want limited at 1 of 1", got)
 	}
 	release()
-	if o := <-held; o.err != nil {
-		t.Errorf("held RPC: %v", o.err)
+	if o := <-held; o.Err != nil {
+		t.Errorf("held RPC: %v", o.Err)
 	}
 
 	log.mu.Lock()
@@ -153,16 +154,16 @@ func TestChannelHooks(t *testing.T) {
 	var mu sync.Mutex
 	var events []string
 	add := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock(); xdstest.Notify() }
-	e := newEnv(t, 1, xdsgrpc.WithHooks(&xdsgrpc.Hooks{
+	e := rpctest.NewEnv(t, 1, xdsgrpc.WithHooks(&xdsgrpc.Hooks{
 		ChannelStarted: func(i xdsgrpc.ChannelInfo) { add("started " + i.Target + " " + i.Listener) },
 		ConfigChanged:  func(i xdsgrpc.ConfigInfo) { add("config") },
 		ChannelClosed:  func(i xdsgrpc.ChannelInfo) { add("closed " + i.Target) },
 	}))
-	e.set(controlplane.Listener("svc", "svc-route"), routeConfig("svc-route", route(prefixMatch("/"), toCluster("c"))),
-		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.addr(0)))
-	conn := e.dial("xdslens:///svc")
-	if o := call(xdstest.Context(t), conn, "/pkg.Svc/M"); o.err != nil {
-		t.Fatal(o.err)
+	e.Set(controlplane.Listener("svc", "svc-route"), rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
+	conn := e.Dial("xdslens:///svc")
+	if o := rpctest.Call(xdstest.Context(t), conn, "/pkg.Svc/M"); o.Err != nil {
+		t.Fatal(o.Err)
 	}
 	conn.Close()
 	xdstest.WaitFor(t, xdstest.Context(t), "the channel's close", func() bool {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc"
@@ -21,31 +22,31 @@ import (
 // target: the RPC reaches the backend, the pool holds that one client
 // only, and its cache holds the channel's listener.
 func TestWithPoolTarget(t *testing.T) {
-	e := newEnv(t, 1)
-	e.set(
+	e := rpctest.NewEnv(t, 1)
+	e.Set(
 		controlplane.Listener("svc", "svc-route"),
-		routeConfig("svc-route", route(prefixMatch(""), toCluster("c"))),
+		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""),
-		endpoints("c", locality{zone: "z", weight: 1, addrs: []string{e.addr(0)}}),
+		rpctest.LocalityEndpoints("c", rpctest.Locality{Zone: "z", Weight: 1, Addrs: []string{e.Addr(0)}}),
 	)
-	shared, release, err := e.pool.Get("shared")
+	shared, release, err := e.Pool.Get("shared")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
 	conn, err := grpc.NewClient("xdslens:///svc",
-		grpc.WithResolvers(xdsgrpc.NewBuilder(e.pool, xdsgrpc.WithPoolTarget("shared"))),
+		grpc.WithResolvers(xdsgrpc.NewBuilder(e.Pool, xdsgrpc.WithPoolTarget("shared"))),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 
-	o := call(xdstest.Context(t), conn, "/grpc.health.v1.Health/Check")
-	if o.err != nil || o.backend != e.addr(0) || o.cluster != "c" {
-		t.Fatalf("RPC: backend %q cluster %q err %v, want %s in cluster c", o.backend, o.cluster, o.err, e.addr(0))
+	o := rpctest.Call(xdstest.Context(t), conn, "/grpc.health.v1.Health/Check")
+	if o.Err != nil || o.Backend != e.Addr(0) || o.Cluster != "c" {
+		t.Fatalf("RPC: backend %q cluster %q err %v, want %s in cluster c", o.Backend, o.Cluster, o.Err, e.Addr(0))
 	}
-	if clients := e.pool.Clients(); len(clients) != 1 || clients[0] != shared {
+	if clients := e.Pool.Clients(); len(clients) != 1 || clients[0] != shared {
 		t.Errorf("the pool has %d clients, want only the one of target \"shared\"", len(clients))
 	}
 	found := false
@@ -63,16 +64,16 @@ func TestWithPoolTarget(t *testing.T) {
 // RPCs across the channels of one xDS client, and both Builders report the
 // counter.
 func TestCircuitBreakingAcrossBuilders(t *testing.T) {
-	e := newEnv(t, 1)
+	e := rpctest.NewEnv(t, 1)
 	limited := controlplane.Cluster("c", "")
 	limited.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxRequests: wrapperspb.UInt32(1)}}}
-	e.set(controlplane.Listener("svc", "svc-route"),
-		routeConfig("svc-route", route(prefixMatch(""), toCluster("c"))),
-		limited, controlplane.Endpoints("c", e.addr(0)))
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
+		limited, controlplane.Endpoints("c", e.Addr(0)))
 	var builders []*xdsgrpc.Builder
 	var conns []*grpc.ClientConn
 	for range 2 {
-		b := xdsgrpc.NewBuilder(e.pool, xdsgrpc.WithPoolTarget("shared"))
+		b := xdsgrpc.NewBuilder(e.Pool, xdsgrpc.WithPoolTarget("shared"))
 		conn, err := grpc.NewClient("xdslens:///svc", grpc.WithResolvers(b), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			t.Fatal(err)
@@ -82,18 +83,18 @@ func TestCircuitBreakingAcrossBuilders(t *testing.T) {
 	}
 	ctx := xdstest.Context(t)
 	for _, conn := range conns {
-		if o := call(ctx, conn, emptyCall); o.err != nil {
-			t.Fatal(o.err)
+		if o := rpctest.Call(ctx, conn, emptyCall); o.Err != nil {
+			t.Fatal(o.Err)
 		}
 	}
-	release := e.backends[0].Hold()
-	held := make(chan outcome, 1)
-	go func() { held <- call(ctx, conns[0], emptyCall) }()
-	if err := e.backends[0].WaitCalls(ctx, 3); err != nil {
+	release := e.Backends[0].Hold()
+	held := make(chan rpctest.Outcome, 1)
+	go func() { held <- rpctest.Call(ctx, conns[0], emptyCall) }()
+	if err := e.Backends[0].WaitCalls(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if o := call(ctx, conns[1], emptyCall); status.Code(o.err) != codes.Unavailable || !strings.Contains(o.err.Error(), "max_requests 1") {
-		t.Errorf("RPC on the second channel: %v, want UNAVAILABLE naming max_requests 1", o.err)
+	if o := rpctest.Call(ctx, conns[1], emptyCall); status.Code(o.Err) != codes.Unavailable || !strings.Contains(o.Err.Error(), "max_requests 1") {
+		t.Errorf("RPC on the second channel: %v, want UNAVAILABLE naming max_requests 1", o.Err)
 	}
 	for i, b := range builders {
 		if got := b.InFlight(); len(got) != 1 || got[0].InFlight != 1 || got[0].Target != "shared" {
@@ -101,7 +102,7 @@ func TestCircuitBreakingAcrossBuilders(t *testing.T) {
 		}
 	}
 	release()
-	if o := <-held; o.err != nil {
-		t.Error(o.err)
+	if o := <-held; o.Err != nil {
+		t.Error(o.Err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -16,7 +17,7 @@ import (
 func TestNoConfigTear(t *testing.T) {
 	e := newA88(t, nil)
 	e.baseline()
-	e.Push(rdsURL, routeConfig("R", route(prefixMatch("/"), toCluster("B"))))
+	e.Push(rdsURL, rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("B"))))
 	e.Want(cdsURL, "A", "B")
 	e.Push(cdsURL, controlplane.Cluster("B", ""))
 	e.Want(edsURL, "A", "B")
@@ -25,7 +26,9 @@ func TestNoConfigTear(t *testing.T) {
 		e.wantOK()
 	}
 	e.Push(edsURL, controlplane.Endpoints("B", e.backends[1].Addr()))
-	if !poll(e.Ctx, func(ctx context.Context) bool { return call(ctx, e.conn, "/pkg.Svc/M").backend == e.backends[1].Addr() }) {
+	if !rpctest.Poll(e.Ctx, func(ctx context.Context) bool {
+		return rpctest.Call(ctx, e.conn, "/pkg.Svc/M").Backend == e.backends[1].Addr()
+	}) {
 		t.Fatalf("RPCs never reached B's backend: %+v", e.rpc())
 	}
 	e.Want(cdsURL, "B") // A is unsubscribed once no config needs it

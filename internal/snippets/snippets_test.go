@@ -152,6 +152,35 @@ func TestEveryPackageIsVetted(t *testing.T) {
 	}
 }
 
+// compareCommand runs the comparison with grpc-go's xDS client, a module of
+// its own (compare/go.mod) that the test command's ./... does not reach.
+const compareCommand = "(cd compare && go test -race -vet=all ./...)"
+
+// TestCIRunsEveryCommand checks that the README gives the test command and
+// the comparison's, and that CI runs both as the README gives them: the
+// comparison lives outside ./..., so nothing else would notice it dropped.
+func TestCIRunsEveryCommand(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"go test -race -vet=all ./...", compareCommand} {
+		if !strings.Contains(string(readme), "\n"+cmd+" ") {
+			t.Errorf("the README's quick start does not give %q", cmd)
+		}
+		if !strings.Contains(string(ci), "\n"+cmd+"\n") {
+			t.Errorf(".ci/run does not run %q on a line of its own", cmd)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "compare", "go.mod")); err != nil {
+		t.Errorf("the comparison is no longer a module of its own: %v", err)
+	}
+}
+
 // TestEveryTestBinaryEndsThroughTestmain checks that every test package's
 // TestMain ends through package testmain, so that no test binary of the
 // README's test command idles for the race detector's pause at exit.

@@ -1,4 +1,4 @@
-package xdsgrpc_test
+package compare_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
@@ -17,16 +18,16 @@ import (
 // channel, in the same run, serially and from parallel goroutines.
 // Compare the two with benchstat -col /channel (-count 6 or more).
 func BenchmarkRPC(b *testing.B) {
-	e := newEnv(b, 2)
-	e.set(controlplane.Listener("svc", "svc-route"),
-		routeConfig("svc-route", route(prefixMatch("/"), toCluster("c"))),
-		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.addr(0), e.addr(1)))
+	e := rpctest.NewEnv(b, 2)
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0), e.Addr(1)))
 	for _, ch := range []struct {
 		name string
 		conn *grpc.ClientConn
 	}{
-		{"xdslens", e.dial("xdslens:///svc")},
-		{"grpc-go", e.dialGRPC("xds:///svc")},
+		{"xdslens", e.Dial("xdslens:///svc")},
+		{"grpc-go", dialGRPC(e, "xds:///svc")},
 	} {
 		client := testgrpc.NewTestServiceClient(ch.conn)
 		ctx := xdstest.Context(b)
