@@ -202,7 +202,7 @@ func TestStopEndsOpenStream(t *testing.T) {
 		t.Fatal("Stop did not return")
 	}
 	srv.Stop() // a second Stop is a no-op
-	if g := ownGoroutines(); len(g) > 0 {
+	if g := ownGoroutinesAfter(ctx); len(g) > 0 {
 		t.Errorf("goroutines left in package controlplane after Stop:\n%s", strings.Join(g, "\n\n"))
 	}
 }
@@ -383,6 +383,24 @@ func TestSetResourcesRejects(t *testing.T) {
 				t.Error("SetResources succeeded, want an error")
 			}
 		})
+	}
+}
+
+// ownGoroutinesAfter waits until no goroutine runs code of package
+// controlplane, and returns the stacks of those still running when ctx
+// ends. A goroutine that has done its last act (Serve's goroutine closes
+// the channel Stop waits on) may still be returning when Stop does, so one
+// look is not enough.
+func ownGoroutinesAfter(ctx context.Context) []string {
+	for {
+		g := ownGoroutines()
+		if len(g) == 0 || ctx.Err() != nil {
+			return g
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 
