@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/leaktest"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -202,7 +202,7 @@ func TestStopEndsOpenStream(t *testing.T) {
 		t.Fatal("Stop did not return")
 	}
 	srv.Stop() // a second Stop is a no-op
-	if g := ownGoroutinesAfter(ctx); len(g) > 0 {
+	if g := leaktest.Left(ctx, "github.com/xdslens/xdslens/internal/controlplane"); len(g) > 0 {
 		t.Errorf("goroutines left in package controlplane after Stop:\n%s", strings.Join(g, "\n\n"))
 	}
 }
@@ -384,36 +384,4 @@ func TestSetResourcesRejects(t *testing.T) {
 			}
 		})
 	}
-}
-
-// ownGoroutinesAfter waits until no goroutine runs code of package
-// controlplane, and returns the stacks of those still running when ctx
-// ends. A goroutine that has done its last act (Serve's goroutine closes
-// the channel Stop waits on) may still be returning when Stop does, so one
-// look is not enough.
-func ownGoroutinesAfter(ctx context.Context) []string {
-	for {
-		g := ownGoroutines()
-		if len(g) == 0 || ctx.Err() != nil {
-			return g
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Millisecond):
-		}
-	}
-}
-
-// ownGoroutines lists the stacks of goroutines running code of package
-// controlplane (not its tests).
-func ownGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "xdslens/internal/controlplane.") {
-			out = append(out, g)
-		}
-	}
-	return out
 }

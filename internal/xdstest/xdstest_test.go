@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/xdslens/xdslens/internal/leaktest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
@@ -310,7 +311,7 @@ func TestStopAndRestart(t *testing.T) {
 	if err := first.Send(xdstest.Response(ldsType, "1")); err == nil {
 		t.Error("Send on a stream of a stopped server succeeded")
 	}
-	if g := ownGoroutines(); len(g) > 0 {
+	if g := leaktest.Left(ctx, "github.com/xdslens/xdslens/internal/xdstest"); len(g) > 0 {
 		t.Errorf("goroutines of package xdstest left after Stop:\n%s", strings.Join(g, "\n\n"))
 	}
 	srv.Stop() // stopping again does nothing
@@ -462,20 +463,6 @@ func TestWaitForFailsWhenContextEnds(t *testing.T) {
 	if !strings.Contains(tb.msg, "something that never happens") {
 		t.Errorf("failure message = %q, want it to name what was awaited", tb.msg)
 	}
-}
-
-// ownGoroutines lists the stacks of goroutines running code of package
-// xdstest (not its tests).
-func ownGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "xdslens/internal/xdstest.") {
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 // TestADSServerPause checks that a paused server holds a client's new
