@@ -6,7 +6,7 @@
 // (94 packages that nothing else here needs): the repository's test command
 // stays quick, and CI runs this module after it:
 //
-//	cd compare && go test -race ./...
+//	cd compare && go test -race -vet=all ./...
 //
 // BenchmarkRPC times unary RPCs through both channels in one run.
 package compare

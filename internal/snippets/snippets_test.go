@@ -170,7 +170,7 @@ func TestCIRunsEveryCommand(t *testing.T) {
 	}
 	for _, cmd := range []string{"go test -race -vet=all ./...", compareCommand} {
 		if !strings.Contains(string(readme), "\n"+cmd+" ") {
-			t.Errorf("the README's quick start does not give %q", cmd)
+			t.Errorf("the README does not give %q in a code block", cmd)
 		}
 		if !strings.Contains(string(ci), "\n"+cmd+"\n") {
 			t.Errorf(".ci/run does not run %q on a line of its own", cmd)
