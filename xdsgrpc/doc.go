@@ -65,7 +65,9 @@
 // durations and hash policies are not applied; every cluster's endpoints
 // are picked as round_robin under wrr_locality, whatever its LB policy
 // (ring_hash, least_request, weighted_round_robin, pick_first and custom
-// policies included); outlier detection and TLS to endpoints (gRFC A29)
-// are not applied (the channel's own credentials are used). The README has
-// the whole table.
+// policies included); outlier detection is not applied. TLS to endpoints
+// (gRFC A29) is not applied either, and a cluster that asks for it is never
+// reached in plaintext instead: the RPCs routed to a cluster with a
+// transport_socket fail with UNAVAILABLE, wait-for-ready or not, naming
+// the cluster. The README has the whole table.
 package xdsgrpc

@@ -66,6 +66,7 @@
 //	an EDS resource without any      cluster "c1": no endpoints; NOTE                                      fails, unless wait-for-ready
 //	no HEALTHY or UNKNOWN endpoint   cluster "c1": priority 0: none of its 3 endpoints is HEALTHY ...; NOTE  fails, unless wait-for-ready
 //	the leaf's Cluster failed        cluster "c1": <its error>; NOTE                                       fails, unless wait-for-ready
+//	a transport_socket (TLS)         cluster "c1": its transport_socket asks for TLS ...; NOTE             fails, even wait-for-ready
 //	connecting                       -                                                                     waits
 //
 // A leaf of an aggregate cluster is named `cluster "c1" (of aggregate

@@ -140,6 +140,11 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 	switch {
 	case cc.Err != nil:
 		fail = fmt.Errorf("%s: %s%s", l.label, status.Convert(cc.Err).Message(), l.note)
+	case cc.Cluster.Security != nil:
+		// Fail closed: a cluster that asks for TLS is never reached in
+		// plaintext. The status fails wait-for-ready RPCs too, for waiting
+		// cannot change it.
+		fail = status.Errorf(codes.Unavailable, "%s: its transport_socket asks for TLS (an UpstreamTlsContext, gRFC A29), which this channel does not apply; RPCs to it are not sent in plaintext%s", l.label, l.note)
 	case cc.Endpoints == nil:
 		fail = fmt.Errorf("%s: endpoints not available%s", l.label, l.note)
 	case len(cc.Endpoints.Localities) == 0:
