@@ -3,15 +3,27 @@
 // grpc-go's public resolver and balancer APIs.
 //
 //	pool := xdsclient.NewPool(cfg) // or xdsclient.DefaultPool()
-//	conn, err := grpc.NewClient("xdslens:///payments",
-//		xdsgrpc.DialOption(pool),
-//		grpc.WithTransportCredentials(insecure.NewCredentials()))
+//	conn, err := grpc.NewClient("xdslens:///payments", append(xdsgrpc.DialOptions(pool),
+//		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 //
 // Importing the package also registers the scheme with gRPC, served by
 // xdsclient.DefaultPool (the bootstrap from GRPC_XDS_BOOTSTRAP or
 // GRPC_XDS_BOOTSTRAP_CONFIG), so that grpc.NewClient("xdslens:///payments",
-// ...) works without DialOption. The scheme is not gRPC's "xds": grpc-go's
+// ...) works without DialOptions. The scheme is not gRPC's "xds": grpc-go's
 // own xDS resolver can run in the same program.
+//
+// # Each RPC routed once
+//
+// gRPC-Go's hook for routing a call when it starts (its config selector)
+// is internal, so DialOptions adds interceptors to the channel: they route
+// each RPC when it starts, with the channel's latest config, and keep the
+// decision in the RPC's context; every pick of the RPC uses it, whatever
+// picker it meets, and the RPC holds its cluster's policy until it ends,
+// so that a cluster removed from the config keeps serving the RPCs routed
+// to it (gRFC A74). Without the interceptors (the default registration, or
+// WithResolvers alone), the picker routes an RPC at its first pick and
+// keeps the decision, and the cluster, while the RPC waits for a
+// connection; an RPC that is picked at once allocates nothing for it.
 //
 // # What a channel does
 //

@@ -22,9 +22,8 @@ import (
 // are routed by the resources that the pool's client for the target gets
 // from the control plane.
 func newChannel(pool *xdsclient.Pool) (*grpc.ClientConn, error) {
-	return grpc.NewClient("xdslens:///payments",
-		xdsgrpc.DialOption(pool),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return grpc.NewClient("xdslens:///payments", append(xdsgrpc.DialOptions(pool),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 }
 
 // check makes one health check on conn and says where it went, or how it
@@ -40,7 +39,7 @@ func check(ctx context.Context, conn *grpc.ClientConn) string {
 
 // A channel routed by xdslens: the control plane sends the route to the
 // cluster and the cluster's endpoint, and RPCs follow.
-func ExampleDialOption() {
+func ExampleDialOptions() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	backend, err := backends.Start()

@@ -1,6 +1,7 @@
 package xdsgrpc
 
 import (
+	"context"
 	"strconv"
 
 	"google.golang.org/grpc/balancer"
@@ -8,49 +9,176 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
-// picker routes a pick to the picker of the cluster its route chooses. It
-// is immutable: the router builds a new one on every change.
+// picker routes the picks of a channel. It is immutable: the router builds
+// a new one on every change.
+//
+// Each RPC is routed once, by the channel's interceptors when it starts, or
+// else by the first picker that sees it: its route, its cluster (a weighted
+// choice drawn once) and its request hash are kept in the RPC's
+// callctx.Call, and every later pick of the RPC, from this picker or a
+// newer one, picks from that cluster's policy. An RPC without a Call (a
+// channel dialled without the interceptors, and no CallInfo) that must
+// wait for a connection gets one then, kept by its context until it ends;
+// one that does not wait allocates nothing.
 type picker struct {
-	state    *channelState
-	table    *routing.Table
-	clusters []pickCluster // by index in table.Clusters
+	r     *router
+	state *channelState
+	table *routing.Table
+	slots []slot // by index in table.Clusters
 }
 
-type pickCluster struct {
-	name   string
-	picker balancer.Picker // nil until the child reports one
-	err    error           // the cluster cannot be used
+// decision is the routing of one RPC by one picker.
+type decision struct {
+	route   int   // -1 when no route matched
+	slot    *slot // nil when the RPC fails before a cluster
+	err     error // what the RPC fails with, if it does
+	hash    uint64
+	hasHash bool
 }
 
-// Pick routes the RPC and picks from the chosen cluster. Its errors are
-// UNAVAILABLE statuses (gRFC A54: never a code reserved for applications),
-// which end the RPC even when it waits for ready, except that of a cluster
-// whose endpoints all fail, which lets a wait-for-ready RPC wait.
+// Pick routes the RPC, unless it was routed already, and picks from the
+// chosen cluster. Its errors are UNAVAILABLE statuses (gRFC A54: never a
+// code reserved for applications), which end the RPC even when it waits for
+// ready, except that of a cluster whose endpoints all fail, which lets a
+// wait-for-ready RPC wait.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	c := callctx.From(info.Ctx)
+	if c == nil {
+		if v, ok := p.r.waiting.Load(info.Ctx); ok {
+			c = v.(*callctx.Call)
+		}
+	}
+	if c != nil && c.Decided && c.Channel == p.r && (c.Owned && (c.Held || c.Err != nil) || !c.Owned && c.PickCtx == info.Ctx) {
+		return p.pickCall(info, c)
+	}
 	if p.state.err != nil {
 		return p.fail(info, "", PickConfigError, p.state.err)
 	}
-	d := p.table.Route(info.Ctx, info.FullMethodName)
-	switch d.Outcome {
+	d := p.route(info.Ctx, info.FullMethodName)
+	if c == nil && d.err == nil && !d.hasHash {
+		// The common case without interceptors and without a request
+		// hash: nothing is allocated unless the RPC must wait.
+		res, err := p.pickEntry(info, d.slot.entry)
+		if mayWait(err) {
+			c = new(callctx.Call)
+			p.record(info.Ctx, d, c)
+			p.r.keepWaiting(info.Ctx, c)
+		}
+		return res, err
+	}
+	if c == nil {
+		c = new(callctx.Call)
+	}
+	if c.Owned && c.Conn != nil {
+		p.state.resolver.bind(c.Conn)
+	}
+	p.record(info.Ctx, d, c)
+	return p.pickCall(info, c)
+}
+
+// mayWait reports whether a pick that failed with err may be made again
+// for the same RPC: one that waits for a connection, and a wait-for-ready
+// one whose cluster's endpoints all fail (an error that is not a status).
+func mayWait(err error) bool {
+	if err == nil {
+		return false
+	}
+	_, isStatus := status.FromError(err)
+	return err == balancer.ErrNoSubConnAvailable || !isStatus
+}
+
+// route decides the route, the cluster and the request hash of an RPC.
+func (p *picker) route(ctx context.Context, method string) decision {
+	d := decision{route: -1}
+	rd := p.table.Route(ctx, method)
+	d.route = rd.Route
+	switch rd.Outcome {
 	case routing.NoRoute:
-		return p.fail(info, "", PickNoRoute, p.noRoute(info.FullMethodName))
+		d.err = p.noRoute(method)
+		return d
 	case routing.Unsupported:
-		return p.fail(info, "", PickUnsupportedAction, p.unsupported(d.Route))
+		d.err = p.unsupported(rd.Route)
+		return d
 	}
-	c := &p.clusters[d.Cluster]
-	if ci := callInfoFrom(info.Ctx); ci != nil {
-		ci.Cluster = c.name
+	d.slot = &p.slots[rd.Cluster]
+	if d.slot.err != nil {
+		d.err = d.slot.err
+		return d
 	}
-	if c.err != nil {
-		return p.fail(info, c.name, PickClusterError, c.err)
+	if p.table.HasHashPolicies(rd.Route) {
+		d.hash, d.hasHash = p.table.Hash(ctx, rd.Route, p.state.resolver.channelID)
 	}
-	if c.picker == nil {
+	return d
+}
+
+// record keeps d, decided for the pick of ctx, in c, the RPC's Call. A Call
+// that the interceptors own gives back the cluster of an earlier decision
+// and takes a reference on its new one, which they give back when the RPC
+// ends; another is held only while its RPC waits (holdWhileWaiting).
+func (p *picker) record(ctx context.Context, d decision, c *callctx.Call) {
+	if c.Owned {
+		releaseHeld(c)
+	}
+	c.Held, c.PickCtx = false, ctx
+	c.Decided, c.Channel, c.Route, c.Err, c.Hash, c.HasHash = true, p.r, d.route, d.err, d.hash, d.hasHash
+	c.Cluster, c.Entry = "", nil
+	if d.slot != nil {
+		c.Cluster = d.slot.name
+		if c.ClusterOut != nil {
+			*c.ClusterOut = d.slot.name
+		}
+	}
+	if d.err == nil {
+		c.Entry = d.slot.entry
+		if c.Owned {
+			c.Held = d.slot.entry.acquire()
+		}
+	}
+}
+
+// releaseHeld gives back the cluster c holds, if any.
+func releaseHeld(c *callctx.Call) {
+	if c.Held {
+		c.Held = false
+		c.Entry.(*clusterEntry).release()
+	}
+}
+
+// pickCall picks for an RPC whose route c holds.
+func (p *picker) pickCall(info balancer.PickInfo, c *callctx.Call) (balancer.PickResult, error) {
+	if c.Err != nil {
+		o := PickClusterError
+		switch {
+		case c.Cluster != "":
+		case c.Route < 0:
+			o = PickNoRoute
+		default:
+			o = PickUnsupportedAction
+		}
+		return p.fail(info, c.Cluster, o, c.Err)
+	}
+	if c.HasHash && callctx.From(info.Ctx) != c {
+		// The cluster's policy reads the request hash from the context.
+		info.Ctx = callctx.With(info.Ctx, c)
+	}
+	res, err := p.pickEntry(info, c.Entry.(*clusterEntry))
+	if mayWait(err) && !c.Held {
+		p.r.holdWhileWaiting(info.Ctx, c)
+	}
+	return res, err
+}
+
+// pickEntry picks from the policy of a cluster.
+func (p *picker) pickEntry(info balancer.PickInfo, e *clusterEntry) (balancer.PickResult, error) {
+	st := e.state.Load()
+	if st == nil || st.Picker == nil {
 		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 	}
-	return c.picker.Pick(info)
+	return st.Picker.Pick(info)
 }
 
 // fail reports a pick that failed before reaching a cluster's policy.

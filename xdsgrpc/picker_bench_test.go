@@ -37,13 +37,17 @@ func BenchmarkRouterPick(b *testing.B) {
 		b.Fatal(err)
 	}
 	bld := NewBuilder(nil)
+	r := &router{}
 	p := &picker{
-		state:    &channelState{config: &xdsconfig.Config{VirtualHost: vh}, builder: bld},
-		table:    table,
-		clusters: make([]pickCluster, len(table.Clusters)),
+		r:     r,
+		state: &channelState{config: &xdsconfig.Config{VirtualHost: vh}, builder: bld, resolver: &xdsResolver{}},
+		table: table,
+		slots: make([]slot, len(table.Clusters)),
 	}
 	for i, name := range table.Clusters {
-		p.clusters[i] = pickCluster{name: name, picker: donePicker{}}
+		e := &clusterEntry{r: r, name: name}
+		e.state.Store(&balancer.State{Picker: donePicker{}})
+		p.slots[i] = slot{name: name, entry: e}
 	}
 	for _, bc := range []struct {
 		name, method string

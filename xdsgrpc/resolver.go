@@ -3,6 +3,7 @@ package xdsgrpc
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -37,12 +38,18 @@ type Builder struct {
 	mu       sync.Mutex
 	hookList []*Hooks                  // guarded by mu
 	clients  map[*xdsclient.Client]int // the clients of live channels, with their counts; guarded by mu
+	// channels are the live channels' resolvers by canonical target;
+	// guarded by mu.
+	channels map[string][]*xdsResolver
+	// conns maps the *grpc.ClientConn of a channel to its resolver, once
+	// known (see channelOf).
+	conns sync.Map
 }
 
-// NewBuilder returns a Builder that gets its xDS clients from pool. Give it
-// to a channel with grpc.WithResolvers, or use DialOption.
+// NewBuilder returns a Builder that gets its xDS clients from pool. Give
+// its DialOptions to a channel, or use DialOptions.
 func NewBuilder(pool *xdsclient.Pool, opts ...Option) *Builder {
-	b := &Builder{pool: pool, clients: map[*xdsclient.Client]int{}}
+	b := &Builder{pool: pool, clients: map[*xdsclient.Client]int{}, channels: map[string][]*xdsResolver{}}
 	b.opts = defaultOptions()
 	for _, o := range opts {
 		o.apply(&b.opts)
@@ -71,15 +78,6 @@ func (b *Builder) AddHooks(h *Hooks) (remove func()) {
 			}
 		})
 	}
-}
-
-// DialOption returns the grpc.DialOption that makes a channel resolve
-// "xdslens:" targets with the clients of pool:
-//
-//	conn, err := grpc.NewClient("xdslens:///payments", xdsgrpc.DialOption(pool),
-//		grpc.WithTransportCredentials(insecure.NewCredentials()))
-func DialOption(pool *xdsclient.Pool, opts ...Option) grpc.DialOption {
-	return grpc.WithResolvers(NewBuilder(pool, opts...))
 }
 
 func init() {
@@ -124,16 +122,20 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		authority = strings.TrimPrefix(path, "/")
 	}
 	r := &xdsResolver{
-		cc:       cc,
-		client:   client,
-		release:  release,
-		target:   key,
-		listener: listener,
-		counters: b.acquireCounters(client),
-		builder:  b,
-		hooks:    b.clusterHooks(key),
-		sc:       cc.ParseServiceConfig(routerServiceConfig),
+		cc:        cc,
+		client:    client,
+		release:   release,
+		target:    key,
+		listener:  listener,
+		counters:  b.acquireCounters(client),
+		builder:   b,
+		hooks:     b.clusterHooks(key),
+		sc:        cc.ParseServiceConfig(routerServiceConfig),
+		channelID: rand.Uint64(),
 	}
+	b.mu.Lock()
+	b.channels[key] = append(b.channels[key], r)
+	b.mu.Unlock()
 	if h := b.hooks.Load(); h != nil && h.ChannelStarted != nil {
 		h.ChannelStarted(ChannelInfo{Target: key, Listener: listener})
 	}
@@ -175,6 +177,11 @@ type xdsResolver struct {
 	hooks    *clusterlb.Hooks
 	sc       *serviceconfig.ParseResult
 	mgr      *xdsconfig.Manager
+	// channelID is the channel's random ID, the hash of the
+	// "io.grpc.channel_id" hash policy (gRFC A42).
+	channelID uint64
+	// router is the channel's routing policy, once it has one.
+	router atomic.Pointer[router]
 
 	// last is the config last handed to the channel, nil after an error.
 	// The dependency manager calls Update and Error one at a time, so
@@ -205,6 +212,7 @@ func (r *xdsResolver) Error(err error) {
 
 func (r *xdsResolver) state(cs *channelState) resolver.State {
 	cs.target = r.target
+	cs.resolver = r
 	cs.client = r.client
 	cs.counters = r.counters
 	cs.builder = r.builder
@@ -226,7 +234,51 @@ func (r *xdsResolver) Close() {
 		h.ChannelClosed(ChannelInfo{Target: r.target, Listener: r.listener})
 	}
 	r.builder.releaseCounters(r.client)
+	r.builder.forget(r)
 	r.release()
+}
+
+// forget removes the closed channel r from the Builder's channels.
+func (b *Builder) forget(r *xdsResolver) {
+	b.mu.Lock()
+	rs := slices.DeleteFunc(slices.Clone(b.channels[r.target]), func(x *xdsResolver) bool { return x == r })
+	if len(rs) == 0 {
+		delete(b.channels, r.target)
+	} else {
+		b.channels[r.target] = rs
+	}
+	b.mu.Unlock()
+	b.conns.Range(func(k, v any) bool {
+		if v == r {
+			b.conns.Delete(k)
+		}
+		return true
+	})
+}
+
+// channelOf returns the resolver of the channel cc, nil when it is not
+// known: cc's resolver once a pick of cc bound them (bind), else the only
+// live channel of the Builder with cc's target. Channels of one target and
+// Builder differ only when dialled with different authorities; an RPC
+// started before its channel is bound is routed by its first pick.
+func (b *Builder) channelOf(cc *grpc.ClientConn) *xdsResolver {
+	if v, ok := b.conns.Load(cc); ok {
+		return v.(*xdsResolver)
+	}
+	b.mu.Lock()
+	rs := b.channels[cc.CanonicalTarget()]
+	b.mu.Unlock()
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	return nil
+}
+
+// bind records that conn, a *grpc.ClientConn, is r's channel.
+func (r *xdsResolver) bind(conn any) {
+	if _, ok := r.builder.conns.Load(conn); !ok {
+		r.builder.conns.Store(conn, r)
+	}
 }
 
 // channelStateKey is the attribute key of the channelState the resolver
@@ -239,6 +291,7 @@ type channelState struct {
 	config   *xdsconfig.Config
 	err      error
 	target   string
+	resolver *xdsResolver
 	client   *xdsclient.Client
 	counters *sharedCounters
 	builder  *Builder

@@ -3,6 +3,7 @@ package xdsgrpc
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
@@ -28,55 +29,108 @@ type routerBuilder struct{}
 func (routerBuilder) Name() string { return routerName }
 
 func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
-	r := &router{cc: cc, bopts: opts, children: map[string]*child{}}
-	return r
+	return &router{cc: cc, bopts: opts, entries: map[string]*clusterEntry{}}
 }
 
 // router is the top load-balancing policy of an xdslens channel: it routes
-// each pick by the config's virtual host (package routing) to the child
-// policy of the chosen cluster, one per cluster the routes name, each the
-// policy of package clusterlb over the cluster's leaves.
+// each RPC by the config's virtual host (package routing) to the policy of
+// the cluster chosen, one per cluster the routes name, each the policy of
+// package clusterlb over the cluster's leaves.
+//
+// An RPC is routed once (see call.go): it keeps the cluster it was given
+// whatever pickers it meets later, and holds a reference to that cluster's
+// policy while it runs, so that a cluster removed from the config keeps
+// serving the RPCs already routed to it until they end (gRFC A74); its
+// policy is closed when the last of them ends.
 //
 // gRPC calls UpdateClientConnState, ResolverError, ExitIdle and Close one
 // at a time; children may call UpdateState from other goroutines (timers),
-// so the state the picker is built from is guarded by mu, which is never
-// held while calling a child.
+// and RPCs release their references from theirs, so the state the picker
+// is built from is guarded by mu, which is never held while calling a
+// child.
 type router struct {
 	cc    balancer.ClientConn
 	bopts balancer.BuildOptions
 
-	mu       sync.Mutex
-	state    *channelState // the resolver's last state
-	table    *routing.Table
-	entries  []*entry // by index in table.Clusters
-	children map[string]*child
-	closed   bool
+	// current is the latest picker, for the interceptors that route an
+	// RPC when it starts.
+	current atomic.Pointer[picker]
+	// waiting holds, by the context of their attempt, the decisions of the
+	// RPCs without a Call that wait for a connection.
+	waiting sync.Map
+
+	mu      sync.Mutex
+	state   *channelState // the resolver's last state
+	table   *routing.Table
+	slots   []slot                   // by index in table.Clusters
+	entries map[string]*clusterEntry // every cluster policy alive: in the config, or held by RPCs
+	closed  bool
 }
 
-// entry is what a route-level cluster of the current config is: a child
-// policy, or an error its picks fail with.
-type entry struct {
+// slot is what a route-level cluster of the current config is: a cluster
+// policy, or an error its RPCs fail with.
+type slot struct {
 	name  string
-	child *child // nil when err is set
+	entry *clusterEntry // nil when err is set
 	err   error
 }
 
-// child is the policy of one route-level cluster.
-type child struct {
-	name  string
-	bal   balancer.Balancer
-	state balancer.State // guarded by router.mu; Picker nil until it reports
+// clusterEntry is the policy of one route-level cluster.
+type clusterEntry struct {
+	r    *router
+	name string
+	bal  balancer.Balancer
+	// state is the policy's latest state; nil until it reports one.
+	state atomic.Pointer[balancer.State]
+	// refs counts the RPCs that hold the entry; -1 once it is closed,
+	// when it can no longer be acquired.
+	refs atomic.Int32
+	// inConfig says whether the current config names the cluster;
+	// guarded by r.mu.
+	inConfig bool
 }
 
-// childConn is the ClientConn a child policy gets: the router's, whose
+// acquire takes a reference on e for an RPC, unless e is closed.
+func (e *clusterEntry) acquire() bool {
+	for {
+		n := e.refs.Load()
+		if n < 0 {
+			return false
+		}
+		if e.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release gives back a reference; the last reference to a cluster no
+// longer in the config closes its policy.
+func (e *clusterEntry) release() {
+	if e.refs.Add(-1) == 0 {
+		e.r.closeIfUnused(e)
+	}
+}
+
+// closeIfUnused closes e if no config names it and no RPC holds it.
+func (r *router) closeIfUnused(e *clusterEntry) {
+	r.mu.Lock()
+	if e.inConfig || r.entries[e.name] != e || !e.refs.CompareAndSwap(0, -1) {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.entries, e.name)
+	r.mu.Unlock()
+	e.bal.Close()
+}
+
+// childConn is the ClientConn a cluster policy gets: the router's, whose
 // UpdateState goes to the router.
 type childConn struct {
 	balancer.ClientConn
-	r *router
-	c *child
+	e *clusterEntry
 }
 
-func (cc *childConn) UpdateState(s balancer.State) { cc.r.childUpdated(cc.c, s) }
+func (cc *childConn) UpdateState(s balancer.State) { cc.e.r.childUpdated(cc.e, s) }
 
 // UpdateClientConnState takes a new config (or a failed one) from the
 // resolver.
@@ -85,60 +139,57 @@ func (r *router) UpdateClientConnState(ccs balancer.ClientConnState) error {
 	if cs == nil {
 		return fmt.Errorf("xdslens: %s policy used without the xdslens resolver", routerName)
 	}
-	if cs.err != nil {
-		r.mu.Lock()
-		old := r.children
-		r.state, r.table, r.entries, r.children = cs, nil, nil, map[string]*child{}
-		r.mu.Unlock()
-		for _, c := range old {
-			c.bal.Close()
-		}
-		r.mu.Lock()
-		r.updatePickerLocked()
-		r.mu.Unlock()
-		return nil
-	}
-	cfg := cs.config
-	table, err := routing.Compile(cfg.VirtualHost, cs.builder.opts.routingOptions...)
-	if err != nil {
-		return fmt.Errorf("xdslens: %w", err)
-	}
-	// Work out the entries and make the children that are new. Only the
-	// methods gRPC calls one at a time write r.children, so it is read
-	// here without the lock.
-	old := r.children
-	children := make(map[string]*child, len(table.Clusters))
-	entries := make([]*entry, len(table.Clusters))
-	updates := map[*child][]*xdsconfig.ClusterConfig{}
-	for i, name := range table.Clusters {
-		leaves, err := leavesOf(cfg, name)
+	cs.resolver.router.Store(r)
+	var table *routing.Table
+	var slots []slot
+	updates := map[*clusterEntry][]*xdsconfig.ClusterConfig{}
+	var toClose []*clusterEntry
+	if cs.err == nil {
+		var err error
+		table, err = routing.Compile(cs.config.VirtualHost, cs.builder.opts.routingOptions...)
 		if err != nil {
-			entries[i] = &entry{name: name, err: err}
-			continue
+			return fmt.Errorf("xdslens: %w", err)
 		}
-		c := old[name]
-		if c == nil {
-			c = &child{name: name}
-			c.bal = newClusterBalancer(&childConn{ClientConn: r.cc, r: r, c: c}, r.bopts)
-		}
-		children[name] = c
-		entries[i] = &entry{name: name, child: c}
-		updates[c] = leaves
+		slots = make([]slot, len(table.Clusters))
 	}
 	r.mu.Lock()
-	r.state, r.table, r.entries, r.children = cs, table, entries, children
+	for _, e := range r.entries {
+		e.inConfig = false
+	}
+	for i := range slots {
+		name := table.Clusters[i]
+		leaves, err := leavesOf(cs.config, name)
+		if err != nil {
+			slots[i] = slot{name: name, err: err}
+			continue
+		}
+		e := r.entries[name]
+		if e == nil {
+			e = &clusterEntry{r: r, name: name}
+			e.bal = newClusterBalancer(&childConn{ClientConn: r.cc, e: e}, r.bopts)
+			r.entries[name] = e
+		}
+		e.inConfig = true
+		slots[i] = slot{name: name, entry: e}
+		updates[e] = leaves
+	}
+	for name, e := range r.entries {
+		if !e.inConfig && e.refs.CompareAndSwap(0, -1) {
+			delete(r.entries, name)
+			toClose = append(toClose, e)
+		}
+	}
+	r.state, r.table, r.slots = cs, table, slots
 	r.mu.Unlock()
 
-	for c, leaves := range updates {
-		c.bal.UpdateClientConnState(balancer.ClientConnState{
+	for e, leaves := range updates {
+		e.bal.UpdateClientConnState(balancer.ClientConnState{
 			ResolverState:  resolver.State{Attributes: ccs.ResolverState.Attributes},
-			BalancerConfig: clusterConfig(c.name, leaves, cs),
+			BalancerConfig: clusterConfig(e.name, leaves, cs),
 		})
 	}
-	for name, c := range old {
-		if children[name] != c {
-			c.bal.Close()
-		}
+	for _, e := range toClose {
+		e.bal.Close()
 	}
 	r.mu.Lock()
 	r.updatePickerLocked()
@@ -170,14 +221,14 @@ func leavesOf(cfg *xdsconfig.Config, name string) ([]*xdsconfig.ClusterConfig, e
 	return leaves, nil
 }
 
-// childUpdated takes a child's new state and picker.
-func (r *router) childUpdated(c *child, s balancer.State) {
+// childUpdated takes a cluster policy's new state and picker.
+func (r *router) childUpdated(e *clusterEntry, s balancer.State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.children[c.name] != c {
-		return // a child being closed, or replaced
+	if r.closed || r.entries[e.name] != e {
+		return // a policy being closed, or replaced
 	}
-	c.state = s
+	e.state.Store(&s)
 	r.updatePickerLocked()
 }
 
@@ -189,27 +240,26 @@ func (r *router) updatePickerLocked() {
 	if r.closed || r.state == nil {
 		return
 	}
-	p := &picker{state: r.state}
+	p := &picker{r: r, state: r.state}
 	if r.state.err != nil {
+		r.current.Store(p)
 		r.cc.UpdateState(balancer.State{ConnectivityState: connectivity.TransientFailure, Picker: p})
 		return
 	}
-	p.table = r.table
-	p.clusters = make([]pickCluster, len(r.entries))
+	p.table, p.slots = r.table, r.slots
 	agg := connectivity.TransientFailure
-	for i, e := range r.entries {
-		pc := pickCluster{name: e.name, err: e.err}
-		if e.child != nil {
-			pc.picker = e.child.state.Picker
-			switch s := e.child.state.ConnectivityState; {
-			case s == connectivity.Ready:
-				agg = connectivity.Ready
-			case (s == connectivity.Connecting || s == connectivity.Idle || pc.picker == nil) && agg != connectivity.Ready:
-				agg = connectivity.Connecting
-			}
+	for _, s := range r.slots {
+		if s.entry == nil {
+			continue
 		}
-		p.clusters[i] = pc
+		switch st := s.entry.state.Load(); {
+		case st != nil && st.ConnectivityState == connectivity.Ready:
+			agg = connectivity.Ready
+		case (st == nil || st.ConnectivityState == connectivity.Connecting || st.ConnectivityState == connectivity.Idle) && agg != connectivity.Ready:
+			agg = connectivity.Connecting
+		}
 	}
+	r.current.Store(p)
 	r.cc.UpdateState(balancer.State{ConnectivityState: agg, Picker: p})
 }
 
@@ -221,27 +271,29 @@ func (r *router) ResolverError(err error) {}
 // listeners.
 func (r *router) UpdateSubConnState(balancer.SubConn, balancer.SubConnState) {}
 
-// ExitIdle asks every child to connect.
+// ExitIdle asks every cluster policy to connect.
 func (r *router) ExitIdle() {
 	r.mu.Lock()
-	var cs []*child
-	for _, c := range r.children {
-		cs = append(cs, c)
+	es := make([]*clusterEntry, 0, len(r.entries))
+	for _, e := range r.entries {
+		es = append(es, e)
 	}
 	r.mu.Unlock()
-	for _, c := range cs {
-		c.bal.ExitIdle()
+	for _, e := range es {
+		e.bal.ExitIdle()
 	}
 }
 
-// Close closes every child.
+// Close closes every cluster policy, those held by RPCs included: the
+// channel is closing, and its RPCs fail.
 func (r *router) Close() {
 	r.mu.Lock()
 	r.closed = true
-	old := r.children
-	r.children = nil
+	old := r.entries
+	r.entries = nil
 	r.mu.Unlock()
-	for _, c := range old {
-		c.bal.Close()
+	for _, e := range old {
+		e.refs.Store(-1)
+		e.bal.Close()
 	}
 }

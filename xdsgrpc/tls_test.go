@@ -78,7 +78,7 @@ func TestTLSClusterFailsClosed(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient("xdslens:///L", xdsgrpc.DialOption(pool), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("xdslens:///L", append(xdsgrpc.DialOptions(pool), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (e *Env) Set(resources ...proto.Message) {
 // ends. Only Builder and T need to be set for it.
 func (e *Env) Dial(target string, opts ...grpc.DialOption) *grpc.ClientConn {
 	e.T.Helper()
-	opts = append([]grpc.DialOption{grpc.WithResolvers(e.Builder), grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	opts = append(append(e.Builder.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials())), opts...)
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		e.T.Fatal(err)

@@ -132,12 +132,12 @@ func (cs *channelSet) add(t target) error {
 		}
 		ch.dataPlanes = append(ch.dataPlanes, dp)
 	}
-	ch.conn, err = grpc.NewClient(t.key(),
+	ch.conn, err = grpc.NewClient(t.key(), append(b.DialOptions(),
 		grpc.WithResolvers(xdsScheme{b}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// The config lines come from the resolver, which an idle
 		// channel shuts down.
-		grpc.WithIdleTimeout(0))
+		grpc.WithIdleTimeout(0))...)
 	if err != nil {
 		ch.closeDataPlanes()
 		return fmt.Errorf("%q: %w", t.arg, err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
-	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )
 
 // Within a locality, RPCs go to the READY endpoints in turn; a lower
@@ -129,7 +129,7 @@ func TestFailoverTimer(t *testing.T) {
 
 // An aggregate cluster's leaves are priorities in order: the second leaf
 // is used while the first has no endpoint READY, and the first again when
-// it recovers. The Recorder tells which leaf and locality took each RPC.
+// it recovers. The RPC's Call tells which leaf and locality took each RPC.
 func TestAggregateLeaves(t *testing.T) {
 	ctx := xdstest.Context(t)
 	x, y := startBackend(t, "x"), startBackend(t, "y")
@@ -139,21 +139,21 @@ func TestAggregateLeaves(t *testing.T) {
 	ch.waitFor(t, ctx, "x")
 	x.stop()
 	ch.waitFor(t, ctx, "y")
-	var rec clusterlb.Recorder
-	if _, err := ch.call(clusterlb.WithRecorder(ctx, &rec), grpc.WaitForReady(true)); err != nil {
+	var rec callctx.Call
+	if _, err := ch.call(callctx.With(ctx, &rec), grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Leaf != "c2" || rec.Locality.Zone != "z2" {
-		t.Errorf("Recorder = %+v, want leaf c2 in zone z2", rec)
+		t.Errorf("Call = %+v, want leaf c2 in zone z2", rec)
 	}
 	x.restart(t, ctx)
 	ch.waitFor(t, ctx, "x")
-	rec = clusterlb.Recorder{}
-	if _, err := ch.call(clusterlb.WithRecorder(ctx, &rec), grpc.WaitForReady(true)); err != nil {
+	rec = callctx.Call{}
+	if _, err := ch.call(callctx.With(ctx, &rec), grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Leaf != "c1" || rec.Locality.Zone != "z1" {
-		t.Errorf("Recorder = %+v, want leaf c1 in zone z1", rec)
+		t.Errorf("Call = %+v, want leaf c1 in zone z1", rec)
 	}
 
 	t.Run("first leaf without endpoints", func(t *testing.T) {

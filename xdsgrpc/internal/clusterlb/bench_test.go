@@ -11,6 +11,7 @@ import (
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
 
@@ -71,8 +72,8 @@ func readyPicker(tb testing.TB, lrsOn bool) balancer.Picker {
 // load reports and hooks included.
 func TestPickAllocs(t *testing.T) {
 	p := readyPicker(t, true)
-	var rec clusterlb.Recorder
-	info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: clusterlb.WithRecorder(context.Background(), &rec)}
+	var rec callctx.Call
+	info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: callctx.With(context.Background(), &rec)}
 	if n := testing.AllocsPerRun(1000, func() {
 		res, err := p.Pick(info)
 		if err != nil {
@@ -83,7 +84,7 @@ func TestPickAllocs(t *testing.T) {
 		t.Errorf("a pick and its Done allocate %v times, want 0", n)
 	}
 	if rec.Leaf != "c1" || rec.Locality.Zone == "" {
-		t.Errorf("Recorder = %+v after the picks", rec)
+		t.Errorf("Call = %+v after the picks", rec)
 	}
 }
 

@@ -1,7 +1,6 @@
 package clusterlb
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -158,35 +157,4 @@ type LoadReportErrorInfo struct {
 	// Server is the LRS server.
 	Server string
 	Err    error
-}
-
-// Recorder receives, from the pick of an RPC whose context carries it
-// (see WithRecorder), where the RPC went. The pick writes it on the RPC's
-// goroutine; read it after the RPC returns. When an RPC is picked more
-// than once (it waited for a connection, or was retried), the last pick
-// wins.
-type Recorder struct {
-	// Leaf is the leaf cluster the RPC was given to; set on every pick
-	// outcome except waiting.
-	Leaf string
-	// Locality is the locality of the endpoint that took the RPC; zero when
-	// the RPC was not sent (dropped, refused or failed).
-	Locality lrs.Locality
-}
-
-type recorderKey struct{}
-
-// WithRecorder returns a context carrying r, for the RPC's picks to write
-// into.
-func WithRecorder(ctx context.Context, r *Recorder) context.Context {
-	return context.WithValue(ctx, recorderKey{}, r)
-}
-
-// recorderFrom returns the Recorder that ctx carries, nil if none.
-func recorderFrom(ctx context.Context) *Recorder {
-	if ctx == nil {
-		return nil
-	}
-	r, _ := ctx.Value(recorderKey{}).(*Recorder)
-	return r
 }

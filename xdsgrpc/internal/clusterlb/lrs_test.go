@@ -13,6 +13,7 @@ import (
 	"github.com/xdslens/xdslens/internal/lrsserver"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
 
@@ -98,11 +99,11 @@ func TestLoadReports(t *testing.T) {
 	}
 	ch := dial(t, cfg)
 
-	// Where each call went, by the Recorder.
+	// Where each call went, by the RPC's Call.
 	issued, succeeded, errored := map[string]uint64{}, map[string]uint64{}, map[string]uint64{}
 	call := func(req *testgrpc.SimpleRequest) {
-		var rec clusterlb.Recorder
-		_, err := testgrpc.NewTestServiceClient(ch.cc).UnaryCall(clusterlb.WithRecorder(ctx, &rec), req, grpc.WaitForReady(true))
+		var rec callctx.Call
+		_, err := testgrpc.NewTestServiceClient(ch.cc).UnaryCall(callctx.With(ctx, &rec), req, grpc.WaitForReady(true))
 		z := rec.Locality.Zone
 		issued[z]++
 		if err == nil {
@@ -131,10 +132,10 @@ func TestLoadReports(t *testing.T) {
 	}
 	dropping.Store(false)
 	backendOf := map[string]*backend{"za": a, "zb": b}
-	var rec clusterlb.Recorder
+	var rec callctx.Call
 	errc := make(chan error, 1)
 	go func() {
-		_, err := ch.call(clusterlb.WithRecorder(withBlock(ctx), &rec), grpc.WaitForReady(true))
+		_, err := ch.call(callctx.With(withBlock(ctx), &rec), grpc.WaitForReady(true))
 		errc <- err
 	}()
 	var blockedZone string

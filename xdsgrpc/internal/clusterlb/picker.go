@@ -17,6 +17,7 @@ import (
 	_ "google.golang.org/grpc/orca"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )
 
 // picker picks for the priority in use. In order, as C-core's
@@ -46,7 +47,7 @@ type readyLocality struct {
 
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	l := p.leaf
-	rec := recorderFrom(info.Ctx)
+	rec := callctx.From(info.Ctx)
 	if rec != nil {
 		rec.Leaf, rec.Locality = l.name, lrs.Locality{}
 	}

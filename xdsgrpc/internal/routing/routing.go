@@ -109,6 +109,7 @@ type route struct {
 	// entry of weight 1 for a single cluster.
 	targets []target
 	total   uint32
+	hashes  []hashPolicy
 }
 
 type target struct {
@@ -226,6 +227,11 @@ func compileRoute(r *xdsresource.Route) (route, error) {
 	if r.FractionPerMillion != nil {
 		cr.fraction = int64(*r.FractionPerMillion)
 	}
+	hashes, err := compileHashPolicies(r.HashPolicies)
+	if err != nil {
+		return cr, err
+	}
+	cr.hashes = hashes
 	return cr, nil
 }
 

@@ -1,0 +1,11 @@
+package xdsgrpc
+
+import "github.com/xdslens/xdslens/xdsgrpc/internal/routing"
+
+// WithRoutingRand has the routes of the Builder's channels draw their
+// random numbers (weighted clusters, runtime fractions) from rnd.
+func WithRoutingRand(rnd func(n uint32) uint32) Option {
+	return optionFunc(func(o *options) {
+		o.routingOptions = append(o.routingOptions, routing.WithRand(rnd))
+	})
+}

@@ -1,0 +1,91 @@
+// Package callctx carries one RPC's data-plane state through its context:
+// what the routing policy decided for it (once per RPC, whatever number of
+// pickers the RPC meets), the request hash the cluster's policy reads, and
+// where the RPC went, for the caller to read when it returns.
+//
+// A Call is made by the channel's interceptors when an RPC starts, or by
+// the caller (xdsgrpc.WithCallInfo), or, for an RPC that has neither and
+// must wait for a connection, by the routing policy's picker. One RPC's
+// picks run one after the other, so a Call needs no lock; it must not be
+// shared by RPCs.
+package callctx
+
+import (
+	"context"
+
+	"github.com/xdslens/xdslens/xdsclient/lrs"
+)
+
+// Call is the state of one RPC. The routing fields are written by the pick
+// that decides the RPC's route and read by the later ones; Leaf and
+// Locality by every pick that reaches a cluster.
+type Call struct {
+	// Decided is set once the RPC's route and cluster were chosen, or its
+	// failure was: later picks reuse the decision, those of the attempt
+	// whose context is PickCtx when the Call is not Owned.
+	Decided bool
+	// PickCtx is the context of the pick that decided, for a Call that is
+	// not Owned: a Call that a caller reuses for another RPC is decided
+	// again.
+	PickCtx context.Context
+	// Channel is the routing policy's state of the channel that decided,
+	// opaque here: a decision is only reused by the channel that made it.
+	Channel any
+	// Route is the index of the route in the virtual host, -1 when none
+	// matched.
+	Route int
+	// Cluster is the route-level cluster chosen ("" when none was); Entry
+	// is the routing policy's handle on it, opaque here, which keeps the
+	// cluster's policy alive while the RPC holds it.
+	Cluster string
+	Entry   any
+	// Err is the error the RPC fails with, when the decision is a failure.
+	Err error
+	// Hash is the request hash of the route's hash policies (gRFC A42),
+	// meaningful when HasHash is set.
+	Hash    uint64
+	HasHash bool
+
+	// Conn is the *grpc.ClientConn of an Owned Call, opaque here: the
+	// channel that decides it learns which ClientConn is its own.
+	Conn any
+	// Owned is set for a Call that the channel's interceptors made: they
+	// give back, when the RPC ends, the cluster the decision holds.
+	Owned bool
+	// Held says whether the decision holds a reference on Entry, which
+	// whoever ends the Call gives back.
+	Held bool
+	// ClusterOut, when set, receives Cluster when the route is decided
+	// (the caller's xdsgrpc.CallInfo).
+	ClusterOut *string
+
+	// Leaf is the leaf cluster the RPC was given to; Locality the locality
+	// of the endpoint that took it (zero when none did).
+	Leaf     string
+	Locality lrs.Locality
+}
+
+type key struct{}
+
+// With returns a context that carries c.
+func With(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, key{}, c)
+}
+
+// From returns the Call that ctx carries, nil when it carries none.
+func From(ctx context.Context) *Call {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(key{}).(*Call)
+	return c
+}
+
+// RequestHash returns the request hash of the RPC of ctx, and whether it
+// has one.
+func RequestHash(ctx context.Context) (uint64, bool) {
+	if c := From(ctx); c != nil && c.Decided {
+		return c.Hash, c.HasHash
+	}
+	return 0, false
+}
