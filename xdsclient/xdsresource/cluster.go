@@ -98,6 +98,9 @@ type Cluster struct {
 	// LeastRequestChoiceCount is set (at least 2) when least_request is the
 	// policy or wrr_locality's child.
 	LeastRequestChoiceCount uint32
+	// PickFirstShuffle is pick_first's shuffle_address_list (gRFC A62),
+	// when pick_first is the policy or wrr_locality's child.
+	PickFirstShuffle bool
 	// WeightedRoundRobin is set when weighted_round_robin is the policy or
 	// wrr_locality's child.
 	WeightedRoundRobin *WeightedRoundRobinConfig

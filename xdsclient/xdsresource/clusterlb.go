@@ -7,6 +7,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
+	pickfirstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
 	ringhashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/protobuf/proto"
@@ -64,7 +65,11 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 		case roundRobinURL:
 			return LBRoundRobin, nil
 		case pickFirstURL:
-			return LBPickFirst, nil
+			pf := new(pickfirstv3.PickFirst)
+			if err = unmarshal(cfg.GetValue(), pf); err == nil {
+				c.PickFirstShuffle = pf.GetShuffleAddressList()
+				return LBPickFirst, nil
+			}
 		case cswrrURL:
 			w := new(cswrrv3.ClientSideWeightedRoundRobin)
 			if err = unmarshal(cfg.GetValue(), w); err == nil {

@@ -74,8 +74,8 @@ func (b *Balancer) invalid(err error) error {
 	return err
 }
 
-// ResolverError is given to the endpoints' pick_first policies, which
-// ignore it while they have addresses; before the first Config, picks
+// ResolverError is given to the priorities' endpoint policies, which
+// ignore it while they have endpoints; before the first Config, picks
 // fail with it.
 func (b *Balancer) ResolverError(err error) {
 	b.s.do(func() {
@@ -88,8 +88,8 @@ func (b *Balancer) ResolverError(err error) {
 			return
 		}
 		for _, c := range b.children {
-			if c.es != nil {
-				c.es.ResolverError(err)
+			if c.im != nil {
+				c.im.resolverError(err)
 			}
 		}
 	})
@@ -102,8 +102,8 @@ func (b *Balancer) UpdateSubConnState(balancer.SubConn, balancer.SubConnState) {
 // ExitIdle asks the priority in use to connect, as C-core does.
 func (b *Balancer) ExitIdle() {
 	b.s.do(func() {
-		if c := b.cur; c != nil && c.es != nil {
-			c.es.ExitIdle()
+		if c := b.cur; c != nil && c.im != nil {
+			c.im.exitIdle()
 		}
 	})
 }

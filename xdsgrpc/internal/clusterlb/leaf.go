@@ -1,12 +1,13 @@
 package clusterlb
 
 import (
-	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental/balancer/weight"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/status"
 
@@ -35,6 +36,10 @@ type leaf struct {
 	load    *lrs.ClusterLoad // nil without load reports
 	hooks   *Hooks
 	rand    func(uint32) uint32
+	// policy is the endpoint policy the Cluster names; nil when it cannot
+	// be built (policyErr says why), and the leaf fails.
+	policy    *endpointPolicy
+	policyErr error
 
 	counters    *Counters
 	releaseLoad func() // nil without load reports
@@ -71,6 +76,7 @@ func newLeaf(cfg *Config, counters *Counters, cc *xdsconfig.ClusterConfig) *leaf
 	}
 	c := cc.Cluster
 	l.service, l.max, l.dns = c.EDSServiceName, c.MaxRequests, c.Kind == xdsresource.ClusterLogicalDNS
+	l.policy, l.policyErr = policyOf(c)
 	l.counter = counters.acquire(c.Name, c.EDSServiceName, c.MaxRequests)
 	l.cbErr = status.Errorf(codes.Unavailable, "%s: circuit breaking: max_requests %d reached", l.label, c.MaxRequests)
 	if cc.Endpoints != nil {
@@ -120,6 +126,13 @@ func localityOf(ep resolver.Endpoint) *localityAttr {
 	return a
 }
 
+// localityOfAddr returns the locality of an address of an endpoint built
+// by priorities.
+func localityOfAddr(a resolver.Address) *localityAttr {
+	la, _ := a.BalancerAttributes.Value(localityKey{}).(*localityAttr)
+	return la
+}
+
 // prioritySpec is one priority of one leaf as a Config gives it.
 type prioritySpec struct {
 	key        string
@@ -140,6 +153,8 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 	switch {
 	case cc.Err != nil:
 		fail = fmt.Errorf("%s: %s%s", l.label, status.Convert(cc.Err).Message(), l.note)
+	case l.policyErr != nil:
+		fail = status.Errorf(codes.Unavailable, "%s: %v%s", l.label, l.policyErr, l.note)
 	case cc.Cluster.Security != nil:
 		// Fail closed: a cluster that asks for TLS is never reached in
 		// plaintext. The status fails wait-for-ready RPCs too, for waiting
@@ -164,7 +179,8 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 		s := &specs[loc.Priority]
 		id := lrs.Locality{Region: loc.Region, Zone: loc.Zone, SubZone: loc.SubZone}
 		s.localities = append(s.localities, id)
-		attr := attributes.New(localityKey{}, &localityAttr{id: id, weight: loc.Weight})
+		la := &localityAttr{id: id, weight: loc.Weight}
+		attr := attributes.New(localityKey{}, la)
 		for _, e := range loc.Endpoints {
 			total[loc.Priority]++
 			if !e.Health.Usable() {
@@ -172,8 +188,12 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 			}
 			ep := resolver.Endpoint{Addresses: make([]resolver.Address, len(e.Addresses)), Attributes: attr}
 			for i, a := range e.Addresses {
-				ep.Addresses[i] = resolver.Address{Addr: a}
+				ep.Addresses[i] = resolver.Address{Addr: a, BalancerAttributes: attr}
 			}
+			// The weight ring_hash and weighted policies read: the
+			// locality's weight times the endpoint's, as gRPC's xDS
+			// channels set it.
+			ep = weight.Set(ep, weight.EndpointInfo{Weight: uint32(min(uint64(loc.Weight)*uint64(max(e.Weight, 1)), math.MaxUint32))})
 			s.endpoints = append(s.endpoints, ep)
 		}
 	}
@@ -225,7 +245,3 @@ func (n *namer) names(leaf string, priorities [][]lrs.Locality) []string {
 	}
 	return names
 }
-
-// errNoConnection is the last error of a failing priority whose
-// endpoints' pickers gave none.
-var errNoConnection = errors.New("no connection error reported")

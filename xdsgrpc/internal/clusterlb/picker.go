@@ -1,17 +1,11 @@
 package clusterlb
 
 import (
-	"cmp"
-	"context"
 	"fmt"
-	"math/rand/v2"
-	"slices"
-	"sync/atomic"
 
 	orcav3 "github.com/cncf/xds/go/xds/data/orca/v3"
 	"google.golang.org/grpc/balancer"
-	"google.golang.org/grpc/balancer/endpointsharding"
-	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 	// The ORCA parser of trailers, so that DoneInfo.ServerLoad carries the
 	// backends' per-call metrics for the load reports.
 	_ "google.golang.org/grpc/orca"
@@ -20,29 +14,19 @@ import (
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )
 
-// picker picks for the priority in use. In order, as C-core's
-// xds_cluster_impl policy does: the drops of the priority's leaf, its
-// circuit breaker, then one of its READY localities by weight and one of
-// that locality's READY endpoints in turn. A picker is immutable but for
-// its sequence numbers.
+// picker picks for one priority of a leaf. In order, as C-core's
+// xds_cluster_impl policy does: the drops of the leaf, its circuit
+// breaker, then the endpoint policy's pick; the endpoint picked tells the
+// locality its load is reported under. A priority without endpoints, or
+// whose leaf cannot be used, has no child and fails with err. A picker is
+// immutable.
 type picker struct {
-	leaf *leaf
-	// locs are the READY localities; none when the priority is failing
-	// (err is set) or connecting (err is nil: picks wait).
-	locs  []*readyLocality
-	sched *stride // nil when there is one locality
+	leaf  *leaf
+	child balancer.Picker // nil when err is set
 	err   error
-}
-
-// readyLocality is one READY locality of a picker: its READY endpoints,
-// and the Done func of the RPCs it takes, built once.
-type readyLocality struct {
-	leaf      *leaf
-	info      CallInfo
-	weight    uint32
-	endpoints []balancer.Picker
-	next      atomic.Uint32
-	done      func(balancer.DoneInfo)
+	// failing says that the endpoint policy is in TRANSIENT_FAILURE: its
+	// errors are given the leaf's name and resolution note.
+	failing bool
 }
 
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
@@ -63,8 +47,8 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 			return balancer.PickResult{}, d.err
 		}
 	}
-	if l.counter == nil { // a leaf whose Cluster failed
-		return p.fail()
+	if p.child == nil {
+		return p.fail(p.err)
 	}
 	if !l.counter.start(l.max) {
 		if l.load != nil {
@@ -75,114 +59,79 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		}
 		return balancer.PickResult{}, l.cbErr
 	}
-	if len(p.locs) == 0 {
-		l.counter.end()
-		return p.fail()
-	}
-	loc := p.locs[0]
-	if p.sched != nil {
-		loc = p.locs[p.sched.next()]
-	}
-	ep := loc.endpoints[loc.next.Add(1)%uint32(len(loc.endpoints))]
-	res, err := ep.Pick(info)
+	res, err := p.child.Pick(info)
 	if err != nil {
 		l.counter.end()
-		return res, err
+		if err == balancer.ErrNoSubConnAvailable {
+			return res, err
+		}
+		if p.failing {
+			err = failingError(l, err)
+		}
+		return p.fail(err)
 	}
+	sc, ok := res.SubConn.(*implSubConn)
+	if !ok {
+		l.counter.end()
+		return p.fail(fmt.Errorf("%s: load-balancing policy %q picked a connection it did not make through its ClientConn (%T)", l.label, l.policy.name, res.SubConn))
+	}
+	st := sc.st.Load()
+	res.SubConn = sc.SubConn
 	if l.load != nil {
-		l.load.CallStarted(loc.info.Locality)
+		l.load.CallStarted(st.info.Locality)
 	}
 	if h := l.hooks.CallStarted; h != nil {
-		h(loc.info)
+		h(st.info)
 	}
 	if rec != nil {
-		rec.Locality = loc.info.Locality
+		rec.Locality = st.info.Locality
+	}
+	done := st.done
+	if st.leaf != l {
+		// A config changed the leaf between the connection's refresh and
+		// this pick: the RPC ends on the leaf that started it.
+		info := CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: st.info.Locality}
+		done = func(di balancer.DoneInfo) { l.finish(info, di) }
 	}
 	if inner := res.Done; inner != nil {
-		res.Done = func(di balancer.DoneInfo) { inner(di); loc.done(di) }
+		res.Done = func(di balancer.DoneInfo) { inner(di); done(di) }
 	} else {
-		res.Done = loc.done
+		res.Done = done
 	}
 	return res, nil
 }
 
-// fail fails the pick, or has it wait when the priority is connecting.
-func (p *picker) fail() (balancer.PickResult, error) {
-	if p.err == nil {
-		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
+// failingError is the error of an RPC that found every endpoint of leaf l
+// failing, whose endpoint policy failed it with err: it names the leaf and
+// ends with its resolution note. A status keeps its code, which fails
+// wait-for-ready RPCs too; any other error lets them wait.
+func failingError(l *leaf, err error) error {
+	if st, ok := status.FromError(err); ok {
+		return status.Errorf(st.Code(), "%s: all endpoints failing: last error: %s%s", l.label, st.Message(), l.note)
 	}
-	if h := p.leaf.hooks.NoEndpoint; h != nil {
-		h(NoEndpointInfo{Cluster: p.leaf.cluster, Leaf: p.leaf.name, Err: p.err})
-	}
-	return balancer.PickResult{}, p.err
+	return fmt.Errorf("%s: all endpoints failing: last error: %v%s", l.label, err, l.note)
 }
 
-// finish records the end of an RPC that the locality took.
-func (r *readyLocality) finish(di balancer.DoneInfo) {
-	l := r.leaf
+// fail fails the pick with err, reported as finding no endpoint.
+func (p *picker) fail(err error) (balancer.PickResult, error) {
+	if h := p.leaf.hooks.NoEndpoint; h != nil {
+		h(NoEndpointInfo{Cluster: p.leaf.cluster, Leaf: p.leaf.name, Err: err})
+	}
+	return balancer.PickResult{}, err
+}
+
+// finish records the end of an RPC that an endpoint of l took.
+func (l *leaf) finish(info CallInfo, di balancer.DoneInfo) {
 	l.counter.end()
 	if l.load != nil {
-		l.load.CallFinished(r.info.Locality, di.Err)
+		l.load.CallFinished(info.Locality, di.Err)
 		if orca, ok := di.ServerLoad.(*orcav3.OrcaLoadReport); ok {
 			for name, v := range orca.GetNamedMetrics() {
-				l.load.CallServerLoad(r.info.Locality, name, v)
+				l.load.CallServerLoad(info.Locality, name, v)
 			}
 		}
 	}
 	if h := l.hooks.CallFinished; h != nil {
-		h(r.info, di.Err)
+		h(info, di.Err)
 	}
-}
-
-// newPicker returns the picker of a priority of leaf l whose endpoints are
-// in state s, as its endpointsharding balancer reported it; order gives
-// the position of each locality in the configuration.
-func newPicker(l *leaf, s balancer.State, order map[lrs.Locality]int) *picker {
-	p := &picker{leaf: l}
-	children := endpointsharding.ChildStatesFromPicker(s.Picker)
-	switch s.ConnectivityState {
-	case connectivity.Ready:
-		byID := make(map[lrs.Locality]*readyLocality)
-		for _, c := range children {
-			a := localityOf(c.Endpoint)
-			if c.State.ConnectivityState != connectivity.Ready || a == nil {
-				continue
-			}
-			r := byID[a.id]
-			if r == nil {
-				r = &readyLocality{leaf: l, info: CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: a.id}, weight: a.weight}
-				r.done = r.finish
-				r.next.Store(rand.Uint32())
-				byID[a.id] = r
-				p.locs = append(p.locs, r)
-			}
-			r.endpoints = append(r.endpoints, c.State.Picker)
-		}
-		slices.SortFunc(p.locs, func(a, b *readyLocality) int {
-			return cmp.Compare(order[a.info.Locality], order[b.info.Locality])
-		})
-		if len(p.locs) > 1 {
-			weights := make([]uint32, len(p.locs))
-			for i, r := range p.locs {
-				weights[i] = r.weight
-			}
-			p.sched = newStride(weights, rand.Uint32())
-		}
-	case connectivity.TransientFailure:
-		p.err = fmt.Errorf("%s: all endpoints failing: last error: %v%s", l.label, lastError(children), l.note)
-	}
-	return p
-}
-
-// lastError returns the error of a failing endpoint: what its pick_first
-// picker fails picks with (the last connection error).
-func lastError(children []endpointsharding.ChildState) error {
-	for _, c := range children {
-		if c.State.ConnectivityState == connectivity.TransientFailure && c.State.Picker != nil {
-			if _, err := c.State.Picker.Pick(balancer.PickInfo{Ctx: context.Background()}); err != nil {
-				return err
-			}
-		}
-	}
-	return errNoConnection
 }

@@ -5,28 +5,24 @@ import (
 	"time"
 
 	"google.golang.org/grpc/balancer"
-	"google.golang.org/grpc/balancer/endpointsharding"
-	"google.golang.org/grpc/balancer/pickfirst"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/resolver"
-
-	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"google.golang.org/grpc/status"
 )
 
-// child is one priority: while started, an endpointsharding balancer with
-// a pick_first child per endpoint, as grpc-go's round_robin is built, and
-// the picker over them. Its fields are used on the serializer only.
+// child is one priority: while started, the leaf's policy over the
+// priority's endpoints (impl) and its picker. Its fields are used on the
+// serializer only.
 type child struct {
-	key   string
-	spec  prioritySpec
-	order map[lrs.Locality]int // position of each locality in spec
+	key  string
+	spec prioritySpec
 
 	started bool
-	ccw     *childCC          // the ClientConn given to es; nil when not started
-	es      balancer.Balancer // nil when not started or without endpoints
-	esState balancer.State    // what es last reported
+	ccw     *childCC // the ClientConn given to im; nil when not started
+	im      *impl    // nil when not started or without endpoints
 	state   connectivity.State
-	picker  *picker
+	picker  balancer.Picker
 
 	// The failover timer runs while the priority may still become READY
 	// before the next one is tried; seenReady says whether the priority
@@ -38,13 +34,7 @@ type child struct {
 	retention *time.Timer
 }
 
-func (c *child) setSpec(spec prioritySpec) {
-	c.spec = spec
-	c.order = make(map[lrs.Locality]int, len(spec.localities))
-	for i, id := range spec.localities {
-		c.order[id] = i
-	}
-}
+func (c *child) setSpec(spec prioritySpec) { c.spec = spec }
 
 // childCC is the ClientConn of a child's endpointsharding balancer: it
 // passes everything to the Balancer's ClientConn but the state, which it
@@ -68,12 +58,6 @@ func (w *childCC) ResolveNow(o resolver.ResolveNowOptions) {
 	}
 }
 
-// resolverState returns the state given to a child's endpointsharding
-// balancer.
-func resolverState(eps []resolver.Endpoint) balancer.ClientConnState {
-	return balancer.ClientConnState{ResolverState: pickfirst.EnableHealthListener(resolver.State{Endpoints: eps})}
-}
-
 // start starts c: connects to its endpoints and arms its failover timer.
 // A priority without endpoints fails at once.
 func (b *Balancer) start(c *child) {
@@ -87,39 +71,49 @@ func (b *Balancer) start(c *child) {
 	b.armFailover(c)
 	c.ccw = &childCC{ClientConn: b.cc, b: b, c: c}
 	c.ccw.dns.Store(c.spec.leaf.dns)
-	c.es = endpointsharding.NewBalancer(c.ccw, b.bopts, balancer.Get(pickfirst.Name).Build, endpointsharding.Options{})
-	// The error is ErrBadResolverState for no endpoints, which cannot be.
-	_ = c.es.UpdateClientConnState(resolverState(c.spec.endpoints))
+	c.im = newImpl(c.ccw, b.bopts)
+	b.updateImpl(c)
 }
 
-// refresh gives a started child its new spec: new endpoints go to its
-// balancer, which keeps the connections to those that remain. A child
-// that gains or loses all its endpoints is stopped, to start afresh.
+// updateImpl gives c's policy its spec; a policy that refuses it fails the
+// priority with its error.
+func (b *Balancer) updateImpl(c *child) {
+	if err := c.im.update(c.spec.leaf, c.spec.endpoints); err != nil {
+		c.im.close()
+		c.im = nil
+		c.state, c.picker = connectivity.TransientFailure, &picker{leaf: c.spec.leaf, err: status.Error(codes.Unavailable, err.Error()+c.spec.leaf.note)}
+		c.seenReady = false
+		stopTimer(&c.failover)
+	}
+}
+
+// refresh gives a started child its new spec: its policy keeps the
+// connections to the endpoints that remain. A child that gains or loses
+// all its endpoints is stopped, to start afresh.
 func (b *Balancer) refresh(c *child) {
-	if (c.es == nil) != (len(c.spec.endpoints) == 0) {
+	if (c.im == nil) != (len(c.spec.endpoints) == 0) {
 		b.stop(c)
 		return
 	}
-	if c.es == nil {
+	if c.im == nil {
 		c.picker = &picker{leaf: c.spec.leaf, err: c.spec.err}
 		return
 	}
 	c.ccw.dns.Store(c.spec.leaf.dns)
-	_ = c.es.UpdateClientConnState(resolverState(c.spec.endpoints))
-	c.picker = newPicker(c.spec.leaf, c.esState, c.order)
+	b.updateImpl(c)
 }
 
 // stop closes c's connections and timers; it may be started again.
 func (b *Balancer) stop(c *child) {
 	stopTimer(&c.failover)
 	stopTimer(&c.retention)
-	if c.es != nil {
-		c.es.Close()
+	if c.im != nil {
+		c.im.close()
 	}
 	if b.cur == c {
 		b.cur = nil
 	}
-	*c = child{key: c.key, spec: c.spec, order: c.order}
+	*c = child{key: c.key, spec: c.spec}
 }
 
 func stopTimer(t **time.Timer) {
@@ -138,8 +132,7 @@ func (b *Balancer) childUpdated(w *childCC, s balancer.State) {
 	if b.closed || c.ccw != w {
 		return // from a child since stopped
 	}
-	c.esState = s
-	c.picker = newPicker(c.spec.leaf, s, c.order)
+	c.picker = s.Picker
 	c.state = s.ConnectivityState
 	switch c.state {
 	case connectivity.Connecting:

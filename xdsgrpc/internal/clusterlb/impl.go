@@ -1,0 +1,185 @@
+package clusterlb
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/balancer/pickfirst"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/resolver"
+
+	"github.com/xdslens/xdslens/xdsclient/lrs"
+)
+
+// impl is the policy of one priority of a leaf cluster: what C-core's
+// xds_cluster_impl does (drops, circuit breaking, load reports and the pick
+// hooks, with the locality of each endpoint learned from the connections
+// the endpoint policy makes) over the endpoint policy the Cluster names.
+//
+// Its update and close are called on the Balancer's serializer; its
+// endpoint policy reports from any goroutine, under mu.
+type impl struct {
+	parent balancer.ClientConn // the priority's ClientConn
+	opts   balancer.BuildOptions
+
+	mu        sync.Mutex
+	leaf      *leaf
+	policyKey string
+	child     balancer.Balancer // the endpoint policy
+	childCC   *implCC           // the ClientConn of child; others are stale
+	last      balancer.State    // what child last reported
+	subConns  map[*implSubConn]struct{}
+	closed    bool
+}
+
+func newImpl(parent balancer.ClientConn, opts balancer.BuildOptions) *impl {
+	return &impl{parent: parent, opts: opts, subConns: map[*implSubConn]struct{}{}}
+}
+
+// update gives the priority its leaf and endpoints. The endpoint policy is
+// built again only when the Cluster names another policy or config.
+func (i *impl) update(l *leaf, eps []resolver.Endpoint) error {
+	i.mu.Lock()
+	i.leaf = l
+	for sc := range i.subConns {
+		sc.refresh(l)
+	}
+	var old balancer.Balancer
+	if i.child == nil || i.policyKey != l.policy.key {
+		old = i.child
+		i.childCC = &implCC{ClientConn: i.parent, i: i}
+		i.policyKey = l.policy.key
+		i.last = balancer.State{ConnectivityState: connectivity.Connecting}
+		i.child = l.policy.builder.Build(i.childCC, i.opts)
+	} else if i.last.Picker != nil {
+		i.publishLocked()
+	}
+	child := i.child
+	i.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	err := child.UpdateClientConnState(balancer.ClientConnState{
+		ResolverState:  pickfirst.EnableHealthListener(resolver.State{Endpoints: eps}),
+		BalancerConfig: l.policy.config,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: load-balancing policy %q: %w", l.label, l.policy.name, err)
+	}
+	return nil
+}
+
+func (i *impl) resolverError(err error) {
+	i.mu.Lock()
+	child := i.child
+	i.mu.Unlock()
+	if child != nil {
+		child.ResolverError(err)
+	}
+}
+
+func (i *impl) exitIdle() {
+	i.mu.Lock()
+	child := i.child
+	i.mu.Unlock()
+	if child != nil {
+		child.ExitIdle()
+	}
+}
+
+func (i *impl) close() {
+	i.mu.Lock()
+	i.closed = true
+	child := i.child
+	i.child = nil
+	i.mu.Unlock()
+	if child != nil {
+		child.Close()
+	}
+}
+
+// publishLocked gives the priority the endpoint policy's state, with a
+// picker that applies the leaf's drops, circuit breaker and load reports
+// around the endpoint policy's picker.
+func (i *impl) publishLocked() {
+	if i.closed {
+		return
+	}
+	p := &picker{leaf: i.leaf, child: i.last.Picker, failing: i.last.ConnectivityState == connectivity.TransientFailure}
+	i.parent.UpdateState(balancer.State{ConnectivityState: i.last.ConnectivityState, Picker: p})
+}
+
+// implCC is the ClientConn of the endpoint policy: SubConns it makes are
+// wrapped to know their locality, and its states are wrapped in pickers.
+type implCC struct {
+	balancer.ClientConn
+	i *impl
+}
+
+func (cc *implCC) UpdateState(s balancer.State) {
+	i := cc.i
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.childCC != cc || i.closed {
+		return // a policy replaced or closed
+	}
+	i.last = s
+	i.publishLocked()
+}
+
+func (cc *implCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	sc, err := cc.ClientConn.NewSubConn(addrs, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &implSubConn{SubConn: sc, i: cc.i}
+	if len(addrs) > 0 {
+		if a := localityOfAddr(addrs[0]); a != nil {
+			w.locality = a.id
+		}
+	}
+	cc.i.mu.Lock()
+	w.refresh(cc.i.leaf)
+	cc.i.subConns[w] = struct{}{}
+	cc.i.mu.Unlock()
+	return w, nil
+}
+
+// RemoveSubConn is deprecated in gRPC; SubConns shut themselves down.
+func (cc *implCC) RemoveSubConn(sc balancer.SubConn) { sc.Shutdown() }
+
+// implSubConn is a connection of the endpoint policy, with what a pick
+// that returns it records: its locality, and the Done func of its RPCs,
+// built when the leaf changes rather than at every pick.
+type implSubConn struct {
+	balancer.SubConn
+	i        *impl
+	locality lrs.Locality
+	st       atomic.Pointer[scState]
+}
+
+// scState is what the RPCs of one SubConn record with one leaf.
+type scState struct {
+	leaf *leaf
+	info CallInfo
+	done func(balancer.DoneInfo)
+}
+
+// refresh builds the SubConn's state for leaf l; with i.mu held.
+func (w *implSubConn) refresh(l *leaf) {
+	if l == nil {
+		return
+	}
+	st := &scState{leaf: l, info: CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: w.locality}}
+	st.done = func(di balancer.DoneInfo) { l.finish(st.info, di) }
+	w.st.Store(st)
+}
+
+func (w *implSubConn) Shutdown() {
+	w.i.mu.Lock()
+	delete(w.i.subConns, w)
+	w.i.mu.Unlock()
+	w.SubConn.Shutdown()
+}
