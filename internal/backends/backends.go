@@ -132,6 +132,14 @@ type service struct {
 	b *Backend
 }
 
+// Changed returns a channel that is closed when the backend next gets an
+// RPC of TestService: take it, then read Calls, then wait on it.
+func (b *Backend) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changed
+}
+
 // WaitCalls waits until the backend has answered or is answering n RPCs of
 // TestService, or ctx ends.
 func (b *Backend) WaitCalls(ctx context.Context, n int64) error {

@@ -98,7 +98,7 @@ func leafPolicy(c *xdsresource.Cluster, name string) (*endpointPolicy, error) {
 		if rh == nil {
 			rh = &xdsresource.RingHashConfig{MinRingSize: xdsresource.DefaultRingHashMinSize, MaxRingSize: xdsresource.DefaultRingHashMaxSize}
 		}
-		cfg := &ringhash.Config{MinRingSize: rh.MinRingSize, MaxRingSize: rh.MaxRingSize}
+		cfg := ringhash.NewConfig(rh.MinRingSize, rh.MaxRingSize)
 		js, _ := json.Marshal(cfg)
 		return &endpointPolicy{name: ringhash.Name, builder: ringhash.Builder{}, config: cfg, key: ringhash.Name + string(js)}, nil
 	case xdsresource.LBWeightedRoundRobin:

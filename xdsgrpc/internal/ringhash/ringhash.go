@@ -30,6 +30,9 @@
 // TRANSIENT_FAILURE and no endpoint is connecting, one IDLE endpoint is
 // asked to connect, so that a failed policy recovers without RPCs.
 //
+// The ring's sizes are capped at 4096 entries, as gRPC caps them by
+// default (GRPC_RING_HASH_CAP changes the cap, as in gRPC-Go).
+//
 // A pick allocates nothing and costs O(log n) in the ring's size.
 package ringhash
 
@@ -39,7 +42,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 
 	"google.golang.org/grpc/balancer"
@@ -62,7 +67,28 @@ const (
 	DefaultMinRingSize = 1024
 	DefaultMaxRingSize = 4096
 	MaxRingSize        = 8 * 1024 * 1024
+	// DefaultRingSizeCap caps both sizes, as gRPC caps them by default
+	// (gRPC-Go's GRPC_RING_HASH_CAP, C-core's ring size cap channel
+	// argument): a Cluster's maximum_ring_size of 8M would otherwise
+	// build rings of 8M entries.
+	DefaultRingSizeCap = 4096
 )
+
+// ringSizeCap is the cap of ring sizes: GRPC_RING_HASH_CAP when it is a
+// number in [1, MaxRingSize], as in gRPC-Go, else DefaultRingSizeCap.
+func ringSizeCap() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("GRPC_RING_HASH_CAP"), 10, 64); err == nil && n >= 1 && n <= MaxRingSize {
+		return n
+	}
+	return DefaultRingSizeCap
+}
+
+// NewConfig returns the config of ring sizes minSize and maxSize, capped
+// as gRPC caps them.
+func NewConfig(minSize, maxSize uint64) *Config {
+	limit := ringSizeCap()
+	return &Config{MinRingSize: min(minSize, limit), MaxRingSize: min(maxSize, limit)}
+}
 
 // Config is the policy's configuration.
 type Config struct {
@@ -91,7 +117,7 @@ func (Builder) ParseConfig(js json.RawMessage) (serviceconfig.LoadBalancingConfi
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return NewConfig(c.MinRingSize, c.MaxRingSize), nil
 }
 
 func (c *Config) validate() error {
