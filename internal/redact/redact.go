@@ -4,9 +4,10 @@
 // every resource they print through it.
 //
 // gRPC never takes private keys from a control plane, and the client
-// rejects TLS contexts that carry them, but a rejected resource is still
-// shown (CSDS failed_configuration), and a resource may carry secrets in
-// extensions the client ignores (an optional HTTP filter's config). In a
+// rejects TLS contexts that carry them ([Find] names the field), but a
+// rejected resource is still shown (CSDS failed_configuration), and a
+// resource may carry secrets in extensions the client ignores (an optional
+// HTTP filter's config). In a
 // redacted message every string and bytes value inside a sensitive field is
 // replaced by "[redacted]"; the rest of the resource is unchanged.
 //

@@ -22,6 +22,9 @@ type Bootstrap struct {
 	// Authorities is the authorities object, as JSON; the configuration
 	// has none if it is empty.
 	Authorities string
+	// CertificateProviders is the certificate_providers object, as JSON,
+	// such as [SecretProviders]; none if empty.
+	CertificateProviders string
 }
 
 // JSON returns the configuration as JSON.
@@ -32,6 +35,9 @@ func (b Bootstrap) JSON() string {
 	}
 	if b.Authorities != "" {
 		js += `, "authorities": ` + b.Authorities
+	}
+	if b.CertificateProviders != "" {
+		js += `, "certificate_providers": ` + b.CertificateProviders
 	}
 	return js + "}"
 }
