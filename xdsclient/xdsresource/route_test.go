@@ -250,11 +250,6 @@ func TestRouteConfigErrors(t *testing.T) {
 			want:  `rds "r1": virtual_hosts[0].domains[1]: invalid domain pattern "a.*.com"`,
 		},
 		{
-			name:  "two stars in a domain",
-			build: withVHost(func(vh *routev3.VirtualHost) { vh.Domains = []string{"*a*"} }),
-			want:  `rds "r1": virtual_hosts[0].domains[0]: invalid domain pattern "*a*"`,
-		},
-		{
 			name:  "empty domain",
 			build: withVHost(func(vh *routev3.VirtualHost) { vh.Domains = []string{""} }),
 			want:  `rds "r1": virtual_hosts[0].domains[0]: invalid domain pattern ""`,
@@ -434,4 +429,19 @@ func TestRouteConfigErrors(t *testing.T) {
 			want: at + `weighted_clusters.clusters[0]: typed_per_filter_config["x"]: unsupported filter override type "type.googleapis.com/google.protobuf.Struct"`,
 		},
 	})
+}
+
+// As in gRPC C-core and grpc-go, a domain pattern with a "*" at its start or
+// end is accepted whatever else it holds: only that "*" is a wildcard.
+func TestRouteConfigDomainPatterns(t *testing.T) {
+	domains := []string{"**", "*a*", "a*b.*", "*.*", "*"}
+	m := routeConfig(prefixRoute("/", "c1"))
+	m.VirtualHosts[0].Domains = domains
+	_, v, err := decode(t, RouteConfigType, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.(*RouteConfiguration).VirtualHosts[0].Domains; !reflect.DeepEqual(got, domains) {
+		t.Errorf("Domains = %q, want %q", got, domains)
+	}
 }
