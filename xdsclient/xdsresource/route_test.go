@@ -176,11 +176,30 @@ func TestRouteConfigFilterOverrides(t *testing.T) {
 		"fault":    toAny(t, &faultv3.HTTPFault{}),
 		"rbac":     toAny(t, &rbacv3.RBACPerRoute{}),
 		"optional": fc(&structpb.Struct{}, true),
-		"disabled": toAny(t, &routev3.FilterConfig{Disabled: true}),
+		"disabled": toAny(t, &routev3.FilterConfig{Config: toAny(t, &structpb.Struct{}), IsOptional: true, Disabled: true}),
 	}
 	if _, _, err := decode(t, RouteConfigType, m); err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
+
+	// As in gRPC C-core, a FilterConfig needs its config, and disabled
+	// excuses nothing.
+	withOverride := func(cfg *routev3.FilterConfig) func() proto.Message {
+		return func() proto.Message {
+			m := routeConfig(prefixRoute("/", "c1"))
+			m.VirtualHosts[0].TypedPerFilterConfig = map[string]*anypb.Any{"f": toAny(t, cfg)}
+			return m
+		}
+	}
+	const at = `rds "r1": virtual_hosts[0].typed_per_filter_config["f"]`
+	runErrorCases(t, RouteConfigType, "r1", []errorCase{
+		{name: "disabled without config", build: withOverride(&routev3.FilterConfig{Disabled: true}),
+			want: at + `.config: missing`},
+		{name: "optional without config", build: withOverride(&routev3.FilterConfig{IsOptional: true}),
+			want: at + `.config: missing`},
+		{name: "disabled, of a type not understood", build: withOverride(&routev3.FilterConfig{Config: toAny(t, &structpb.Struct{}), Disabled: true}),
+			want: at + `: unsupported filter override type "type.googleapis.com/google.protobuf.Struct"`},
+	})
 }
 
 func TestRouteConfigClusterSpecifierPlugins(t *testing.T) {
