@@ -12,7 +12,8 @@ import (
 )
 
 // Find reports whether the serialized message b of type typeURL holds a
-// sensitive field, and returns the path of the first one in field order,
+// sensitive field (one that Bytes redacts), and returns the path of the
+// first one in field order,
 // such as "common_tls_context.tls_certificates[0].private_key". Messages
 // packed in Anys whose types are linked in are looked into; their fields
 // continue the path of the Any ("typed_config.tls_certificate.private_key").

@@ -1,6 +1,7 @@
 package redact_test
 
 import (
+	"bytes"
 	"testing"
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
@@ -8,6 +9,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/redact"
@@ -35,7 +37,7 @@ func TestFind(t *testing.T) {
 			TlsCertificateCertificateProvider: &tlsv3.CommonTlsContext_CertificateProvider{Name: "p", Config: &tlsv3.CommonTlsContext_CertificateProvider_TypedConfig{
 				TypedConfig: &corev3.TypedExtensionConfig{Name: "p", TypedConfig: mustAny(t, keyInSecret)},
 			}},
-		}}, "common_tls_context.tls_certificate_certificate_provider.typed_config.typed_config.tls_certificate.private_key"},
+		}}, "common_tls_context.tls_certificate_certificate_provider"},
 		{"a Secret in a typed SAN matcher", &tlsv3.CertificateValidationContext{MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
 			Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Custom{Custom: &xdscorev3.TypedExtensionConfig{TypedConfig: mustAny(t, keyInSecret)}}},
 		}}}, "match_typed_subject_alt_names[0].matcher.custom.typed_config.tls_certificate.private_key"},
@@ -53,12 +55,43 @@ func TestFind(t *testing.T) {
 	}
 	// A packed message that does not parse but names a secret-holding
 	// type counts as a secret, at the Any.
-	bad := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{CustomTlsCertificateSelector: &corev3.TypedExtensionConfig{
-		TypedConfig: mustAny(t, keyInSecret),
+	packed := mustAny(t, keyInSecret)
+	packed.Value = append(packed.Value, 0xff)
+	bad := &tlsv3.CertificateValidationContext{MatchTypedSubjectAltNames: []*tlsv3.SubjectAltNameMatcher{{
+		Matcher: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Custom{Custom: &xdscorev3.TypedExtensionConfig{TypedConfig: packed}}},
 	}}}
-	bad.CommonTlsContext.CustomTlsCertificateSelector.TypedConfig.Value = append(bad.CommonTlsContext.CustomTlsCertificateSelector.TypedConfig.Value, 0xff)
 	a := mustAny(t, bad)
-	if path, found := redact.Find(a.GetTypeUrl(), a.GetValue()); !found || path != "common_tls_context.custom_tls_certificate_selector.typed_config" {
+	if path, found := redact.Find(a.GetTypeUrl(), a.GetValue()); !found || path != "match_typed_subject_alt_names[0].matcher.custom.typed_config" {
 		t.Errorf("Find on a malformed packed Secret = %q, %v", path, found)
+	}
+}
+
+// The fields that exist to carry credentials or key material are redacted
+// though the xDS APIs do not mark them, a message of a type that is not
+// linked in dropped as a whole.
+func TestBytesRedactsCredentialFields(t *testing.T) {
+	unknown := &anypb.Any{TypeUrl: "type.googleapis.com/example.KeyHolder", Value: append([]byte{0x0a, byte(len(secret))}, secret...)}
+	tlsCtx := &tlsv3.UpstreamTlsContext{Sni: "sni.example.com", CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateCertificateProvider: &tlsv3.CommonTlsContext_CertificateProvider{Name: "p", Config: &tlsv3.CommonTlsContext_CertificateProvider_TypedConfig{
+			TypedConfig: &corev3.TypedExtensionConfig{Name: "p", TypedConfig: unknown},
+		}},
+	}}
+	token := &corev3.GrpcService{TargetSpecifier: &corev3.GrpcService_GoogleGrpc_{GoogleGrpc: &corev3.GrpcService_GoogleGrpc{
+		TargetUri: "authz.example.com:443",
+		CallCredentials: []*corev3.GrpcService_GoogleGrpc_CallCredentials{{
+			CredentialSpecifier: &corev3.GrpcService_GoogleGrpc_CallCredentials_AccessToken{AccessToken: secret},
+		}},
+	}}}
+	for name, m := range map[string]proto.Message{"unknown type in a deprecated provider": tlsCtx, "access token": token} {
+		a := mustAny(t, m)
+		out, changed := redact.Bytes(a.GetTypeUrl(), a.GetValue())
+		if !changed || bytes.Contains(out, []byte(secret)) {
+			t.Errorf("%s: changed %v, secret kept %v", name, changed, bytes.Contains(out, []byte(secret)))
+		}
+		for _, keep := range []string{"sni.example.com", "authz.example.com:443"} {
+			if bytes.Contains(a.GetValue(), []byte(keep)) && !bytes.Contains(out, []byte(keep)) {
+				t.Errorf("%s: %q lost by redaction", name, keep)
+			}
+		}
 	}
 }
