@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -19,9 +20,10 @@ import (
 )
 
 // A Cluster and a server Listener whose TLS context carries a private key,
-// by each field that can carry one, current or deprecated, are NACKed by a
-// client of a scripted server, with an error naming the field; CSDS shows
-// each as NACKED with its failed_configuration, the key redacted.
+// by each field that can carry one, current or deprecated, and a server
+// Listener with the key in a filter chain that gRPC ignores, are NACKed by
+// a client of a scripted server, with an error naming the field; CSDS
+// shows each as NACKED with its failed_configuration, the key redacted.
 func TestSecretsNACKedAndRedacted(t *testing.T) {
 	f := &fixture{Script: xdstest.Script{T: t, Ctx: xdstest.Context(t), Srv: xdstest.NewADSServer(t)}}
 	f.c = newClient(t, xdstest.Bootstrap{
@@ -50,6 +52,16 @@ func TestSecretsNACKedAndRedacted(t *testing.T) {
 		listeners = append(listeners, l)
 		watches = append(watches, watch{ldsURL, l.GetName(), `lds "` + l.GetName() + `": filter_chains[0].transport_socket.typed_config.` + sc.Error, xdstest.NewWatcher()})
 	}
+	// A filter chain that gRPC ignores (it matches on server_names) is
+	// not validated, but the key it carries is rejected all the same.
+	l := controlplane.ServerListener("server-ignored-chain", "127.0.0.1", 8443, "r1")
+	ignored := proto.Clone(l.FilterChains[0]).(*listenerv3.FilterChain)
+	ignored.FilterChainMatch = &listenerv3.FilterChainMatch{ServerNames: []string{"a.example.com"}}
+	ignored.TransportSocket = xdstest.TLSSocket(t, cases[0].Downstream)
+	l.FilterChains = append(l.FilterChains, ignored)
+	listeners = append(listeners, l)
+	watches = append(watches, watch{ldsURL, l.GetName(), `lds "` + l.GetName() + `": filter_chains[1].transport_socket.typed_config.` + cases[0].Error, xdstest.NewWatcher()})
+
 	for _, w := range watches {
 		typ := xdsresource.ClusterType
 		if w.typeURL == ldsURL {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -53,6 +54,37 @@ func checkCommonSecrets(c *tlsv3.CommonTlsContext) error {
 		return checkSDSCredentials(t.CombinedValidationContext.GetValidationContextSdsSecretConfig(), at+".validation_context_sds_secret_config")
 	}
 	return nil
+}
+
+// checkDownstreamSecrets applies the rules of this file to the
+// DownstreamTlsContext m, unmarshalled from cfg. Errors start with
+// "typed_config".
+func checkDownstreamSecrets(cfg *anypb.Any, m *tlsv3.DownstreamTlsContext) error {
+	const at = "typed_config"
+	if err := checkSessionTicketKeys(m); err != nil {
+		return fmt.Errorf("%s.%v", at, err)
+	}
+	if err := checkCommonSecrets(m.GetCommonTlsContext()); err != nil {
+		return fmt.Errorf("%s.common_tls_context.%v", at, err)
+	}
+	return checkSensitive(cfg, at)
+}
+
+// checkChainSocketSecrets applies the rules of this file to the
+// transport_socket of a server filter chain, whether gRPC uses the chain
+// or not: a chain it ignores is validated no further, but a secret it
+// carries has been sent all the same. (A chain that gRPC uses is checked
+// again with the rest of its TLS context.) Errors start with the field
+// below transport_socket.
+func checkChainSocketSecrets(ts *corev3.TransportSocket) error {
+	cfg := ts.GetTypedConfig()
+	if cfg.GetTypeUrl() == DownstreamTLSContextTypeURL {
+		m := new(tlsv3.DownstreamTlsContext)
+		if unmarshal(cfg.GetValue(), m) == nil {
+			return checkDownstreamSecrets(cfg, m)
+		}
+	}
+	return checkSensitive(cfg, "typed_config")
 }
 
 // checkSessionTicketKeys rejects the session ticket keys of a server's TLS

@@ -120,13 +120,7 @@ func validateDownstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Sec
 		return nil, err
 	}
 	const at = "typed_config"
-	if err := checkSessionTicketKeys(m); err != nil {
-		return nil, fmt.Errorf("%s.%v", at, err)
-	}
-	if err := checkCommonSecrets(m.GetCommonTlsContext()); err != nil {
-		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
-	}
-	if err := checkSensitive(ts.GetTypedConfig(), at); err != nil {
+	if err := checkDownstreamSecrets(ts.GetTypedConfig(), m); err != nil {
 		return nil, err
 	}
 	switch {
