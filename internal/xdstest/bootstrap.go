@@ -22,8 +22,8 @@ type Bootstrap struct {
 	// Authorities is the authorities object, as JSON; the configuration
 	// has none if it is empty.
 	Authorities string
-	// CertificateProviders is the certificate_providers object, as JSON,
-	// such as [SecretProviders]; none if empty.
+	// CertificateProviders is the certificate_providers object, as JSON;
+	// the configuration has none if it is empty.
 	CertificateProviders string
 }
 
