@@ -1,14 +1,20 @@
 // Package redact removes secrets from xDS resources before they are shown:
 // the fields that the xDS APIs mark with the udpa.annotations.sensitive
-// option (private keys, passwords, shared secrets). CSDS and xdswatch pass
-// every resource they print through it.
+// option (private keys, passwords, shared secrets), and a few that they do
+// not mark but that exist to carry credentials or key material, possibly
+// packed in a type this program does not know: a gRPC service's channel and
+// call credentials (tokens among them), and the deprecated certificate
+// provider configs and custom_tls_certificate_selector of a TLS context.
+// CSDS and xdswatch pass every resource they print through it.
 //
 // gRPC never takes private keys from a control plane, and the client
-// rejects TLS contexts that carry them, but a rejected resource is still
-// shown (CSDS failed_configuration), and a resource may carry secrets in
-// extensions the client ignores (an optional HTTP filter's config). In a
-// redacted message every string and bytes value inside a sensitive field is
-// replaced by "[redacted]"; the rest of the resource is unchanged.
+// rejects TLS contexts that carry them ([Find] names the field), but a
+// rejected resource is still shown (CSDS failed_configuration), and a
+// resource may carry secrets in extensions the client ignores (an optional
+// HTTP filter's config). In a redacted message every string and bytes
+// value inside a sensitive field is replaced by "[redacted]", and a message
+// packed there in a type that is not linked in is dropped; the rest of the
+// resource is unchanged.
 //
 // Finding out that a resource holds nothing sensitive is cheap: its wire
 // format is read without unmarshalling, following only the fields whose
@@ -168,7 +174,22 @@ func walkAny(r protoreflect.Message, inSecret bool) bool {
 
 const anyName = protoreflect.FullName("google.protobuf.Any")
 
+// alsoSensitive are the fields treated as sensitive that the xDS APIs do
+// not mark: they exist to carry credentials or certificates and keys, in
+// messages packed in types that may not be linked in.
+var alsoSensitive = map[protoreflect.FullName]bool{
+	"envoy.config.core.v3.GrpcService.GoogleGrpc.channel_credentials":                                                                         true,
+	"envoy.config.core.v3.GrpcService.GoogleGrpc.call_credentials":                                                                            true,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.tls_certificate_certificate_provider":                                         true,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.validation_context_certificate_provider":                                      true,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.custom_tls_certificate_selector":                                              true,
+	"envoy.extensions.transport_sockets.tls.v3.CommonTlsContext.CombinedCertificateValidationContext.validation_context_certificate_provider": true,
+}
+
 func isSensitive(fd protoreflect.FieldDescriptor) bool {
+	if alsoSensitive[fd.FullName()] {
+		return true
+	}
 	opts := fd.Options()
 	if opts == nil {
 		return false

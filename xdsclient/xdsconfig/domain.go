@@ -17,16 +17,16 @@ const (
 	matchInvalid
 )
 
+// kindOf says how pattern matches. As in gRPC C-core and grpc-go, only its
+// first or last character is a wildcard; any other "*" stands for itself.
 func kindOf(pattern string) matchKind {
-	switch n := strings.Count(pattern, "*"); {
+	switch {
 	case pattern == "":
 		return matchInvalid
-	case n == 0:
+	case !strings.Contains(pattern, "*"):
 		return matchExact
 	case pattern == "*":
 		return matchAny
-	case n > 1:
-		return matchInvalid
 	case pattern[0] == '*':
 		return matchSuffix
 	case pattern[len(pattern)-1] == '*':
@@ -39,8 +39,10 @@ func kindOf(pattern string) matchKind {
 // pattern as gRFC A27 (and Envoy) define it: an exact name, a suffix
 // wildcard "*.foo.com", a prefix wildcard "foo.*", or "*", which matches
 // every host. The wildcard stands for at least one character, and the
-// comparison ignores ASCII case. An invalid pattern (empty, or with a "*"
-// elsewhere than at one end) matches nothing.
+// comparison ignores ASCII case. Only the first or last character of a
+// pattern is a wildcard (the first when both are "*"): "**" matches the
+// hosts that end in "*". An invalid pattern (empty, or with a "*" only
+// elsewhere than at its ends) matches nothing.
 func MatchDomain(pattern, host string) bool {
 	return matches(kindOf(pattern), pattern, host)
 }

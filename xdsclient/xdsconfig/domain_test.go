@@ -32,8 +32,13 @@ func TestMatchDomain(t *testing.T) {
 		{"*", "", true},
 		{"", "", false},
 		{"f*o", "foo", false}, // a wildcard in the middle is invalid
-		{"**", "foo", false},
+		{"**", "foo", false},  // a suffix wildcard: the second "*" stands for itself
+		{"**", "a*", true},
+		{"**", "*", false},
 		{"*.foo.*", "a.foo.b", false},
+		{"*.foo.*", "a.foo.*", true},
+		{"a*b*", "a*bc", true}, // a prefix wildcard
+		{"a*b*", "axbc", false},
 		{"k.com", "\u212a.com", false}, // ASCII folding only: the Kelvin sign is not "k"
 	} {
 		if got := xdsconfig.MatchDomain(tc.pattern, tc.host); got != tc.want {
@@ -70,6 +75,7 @@ func TestFindVirtualHost(t *testing.T) {
 		{"no hosts", nil, "a.com", -1},
 		{"with port", vhosts([]string{"a.com"}, []string{"a.com:443"}), "a.com:443", 1},
 		{"invalid pattern ignored", vhosts([]string{"a*m"}, []string{"*"}), "a.com", 1},
+		{"inner star of a suffix pattern stands for itself", vhosts([]string{"*"}, []string{"**"}), "a*", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := xdsconfig.FindVirtualHost(tc.vhosts, tc.authority); got != tc.want {

@@ -338,6 +338,8 @@ func TestClusterErrors(t *testing.T) {
 			want:  dnsAt + `port_value is missing`,
 		},
 		{
+			// Kept, where gRPC C-core and grpc-go accept the cluster and
+			// fail every connection: a NACK keeps the cluster in use.
 			name:  "LOGICAL_DNS port out of range",
 			build: dns(dnsEndpoint(&corev3.SocketAddress{Address: "h", PortSpecifier: port(70000)})),
 			want:  dnsAt + `port_value 70000 is out of range`,

@@ -8,6 +8,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -162,6 +163,12 @@ func clusterWireCases(t testing.TB) []struct {
 	full.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
 	full.AltStatName = "alt"
 	bad := []byte{0xff, 0xfe}
+	keyed := edsCluster() // a private key in a deprecated field: rejected either way
+	keyed.TransportSocket = tlsSocket(t, upstream(func(c *tlsv3.CommonTlsContext) {
+		c.TlsCertificateCertificateProvider = &tlsv3.CommonTlsContext_CertificateProvider{Name: "p", Config: &tlsv3.CommonTlsContext_CertificateProvider_TypedConfig{
+			TypedConfig: &corev3.TypedExtensionConfig{Name: "p", TypedConfig: toAny(t, &tlsv3.Secret{Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: inlineKey}})},
+		}}
+	}))
 
 	return []struct {
 		name string
@@ -172,6 +179,8 @@ func clusterWireCases(t testing.TB) []struct {
 		{"EDS cluster, no service name", mustMarshal(t, controlplane.Cluster("c0", "")), true},
 		{"EDS cluster with the fields of real clusters", mustMarshal(t, full), true},
 		{"LOGICAL_DNS cluster", mustMarshal(t, dnsCluster(dnsEndpoint(&corev3.SocketAddress{Address: "h", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 443}}))), true},
+		{"LOGICAL_DNS cluster, port out of range", mustMarshal(t, dnsCluster(dnsEndpoint(&corev3.SocketAddress{Address: "h", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 70000}}))), true},
+		{"TLS cluster with a private key in a deprecated field", mustMarshal(t, keyed), true},
 		{"aggregate cluster", mustMarshal(t, aggregateCluster(t, "a", "b")), true},
 		{"load_balancing_policy", mustMarshal(t, withPolicyMsg(edsCluster(), lbPolicy(t, &structpb.Struct{}))), true},
 		{"empty", nil, true},

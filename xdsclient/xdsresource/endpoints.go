@@ -32,7 +32,8 @@ type Locality struct {
 	Weight uint32
 	// Priority is 0 for the highest priority.
 	Priority uint32
-	// Endpoints are the locality's endpoints, in order.
+	// Endpoints are the locality's endpoints, in order, less those that
+	// gRPC leaves out: the UNHEALTHY, TIMEOUT and DEGRADED ones.
 	Endpoints []Endpoint
 }
 
@@ -42,7 +43,9 @@ type Endpoint struct {
 	// its additional_addresses. No address appears twice in a
 	// ClusterLoadAssignment.
 	Addresses []string
-	// Health is the health status reported by the control plane.
+	// Health is the health status reported by the control plane:
+	// HealthUnknown, HealthHealthy or HealthDraining (endpoints of the
+	// other statuses are left out).
 	Health HealthStatus
 	// Weight is load_balancing_weight, 1 when unset, always positive.
 	Weight uint32
@@ -160,6 +163,9 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 
 		var epWeights uint64
 		for j, lbe := range le.GetLbEndpoints() {
+			if !kept(lbe.GetHealthStatus()) {
+				continue
+			}
 			e, err := validateEndpoint(lbe, seenAddr)
 			if err != nil {
 				return nil, fmt.Errorf("%s.lb_endpoints[%d]: %v", at, j, err)
@@ -177,6 +183,20 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 		}
 	}
 	return c, nil
+}
+
+// kept reports whether an endpoint of health status h is read at all. As in
+// gRPC C-core, an endpoint that is neither UNKNOWN, HEALTHY nor DRAINING
+// (UNHEALTHY, TIMEOUT, DEGRADED, or a value unknown to the API) is left out
+// before anything else of it is looked at: its weight, its address, whether
+// its address repeats another's. A DRAINING endpoint is read and checked,
+// and kept with its status, though no RPC is sent to it.
+func kept(h corev3.HealthStatus) bool {
+	switch h {
+	case corev3.HealthStatus_UNKNOWN, corev3.HealthStatus_HEALTHY, corev3.HealthStatus_DRAINING:
+		return true
+	}
+	return false
 }
 
 func validateEndpoint(m *endpointv3.LbEndpoint, seenAddr map[string]bool) (Endpoint, error) {
@@ -213,8 +233,10 @@ func validateEndpoint(m *endpointv3.LbEndpoint, seenAddr map[string]bool) (Endpo
 	return e, nil
 }
 
-// socketAddress returns a as "ip:port". The address must be an IP literal
-// and the port a port_value.
+// socketAddress returns a as "ip:port". The address must be an IP literal.
+// The port is port_value, at most 65535; as in gRPC C-core and grpc-go, an
+// address with a named_port or no port at all has port 0, which no
+// connection reaches, rather than being an error.
 func socketAddress(a *corev3.Address) (string, error) {
 	sa := a.GetSocketAddress()
 	if sa == nil {
@@ -224,11 +246,9 @@ func socketAddress(a *corev3.Address) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("address %q is not an IP address", sa.GetAddress())
 	}
-	if _, ok := sa.GetPortSpecifier().(*corev3.SocketAddress_PortValue); !ok {
-		return "", errors.New("port_value is missing")
-	}
-	if p := sa.GetPortValue(); p > 65535 {
+	p := sa.GetPortValue() // 0 when named_port is set instead
+	if p > 65535 {
 		return "", fmt.Errorf("port_value %d is out of range", p)
 	}
-	return net.JoinHostPort(ip.String(), strconv.Itoa(int(sa.GetPortValue()))), nil
+	return net.JoinHostPort(ip.String(), strconv.Itoa(int(p))), nil
 }

@@ -23,7 +23,7 @@ func drop(category string, num uint32, den typev3.FractionalPercent_DenominatorT
 }
 
 func TestEndpointsRoundTrip(t *testing.T) {
-	dual := lbEndpoint("10.0.0.2", 80, corev3.HealthStatus_UNHEALTHY)
+	dual := lbEndpoint("10.0.0.2", 80, corev3.HealthStatus_DRAINING)
 	dual.GetEndpoint().AdditionalAddresses = []*endpointv3.Endpoint_AdditionalAddress{{Address: sockAddr("2001:DB8::2", 80)}}
 	dual.GetEndpoint().Hostname = "host-2"
 	dual.LoadBalancingWeight = wrapperspb.UInt32(7)
@@ -33,7 +33,7 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		locality("z2", 20, 1,
 			lbEndpoint("10.0.1.1", 80, corev3.HealthStatus_UNKNOWN),
 			lbEndpoint("10.0.1.2", 80, corev3.HealthStatus_HEALTHY),
-			lbEndpoint("10.0.1.3", 80, corev3.HealthStatus_DEGRADED)),
+			lbEndpoint("10.0.1.3", 80, corev3.HealthStatus_DEGRADED)), // left out
 		locality("z1", 5, 1, lbEndpoint("10.0.2.1", 81, corev3.HealthStatus_HEALTHY)), // same locality, other priority
 	)
 	m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
@@ -53,12 +53,11 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		Localities: []Locality{
 			{Region: "r", Zone: "z1", Weight: 10, Priority: 0, Endpoints: []Endpoint{
 				{Addresses: []string{"10.0.0.1:80"}, Health: HealthHealthy, Weight: 1},
-				{Addresses: []string{"10.0.0.2:80", "[2001:db8::2]:80"}, Health: HealthUnhealthy, Weight: 7, Hostname: "host-2"},
+				{Addresses: []string{"10.0.0.2:80", "[2001:db8::2]:80"}, Health: HealthDraining, Weight: 7, Hostname: "host-2"},
 			}},
 			{Region: "r", Zone: "z2", Weight: 20, Priority: 1, Endpoints: []Endpoint{
 				{Addresses: []string{"10.0.1.1:80"}, Health: HealthUnknown, Weight: 1},
 				{Addresses: []string{"10.0.1.2:80"}, Health: HealthHealthy, Weight: 1},
-				{Addresses: []string{"10.0.1.3:80"}, Health: HealthDegraded, Weight: 1},
 			}},
 			{Region: "r", Zone: "z1", Weight: 5, Priority: 1, Endpoints: []Endpoint{
 				{Addresses: []string{"10.0.2.1:81"}, Health: HealthHealthy, Weight: 1},
@@ -72,7 +71,7 @@ func TestEndpointsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("Decode =\n%+v\nwant\n%+v", v, want)
 	}
-	if s, w := want.Summary(), "endpoints c1: 3 localities, 6 endpoints (4 healthy), 2 drops"; s != w {
+	if s, w := want.Summary(), "endpoints c1: 3 localities, 5 endpoints (4 healthy), 2 drops"; s != w {
 		t.Errorf("Summary() = %q, want %q", s, w)
 	}
 }
@@ -216,11 +215,22 @@ func TestEndpointsErrors(t *testing.T) {
 			want:  at + `endpoint.address: address "backend.local" is not an IP address`,
 		},
 		{
-			name: "named port",
+			name: "DRAINING endpoint with a hostname",
 			build: one(func(e *endpointv3.LbEndpoint) {
-				e.GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = &corev3.SocketAddress_NamedPort{NamedPort: "http"}
+				e.HealthStatus = corev3.HealthStatus_DRAINING
+				e.GetEndpoint().Address = sockAddr("backend.local", 80)
 			}),
-			want: at + `endpoint.address: port_value is missing`,
+			want: at + `endpoint.address: address "backend.local" is not an IP address`,
+		},
+		{
+			name: "named ports make a duplicate address",
+			build: func() proto.Message {
+				a, b := ep("10.0.0.1"), ep("10.0.0.1")
+				a.GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = &corev3.SocketAddress_NamedPort{NamedPort: "http"}
+				b.GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
+				return cla(locality("z1", 1, 0, a, b))
+			},
+			want: `eds "c1": endpoints[0].lb_endpoints[1]: endpoint.address: duplicate address "10.0.0.1:0"`,
 		},
 		{
 			name:  "port out of range",
@@ -256,4 +266,41 @@ func TestEndpointsErrors(t *testing.T) {
 			want: at + `endpoint.additional_addresses[0]: duplicate address "10.0.0.9:80"`,
 		},
 	})
+}
+
+// As in gRPC C-core and grpc-go, an address with a named_port or no port
+// has port 0: the endpoint is kept, and no connection reaches it.
+func TestEndpointPortZero(t *testing.T) {
+	named, none := lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_HEALTHY), lbEndpoint("2001:db8::1", 80, corev3.HealthStatus_HEALTHY)
+	named.GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = &corev3.SocketAddress_NamedPort{NamedPort: "http"}
+	none.GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
+	_, v, err := decode(t, EndpointsType, cla(locality("z", 1, 0, named, none)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := v.(*ClusterLoadAssignment).Localities[0].Endpoints
+	if len(eps) != 2 || !reflect.DeepEqual(eps[0].Addresses, []string{"10.0.0.1:0"}) || !reflect.DeepEqual(eps[1].Addresses, []string{"[2001:db8::1]:0"}) {
+		t.Errorf("endpoints = %+v, want 10.0.0.1:0 and [2001:db8::1]:0", eps)
+	}
+}
+
+// As in gRPC C-core, an endpoint that is neither UNKNOWN, HEALTHY nor
+// DRAINING is left out before anything else of it is read: an address that
+// is no IP, a weight of 0, no endpoint at all, an address that repeats
+// another's.
+func TestEndpointsUnusedStatusSkipped(t *testing.T) {
+	hostname := lbEndpoint("backend.local", 80, corev3.HealthStatus_UNHEALTHY)
+	zero := lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_TIMEOUT)
+	zero.LoadBalancingWeight = wrapperspb.UInt32(0)
+	noEndpoint := &endpointv3.LbEndpoint{HealthStatus: corev3.HealthStatus_DEGRADED}
+	dup := lbEndpoint("10.0.0.1", 80, corev3.HealthStatus(99)) // a value unknown to the API
+	_, v, err := decode(t, EndpointsType, cla(locality("z", 1, 0,
+		hostname, zero, lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_HEALTHY), noEndpoint, dup)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Endpoint{{Addresses: []string{"10.0.0.1:80"}, Health: HealthHealthy, Weight: 1}}
+	if got := v.(*ClusterLoadAssignment).Localities[0].Endpoints; !reflect.DeepEqual(got, want) {
+		t.Errorf("endpoints = %+v, want %+v", got, want)
+	}
 }

@@ -84,7 +84,11 @@ func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (t
 
 // checkFilterOverrides validates a typed_per_filter_config map: every entry
 // must be a config override of an understood filter, unless it is wrapped
-// in a FilterConfig marked is_optional or disabled.
+// in a FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig
+// needs its config, whatever is_optional says, and its disabled field is
+// not read: a disabled override is checked as any other (grpc-go, with its
+// experimental filters off, also ignores disabled, but takes a FilterConfig
+// without config when it is optional).
 func checkFilterOverrides(m map[string]*anypb.Any) error {
 	names := make([]string, 0, len(m))
 	for name := range m {
@@ -98,8 +102,8 @@ func checkFilterOverrides(m map[string]*anypb.Any) error {
 			if err := unmarshal(cfg.GetValue(), fc); err != nil {
 				return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
-			if fc.GetDisabled() {
-				continue
+			if fc.GetConfig() == nil {
+				return fmt.Errorf("typed_per_filter_config[%q].config: missing", name)
 			}
 			cfg, optional = fc.GetConfig(), fc.GetIsOptional()
 		}

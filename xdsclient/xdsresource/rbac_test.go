@@ -307,7 +307,6 @@ func TestRBACPerRoute(t *testing.T) {
 		{"without rules", &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{}}},
 		{"valid rules", &rbacv3.RBACPerRoute{Rbac: denyID(authID(regexStr(".*")))}},
 		{"LOG rules", &rbacv3.RBACPerRoute{Rbac: rbacRules(rbacconfigv3.RBAC_LOG, policyWith(t, rawCondition))}},
-		{"optional and disabled", &routev3.FilterConfig{Config: toAny(t, &rbacv3.RBACPerRoute{Rbac: allowPerm(&rbacconfigv3.Permission{})}), IsOptional: true, Disabled: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, err := decode(t, RouteConfigType, withOverride(tc.cfg)); err != nil {
@@ -324,6 +323,8 @@ func TestRBACPerRoute(t *testing.T) {
 		{name: "bad rules", build: build(&rbacv3.RBACPerRoute{Rbac: allowPerm(headerPerm(exactHeader(":scheme", "http")))}),
 			want: at + `rbac.rules.policies["p"].permissions[0].header.name: ":scheme" is not allowed in RBAC`},
 		{name: "optional does not excuse bad rules", build: build(&routev3.FilterConfig{Config: toAny(t, &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{Action: 5}}}), IsOptional: true}),
+			want: at + `rbac.rules.action: 5 is not ALLOW, DENY or LOG`},
+		{name: "optional and disabled do not excuse bad rules", build: build(&routev3.FilterConfig{Config: toAny(t, &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{Action: 5}}}), IsOptional: true, Disabled: true}),
 			want: at + `rbac.rules.action: 5 is not ALLOW, DENY or LOG`},
 		{name: "in a TypedStruct", build: build(&xdstypev3.TypedStruct{TypeUrl: RBACPerRouteFilterTypeURL}),
 			want: at + `a config of type "` + RBACPerRouteFilterTypeURL + `" in a TypedStruct is not supported`},

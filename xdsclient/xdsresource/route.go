@@ -27,7 +27,9 @@ type VirtualHost struct {
 	// Name is the virtual host's name.
 	Name string
 	// Domains is never empty. Each entry is an exact host, "*", a suffix
-	// pattern "*.example.com" or a prefix pattern "example.*".
+	// pattern "*.example.com" (one that starts with "*") or a prefix
+	// pattern "example.*" (one that ends with "*"); any other "*" in a
+	// pattern stands for itself.
 	Domains []string
 	// Routes are the usable routes in order. Routes that gRPC ignores (see
 	// Route) are left out.
@@ -206,17 +208,13 @@ func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, 
 	return vh, nil
 }
 
-// validDomainPattern reports whether d is an exact domain or has a single
-// "*" at its start or end.
+// validDomainPattern reports whether d is a domain pattern gRPC accepts:
+// not empty, and an exact domain or one with a "*" at its start or end. As
+// in gRPC C-core and grpc-go, only the first or last character is a
+// wildcard: every other "*" stands for itself ("**" is a suffix wildcard
+// that matches the hosts ending in "*").
 func validDomainPattern(d string) bool {
-	if d == "" {
-		return false
-	}
-	i := strings.IndexByte(d, '*')
-	if i < 0 {
-		return true
-	}
-	return strings.Count(d, "*") == 1 && (i == 0 || i == len(d)-1)
+	return d != "" && (!strings.Contains(d, "*") || d[0] == '*' || d[len(d)-1] == '*')
 }
 
 // validateRoute returns the route and whether gRPC uses it.

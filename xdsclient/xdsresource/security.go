@@ -93,6 +93,12 @@ func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Secur
 		return nil, err
 	}
 	const at = "typed_config"
+	if err := checkCommonSecrets(m.GetCommonTlsContext()); err != nil {
+		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
+	}
+	if err := checkSensitive(ts.GetTypedConfig(), at); err != nil {
+		return nil, err
+	}
 	if m.GetCommonTlsContext() == nil {
 		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
 	}
@@ -114,6 +120,9 @@ func validateDownstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Sec
 		return nil, err
 	}
 	const at = "typed_config"
+	if err := checkDownstreamSecrets(ts.GetTypedConfig(), m); err != nil {
+		return nil, err
+	}
 	switch {
 	case m.GetRequireSni().GetValue():
 		return nil, fmt.Errorf("%s.require_sni: not supported", at)
@@ -159,18 +168,15 @@ func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) e
 // deprecated one (tls_certificate_certificate_provider_instance,
 // validation_context_certificate_provider_instance on its own or inside
 // combined_validation_context). Using a deprecated field excuses nothing
-// that the rules reject. tls_certificates, which hold a private key or the
-// way to one, are rejected even beside a provider instance, where gRPC
-// ignores them: a control plane that sends a private key to its clients
-// has exposed it, which is reported rather than ignored.
+// that the rules reject. The fields that can carry a secret have been
+// rejected before (checkCommonSecrets), even beside a provider instance,
+// where gRPC ignores them.
 func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server bool) (*SecurityConfig, error) {
 	switch {
 	case c.GetTlsParams() != nil:
 		return nil, errors.New("tls_params: not supported")
 	case c.GetCustomHandshaker() != nil:
 		return nil, errors.New("custom_handshaker: not supported")
-	case len(c.GetTlsCertificates()) != 0:
-		return nil, errors.New("tls_certificates: not supported, use tls_certificate_provider_instance")
 	}
 	sc := new(SecurityConfig)
 	var idField string

@@ -162,6 +162,9 @@ func validateFilterChains(opts DecodeOptions, chains []*listenerv3.FilterChain) 
 	byDst := make(map[netip.Prefix]*dstState)
 	validated := make(map[int]*FilterChain)
 	for i, fc := range chains {
+		if err := checkChainSocketSecrets(fc.GetTransportSocket()); err != nil {
+			return nil, fmt.Errorf("filter_chains[%d].transport_socket.%v", i, err)
+		}
 		at := fmt.Sprintf("filter_chains[%d].filter_chain_match", i)
 		m := fc.GetFilterChainMatch()
 		if m.GetDestinationPort().GetValue() != 0 {

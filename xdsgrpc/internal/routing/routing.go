@@ -8,7 +8,8 @@
 // matched header has several values (they are joined with ",").
 //
 // Where gRPC's implementations differ, C-core is followed: a header whose
-// name ends in "-bin" is never present to a matcher, "content-type" is
+// name ends in "-bin" is never present to a matcher, a header sent with an
+// empty value is present (grpc-go takes it for absent), "content-type" is
 // always "application/grpc", a runtime fraction of N per million matches
 // when a random number below one million is less than N (so 0 never
 // matches), and a safe_regex path matcher is case-sensitive whatever

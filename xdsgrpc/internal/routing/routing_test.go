@@ -107,6 +107,11 @@ func TestHeaderMatching(t *testing.T) {
 		{"present inverted absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, nil, true},
 		{"binary header never present", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-b-bin", "\x01"}, false},
 		{"binary header absent inverted", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header present_match false", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header exact never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderExact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header prefix inverted never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPrefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
+		{"present_match false on an empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-p", ""}, false},
+		{"exact empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderExact, Value: ""}, kv{"x-p", ""}, true},
 		{"content-type is application/grpc", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "application/grpc"}, nil, true},
 		{"content-type from metadata ignored", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
 	} {
