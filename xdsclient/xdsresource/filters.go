@@ -12,11 +12,13 @@ import (
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/httpfilter"
 )
 
 // Type URLs of the HTTP filters that are understood.
 const (
-	RouterFilterTypeURL       = TypeURLPrefix + "envoy.extensions.filters.http.router.v3.Router"
+	RouterFilterTypeURL       = httpfilter.RouterTypeURL
 	FaultFilterTypeURL        = TypeURLPrefix + "envoy.extensions.filters.http.fault.v3.HTTPFault"
 	RBACFilterTypeURL         = TypeURLPrefix + "envoy.extensions.filters.http.rbac.v3.RBAC"
 	RBACPerRouteFilterTypeURL = TypeURLPrefix + "envoy.extensions.filters.http.rbac.v3.RBACPerRoute"
@@ -48,86 +50,181 @@ const (
 	filterConfigURL    = TypeURLPrefix + "envoy.config.route.v3.FilterConfig"
 )
 
-// checkFilterConfig returns the type URL of a filter config and checks it
-// against known, the filters that are understood. A config wrapped in a
-// TypedStruct is identified by the type URL inside it and its fields are
-// not read: msg is then nil. Otherwise msg is the unmarshalled config, to
-// be checked further by validateFilterConfig. ok is false when the type
-// is not understood.
-func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (typeURL string, msg proto.Message, ok bool, err error) {
+// filterType is the type of a filter config, as checkFilterConfig found
+// it: one that this package validates itself, msg, or one registered with
+// package httpfilter, registered.
+type filterType struct {
+	// url is the config's type URL, for a config in a TypedStruct the one
+	// inside.
+	url string
+	// msg is the unmarshalled config of a type this package validates,
+	// nil when it came in a TypedStruct (validateFilterConfig rejects it)
+	// or when registered is set.
+	msg proto.Message
+	// registered is the filter registered for url, which parses the
+	// config; nil for the types this package validates.
+	registered httpfilter.Filter
+}
+
+// checkFilterConfig returns the type of a filter config, looked for among
+// known, the types this package validates, then among the filters
+// registered with package httpfilter. A config wrapped in a TypedStruct is
+// identified by the type URL inside it; the fields of a known type are
+// then not read. ok is false when the type is not understood.
+func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (ft filterType, ok bool, err error) {
 	switch cfg.GetTypeUrl() {
 	case xdsTypedStructURL:
 		ts := new(xdstypev3.TypedStruct)
 		if err := unmarshal(cfg.GetValue(), ts); err != nil {
-			return "", nil, false, err
+			return ft, false, err
 		}
-		_, ok := known[ts.GetTypeUrl()]
-		return ts.GetTypeUrl(), nil, ok, nil
+		return typeInStruct(ts.GetTypeUrl(), known)
 	case udpaTypedStructURL:
 		ts := new(udpatypev1.TypedStruct)
 		if err := unmarshal(cfg.GetValue(), ts); err != nil {
-			return "", nil, false, err
+			return ft, false, err
 		}
-		_, ok := known[ts.GetTypeUrl()]
-		return ts.GetTypeUrl(), nil, ok, nil
+		return typeInStruct(ts.GetTypeUrl(), known)
 	}
-	newMsg, ok := known[cfg.GetTypeUrl()]
+	ft.url = cfg.GetTypeUrl()
+	newMsg, ok := known[ft.url]
 	if !ok {
-		return cfg.GetTypeUrl(), nil, false, nil
+		ft.registered = registeredFilter(ft.url)
+		return ft, ft.registered != nil, nil
 	}
-	msg = newMsg()
-	if err := unmarshal(cfg.GetValue(), msg); err != nil {
-		return "", nil, false, err
+	ft.msg = newMsg()
+	if err := unmarshal(cfg.GetValue(), ft.msg); err != nil {
+		return ft, false, err
 	}
-	return cfg.GetTypeUrl(), msg, true, nil
+	return ft, true, nil
 }
 
-// checkFilterOverrides validates a typed_per_filter_config map: every entry
-// must be a config override of an understood filter, unless it is wrapped
-// in a FilterConfig marked is_optional or disabled.
-func checkFilterOverrides(m map[string]*anypb.Any) error {
+// typeInStruct is checkFilterConfig for a TypedStruct naming url.
+func typeInStruct(url string, known map[string]func() proto.Message) (filterType, bool, error) {
+	ft := filterType{url: url}
+	if _, ok := known[url]; ok {
+		return ft, true, nil
+	}
+	ft.registered = registeredFilter(url)
+	return ft, ft.registered != nil, nil
+}
+
+// registeredFilter returns the filter registered with package httpfilter
+// for url, unless url is one of the types this package validates itself
+// (router, fault, RBAC and RBACPerRoute), whose own filters may be
+// registered too: nil then, and when none is registered.
+func registeredFilter(url string) httpfilter.Filter {
+	if _, ok := httpFilters[url]; ok {
+		return nil
+	}
+	if _, ok := filterOverrides[url]; ok {
+		return nil
+	}
+	return httpfilter.Get(url)
+}
+
+// runsOn reports whether gRPC runs the filter of type ft on servers
+// (server true) or on clients: the built-in types as clientFilters and
+// serverFilters say, a registered filter on servers when it is an
+// httpfilter.ServerFilter. No registered filter runs on clients.
+func (ft filterType) runsOn(server bool) bool {
+	if ft.registered == nil {
+		if server {
+			return serverFilters[ft.url]
+		}
+		return clientFilters[ft.url]
+	}
+	_, ok := ft.registered.(httpfilter.ServerFilter)
+	return server && ok
+}
+
+// FilterOverride is one entry of a typed_per_filter_config map (gRFC
+// A39), a FilterConfig wrapper resolved: the config that replaces, for
+// the virtual host, route or weighted cluster that carries it, the config
+// of the HTTP filter of the same instance name.
+type FilterOverride struct {
+	// TypeURL is the type of Config, for a config in a TypedStruct the
+	// one inside it; "" when Disabled without a config.
+	TypeURL string
+	// Config is the override as received, taken out of its FilterConfig;
+	// nil when Disabled without a config.
+	Config *anypb.Any
+	// Disabled is FilterConfig.disabled: the filter does not run in this
+	// scope. Config is then not validated.
+	Disabled bool
+}
+
+// FilterOverrides maps HTTP filter instance names to their override in
+// one scope. Optional overrides of a type that is not understood are left
+// out.
+type FilterOverrides map[string]FilterOverride
+
+// checkFilterOverrides validates a typed_per_filter_config map and returns
+// the overrides, nil when there are none: every entry must be a config
+// override of an understood filter, unless it is wrapped in a
+// FilterConfig marked is_optional or disabled.
+func checkFilterOverrides(m map[string]*anypb.Any) (FilterOverrides, error) {
 	names := make([]string, 0, len(m))
 	for name := range m {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var out FilterOverrides
+	add := func(name string, o FilterOverride) {
+		if out == nil {
+			out = make(FilterOverrides, len(m))
+		}
+		out[name] = o
+	}
 	for _, name := range names {
 		cfg, optional := m[name], false
 		if cfg.GetTypeUrl() == filterConfigURL {
 			fc := new(routev3.FilterConfig)
 			if err := unmarshal(cfg.GetValue(), fc); err != nil {
-				return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
 			if fc.GetDisabled() {
+				add(name, FilterOverride{TypeURL: fc.GetConfig().GetTypeUrl(), Config: fc.GetConfig(), Disabled: true})
 				continue
 			}
 			cfg, optional = fc.GetConfig(), fc.GetIsOptional()
 		}
-		url, msg, ok, err := checkFilterConfig(cfg, filterOverrides)
+		ft, ok, err := checkFilterConfig(cfg, filterOverrides)
 		switch {
 		case err != nil:
-			return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 		case !ok && !optional:
-			return fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, url)
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, ft.url)
 		case ok:
-			if err := validateFilterConfig(url, msg); err != nil {
-				return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+			if err := validateFilterConfig(ft, cfg, true); err != nil {
+				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
+			add(name, FilterOverride{TypeURL: ft.url, Config: cfg})
 		}
 	}
-	return nil
+	return out, nil
 }
 
-// validateFilterConfig checks a filter config, or a config override, of a
-// type that is understood. msg is the unmarshalled config, nil when it came
-// in a TypedStruct: gRPC reads the filters it knows only from their own
-// message, so such a config is rejected, whatever is_optional says. Errors
-// start with the field path inside the config.
-func validateFilterConfig(typeURL string, msg proto.Message) error {
-	if msg == nil {
-		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", typeURL)
+// validateFilterConfig checks a filter config (override false), or a
+// config override, cfg, of a type that is understood, ft. A registered
+// filter parses it. For the types this package validates, gRPC reads the
+// filters it knows only from their own message, so a config of one in a
+// TypedStruct is rejected, whatever is_optional says. Errors start with
+// the field path inside the config.
+func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
+	if f := ft.registered; f != nil {
+		var err error
+		if override {
+			_, err = f.ParseOverride(cfg)
+		} else {
+			_, err = f.ParseConfig(cfg)
+		}
+		return err
 	}
-	switch m := msg.(type) {
+	if ft.msg == nil {
+		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", ft.url)
+	}
+	switch m := ft.msg.(type) {
 	case *rbacv3.RBAC:
 		return validateRBAC(m, "")
 	case *rbacv3.RBACPerRoute:
