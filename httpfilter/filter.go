@@ -64,4 +64,5 @@ func Get(typeURL string) Filter {
 
 func init() {
 	Register(router{})
+	Register(rbacFilter{})
 }

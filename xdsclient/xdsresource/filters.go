@@ -8,7 +8,6 @@ import (
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
-	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -20,28 +19,34 @@ import (
 const (
 	RouterFilterTypeURL       = httpfilter.RouterTypeURL
 	FaultFilterTypeURL        = TypeURLPrefix + "envoy.extensions.filters.http.fault.v3.HTTPFault"
-	RBACFilterTypeURL         = TypeURLPrefix + "envoy.extensions.filters.http.rbac.v3.RBAC"
-	RBACPerRouteFilterTypeURL = TypeURLPrefix + "envoy.extensions.filters.http.rbac.v3.RBACPerRoute"
+	RBACFilterTypeURL         = httpfilter.RBACTypeURL
+	RBACPerRouteFilterTypeURL = httpfilter.RBACPerRouteTypeURL
 )
 
-// httpFilters maps the type URL of each understood HTTP filter config to a
-// constructor of its message. filterOverrides does the same for the configs
-// allowed in typed_per_filter_config; the router takes no override.
-// clientFilters and serverFilters say on which side gRPC runs each filter:
-// the fault filter only on clients, RBAC only on servers, the router on
-// both.
+// httpFilters maps the type URL of each HTTP filter config that this
+// package validates itself to a constructor of its message.
+// filterOverrides does the same for the configs allowed in
+// typed_per_filter_config; the router takes no override. clientFilters and
+// serverFilters say on which side gRPC runs each of them: the fault filter
+// only on clients, the router on both. Every other filter, RBAC among
+// them, is one registered with package httpfilter, which parses its
+// configs.
 var (
 	httpFilters = map[string]func() proto.Message{
 		RouterFilterTypeURL: func() proto.Message { return new(routerv3.Router) },
 		FaultFilterTypeURL:  func() proto.Message { return new(faultv3.HTTPFault) },
-		RBACFilterTypeURL:   func() proto.Message { return new(rbacv3.RBAC) },
 	}
 	filterOverrides = map[string]func() proto.Message{
-		FaultFilterTypeURL:        func() proto.Message { return new(faultv3.HTTPFault) },
-		RBACPerRouteFilterTypeURL: func() proto.Message { return new(rbacv3.RBACPerRoute) },
+		FaultFilterTypeURL: func() proto.Message { return new(faultv3.HTTPFault) },
 	}
 	clientFilters = map[string]bool{RouterFilterTypeURL: true, FaultFilterTypeURL: true}
-	serverFilters = map[string]bool{RouterFilterTypeURL: true, RBACFilterTypeURL: true}
+	serverFilters = map[string]bool{RouterFilterTypeURL: true}
+	// ownMessageOnly are the filter types gRPC reads only from their own
+	// message: a config of one of them in a TypedStruct is rejected.
+	ownMessageOnly = map[string]bool{
+		RouterFilterTypeURL: true, FaultFilterTypeURL: true,
+		RBACFilterTypeURL: true, RBACPerRouteFilterTypeURL: true,
+	}
 )
 
 const (
@@ -64,6 +69,8 @@ type filterType struct {
 	// registered is the filter registered for url, which parses the
 	// config; nil for the types this package validates.
 	registered httpfilter.Filter
+	// inStruct is set when the config came in a TypedStruct.
+	inStruct bool
 }
 
 // checkFilterConfig returns the type of a filter config, looked for among
@@ -101,7 +108,7 @@ func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (f
 
 // typeInStruct is checkFilterConfig for a TypedStruct naming url.
 func typeInStruct(url string, known map[string]func() proto.Message) (filterType, bool, error) {
-	ft := filterType{url: url}
+	ft := filterType{url: url, inStruct: true}
 	if _, ok := known[url]; ok {
 		return ft, true, nil
 	}
@@ -111,8 +118,8 @@ func typeInStruct(url string, known map[string]func() proto.Message) (filterType
 
 // registeredFilter returns the filter registered with package httpfilter
 // for url, unless url is one of the types this package validates itself
-// (router, fault, RBAC and RBACPerRoute), whose own filters may be
-// registered too: nil then, and when none is registered.
+// (router and fault), whose own filters may be registered too: nil then,
+// and when none is registered.
 func registeredFilter(url string) httpfilter.Filter {
 	if _, ok := httpFilters[url]; ok {
 		return nil
@@ -207,11 +214,14 @@ func checkFilterOverrides(m map[string]*anypb.Any) (FilterOverrides, error) {
 
 // validateFilterConfig checks a filter config (override false), or a
 // config override, cfg, of a type that is understood, ft. A registered
-// filter parses it. For the types this package validates, gRPC reads the
-// filters it knows only from their own message, so a config of one in a
-// TypedStruct is rejected, whatever is_optional says. Errors start with
-// the field path inside the config.
+// filter parses it (RBAC's is package httpfilter's). gRPC reads the
+// filters it has built in only from their own message, so a config of one
+// of them in a TypedStruct is rejected, whatever is_optional says. Errors
+// start with the field path inside the config.
 func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
+	if ft.msg == nil && (ft.registered == nil || ft.inStruct && ownMessageOnly[ft.url]) {
+		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", ft.url)
+	}
 	if f := ft.registered; f != nil {
 		var err error
 		if override {
@@ -220,18 +230,6 @@ func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
 			_, err = f.ParseConfig(cfg)
 		}
 		return err
-	}
-	if ft.msg == nil {
-		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", ft.url)
-	}
-	switch m := ft.msg.(type) {
-	case *rbacv3.RBAC:
-		return validateRBAC(m, "")
-	case *rbacv3.RBACPerRoute:
-		if m.GetRbac() == nil {
-			return nil // the route runs without RBAC
-		}
-		return validateRBAC(m.GetRbac(), "rbac.")
 	}
 	return nil
 }
