@@ -8,38 +8,45 @@ import (
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
-	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/httpfilter"
 )
 
 // Type URLs of the HTTP filters that are understood.
 const (
-	RouterFilterTypeURL       = TypeURLPrefix + "envoy.extensions.filters.http.router.v3.Router"
+	RouterFilterTypeURL       = httpfilter.RouterTypeURL
 	FaultFilterTypeURL        = TypeURLPrefix + "envoy.extensions.filters.http.fault.v3.HTTPFault"
-	RBACFilterTypeURL         = TypeURLPrefix + "envoy.extensions.filters.http.rbac.v3.RBAC"
-	RBACPerRouteFilterTypeURL = TypeURLPrefix + "envoy.extensions.filters.http.rbac.v3.RBACPerRoute"
+	RBACFilterTypeURL         = httpfilter.RBACTypeURL
+	RBACPerRouteFilterTypeURL = httpfilter.RBACPerRouteTypeURL
 )
 
-// httpFilters maps the type URL of each understood HTTP filter config to a
-// constructor of its message. filterOverrides does the same for the configs
-// allowed in typed_per_filter_config; the router takes no override.
-// clientFilters and serverFilters say on which side gRPC runs each filter:
-// the fault filter only on clients, RBAC only on servers, the router on
-// both.
+// httpFilters maps the type URL of each HTTP filter config that this
+// package validates itself to a constructor of its message.
+// filterOverrides does the same for the configs allowed in
+// typed_per_filter_config; the router takes no override. clientFilters and
+// serverFilters say on which side gRPC runs each of them: the fault filter
+// only on clients, the router on both. Every other filter, RBAC among
+// them, is one registered with package httpfilter, which parses its
+// configs.
 var (
 	httpFilters = map[string]func() proto.Message{
 		RouterFilterTypeURL: func() proto.Message { return new(routerv3.Router) },
 		FaultFilterTypeURL:  func() proto.Message { return new(faultv3.HTTPFault) },
-		RBACFilterTypeURL:   func() proto.Message { return new(rbacv3.RBAC) },
 	}
 	filterOverrides = map[string]func() proto.Message{
-		FaultFilterTypeURL:        func() proto.Message { return new(faultv3.HTTPFault) },
-		RBACPerRouteFilterTypeURL: func() proto.Message { return new(rbacv3.RBACPerRoute) },
+		FaultFilterTypeURL: func() proto.Message { return new(faultv3.HTTPFault) },
 	}
 	clientFilters = map[string]bool{RouterFilterTypeURL: true, FaultFilterTypeURL: true}
-	serverFilters = map[string]bool{RouterFilterTypeURL: true, RBACFilterTypeURL: true}
+	serverFilters = map[string]bool{RouterFilterTypeURL: true}
+	// ownMessageOnly are the filter types gRPC reads only from their own
+	// message: a config of one of them in a TypedStruct is rejected.
+	ownMessageOnly = map[string]bool{
+		RouterFilterTypeURL: true, FaultFilterTypeURL: true,
+		RBACFilterTypeURL: true, RBACPerRouteFilterTypeURL: true,
+	}
 )
 
 const (
@@ -48,97 +55,183 @@ const (
 	filterConfigURL    = TypeURLPrefix + "envoy.config.route.v3.FilterConfig"
 )
 
-// checkFilterConfig returns the type URL of a filter config and checks it
-// against known, the filters that are understood. A config wrapped in a
-// TypedStruct is identified by the type URL inside it and its fields are
-// not read: msg is then nil. Otherwise msg is the unmarshalled config, to
-// be checked further by validateFilterConfig. ok is false when the type
-// is not understood.
-func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (typeURL string, msg proto.Message, ok bool, err error) {
+// filterType is the type of a filter config, as checkFilterConfig found
+// it: one that this package validates itself, msg, or one registered with
+// package httpfilter, registered.
+type filterType struct {
+	// url is the config's type URL, for a config in a TypedStruct the one
+	// inside.
+	url string
+	// msg is the unmarshalled config of a type this package validates,
+	// nil when it came in a TypedStruct (validateFilterConfig rejects it)
+	// or when registered is set.
+	msg proto.Message
+	// registered is the filter registered for url, which parses the
+	// config; nil for the types this package validates.
+	registered httpfilter.Filter
+	// inStruct is set when the config came in a TypedStruct.
+	inStruct bool
+}
+
+// checkFilterConfig returns the type of a filter config, looked for among
+// known, the types this package validates, then among the filters
+// registered with package httpfilter. A config wrapped in a TypedStruct is
+// identified by the type URL inside it; the fields of a known type are
+// then not read. ok is false when the type is not understood.
+func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (ft filterType, ok bool, err error) {
 	switch cfg.GetTypeUrl() {
 	case xdsTypedStructURL:
 		ts := new(xdstypev3.TypedStruct)
 		if err := unmarshal(cfg.GetValue(), ts); err != nil {
-			return "", nil, false, err
+			return ft, false, err
 		}
-		_, ok := known[ts.GetTypeUrl()]
-		return ts.GetTypeUrl(), nil, ok, nil
+		return typeInStruct(ts.GetTypeUrl(), known)
 	case udpaTypedStructURL:
 		ts := new(udpatypev1.TypedStruct)
 		if err := unmarshal(cfg.GetValue(), ts); err != nil {
-			return "", nil, false, err
+			return ft, false, err
 		}
-		_, ok := known[ts.GetTypeUrl()]
-		return ts.GetTypeUrl(), nil, ok, nil
+		return typeInStruct(ts.GetTypeUrl(), known)
 	}
-	newMsg, ok := known[cfg.GetTypeUrl()]
+	ft.url = cfg.GetTypeUrl()
+	newMsg, ok := known[ft.url]
 	if !ok {
-		return cfg.GetTypeUrl(), nil, false, nil
+		ft.registered = registeredFilter(ft.url)
+		return ft, ft.registered != nil, nil
 	}
-	msg = newMsg()
-	if err := unmarshal(cfg.GetValue(), msg); err != nil {
-		return "", nil, false, err
+	ft.msg = newMsg()
+	if err := unmarshal(cfg.GetValue(), ft.msg); err != nil {
+		return ft, false, err
 	}
-	return cfg.GetTypeUrl(), msg, true, nil
+	return ft, true, nil
 }
 
-// checkFilterOverrides validates a typed_per_filter_config map: every entry
-// must be a config override of an understood filter, unless it is wrapped
-// in a FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig
-// needs its config, whatever is_optional says, and its disabled field is
-// not read: a disabled override is checked as any other (grpc-go, with its
-// experimental filters off, also ignores disabled, but takes a FilterConfig
-// without config when it is optional).
-func checkFilterOverrides(m map[string]*anypb.Any) error {
+// typeInStruct is checkFilterConfig for a TypedStruct naming url.
+func typeInStruct(url string, known map[string]func() proto.Message) (filterType, bool, error) {
+	ft := filterType{url: url, inStruct: true}
+	if _, ok := known[url]; ok {
+		return ft, true, nil
+	}
+	ft.registered = registeredFilter(url)
+	return ft, ft.registered != nil, nil
+}
+
+// registeredFilter returns the filter registered with package httpfilter
+// for url, unless url is one of the types this package validates itself
+// (router and fault), whose own filters may be registered too: nil then,
+// and when none is registered.
+func registeredFilter(url string) httpfilter.Filter {
+	if _, ok := httpFilters[url]; ok {
+		return nil
+	}
+	if _, ok := filterOverrides[url]; ok {
+		return nil
+	}
+	return httpfilter.Get(url)
+}
+
+// runsOn reports whether gRPC runs the filter of type ft on servers
+// (server true) or on clients: the built-in types as clientFilters and
+// serverFilters say, a registered filter on servers when it is an
+// httpfilter.ServerFilter. No registered filter runs on clients.
+func (ft filterType) runsOn(server bool) bool {
+	if ft.registered == nil {
+		if server {
+			return serverFilters[ft.url]
+		}
+		return clientFilters[ft.url]
+	}
+	_, ok := ft.registered.(httpfilter.ServerFilter)
+	return server && ok
+}
+
+// FilterOverride is one entry of a typed_per_filter_config map (gRFC
+// A39), a FilterConfig wrapper resolved: the config that replaces, for
+// the virtual host, route or weighted cluster that carries it, the config
+// of the HTTP filter of the same instance name.
+type FilterOverride struct {
+	// TypeURL is the type of Config, for a config in a TypedStruct the
+	// one inside it.
+	TypeURL string
+	// Config is the override as received, taken out of its FilterConfig.
+	Config *anypb.Any
+	// Disabled is FilterConfig.disabled: the filter does not run in this
+	// scope. Config is validated all the same, as in gRPC C-core.
+	Disabled bool
+}
+
+// FilterOverrides maps HTTP filter instance names to their override in
+// one scope. Optional overrides of a type that is not understood are left
+// out.
+type FilterOverrides map[string]FilterOverride
+
+// checkFilterOverrides validates a typed_per_filter_config map and returns
+// the overrides, nil when there are none: every entry must be a config
+// override of an understood filter, unless it is wrapped in a
+// FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig needs
+// its config, whatever is_optional and disabled say, and disabled excuses
+// nothing of the config's validation (grpc-go, with its experimental
+// filters off, takes a FilterConfig without config when it is optional);
+// a disabled override turns its filter off in its scope (gRFC A39).
+func checkFilterOverrides(m map[string]*anypb.Any) (FilterOverrides, error) {
 	names := make([]string, 0, len(m))
 	for name := range m {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	var out FilterOverrides
+	add := func(name string, o FilterOverride) {
+		if out == nil {
+			out = make(FilterOverrides, len(m))
+		}
+		out[name] = o
+	}
 	for _, name := range names {
-		cfg, optional := m[name], false
+		cfg, optional, disabled := m[name], false, false
 		if cfg.GetTypeUrl() == filterConfigURL {
 			fc := new(routev3.FilterConfig)
 			if err := unmarshal(cfg.GetValue(), fc); err != nil {
-				return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
 			if fc.GetConfig() == nil {
-				return fmt.Errorf("typed_per_filter_config[%q].config: missing", name)
+				return nil, fmt.Errorf("typed_per_filter_config[%q].config: missing", name)
 			}
-			cfg, optional = fc.GetConfig(), fc.GetIsOptional()
+			cfg, optional, disabled = fc.GetConfig(), fc.GetIsOptional(), fc.GetDisabled()
 		}
-		url, msg, ok, err := checkFilterConfig(cfg, filterOverrides)
+		ft, ok, err := checkFilterConfig(cfg, filterOverrides)
 		switch {
 		case err != nil:
-			return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 		case !ok && !optional:
-			return fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, url)
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, ft.url)
 		case ok:
-			if err := validateFilterConfig(url, msg); err != nil {
-				return fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+			if err := validateFilterConfig(ft, cfg, true); err != nil {
+				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
+			add(name, FilterOverride{TypeURL: ft.url, Config: cfg, Disabled: disabled})
 		}
 	}
-	return nil
+	return out, nil
 }
 
-// validateFilterConfig checks a filter config, or a config override, of a
-// type that is understood. msg is the unmarshalled config, nil when it came
-// in a TypedStruct: gRPC reads the filters it knows only from their own
-// message, so such a config is rejected, whatever is_optional says. Errors
+// validateFilterConfig checks a filter config (override false), or a
+// config override, cfg, of a type that is understood, ft. A registered
+// filter parses it (RBAC's is package httpfilter's). gRPC reads the
+// filters it has built in only from their own message, so a config of one
+// of them in a TypedStruct is rejected, whatever is_optional says. Errors
 // start with the field path inside the config.
-func validateFilterConfig(typeURL string, msg proto.Message) error {
-	if msg == nil {
-		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", typeURL)
+func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
+	if ft.msg == nil && (ft.registered == nil || ft.inStruct && ownMessageOnly[ft.url]) {
+		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", ft.url)
 	}
-	switch m := msg.(type) {
-	case *rbacv3.RBAC:
-		return validateRBAC(m, "")
-	case *rbacv3.RBACPerRoute:
-		if m.GetRbac() == nil {
-			return nil // the route runs without RBAC
+	if f := ft.registered; f != nil {
+		var err error
+		if override {
+			_, err = f.ParseOverride(cfg)
+		} else {
+			_, err = f.ParseConfig(cfg)
 		}
-		return validateRBAC(m.GetRbac(), "rbac.")
+		return err
 	}
 	return nil
 }

@@ -178,9 +178,9 @@ func validateHCM(opts DecodeOptions, hcm *hcmv3.HttpConnectionManager, server bo
 // other side is rejected, or left out when it is optional; the fields of
 // its config are checked only when it is kept.
 func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter, error) {
-	side, sideName := clientFilters, "clients"
+	sideName := "clients"
 	if server {
-		side, sideName = serverFilters, "servers"
+		sideName = "servers"
 	}
 	var out []HTTPFilter
 	var index []int // index[i] is the position in filters of out[i]
@@ -201,7 +201,7 @@ func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter
 			}
 			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
 		}
-		url, msg, ok, err := checkFilterConfig(cfg, httpFilters)
+		ft, ok, err := checkFilterConfig(cfg, httpFilters)
 		if err != nil {
 			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
 		}
@@ -209,18 +209,18 @@ func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter
 			if f.GetIsOptional() {
 				continue
 			}
-			return nil, fmt.Errorf("http_filters[%d] %q: unsupported filter type %q", i, name, url)
+			return nil, fmt.Errorf("http_filters[%d] %q: unsupported filter type %q", i, name, ft.url)
 		}
-		if !side[url] {
+		if !ft.runsOn(server) {
 			if f.GetIsOptional() {
 				continue
 			}
-			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, url, sideName)
+			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, ft.url, sideName)
 		}
-		if err := validateFilterConfig(url, msg); err != nil {
+		if err := validateFilterConfig(ft, cfg, false); err != nil {
 			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
 		}
-		out = append(out, HTTPFilter{Name: name, TypeURL: url, Config: cfg})
+		out = append(out, HTTPFilter{Name: name, TypeURL: ft.url, Config: cfg})
 		index = append(index, i)
 	}
 	if len(out) == 0 {

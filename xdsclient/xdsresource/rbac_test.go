@@ -339,6 +339,9 @@ func TestRBACPerRoute(t *testing.T) {
 	}
 }
 
+// stdoutAuditLoggerTypeURL is the audit logger that gRPC always has.
+const stdoutAuditLoggerTypeURL = TypeURLPrefix + "envoy.extensions.rbac.audit_loggers.stream.v3.StdoutAuditLog"
+
 // testAuditLoggerName is an audit logger registered with gRPC, whose config
 // parser accepts only an object without "bad".
 const testAuditLoggerName = "xdslens_test_audit_logger"

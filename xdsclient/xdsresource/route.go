@@ -36,6 +36,9 @@ type VirtualHost struct {
 	Routes []Route
 	// RetryPolicy is the virtual host's retry_policy, nil when unset.
 	RetryPolicy *RetryPolicy
+	// FilterOverrides is the virtual host's typed_per_filter_config, nil
+	// when empty.
+	FilterOverrides FilterOverrides
 }
 
 // PathMatchKind says which path matcher a Route uses.
@@ -101,6 +104,10 @@ type Route struct {
 	// honoured only when the resource came from a trusted server (gRFC A81)
 	// and is false otherwise.
 	AutoHostRewrite bool
+	// FilterOverrides is the route's typed_per_filter_config, nil when
+	// empty: for an HTTP filter it has an override for, it wins over the
+	// virtual host's.
+	FilterOverrides FilterOverrides
 }
 
 // Summary returns a one-line description of rc, for example
@@ -193,7 +200,7 @@ func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, 
 	if vh.RetryPolicy, err = validateRetryPolicy(m.GetRetryPolicy()); err != nil {
 		return vh, fmt.Errorf("%s.%v", at, err)
 	}
-	if err := checkFilterOverrides(m.GetTypedPerFilterConfig()); err != nil {
+	if vh.FilterOverrides, err = checkFilterOverrides(m.GetTypedPerFilterConfig()); err != nil {
 		return vh, fmt.Errorf("%s.%v", at, err)
 	}
 	for i, r := range m.GetRoutes() {
@@ -261,9 +268,11 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*Rou
 		}
 		r.FractionPerMillion = &n
 	}
-	if err := checkFilterOverrides(m.GetTypedPerFilterConfig()); err != nil {
+	overrides, err := checkFilterOverrides(m.GetTypedPerFilterConfig())
+	if err != nil {
 		return r, false, err
 	}
+	r.FilterOverrides = overrides
 
 	switch a := m.GetAction().(type) {
 	case *routev3.Route_Route:

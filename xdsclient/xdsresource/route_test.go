@@ -128,7 +128,7 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 					{
 						PathMatch: PathRegex,
 						SafeRegex: "/a/.*",
-						Action:    RouteAction{Kind: ActionWeightedClusters, WeightedClusters: []WeightedCluster{{"a", 1}, {"b", 3}}},
+						Action:    RouteAction{Kind: ActionWeightedClusters, WeightedClusters: []WeightedCluster{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}},
 					},
 					{PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
 					{PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},

@@ -73,6 +73,10 @@ type RouteAction struct {
 type WeightedCluster struct {
 	Name   string
 	Weight uint32
+	// FilterOverrides is the cluster's typed_per_filter_config, nil when
+	// empty: for an HTTP filter it has an override for, it wins over the
+	// route's and the virtual host's.
+	FilterOverrides FilterOverrides
 }
 
 // HashPolicyKind says what a HashPolicy hashes.
@@ -126,7 +130,8 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 			if c.GetName() == "" {
 				return false, fmt.Errorf("weighted_clusters.clusters[%d]: name is empty", i)
 			}
-			if err := checkFilterOverrides(c.GetTypedPerFilterConfig()); err != nil {
+			overrides, err := checkFilterOverrides(c.GetTypedPerFilterConfig())
+			if err != nil {
 				return false, fmt.Errorf("weighted_clusters.clusters[%d]: %v", i, err)
 			}
 			w := c.GetWeight().GetValue()
@@ -136,7 +141,7 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 			if !addWeight(&sum, w) {
 				return false, errors.New("weighted_clusters weights sum to more than 4294967295")
 			}
-			wcs = append(wcs, WeightedCluster{Name: c.GetName(), Weight: w})
+			wcs = append(wcs, WeightedCluster{Name: c.GetName(), Weight: w, FilterOverrides: overrides})
 		}
 		if sum == 0 {
 			return false, errors.New("weighted_clusters weights sum to 0")

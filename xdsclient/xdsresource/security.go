@@ -8,6 +8,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Type URLs of the TLS transport socket configs (gRFC A29).
@@ -300,4 +301,11 @@ func checkProviderInstance(opts DecodeOptions, name string) error {
 		return fmt.Errorf("instance_name: %q is not in the bootstrap's certificate_providers", name)
 	}
 	return nil
+}
+
+// setOneof returns the field set in the oneof named oneof of m, which must
+// be set.
+func setOneof(m proto.Message, oneof string) protoreflect.FieldDescriptor {
+	r := m.ProtoReflect()
+	return r.WhichOneof(r.Descriptor().Oneofs().ByName(protoreflect.Name(oneof)))
 }

@@ -1,0 +1,207 @@
+// Package certtest makes the certificates that tests of TLS need: a CA,
+// and certificates it signs with the SANs a test asks for, written as PEM
+// files that a file_watcher certificate provider reads, and rewritten to
+// rotate them.
+package certtest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// CA is a certificate authority made for one test.
+type CA struct {
+	Cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	// PEM is the CA certificate, PEM-encoded.
+	PEM []byte
+}
+
+var serial atomic.Int64
+
+// NewCA makes a self-signed CA named name.
+func NewCA(t testing.TB, name string) *CA {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(serial.Add(1)),
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"xdslens tests"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatalf("certtest: CA %q: %v", name, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatalf("certtest: CA %q: %v", name, err)
+	}
+	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// Pool returns a pool holding the CA alone.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// Leaf is a certificate signed by a CA, with its key.
+type Leaf struct {
+	Cert *x509.Certificate
+	// CertPEM and KeyPEM are the certificate and its private key,
+	// PEM-encoded.
+	CertPEM, KeyPEM []byte
+	// TLS is the pair, ready for a tls.Config.
+	TLS tls.Certificate
+}
+
+// Names are the names a leaf certificate carries.
+type Names struct {
+	// CommonName is the subject's CN; Organization its O.
+	CommonName, Organization string
+	// DNS, URIs and IPs are its SANs.
+	DNS  []string
+	URIs []string
+	IPs  []string
+}
+
+// Issue signs a certificate for both server and client use with the
+// names n.
+func (ca *CA) Issue(t testing.TB, n Names) *Leaf {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial.Add(1)),
+		Subject:      pkix.Name{CommonName: n.CommonName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:     n.DNS,
+	}
+	if n.Organization != "" {
+		tmpl.Subject.Organization = []string{n.Organization}
+	}
+	for _, u := range n.URIs {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatalf("certtest: URI SAN %q: %v", u, err)
+		}
+		tmpl.URIs = append(tmpl.URIs, parsed)
+	}
+	for _, ip := range n.IPs {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatalf("certtest: issue %+v: %v", n, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatalf("certtest: issue %+v: %v", n, err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatalf("certtest: key: %v", err)
+	}
+	l := &Leaf{
+		Cert:    cert,
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}
+	if l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM); err != nil {
+		t.Fatalf("certtest: key pair: %v", err)
+	}
+	return l
+}
+
+func newKey(t testing.TB) *ecdsa.PrivateKey {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatalf("certtest: key: %v", err)
+	}
+	return key
+}
+
+// Files are the PEM files of a file_watcher certificate provider
+// instance, in one directory.
+type Files struct {
+	// Dir is the directory; Cert, Key and CA the files' paths, "" for
+	// those not written.
+	Dir           string
+	Cert, Key, CA string
+}
+
+// WriteFiles writes leaf (nil for none) and the roots of ca (nil for none)
+// into a new directory of the test's temporary directory, as
+// certificate.pem, key.pem and ca.pem.
+func WriteFiles(t testing.TB, leaf *Leaf, ca *CA) *Files {
+	t.Helper()
+	dir, err := os.MkdirTemp(t.TempDir(), "certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Files{Dir: dir}
+	f.Rotate(t, leaf, ca)
+	return f
+}
+
+// Rotate replaces the files with leaf and the roots of ca, each by a
+// rename, so that a reader never sees half a file. The key is written
+// before the certificate.
+func (f *Files) Rotate(t testing.TB, leaf *Leaf, ca *CA) {
+	t.Helper()
+	if leaf != nil {
+		f.Key = f.write(t, "key.pem", leaf.KeyPEM)
+		f.Cert = f.write(t, "certificate.pem", leaf.CertPEM)
+	}
+	if ca != nil {
+		f.CA = f.write(t, "ca.pem", ca.PEM)
+	}
+}
+
+func (f *Files) write(t testing.TB, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(f.Dir, name)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// FileWatcherJSON returns the bootstrap "config" of a file_watcher
+// instance reading f, refreshed every refresh.
+func (f *Files) FileWatcherJSON(refresh time.Duration) string {
+	s := "{"
+	sep := ""
+	for _, kv := range [][2]string{{"certificate_file", f.Cert}, {"private_key_file", f.Key}, {"ca_certificate_file", f.CA}} {
+		if kv[1] != "" {
+			s += fmt.Sprintf("%s%q: %q", sep, kv[0], kv[1])
+			sep = ", "
+		}
+	}
+	return s + fmt.Sprintf("%s\"refresh_interval\": \"%gs\"}", sep, refresh.Seconds())
+}
