@@ -1,0 +1,77 @@
+// Package handshake carries the TLS settings of a cluster (gRFC A29) from
+// the load-balancing policy of an xdslens channel, which knows the
+// cluster of every address it connects to, to the xDS transport
+// credentials of the channel, which make the connection's handshake.
+//
+// The policy sets an Info on each address of a cluster whose
+// transport_socket asks for TLS (Set); gRPC hands the address's attributes
+// to the credentials' ClientHandshake (credentials.ClientHandshakeInfo),
+// which read it (Get). An address without an Info belongs to a cluster
+// without a transport_socket.
+//
+// Infos compare by value (Equal), so that an update of the same cluster
+// with the same settings keeps the connections to its endpoints.
+package handshake
+
+import (
+	"reflect"
+
+	"google.golang.org/grpc/attributes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/resolver"
+
+	"github.com/xdslens/xdslens/internal/certstore"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// Info is the TLS settings of the cluster an address belongs to.
+type Info struct {
+	// Cluster is the cluster's name, for errors.
+	Cluster string
+	// Security is the cluster's validated UpstreamTlsContext; never nil.
+	Security *xdsresource.SecurityConfig
+	// Store holds the bootstrap's certificate provider instances that
+	// Security names.
+	Store *certstore.Store
+}
+
+// Equal reports whether o is an *Info with the same settings.
+func (i *Info) Equal(o any) bool {
+	oi, ok := o.(*Info)
+	if !ok || i == nil || oi == nil {
+		return ok && i == oi
+	}
+	return i.Cluster == oi.Cluster && i.Store == oi.Store && reflect.DeepEqual(i.Security, oi.Security)
+}
+
+type key struct{}
+
+// Set returns addr with info in its attributes.
+func Set(addr resolver.Address, info *Info) resolver.Address {
+	addr.Attributes = addr.Attributes.WithValue(key{}, info)
+	return addr
+}
+
+// Get returns the Info of the address whose attributes are attrs, nil
+// when it has none.
+func Get(attrs *attributes.Attributes) *Info {
+	info, _ := attrs.Value(key{}).(*Info)
+	return info
+}
+
+// Credentials are transport credentials that apply the Info of each
+// address: those of package xdscreds. The load-balancing policy sets Infos
+// only on the addresses of channels whose credentials are Credentials; on
+// other channels, it fails the RPCs of clusters that ask for TLS rather
+// than send them in plaintext.
+type Credentials interface {
+	credentials.TransportCredentials
+	// AppliesClusterSecurity reports true.
+	AppliesClusterSecurity() bool
+}
+
+// Applies reports whether creds apply the Infos of addresses.
+func Applies(creds credentials.TransportCredentials) bool {
+	c, ok := creds.(Credentials)
+	return ok && c.AppliesClusterSecurity()
+}
