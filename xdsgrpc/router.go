@@ -14,6 +14,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/subconns"
 )
 
 // routerName is the name under which the routing policy is registered with
@@ -29,7 +30,7 @@ type routerBuilder struct{}
 func (routerBuilder) Name() string { return routerName }
 
 func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
-	return &router{cc: cc, bopts: opts, entries: map[string]*clusterEntry{}}
+	return &router{cc: cc, conns: subconns.New(cc), bopts: opts, entries: map[string]*clusterEntry{}}
 }
 
 // router is the top load-balancing policy of an xdslens channel: it routes
@@ -49,7 +50,10 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 // is built from is guarded by mu, which is never held while calling a
 // child.
 type router struct {
-	cc    balancer.ClientConn
+	cc balancer.ClientConn
+	// conns is the ClientConn the cluster policies get: the channel's,
+	// whose connections they share by address (package subconns).
+	conns *subconns.Pool
 	bopts balancer.BuildOptions
 
 	// current is the latest picker, for the interceptors that route an
@@ -166,7 +170,7 @@ func (r *router) UpdateClientConnState(ccs balancer.ClientConnState) error {
 		e := r.entries[name]
 		if e == nil {
 			e = &clusterEntry{r: r, name: name}
-			e.bal = newClusterBalancer(&childConn{ClientConn: r.cc, e: e}, r.bopts)
+			e.bal = newClusterBalancer(&childConn{ClientConn: r.conns, e: e}, r.bopts)
 			r.entries[name] = e
 		}
 		e.inConfig = true

@@ -14,6 +14,7 @@
 package handshake
 
 import (
+	"fmt"
 	"reflect"
 
 	"google.golang.org/grpc/attributes"
@@ -42,6 +43,12 @@ func (i *Info) Equal(o any) bool {
 		return ok && i == oi
 	}
 	return i.Cluster == oi.Cluster && i.Store == oi.Store && reflect.DeepEqual(i.Security, oi.Security)
+}
+
+// Key identifies the settings of i apart from the cluster's name:
+// connections are shared by the clusters whose Infos have the same Key.
+func (i *Info) Key() string {
+	return fmt.Sprintf("%p %+v", i.Store, *i.Security)
 }
 
 type key struct{}

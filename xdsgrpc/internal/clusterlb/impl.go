@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/resolver"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/subconns"
 )
 
 // impl is the policy of one priority of a leaf cluster: what C-core's
@@ -23,6 +24,10 @@ import (
 type impl struct {
 	parent balancer.ClientConn // the priority's ClientConn
 	opts   balancer.BuildOptions
+	// schedule runs a func on the Balancer's serializer: the endpoint
+	// policy's SubConn listeners run there, as its other calls do, so that
+	// a policy is called one call at a time, as gRPC promises policies.
+	schedule func(func()) bool
 
 	mu        sync.Mutex
 	leaf      *leaf
@@ -34,8 +39,16 @@ type impl struct {
 	closed    bool
 }
 
-func newImpl(parent balancer.ClientConn, opts balancer.BuildOptions) *impl {
-	return &impl{parent: parent, opts: opts, subConns: map[*implSubConn]struct{}{}}
+func newImpl(parent balancer.ClientConn, opts balancer.BuildOptions, schedule func(func()) bool) *impl {
+	return &impl{parent: parent, opts: opts, schedule: schedule, subConns: map[*implSubConn]struct{}{}}
+}
+
+// serialized returns l run on the serializer.
+func (i *impl) serialized(l func(balancer.SubConnState)) func(balancer.SubConnState) {
+	if l == nil {
+		return nil
+	}
+	return func(s balancer.SubConnState) { i.schedule(func() { l(s) }) }
 }
 
 // update gives the priority its leaf and endpoints. The endpoint policy is
@@ -130,11 +143,15 @@ func (cc *implCC) UpdateState(s balancer.State) {
 }
 
 func (cc *implCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	opts.StateListener = cc.i.serialized(opts.StateListener)
 	sc, err := cc.ClientConn.NewSubConn(addrs, opts)
 	if err != nil {
 		return nil, err
 	}
-	w := &implSubConn{SubConn: sc, i: cc.i}
+	w := &implSubConn{SubConn: sc, i: cc.i, real: sc}
+	if h, ok := sc.(*subconns.Handle); ok {
+		w.real = h.Underlying()
+	}
 	if len(addrs) > 0 {
 		if a := localityOfAddr(addrs[0]); a != nil {
 			w.locality = a.id
@@ -155,6 +172,8 @@ func (cc *implCC) RemoveSubConn(sc balancer.SubConn) { sc.Shutdown() }
 // built when the leaf changes rather than at every pick.
 type implSubConn struct {
 	balancer.SubConn
+	// real is the SubConn gRPC made, which a pick returns to it.
+	real     balancer.SubConn
 	i        *impl
 	locality lrs.Locality
 	st       atomic.Pointer[scState]
@@ -175,6 +194,11 @@ func (w *implSubConn) refresh(l *leaf) {
 	st := &scState{leaf: l, info: CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: w.locality}}
 	st.done = func(di balancer.DoneInfo) { l.finish(st.info, di) }
 	w.st.Store(st)
+}
+
+// RegisterHealthListener registers l to run on the serializer.
+func (w *implSubConn) RegisterHealthListener(l func(balancer.SubConnState)) {
+	w.SubConn.RegisterHealthListener(w.i.serialized(l))
 }
 
 func (w *implSubConn) Shutdown() {

@@ -76,7 +76,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		return p.fail(fmt.Errorf("%s: load-balancing policy %q picked a connection it did not make through its ClientConn (%T)", l.label, l.policy.name, res.SubConn))
 	}
 	st := sc.st.Load()
-	res.SubConn = sc.SubConn
+	res.SubConn = sc.real
 	if l.load != nil {
 		l.load.CallStarted(st.info.Locality)
 	}

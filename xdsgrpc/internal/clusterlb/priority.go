@@ -71,7 +71,7 @@ func (b *Balancer) start(c *child) {
 	b.armFailover(c)
 	c.ccw = &childCC{ClientConn: b.cc, b: b, c: c}
 	c.ccw.dns.Store(c.spec.leaf.dns)
-	c.im = newImpl(c.ccw, b.bopts)
+	c.im = newImpl(c.ccw, b.bopts, b.s.schedule)
 	b.updateImpl(c)
 }
 
