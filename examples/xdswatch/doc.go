@@ -185,7 +185,7 @@
 // are routed by. In JSON:
 //
 //	{"ts":"…","event":"config","target":"xds:///L","listener":"L","route_config":"R","virtual_host":"VH","clusters":{
-//	   "c1":{"type":"eds","priorities":[["127.0.0.1:4001","127.0.0.1:4002"],["127.0.0.1:4003"]],"resolution_note":"…"},
+//	   "c1":{"type":"eds","lb_policy":"round_robin","priorities":[["127.0.0.1:4001","127.0.0.1:4002"],["127.0.0.1:4003"]],"resolution_note":"…"},
 //	   "agg":{"type":"aggregate","leaves":["c1","c2"]},
 //	   "bad":{"error":{"code":"NOT_FOUND","message":"…"}}}}
 //	{"ts":"…","event":"config_error","target":"xds:///L","code":"NOT_FOUND","message":"…"}
@@ -195,7 +195,11 @@
 // configuration is inline in the listener; virtual_host the one chosen
 // for the channel's authority. clusters has a slot for every cluster the
 // virtual host's routes name and every leaf of an aggregate: type eds,
-// logical_dns or aggregate; for a leaf, priorities lists per priority the
+// logical_dns or aggregate; for a leaf, lb_policy is the gRPC name of the
+// policy that picks its endpoints (round_robin, pick_first,
+// ring_hash_experimental, least_request_experimental,
+// weighted_round_robin, or a custom policy's name), outlier_detection is
+// true when the cluster has outlier detection, priorities lists per priority the
 // sorted addresses of the endpoints the channel may use (health UNKNOWN or
 // HEALTHY; [] when there are none, or when the endpoints could not be had)
 // and resolution_note the note RPCs that find no endpoint carry (gRFC A88:
@@ -229,7 +233,7 @@
 // version of a resource is not shown, and the transport's reason of an
 // unreachable server does not count, as for watches):
 //
-//	15:04:05.000 xds:///L config: listener L, route config R, virtual host VH; cluster agg: aggregate of c1, c2; cluster bad: ERROR NOT_FOUND: <message>; cluster c1: eds [127.0.0.1:4001 127.0.0.1:4002] [127.0.0.1:4003], note: xDS node ID:n
+//	15:04:05.000 xds:///L config: listener L, route config R, virtual host VH; cluster agg: aggregate of c1, c2; cluster bad: ERROR NOT_FOUND: <message>; cluster c1: eds round_robin [127.0.0.1:4001 127.0.0.1:4002] [127.0.0.1:4003], note: xDS node ID:n
 //	15:04:05.000 xds:///L config ERROR NOT_FOUND: <message>
 //	15:04:05.000 xds:///L rpc /grpc.health.v1.Health/Check: OK, cluster c1, peer 127.0.0.1:4001
 //	15:04:05.000 xds:///L rpc /grpc.health.v1.Health/Check: UNAVAILABLE, cluster bad, no peer: <message>

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
 // Values of the "event" key of the lines of xds:/// channels.
@@ -41,6 +42,12 @@ type configEvent struct {
 // aggregate, leaves), or a failed slot (error alone).
 type clusterJSON struct {
 	Type string `json:"type,omitempty"`
+	// LBPolicy is the gRPC name of the leaf's endpoint policy, as
+	// xdsgrpc.LBPolicyName gives it ("" when it cannot be used: its RPCs
+	// fail, saying why).
+	LBPolicy string `json:"lb_policy,omitempty"`
+	// OutlierDetection says that the leaf has outlier detection.
+	OutlierDetection bool `json:"outlier_detection,omitempty"`
 	// Priorities holds, per priority, the sorted addresses of the
 	// endpoints the channel may use; never nil for a leaf.
 	Priorities     *[][]string `json:"priorities,omitempty"`
@@ -113,6 +120,8 @@ func clusterLine(slot *xdsconfig.ClusterConfig) clusterJSON {
 		c.Leaves = slot.Leaves
 		return c
 	}
+	c.LBPolicy, _ = xdsgrpc.LBPolicyName(slot.Cluster)
+	c.OutlierDetection = slot.Cluster.OutlierDetection != nil
 	p := priorities(slot.Endpoints)
 	c.Priorities = &p
 	note := slot.ResolutionNote
@@ -159,7 +168,7 @@ func priorities(cla *xdsresource.ClusterLoadAssignment) [][]string {
 
 // configText is the text line of a config, without its time:
 //
-//	xds:///L config: listener L, route config R, virtual host VH; cluster c1: eds [a b] [c], note: ...; cluster agg: aggregate of c1, c2; cluster bad: ERROR NOT_FOUND: ...
+//	xds:///L config: listener L, route config R, virtual host VH; cluster c1: eds round_robin [a b] [c], note: ...; cluster agg: aggregate of c1, c2; cluster bad: ERROR NOT_FOUND: ...
 func configText(e configEvent) string {
 	rc := e.RouteConfig
 	if rc == "" {
@@ -182,6 +191,12 @@ func configText(e configEvent) string {
 			fmt.Fprintf(&b, "%s of %s", c.Type, strings.Join(c.Leaves, ", "))
 		default:
 			b.WriteString(c.Type)
+			if c.LBPolicy != "" {
+				b.WriteString(" " + c.LBPolicy)
+			}
+			if c.OutlierDetection {
+				b.WriteString(" with outlier_detection")
+			}
 			if len(*c.Priorities) == 0 {
 				b.WriteString(", no endpoints")
 			}

@@ -217,11 +217,11 @@ func TestChannelConfigJSON(t *testing.T) {
 		t.Fatalf("config line %+v: want target xds:///L, listener L, route_config R, virtual_host vh", e)
 	}
 	want := map[string]string{
-		"c1":    `{"type":"eds","priorities":[["127.0.0.1:11","127.0.0.1:12"],["127.0.0.1:21"]],"resolution_note":"` + nodeNote + `"}`,
+		"c1":    `{"type":"eds","lb_policy":"round_robin","priorities":[["127.0.0.1:11","127.0.0.1:12"],["127.0.0.1:21"]],"resolution_note":"` + nodeNote + `"}`,
 		"agg":   `{"type":"aggregate","leaves":["c2","dns"]}`,
-		"c2":    `{"type":"eds","priorities":[["127.0.0.1:31"]],"resolution_note":"` + nodeNote + `"}`,
-		"dns":   `{"type":"logical_dns","priorities":[["127.0.0.1:41"]],"resolution_note":"` + nodeNote + `"}`,
-		"empty": `{"type":"eds","priorities":[],"resolution_note":"` + emptyNote + `"}`,
+		"c2":    `{"type":"eds","lb_policy":"round_robin","priorities":[["127.0.0.1:31"]],"resolution_note":"` + nodeNote + `"}`,
+		"dns":   `{"type":"logical_dns","lb_policy":"round_robin","priorities":[["127.0.0.1:41"]],"resolution_note":"` + nodeNote + `"}`,
+		"empty": `{"type":"eds","lb_policy":"round_robin","priorities":[],"resolution_note":"` + emptyNote + `"}`,
 	}
 	for name, w := range want {
 		if got := string(e.Clusters[name]); got != w {
@@ -247,7 +247,7 @@ func TestChannelConfigJSON(t *testing.T) {
 	// in the listener is "".
 	inline := routes("R", routeTo{prefix: "", cluster: "c2"})
 	cp.set("2", controlplane.ListenerInlineRoute("L", inline), controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", "127.0.0.1:32"))
-	c2 := `{"type":"eds","priorities":[["127.0.0.1:32"]],"resolution_note":"` + nodeNote + `"}`
+	c2 := `{"type":"eds","lb_policy":"round_robin","priorities":[["127.0.0.1:32"]],"resolution_note":"` + nodeNote + `"}`
 	for {
 		// The listener and the endpoints may come in either order.
 		e = p.nextOf(t, eventConfig)
@@ -293,10 +293,10 @@ func TestChannelConfigText(t *testing.T) {
 	got := p.textLine(t)
 	wantRE := regexp.MustCompile(`^xds:///L config: listener L, route config R, virtual host vh; ` +
 		`cluster agg: aggregate of c2, dns; ` +
-		`cluster c1: eds \[127\.0\.0\.1:11 127\.0\.0\.1:12\] \[127\.0\.0\.1:21\], note: ` + nodeNote + `; ` +
-		`cluster c2: eds \[127\.0\.0\.1:31\], note: ` + nodeNote + `; ` +
-		`cluster dns: logical_dns \[127\.0\.0\.1:41\], note: ` + nodeNote + `; ` +
-		`cluster empty: eds, no endpoints, note: ` + regexp.QuoteMeta(strings.ReplaceAll(emptyNote, `\"`, `"`)) + `; ` +
+		`cluster c1: eds round_robin \[127\.0\.0\.1:11 127\.0\.0\.1:12\] \[127\.0\.0\.1:21\], note: ` + nodeNote + `; ` +
+		`cluster c2: eds round_robin \[127\.0\.0\.1:31\], note: ` + nodeNote + `; ` +
+		`cluster dns: logical_dns round_robin \[127\.0\.0\.1:41\], note: ` + nodeNote + `; ` +
+		`cluster empty: eds round_robin, no endpoints, note: ` + regexp.QuoteMeta(strings.ReplaceAll(emptyNote, `\"`, `"`)) + `; ` +
 		`cluster missing: ERROR NOT_FOUND: CDS resource "missing": .*node ID "` + testNodeID + `".*$`)
 	if !wantRE.MatchString(got) {
 		t.Errorf("config line\n%s\ndoes not match\n%v", got, wantRE)
@@ -639,5 +639,31 @@ func TestRPCLineAfterFirstConfig(t *testing.T) {
 	cancel()
 	if newChannel(cs, target{arg: "xds:///L"}, "L").report(ctx, routed) || len(printed) != 0 {
 		t.Error("a routed RPC of a channel closed before its first config was printed")
+	}
+}
+
+// TestClusterLinePolicies checks the lb_policy of a leaf's slot for each
+// policy a Cluster may name, and outlier_detection.
+func TestClusterLinePolicies(t *testing.T) {
+	for _, tc := range []struct {
+		c    xdsresource.Cluster
+		want string
+	}{
+		{xdsresource.Cluster{LBPolicy: xdsresource.LBRoundRobin}, "round_robin"},
+		{xdsresource.Cluster{LBPolicy: xdsresource.LBPickFirst}, "pick_first"},
+		{xdsresource.Cluster{LBPolicy: xdsresource.LBRingHash}, "ring_hash_experimental"},
+		{xdsresource.Cluster{LBPolicy: xdsresource.LBLeastRequest, LeastRequestChoiceCount: 2}, "least_request_experimental"},
+		{xdsresource.Cluster{LBPolicy: xdsresource.LBWRRLocality, LBChildPolicy: xdsresource.LBWeightedRoundRobin, WeightedRoundRobin: &xdsresource.WeightedRoundRobinConfig{WeightUpdatePeriod: time.Second}}, "weighted_round_robin"},
+		{xdsresource.Cluster{LBPolicy: "no_such_policy_registered"}, ""},
+	} {
+		tc.c.Kind = xdsresource.ClusterEDS
+		got := clusterLine(&xdsconfig.ClusterConfig{Name: "c", Cluster: &tc.c})
+		if got.LBPolicy != tc.want || got.OutlierDetection {
+			t.Errorf("%s: lb_policy %q, outlier_detection %v; want %q, false", tc.c.LBPolicy, got.LBPolicy, got.OutlierDetection, tc.want)
+		}
+	}
+	od := xdsresource.Cluster{Kind: xdsresource.ClusterEDS, LBPolicy: xdsresource.LBRoundRobin, OutlierDetection: &clusterv3.OutlierDetection{}}
+	if got := clusterLine(&xdsconfig.ClusterConfig{Name: "c", Cluster: &od}); !got.OutlierDetection {
+		t.Error("outlier_detection false for a cluster that has it")
 	}
 }

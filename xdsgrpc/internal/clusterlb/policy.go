@@ -142,3 +142,14 @@ func wrrJSON(c *xdsresource.WeightedRoundRobinConfig) map[string]any {
 		"errorUtilizationPenalty": c.ErrorUtilizationPenalty,
 	}
 }
+
+// PolicyName returns the gRPC name of the policy that picks the endpoints
+// of c, a leaf cluster, as gRPC registers it (for wrr_locality, the
+// policy of each locality), or an error when the policy cannot be built.
+func PolicyName(c *xdsresource.Cluster) (string, error) {
+	p, err := policyOf(c)
+	if err != nil {
+		return "", err
+	}
+	return p.name, nil
+}
