@@ -127,6 +127,10 @@ func NewDataPlane(b *xdsgrpc.Builder, opts ...Option) (*DataPlane, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", MetricDataPlaneMaxRequests, err))
 	}
+	lb, err := newLBMetrics(meter)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -142,11 +146,13 @@ func NewDataPlane(b *xdsgrpc.Builder, opts ...Option) (*DataPlane, error) {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	d.remove = b.AddHooks(&xdsgrpc.Hooks{
-		ChannelStarted: d.channelStarted,
-		ConfigChanged:  d.configChanged,
-		ConfigFailed:   d.configFailed,
-		Picked:         d.picked,
-		CallFinished:   d.callFinished,
+		ChannelStarted:    d.channelStarted,
+		ConfigChanged:     d.configChanged,
+		ConfigFailed:      d.configFailed,
+		Picked:            d.picked,
+		CallFinished:      d.callFinished,
+		LBMetric:          lb.lbMetric,
+		ConnectionChanged: lb.connectionChanged,
 	})
 	return d, nil
 }

@@ -2,8 +2,10 @@ package xdsgrpc
 
 import (
 	"google.golang.org/grpc/balancer"
+	estats "google.golang.org/grpc/experimental/stats"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
@@ -45,14 +47,30 @@ func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
 			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickOverloaded})
 		},
 		NoEndpoint: func(i clusterlb.NoEndpointInfo) {
-			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickNoEndpoint, Err: i.Err})
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Policy: i.Policy, Outcome: PickNoEndpoint, Err: i.Err})
 		},
 		CallStarted: func(i clusterlb.CallInfo) {
-			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Outcome: PickSent})
+			picked(PickInfo{Cluster: i.Cluster, Leaf: i.Leaf, Policy: i.Policy, Outcome: PickSent})
 		},
 		CallFinished: func(i clusterlb.CallInfo, err error) {
 			if h := b.hooks.Load(); h != nil && h.CallFinished != nil {
 				h.CallFinished(CallEndInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Err: err})
+			}
+		},
+		Metric: func(i clusterlb.MetricInfo) {
+			if h := b.hooks.Load(); h != nil && h.LBMetric != nil {
+				mi := LBMetricInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Name: i.Descriptor.Name, Unit: i.Descriptor.Unit,
+					Histogram: i.Descriptor.Type == estats.MetricTypeFloatHisto || i.Descriptor.Type == estats.MetricTypeIntHisto, Value: i.Value}
+				if i.Locality != (lrs.Locality{}) {
+					mi.Locality = clusterlb.LocalityLabel(i.Locality)
+				}
+				h.LBMetric(mi)
+			}
+		},
+		ConnectionChanged: func(i clusterlb.ConnectionInfo) {
+			if h := b.hooks.Load(); h != nil && h.ConnectionChanged != nil {
+				h.ConnectionChanged(ConnectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Locality: clusterlb.LocalityLabel(i.Locality),
+					Policy: i.Policy, Address: i.Address, From: i.From, To: i.To})
 			}
 		},
 	}

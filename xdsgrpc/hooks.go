@@ -1,6 +1,8 @@
 package xdsgrpc
 
 import (
+	"google.golang.org/grpc/connectivity"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 )
 
@@ -30,6 +32,49 @@ type Hooks struct {
 	Picked func(PickInfo)
 	// CallFinished is called when an RPC sent to an endpoint ends.
 	CallFinished func(CallEndInfo)
+	// LBMetric is called when the endpoint policy of a cluster records
+	// one of gRPC's load-balancing metrics (gRFC A78), such as
+	// weighted_round_robin's grpc.lb.wrr.endpoint_weights, on the policy's
+	// goroutine.
+	LBMetric func(LBMetricInfo)
+	// ConnectionChanged is called when a connection of a cluster's
+	// endpoint policy changes state, on the policy's goroutine.
+	ConnectionChanged func(ConnectionInfo)
+}
+
+// LBMetricInfo is one recording of a load-balancing metric of gRPC's
+// registry by a cluster's endpoint policy.
+type LBMetricInfo struct {
+	Target string
+	// Cluster is the route-level cluster, Leaf the leaf cluster whose
+	// policy recorded.
+	Cluster, Leaf string
+	// Locality is the locality of the policy's endpoints, as gRPC's
+	// grpc.lb.locality label has it ({region="r", zone="z",
+	// sub_zone="s"}); "" for a policy over several localities.
+	Locality string
+	// Name is the metric's name, such as "grpc.lb.wrr.rr_fallback";
+	// Unit its unit; Histogram says whether it is a histogram (else a
+	// counter, and Value an increment).
+	Name, Unit string
+	Histogram  bool
+	Value      float64
+}
+
+// ConnectionInfo describes a change of state of a connection of a
+// cluster's endpoint policy: gRFC A78's pick_first metrics count
+// CONNECTING to READY (a connection attempt that succeeded), CONNECTING to
+// TRANSIENT_FAILURE (one that failed) and READY to anything else (a
+// disconnection).
+type ConnectionInfo struct {
+	Target, Cluster, Leaf string
+	// Locality is as in LBMetricInfo.
+	Locality string
+	// Policy is the endpoint policy's name, as gRPC registers it.
+	Policy string
+	// Address is the endpoint's address.
+	Address  string
+	From, To connectivity.State
 }
 
 // ChannelInfo names a channel: its target, and the Listener resource it
@@ -120,7 +165,11 @@ type PickInfo struct {
 	// cluster whose endpoint was picked, or that dropped the RPC ("" when
 	// none).
 	Cluster, Leaf string
-	Outcome       PickOutcome
+	// Policy is the name of the leaf's endpoint policy, as gRPC registers
+	// it ("round_robin", "ring_hash_experimental", ...), with PickSent and
+	// PickNoEndpoint.
+	Policy  string
+	Outcome PickOutcome
 	// Category is the drop category, with PickDropped.
 	Category string
 	// Err is the error the RPC fails with; nil with PickSent, and with
@@ -159,6 +208,8 @@ func compose(hs []*Hooks) *Hooks {
 		out.ConfigFailed = chain(out.ConfigFailed, h.ConfigFailed)
 		out.Picked = chain(out.Picked, h.Picked)
 		out.CallFinished = chain(out.CallFinished, h.CallFinished)
+		out.LBMetric = chain(out.LBMetric, h.LBMetric)
+		out.ConnectionChanged = chain(out.ConnectionChanged, h.ConnectionChanged)
 	}
 	return out
 }

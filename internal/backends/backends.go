@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/orca"
 )
 
 // ServerHeader is the response header in which a backend names itself
@@ -40,6 +42,18 @@ type Backend struct {
 	changed chan struct{} // closed and replaced at every call
 
 	calls atomic.Int64
+	// utilization and qps, when utilization is above 0, are reported with
+	// every TestService RPC in an ORCA per-call load report (gRFC A51).
+	utilization, qps atomic.Uint64 // math.Float64bits
+}
+
+// ReportLoad has every later TestService RPC report, in its trailers, an
+// ORCA load report of the given CPU utilization and rate of requests per
+// second (gRFC A51), as weighted_round_robin reads them (gRFC A58). A
+// utilization of 0 stops the reports.
+func (b *Backend) ReportLoad(utilization, qps float64) {
+	b.utilization.Store(math.Float64bits(utilization))
+	b.qps.Store(math.Float64bits(qps))
 }
 
 // Start starts a backend on 127.0.0.1 with a port chosen by the system.
@@ -54,7 +68,7 @@ func Start() (*Backend, error) {
 }
 
 func (b *Backend) serve(lis net.Listener) {
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(orca.CallMetricsServerOption(nil))
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	testgrpc.RegisterTestServiceServer(srv, &service{b: b})
@@ -159,6 +173,11 @@ func (b *Backend) WaitCalls(ctx context.Context, n int64) error {
 }
 
 func (s *service) answer(ctx context.Context) error {
+	if u := math.Float64frombits(s.b.utilization.Load()); u > 0 {
+		rec := orca.CallMetricsRecorderFromContext(ctx)
+		rec.SetCPUUtilization(u)
+		rec.SetQPS(math.Float64frombits(s.b.qps.Load()))
+	}
 	s.b.mu.Lock()
 	s.b.calls.Add(1)
 	close(s.b.changed)

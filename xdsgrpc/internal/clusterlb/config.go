@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
@@ -115,6 +116,26 @@ type Hooks struct {
 	// reports of a leaf cluster could not be started; the leaf is used
 	// without them.
 	LoadReportFailed func(LoadReportErrorInfo)
+	// Metric is called when an endpoint policy records a metric of gRPC's
+	// registry (gRFC A78), such as weighted_round_robin's weights; on the
+	// policy's goroutine, not an RPC's.
+	Metric func(MetricInfo)
+	// ConnectionChanged is called when a connection of a leaf's endpoint
+	// policy changes state (what gRFC A78's pick_first metrics count:
+	// CONNECTING to READY, CONNECTING to TRANSIENT_FAILURE, READY to
+	// IDLE); on the Balancer's goroutine.
+	ConnectionChanged func(ConnectionInfo)
+}
+
+// ConnectionInfo describes a connection's change of state.
+type ConnectionInfo struct {
+	Cluster, Leaf string
+	Locality      lrs.Locality
+	// Policy is the endpoint policy's name.
+	Policy string
+	// Address is the endpoint's address.
+	Address  string
+	From, To connectivity.State
 }
 
 // CallInfo names where an RPC went.
@@ -125,6 +146,9 @@ type CallInfo struct {
 	Leaf string
 	// Locality is the endpoint's locality.
 	Locality lrs.Locality
+	// Policy is the name of the leaf's endpoint policy, as gRPC registers
+	// it.
+	Policy string
 }
 
 // DropInfo describes an RPC dropped by a drop_overloads category.
@@ -147,6 +171,9 @@ type CircuitBreakerInfo struct {
 // NoEndpointInfo describes an RPC that found no endpoint.
 type NoEndpointInfo struct {
 	Cluster, Leaf string
+	// Policy is the name of the leaf's endpoint policy ("" when the leaf
+	// has none).
+	Policy string
 	// Err is the error the RPC fails with.
 	Err error
 }

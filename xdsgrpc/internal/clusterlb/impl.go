@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/pickfirst"
 	"google.golang.org/grpc/connectivity"
+	estats "google.golang.org/grpc/experimental/stats"
 	"google.golang.org/grpc/resolver"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
@@ -65,6 +66,7 @@ func (i *impl) update(l *leaf, eps []resolver.Endpoint) error {
 		i.childCC = &implCC{ClientConn: i.parent, i: i}
 		i.policyKey = l.policy.key
 		i.last = balancer.State{ConnectivityState: connectivity.Connecting}
+		i.childCC.rec = newRecorder(i.parent.MetricsRecorder(), l)
 		i.child = l.policy.builder.Build(i.childCC, i.opts)
 	} else if i.last.Picker != nil {
 		i.publishLocked()
@@ -128,8 +130,13 @@ func (i *impl) publishLocked() {
 // wrapped to know their locality, and its states are wrapped in pickers.
 type implCC struct {
 	balancer.ClientConn
-	i *impl
+	i   *impl
+	rec *recorder
 }
+
+// MetricsRecorder returns the recorder that labels the policy's metrics
+// with its leaf, and reports them to the Metric hook.
+func (cc *implCC) MetricsRecorder() estats.MetricsRecorder { return cc.rec }
 
 func (cc *implCC) UpdateState(s balancer.State) {
 	i := cc.i
@@ -143,12 +150,22 @@ func (cc *implCC) UpdateState(s balancer.State) {
 }
 
 func (cc *implCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
-	opts.StateListener = cc.i.serialized(opts.StateListener)
+	w := &implSubConn{i: cc.i, state: connectivity.Idle}
+	if len(addrs) > 0 {
+		w.addr = addrs[0].Addr
+	}
+	listener := opts.StateListener
+	opts.StateListener = cc.i.serialized(func(s balancer.SubConnState) {
+		w.changed(s.ConnectivityState)
+		if listener != nil {
+			listener(s)
+		}
+	})
 	sc, err := cc.ClientConn.NewSubConn(addrs, opts)
 	if err != nil {
 		return nil, err
 	}
-	w := &implSubConn{SubConn: sc, i: cc.i, real: sc}
+	w.SubConn, w.real = sc, sc
 	if h, ok := sc.(*subconns.Handle); ok {
 		w.real = h.Underlying()
 	}
@@ -175,6 +192,8 @@ type implSubConn struct {
 	// real is the SubConn gRPC made, which a pick returns to it.
 	real     balancer.SubConn
 	i        *impl
+	addr     string
+	state    connectivity.State // the last state, on the serializer
 	locality lrs.Locality
 	st       atomic.Pointer[scState]
 }
@@ -191,9 +210,25 @@ func (w *implSubConn) refresh(l *leaf) {
 	if l == nil {
 		return
 	}
-	st := &scState{leaf: l, info: CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: w.locality}}
+	st := &scState{leaf: l, info: CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: w.locality, Policy: l.policyName()}}
 	st.done = func(di balancer.DoneInfo) { l.finish(st.info, di) }
 	w.st.Store(st)
+}
+
+// changed reports the connection's new state to the ConnectionChanged
+// hook; on the serializer.
+func (w *implSubConn) changed(to connectivity.State) {
+	from := w.state
+	w.state = to
+	w.i.mu.Lock()
+	l := w.i.leaf
+	w.i.mu.Unlock()
+	if l == nil || from == to {
+		return
+	}
+	if h := l.hooks.ConnectionChanged; h != nil {
+		h(ConnectionInfo{Cluster: l.cluster, Leaf: l.name, Locality: w.locality, Policy: l.policyName(), Address: w.addr, From: from, To: to})
+	}
 }
 
 // RegisterHealthListener registers l to run on the serializer.

@@ -102,6 +102,15 @@ func newLeaf(cfg *Config, counters *Counters, cc *xdsconfig.ClusterConfig) *leaf
 	return l
 }
 
+// policyName is the name of the leaf's endpoint policy, "" when it has
+// none.
+func (l *leaf) policyName() string {
+	if l.policy == nil {
+		return ""
+	}
+	return l.policy.name
+}
+
 // release gives back the leaf's counter and stops its load reports.
 func (l *leaf) release() {
 	if l.counter != nil {

@@ -90,7 +90,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	if st.leaf != l {
 		// A config changed the leaf between the connection's refresh and
 		// this pick: the RPC ends on the leaf that started it.
-		info := CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: st.info.Locality}
+		info := CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: st.info.Locality, Policy: l.policyName()}
 		done = func(di balancer.DoneInfo) { l.finish(info, di) }
 	}
 	if inner := res.Done; inner != nil {
@@ -115,7 +115,7 @@ func failingError(l *leaf, err error) error {
 // fail fails the pick with err, reported as finding no endpoint.
 func (p *picker) fail(err error) (balancer.PickResult, error) {
 	if h := p.leaf.hooks.NoEndpoint; h != nil {
-		h(NoEndpointInfo{Cluster: p.leaf.cluster, Leaf: p.leaf.name, Err: err})
+		h(NoEndpointInfo{Cluster: p.leaf.cluster, Leaf: p.leaf.name, Policy: p.leaf.policyName(), Err: err})
 	}
 	return balancer.PickResult{}, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/connectivity"
+	estats "google.golang.org/grpc/experimental/stats"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
@@ -58,9 +59,14 @@ type localityChild struct {
 
 type localityCC struct {
 	balancer.ClientConn
-	w *wrrLocality
-	c *localityChild
+	w   *wrrLocality
+	c   *localityChild
+	rec estats.MetricsRecorder
 }
+
+// MetricsRecorder returns the recorder of the locality's policy, which
+// labels its metrics with the locality.
+func (cc *localityCC) MetricsRecorder() estats.MetricsRecorder { return cc.rec }
 
 func (cc *localityCC) UpdateState(s balancer.State) {
 	w := cc.w
@@ -114,7 +120,11 @@ func (w *wrrLocality) UpdateClientConnState(s balancer.ClientConnState) error {
 	w.mu.Unlock()
 
 	for _, c := range fresh {
-		c.bal = cfg.child.builder.Build(&localityCC{ClientConn: w.cc, w: w, c: c}, w.opts)
+		cc := &localityCC{ClientConn: w.cc, w: w, c: c, rec: w.cc.MetricsRecorder()}
+		if r, ok := cc.rec.(*recorder); ok {
+			cc.rec = r.forLocality(c.id)
+		}
+		c.bal = cfg.child.builder.Build(cc, w.opts)
 	}
 	var errs []error
 	for _, c := range order {

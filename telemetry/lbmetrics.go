@@ -1,0 +1,116 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/xdslens/xdslens/xdsgrpc"
+)
+
+// The load-balancing metrics of gRFC A78 that DataPlane records.
+//
+// weighted_round_robin's (grpc.lb.wrr.rr_fallback, ..._not_yet_usable,
+// ..._stale and the grpc.lb.wrr.endpoint_weights histogram) are recorded
+// by gRPC-Go's policy itself, with the names, units and labels gRPC
+// registers; DataPlane turns them into instruments of the same names,
+// labelled with grpc.target, grpc.lb.locality and
+// grpc.lb.backend_service (the leaf cluster), which gRPC-Go's policies
+// cannot fill in on channels whose policies are not its own.
+//
+// pick_first's are counted from the connections of every endpoint policy
+// (each of them connects with pick_first): connection attempts that
+// succeeded (CONNECTING to READY), that failed (CONNECTING to
+// TRANSIENT_FAILURE) and disconnections (READY to anything else), with
+// the same labels.
+const (
+	MetricPickFirstDisconnections              = "grpc.lb.pick_first.disconnections"
+	MetricPickFirstConnectionAttemptsSucceeded = "grpc.lb.pick_first.connection_attempts_succeeded"
+	MetricPickFirstConnectionAttemptsFailed    = "grpc.lb.pick_first.connection_attempts_failed"
+	MetricWRRRRFallback                        = "grpc.lb.wrr.rr_fallback"
+	MetricWRREndpointWeightNotYetUsable        = "grpc.lb.wrr.endpoint_weight_not_yet_usable"
+	MetricWRREndpointWeightStale               = "grpc.lb.wrr.endpoint_weight_stale"
+	MetricWRREndpointWeights                   = "grpc.lb.wrr.endpoint_weights"
+	// KeyLocality is the locality label of gRFC A78:
+	// {region="r", zone="z", sub_zone="s"}.
+	KeyLocality = "grpc.lb.locality"
+)
+
+// lbMetrics holds the instruments of the load-balancing metrics.
+type lbMetrics struct {
+	meter                          metric.Meter
+	disconnects, succeeded, failed metric.Int64Counter
+
+	mu     sync.Mutex
+	counts map[string]metric.Float64Counter   // gRPC's counters, by name
+	histos map[string]metric.Float64Histogram // gRPC's histograms, by name
+}
+
+func newLBMetrics(meter metric.Meter) (*lbMetrics, error) {
+	m := &lbMetrics{meter: meter, counts: map[string]metric.Float64Counter{}, histos: map[string]metric.Float64Histogram{}}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return c
+	}
+	m.disconnects = counter(MetricPickFirstDisconnections, "{disconnection}", "Connections of the endpoint policies of xdslens channels that were READY and are not any more.")
+	m.succeeded = counter(MetricPickFirstConnectionAttemptsSucceeded, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that succeeded.")
+	m.failed = counter(MetricPickFirstConnectionAttemptsFailed, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that failed.")
+	return m, errors.Join(errs...)
+}
+
+func lbAttrs(target, leaf, locality string) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String(KeyTarget, target), attribute.String(KeyBackendService, leaf), attribute.String(KeyLocality, locality))
+}
+
+// connectionChanged counts what pick_first's metrics count.
+func (m *lbMetrics) connectionChanged(i xdsgrpc.ConnectionInfo) {
+	var c metric.Int64Counter
+	switch {
+	case i.From == connectivity.Connecting && i.To == connectivity.Ready:
+		c = m.succeeded
+	case i.From == connectivity.Connecting && i.To == connectivity.TransientFailure:
+		c = m.failed
+	case i.From == connectivity.Ready:
+		c = m.disconnects
+	default:
+		return
+	}
+	c.Add(context.Background(), 1, lbAttrs(i.Target, i.Leaf, i.Locality))
+}
+
+// lbMetric records a metric of gRPC's registry under its own name.
+func (m *lbMetrics) lbMetric(i xdsgrpc.LBMetricInfo) {
+	ctx, opt := context.Background(), lbAttrs(i.Target, i.Leaf, i.Locality)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i.Histogram {
+		h, ok := m.histos[i.Name]
+		if !ok {
+			var err error
+			if h, err = m.meter.Float64Histogram(i.Name, metric.WithUnit(i.Unit)); err != nil {
+				return // a name the SDK refuses: nothing to record on
+			}
+			m.histos[i.Name] = h
+		}
+		h.Record(ctx, i.Value, opt)
+		return
+	}
+	c, ok := m.counts[i.Name]
+	if !ok {
+		var err error
+		if c, err = m.meter.Float64Counter(i.Name, metric.WithUnit(i.Unit)); err != nil {
+			return
+		}
+		m.counts[i.Name] = c
+	}
+	c.Add(ctx, i.Value, opt)
+}
