@@ -181,6 +181,30 @@ func TestCIRunsEveryCommand(t *testing.T) {
 	}
 }
 
+// TestReadmeBuildsGrpcdebugFromATag checks that the steps to build
+// grpcdebug check out v1.0.5, the version that builds from its source as
+// fetched, and do not offer its main branch, which does not.
+func TestReadmeBuildsGrpcdebugFromATag(t *testing.T) {
+	for _, name := range []string{"README.md", "csds/README.md"} {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, steps, ok := strings.Cut(string(b), "git clone https://github.com/grpc-ecosystem/grpcdebug\n")
+		if !ok {
+			t.Errorf("%s no longer says how to build grpcdebug", name)
+			continue
+		}
+		steps, _, _ = strings.Cut(steps, "```")
+		if !strings.Contains(steps, "\ngit checkout v1.0.5\n") {
+			t.Errorf("%s: the grpcdebug build steps do not check out v1.0.5 on a line of its own:\n%s", name, steps)
+		}
+		if strings.Contains(steps, "main") {
+			t.Errorf("%s: the grpcdebug build steps offer its main branch, which does not build as fetched:\n%s", name, steps)
+		}
+	}
+}
+
 // TestEveryTestBinaryEndsThroughTestmain checks that every test package's
 // TestMain ends through package testmain, so that no test binary of the
 // README's test command idles for the race detector's pause at exit.
