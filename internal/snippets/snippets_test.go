@@ -181,6 +181,35 @@ func TestCIRunsEveryCommand(t *testing.T) {
 	}
 }
 
+// TestReadmeSaysWhatTheTestsNeed checks that the quick start says, after
+// its test command, which Debian packages the whole run needs and that
+// their tests skip without them, and that .ci/run installs those
+// packages: a skipped package still prints "ok".
+func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, quick, _ := strings.Cut(string(readme), "## Quick start")
+	quick, _, _ = strings.Cut(quick, "\n## ")
+	_, after, ok := strings.Cut(quick, "\ngo test -race -vet=all ./... ")
+	if !ok {
+		t.Fatal("the quick start does not give the test command")
+	}
+	for _, want := range []string{"`prometheus`", "`jsonnet`", "skip", "`.ci/run` installs"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("the quick start does not say %s after its test command", want)
+		}
+	}
+	if !regexp.MustCompile(`apt-get install[^\n]* prometheus jsonnet`).Match(ci) {
+		t.Error(".ci/run does not install Debian's prometheus and jsonnet packages")
+	}
+}
+
 // TestReadmeBuildsGrpcdebugFromATag checks that the steps to build
 // grpcdebug check out v1.0.5, the version that builds from its source as
 // fetched, and do not offer its main branch, which does not.
