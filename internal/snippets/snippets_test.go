@@ -152,6 +152,17 @@ func TestEveryPackageIsVetted(t *testing.T) {
 	}
 }
 
+// readRoot returns the file at the slash-separated path name under the
+// module root.
+func readRoot(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // compareCommand runs the comparison with grpc-go's xDS client, a module of
 // its own (compare/go.mod) that the test command's ./... does not reach.
 const compareCommand = "(cd compare && go test -race -vet=all ./...)"
@@ -160,19 +171,12 @@ const compareCommand = "(cd compare && go test -race -vet=all ./...)"
 // the comparison's, and that CI runs both as the README gives them: the
 // comparison lives outside ./..., so nothing else would notice it dropped.
 func TestCIRunsEveryCommand(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme, ci := readRoot(t, "README.md"), readRoot(t, ".ci/run")
 	for _, cmd := range []string{"go test -race -vet=all ./...", compareCommand} {
-		if !strings.Contains(string(readme), "\n"+cmd+" ") {
+		if !strings.Contains(readme, "\n"+cmd+" ") {
 			t.Errorf("the README does not give %q in a code block", cmd)
 		}
-		if !strings.Contains(string(ci), "\n"+cmd+"\n") {
+		if !strings.Contains(ci, "\n"+cmd+"\n") {
 			t.Errorf(".ci/run does not run %q on a line of its own", cmd)
 		}
 	}
@@ -186,15 +190,8 @@ func TestCIRunsEveryCommand(t *testing.T) {
 // their tests skip without them, and that .ci/run installs those
 // packages: a skipped package still prints "ok".
 func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, quick, _ := strings.Cut(string(readme), "## Quick start")
+	readme, ci := readRoot(t, "README.md"), readRoot(t, ".ci/run")
+	_, quick, _ := strings.Cut(readme, "## Quick start")
 	quick, _, _ = strings.Cut(quick, "\n## ")
 	_, after, ok := strings.Cut(quick, "\ngo test -race -vet=all ./... ")
 	if !ok {
@@ -205,7 +202,7 @@ func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
 			t.Errorf("the quick start does not say %s after its test command", want)
 		}
 	}
-	if !regexp.MustCompile(`apt-get install[^\n]* prometheus jsonnet`).Match(ci) {
+	if !regexp.MustCompile(`apt-get install[^\n]* prometheus jsonnet`).MatchString(ci) {
 		t.Error(".ci/run does not install Debian's prometheus and jsonnet packages")
 	}
 }
@@ -215,11 +212,7 @@ func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
 // fetched, and do not offer its main branch, which does not.
 func TestReadmeBuildsGrpcdebugFromATag(t *testing.T) {
 	for _, name := range []string{"README.md", "csds/README.md"} {
-		b, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, steps, ok := strings.Cut(string(b), "git clone https://github.com/grpc-ecosystem/grpcdebug\n")
+		_, steps, ok := strings.Cut(readRoot(t, name), "git clone https://github.com/grpc-ecosystem/grpcdebug\n")
 		if !ok {
 			t.Errorf("%s no longer says how to build grpcdebug", name)
 			continue
