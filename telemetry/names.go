@@ -91,7 +91,9 @@ const (
 	// KeyTarget is the client's target: the pool key, "#server" for
 	// xDS-enabled servers.
 	KeyTarget = "grpc.target"
-	// KeyServer is the xDS server's URI from the bootstrap.
+	// KeyServer is the xDS server's URI from the bootstrap, as shown:
+	// any user info, query and fragment replaced by "[redacted]"
+	// (bootstrap.ServerConfig.ShownURI).
 	KeyServer = "grpc.xds.server"
 	// KeyAuthority is the xDS authority of a resource name, "#old" for
 	// names that are not xdstp:// names.

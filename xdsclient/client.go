@@ -142,7 +142,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 // no lock is needed.
 func (c *Client) decodeOptions(s *bootstrap.ServerConfig) xdsresource.DecodeOptions {
 	return xdsresource.DecodeOptions{
-		ServerURI:     s.URI,
+		ServerURI:     s.ShownURI(),
 		TrustedServer: s.TrustedXDSServer,
 		HasCertificateProvider: func(name string) bool {
 			_, ok := c.cfg.CertificateProviders[name]
@@ -373,7 +373,8 @@ type EntrySnapshot struct {
 	// Authority is the xDS authority of the name ("#old" for old-style
 	// names).
 	Authority string
-	// Server is the URI of the xDS server the entry is subscribed on.
+	// Server is the URI of the xDS server the entry is subscribed on, as
+	// shown (bootstrap.ServerConfig.ShownURI).
 	Server string
 	// State is the A88 cache state.
 	State CacheState

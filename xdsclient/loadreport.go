@@ -20,7 +20,6 @@ import (
 // guarded by Client.mu; the rest is read-only after creation.
 type loadServer struct {
 	key  string
-	uri  string
 	cc   *grpc.ClientConn
 	rep  *lrs.Reporter
 	refs int
@@ -30,7 +29,11 @@ type loadServer struct {
 // cluster and its EDS service name edsService, and returns where to
 // record it and a func that stops using it. For a Cluster whose
 // LRSServer is set (lrs_server is self), server is the URI of the xDS
-// server that sent it, the Resource's Server.
+// server that sent it, the Resource's Server. server is a URI as the
+// client shows it (bootstrap.ServerConfig.ShownURI, credentials hidden),
+// or as the bootstrap writes it; when two servers of the bootstrap are
+// shown alike (they differ only in hidden parts), one the client has a
+// channel to is preferred, then the first in the bootstrap.
 //
 // The users of one server share one LRS stream, and the users of one
 // cluster and service one ClusterLoad. The stream is opened at once and
@@ -60,12 +63,12 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 	st := c.s.Of(tx)
 	if st.closed {
 		tx.Unlock()
-		return nil, nil, fmt.Errorf("xdsclient: load report to %q: %w", server, ErrClosed)
+		return nil, nil, fmt.Errorf("xdsclient: load report to %s: %w", xerr.Shown(bootstrap.ShowURI(server)), ErrClosed)
 	}
 	s := c.serverNamed(tx, server)
 	if s == nil {
 		tx.Unlock()
-		return nil, nil, fmt.Errorf("xdsclient: load report to %q: not an xds_servers entry of the bootstrap", server)
+		return nil, nil, fmt.Errorf("xdsclient: load report to %s: not an xds_servers entry of the bootstrap", xerr.Shown(bootstrap.ShowURI(server)))
 	}
 	ls := st.loadServers[s.Key()]
 	if ls == nil {
@@ -74,8 +77,8 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 			tx.Unlock()
 			return nil, nil, fmt.Errorf("xdsclient: load report: %w", err)
 		}
-		ls = &loadServer{key: s.Key(), uri: s.URI, cc: cc}
-		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents()), lrs.WithLabels(c.o.target, s.URI))
+		ls = &loadServer{key: s.Key(), cc: cc}
+		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s)), lrs.WithLabels(c.o.target, s.ShownURI()))
 		if st.loadServers == nil {
 			st.loadServers = map[string]*loadServer{}
 		}
@@ -108,22 +111,24 @@ func (ls *loadServer) stop() {
 	ls.cc.Close()
 }
 
-// serverNamed returns the bootstrap server whose URI is uri, preferring
-// one the client has a channel to; nil if none.
+// serverNamed returns the bootstrap server whose URI, as shown or as
+// written, is uri, preferring one the client has a channel to; nil if
+// none.
 func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
+	named := func(s *bootstrap.ServerConfig) bool { return s.URI == uri || s.ShownURI() == uri }
 	for _, s := range c.auths.Servers(tx) {
-		if s.URI() == uri {
+		if named(s.Config()) {
 			return s.Config()
 		}
 	}
 	for _, s := range c.cfg.Servers {
-		if s.URI == uri {
+		if named(s) {
 			return s
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.cfg.Authorities)) {
 		for _, s := range c.cfg.Authorities[name].Servers {
-			if s.URI == uri {
+			if named(s) {
 				return s
 			}
 		}
@@ -131,10 +136,11 @@ func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
 	return nil
 }
 
-// loadEvents has a Reporter call the client's hooks, on its own
-// goroutine: a load report hook that blocks holds back only that LRS
-// stream.
-func (c *Client) loadEvents() lrs.Events {
+// loadEvents has the Reporter of server s call the client's hooks, on its
+// own goroutine: a load report hook that blocks holds back only that LRS
+// stream. The errors of its streams, which gRPC may write with the
+// server's URI, are redacted as the ADS streams' are.
+func (c *Client) loadEvents(s *bootstrap.ServerConfig) lrs.Events {
 	return lrs.Events{
 		StreamStarted: func(i LoadReportStreamInfo) {
 			if f := c.hooks().LoadReportStreamStarted; f != nil {
@@ -142,6 +148,7 @@ func (c *Client) loadEvents() lrs.Events {
 			}
 		},
 		StreamEnded: func(i LoadReportStreamEndInfo) {
+			i.Err = xerr.Redacted(i.Err, s.Redact)
 			if f := c.hooks().LoadReportStreamEnded; f != nil {
 				f(i)
 			}

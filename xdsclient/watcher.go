@@ -62,7 +62,8 @@ type Resource struct {
 	Value any
 	// Raw is the resource as received.
 	Raw *anypb.Any
-	// Server is the URI of the xDS server that sent it.
+	// Server is the URI of the xDS server that sent it, as shown
+	// (bootstrap.ServerConfig.ShownURI): what ReportLoad takes.
 	Server string
 	// ReceivedAt is when the response of Version arrived.
 	ReceivedAt time.Time

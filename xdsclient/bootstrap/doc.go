@@ -57,6 +57,21 @@
 // channel_creds type is "insecure" is a bootstrap error here, not a
 // failure to connect later.
 //
+// # Server URIs as shown
+//
+// A "server_uri" may carry a credential: user info in the authority
+// ("passthrough://user:pw@/host:443") or in the endpoint
+// ("dns:///user:pw@host:443"), or a query or fragment ("...?token=...").
+// The client dials the URI as written, and shows it everywhere else as
+// [ServerConfig.ShownURI] gives it: those parts replaced by [Redacted],
+// the scheme, host, port and path kept, so that
+// "dns:///user:pw@host:443?token=t" is shown as
+// "dns:///[redacted]@host:443?[redacted]", the same every time (the
+// grpc.xds.server label of the client's metrics, its logs, its hooks,
+// the errors it gives watchers). [ShowURI] is the one parser of what may
+// be shown; [ServerConfig.Redact] hides the same parts in text that may
+// quote them, such as the errors of a gRPC channel dialled with the URI.
+//
 // # Errors
 //
 // Parsing is strict about what it knows and silent about what it does not:

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/xdslens/xdslens/internal/truncate"
 )
 
 // fieldError is a bootstrap error tied to one place in the JSON document.
@@ -79,6 +81,14 @@ func kindOf(raw json.RawMessage) kind {
 		return kindNumber
 	}
 }
+
+// maxQuoted bounds a string of the bootstrap quoted in an error, as the
+// client bounds a server's strings.
+const maxQuoted = 1 << 10
+
+// quote returns s, a string of the bootstrap, quoted in Go syntax for an
+// error message, cut at maxQuoted bytes.
+func quote(s string) string { return strconv.Quote(truncate.String(s, maxQuoted)) }
 
 // maxShown is how many bytes of a bad value an error message shows.
 const maxShown = 64

@@ -252,7 +252,7 @@ func (s *ServerConfig) Key() string {
 	return string(key)
 }
 
-// String returns the server URI.
+// String returns the server URI as shown: [ServerConfig.ShownURI].
 func (s *ServerConfig) String() string {
-	return s.URI
+	return s.ShownURI()
 }

@@ -109,15 +109,15 @@ func (s *ServerConfig) TransportCredentials() (credentials.TransportCredentials,
 	case CredsTLS:
 		set, err := parseTLSConfig("config", s.SelectedCreds.Config)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: tls channel creds: %w", s.URI, err)
+			return nil, fmt.Errorf("server %s: tls channel creds: %w", quote(s.ShownURI()), err)
 		}
 		c, err := newTLSCreds(set, time.Now)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: tls channel creds: %w", s.URI, err)
+			return nil, fmt.Errorf("server %s: tls channel creds: %w", quote(s.ShownURI()), err)
 		}
 		return c, nil
 	default:
-		return nil, fmt.Errorf("server %q: channel creds type %q is not supported", s.URI, s.SelectedCreds.Type)
+		return nil, fmt.Errorf("server %s: channel creds type %q is not supported", quote(s.ShownURI()), s.SelectedCreds.Type)
 	}
 }
 

@@ -239,7 +239,7 @@ func (a *Authority) serverList(last int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q", a.servers[i].URI)
+		fmt.Fprintf(&b, "%q", a.servers[i].ShownURI())
 	}
 	return b.String()
 }
@@ -301,7 +301,7 @@ func (as *Authorities) fallback(tx *txn.Tx, a *Authority, reason error) bool {
 	for i := st.active + 1; i < len(a.servers); i++ {
 		next, err := as.server(tx, a.servers[i])
 		if err != nil {
-			as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback server unusable; trying the next one", "authority", a.name, "fallback", a.servers[i].URI, "priority", i, "err", xerr.ShownErr(err))
+			as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback server unusable; trying the next one", "authority", a.name, "fallback", a.servers[i].ShownURI(), "priority", i, "err", xerr.ShownErr(err))
 			continue
 		}
 		st.chans[i] = next
