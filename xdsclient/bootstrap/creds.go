@@ -103,6 +103,11 @@ func (s *ServerConfig) parseCallCreds(o object) error {
 // application_default_credentials.json, or the metadata server of Google
 // Cloud); without them it is an error that says so.
 func (s *ServerConfig) DialOptions() ([]grpc.DialOption, error) {
+	opts, err := s.dialOptions()
+	return opts, bounded(err)
+}
+
+func (s *ServerConfig) dialOptions() ([]grpc.DialOption, error) {
 	var opts []grpc.DialOption
 	if s.SelectedCreds.Type == CredsGoogleDefault {
 		// The context carries the token requests of the credentials for
@@ -117,7 +122,7 @@ func (s *ServerConfig) DialOptions() ([]grpc.DialOption, error) {
 		}
 		opts = append(opts, grpc.WithCredentialsBundle(bundle))
 	} else {
-		tc, err := s.TransportCredentials()
+		tc, err := s.transportCredentials()
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +131,7 @@ func (s *ServerConfig) DialOptions() ([]grpc.DialOption, error) {
 	for _, cc := range s.CallCreds {
 		creds, err := jwt.NewTokenFileCallCredentials(cc.JWTTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("server %s: call creds type %q: %w", quote(s.ShownURI()), cc.Type, err)
+			return nil, fmt.Errorf("server %s: call creds type %s: %w", quote(s.ShownURI()), quote(cc.Type), err)
 		}
 		opts = append(opts, grpc.WithPerRPCCredentials(creds))
 	}

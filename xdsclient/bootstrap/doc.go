@@ -81,4 +81,12 @@
 //	xds bootstrap: xds_servers[0].channel_creds: no supported type among ["unknown_creds" "foo"]
 //
 // A key whose value is null counts as absent.
+//
+// Errors are bounded as the client bounds what a server sends: each
+// string of the bootstrap an error quotes (a type, a name, a template, a
+// file name) is cut at 1 KiB, the message about one field at 8 KiB, the
+// whole error at 16 KiB, each cut marked "...[N more bytes]". A bootstrap
+// read from the environment by the default pool of a gRPC channel makes
+// its error the status of every RPC, so no bootstrap can make those
+// messages large.
 package bootstrap
