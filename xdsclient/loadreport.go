@@ -1,12 +1,17 @@
 package xdsclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
@@ -139,9 +144,12 @@ func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
 // loadEvents has the Reporter of server s call the client's hooks, on its
 // own goroutine: a load report hook that blocks holds back only that LRS
 // stream. The errors of its streams, which gRPC may write with the
-// server's URI, are redacted as the ADS streams' are.
+// server's URI, are redacted as the ADS streams' are, and their failures
+// are logged (lrsLog).
 func (c *Client) loadEvents(s *bootstrap.ServerConfig) lrs.Events {
+	log := &lrsLog{logger: c.logger, server: s.ShownURI()}
 	return lrs.Events{
+		ResponseReceived: func(lrs.ResponseInfo) { log.responded() },
 		StreamStarted: func(i LoadReportStreamInfo) {
 			if f := c.hooks().LoadReportStreamStarted; f != nil {
 				f(i)
@@ -149,6 +157,7 @@ func (c *Client) loadEvents(s *bootstrap.ServerConfig) lrs.Events {
 		},
 		StreamEnded: func(i LoadReportStreamEndInfo) {
 			i.Err = xerr.Redacted(i.Err, s.Redact)
+			log.ended(i)
 			if f := c.hooks().LoadReportStreamEnded; f != nil {
 				f(i)
 			}
@@ -159,4 +168,48 @@ func (c *Client) loadEvents(s *bootstrap.ServerConfig) lrs.Events {
 			}
 		},
 	}
+}
+
+// lrsLog writes the log lines of the LRS streams to one server, as the
+// client logs its ADS streams: a stream that fails before any response
+// (it could not be created, or ended without a valid LoadStatsResponse)
+// is a warning the first time, and again when the cause (the status code)
+// changes; the retries that fail the same way are at debug level, and the
+// first response after failures is at info. A stream ended by ReportLoad's
+// release or Close is not logged. Its methods run on the Reporter's
+// goroutine, one at a time.
+type lrsLog struct {
+	logger  *slog.Logger
+	server  string
+	failing bool       // no response since the last failure logged
+	cause   codes.Code // the status code of that failure
+}
+
+// ended logs the end of a stream attempt.
+func (l *lrsLog) ended(i LoadReportStreamEndInfo) {
+	switch {
+	case errors.Is(i.Err, lrs.ErrStopped):
+	case i.ResponseReceived:
+		l.failing = false
+		l.log(slog.LevelDebug, "LRS stream ended after a response; reconnecting", "err", xerr.ShownErr(i.Err), "reports", i.Reports)
+	default:
+		code, level := status.Code(i.Err), slog.LevelWarn
+		if l.failing && code == l.cause {
+			level = slog.LevelDebug
+		}
+		l.failing, l.cause = true, code
+		l.log(level, "LRS stream failed before any response; loads wait for the next stream", "err", xerr.ShownErr(i.Err), "created", i.Created, "backoff", i.Backoff)
+	}
+}
+
+// responded logs the first response after failures.
+func (l *lrsLog) responded() {
+	if l.failing {
+		l.failing = false
+		l.log(slog.LevelInfo, "LRS stream answered again; load reports resume")
+	}
+}
+
+func (l *lrsLog) log(level slog.Level, msg string, args ...any) {
+	l.logger.Log(context.Background(), level, msg, append(args, "server", l.server)...)
 }
