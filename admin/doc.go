@@ -24,8 +24,10 @@
 // whole process (as grpc-go's channelz service does), so every
 // grpc.ClientConn created afterwards is listed, the xDS client's channels
 // included: one top channel per xDS server the client talks to, whose
-// target is the server_uri of the bootstrap and whose state is the
-// channel's connectivity state. A channel the client closes (its last
+// target is the server_uri of the bootstrap, as written (credentials in
+// it included: channelz is the one place xdslens does not hide them, see
+// bootstrap.ServerConfig.ShownURI), and whose state is the channel's
+// connectivity state. A channel the client closes (its last
 // watch cancelled, a switch back from a fallback server, Close) leaves the
 // list. Channelz is process-wide: it also lists channels and servers that
 // are not xdslens's.

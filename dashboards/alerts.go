@@ -29,6 +29,12 @@ type AlertOptions struct {
 	// FallbackFor is how long an authority must use a server other than
 	// its primary before XdsClientOnFallbackServer fires.
 	FallbackFor time.Duration
+	// LoadReportingWindow and LoadReportingFor:
+	// XdsClientLoadReportingFailing fires when, for LoadReportingFor, the
+	// LRS streams to a server have failed within the last
+	// LoadReportingWindow and no load report went out in it.
+	LoadReportingWindow time.Duration
+	LoadReportingFor    time.Duration
 	// LatencyQuantile, LatencySLO, LatencyWindow and LatencyFor:
 	// XdsClientFetchLatencyHigh fires when the LatencyQuantile quantile of
 	// the answered fetches over LatencyWindow stays above LatencySLO for
@@ -66,21 +72,23 @@ type AlertOptions struct {
 // DefaultAlertOptions returns the thresholds of the committed rule file.
 func DefaultAlertOptions() AlertOptions {
 	return AlertOptions{
-		DisconnectedFor:  5 * time.Minute,
-		FlapWindow:       30 * time.Minute,
-		FlapFailures:     3,
-		NACKedFor:        5 * time.Minute,
-		MissingFor:       5 * time.Minute,
-		ReceivedErrorFor: 5 * time.Minute,
-		FallbackFor:      5 * time.Minute,
-		LatencyQuantile:  0.99,
-		LatencySLO:       5 * time.Second,
-		LatencyWindow:    10 * time.Minute,
-		LatencyFor:       15 * time.Minute,
-		ScrapeFailedFor:  5 * time.Minute,
-		ScrapeLookback:   time.Hour,
-		RunbookURL:       "https://github.com/xdslens/xdslens/blob/main/dashboards/RUNBOOK.md",
-		DataPlane:        defaultDataPlaneAlertOptions(),
+		DisconnectedFor:     5 * time.Minute,
+		FlapWindow:          30 * time.Minute,
+		FlapFailures:        3,
+		NACKedFor:           5 * time.Minute,
+		MissingFor:          5 * time.Minute,
+		ReceivedErrorFor:    5 * time.Minute,
+		FallbackFor:         5 * time.Minute,
+		LoadReportingWindow: 10 * time.Minute,
+		LoadReportingFor:    5 * time.Minute,
+		LatencyQuantile:     0.99,
+		LatencySLO:          5 * time.Second,
+		LatencyWindow:       10 * time.Minute,
+		LatencyFor:          15 * time.Minute,
+		ScrapeFailedFor:     5 * time.Minute,
+		ScrapeLookback:      time.Hour,
+		RunbookURL:          "https://github.com/xdslens/xdslens/blob/main/dashboards/RUNBOOK.md",
+		DataPlane:           defaultDataPlaneAlertOptions(),
 	}
 }
 
@@ -138,6 +146,9 @@ const (
 	// AlertFetchLatencyHigh: the control plane answers new subscriptions
 	// slower than the SLO.
 	AlertFetchLatencyHigh = "XdsClientFetchLatencyHigh"
+	// AlertLoadReportingFailing: the LRS streams to a server fail and no
+	// load report goes out.
+	AlertLoadReportingFailing = "XdsClientLoadReportingFailing"
 )
 
 // where is the description text that locates a client process.
@@ -259,9 +270,35 @@ func AlertRules(o AlertOptions) RuleGroup {
 				promDuration(o.LatencyWindow), o.LatencySLO),
 			RunbookURL: runbook(AlertFetchLatencyHigh),
 		},
+		loadReportingRule(o, s, runbook),
 	)
 	rules = append(rules, dataPlaneRules(o, s, runbook)...)
 	return RuleGroup{Name: "xdslens-xds-client-alerts", Rules: rules}
+}
+
+// loadReportingRule returns the alert on load reporting: LRS streams to a
+// server that failed before any response within the window, while no
+// report went out in it. A stream that a release or Close ends is no
+// failure, and a blip that the next stream repairs sends reports again.
+func loadReportingRule(o AlertOptions, s func(string, ...string) string, runbook func(string) string) Rule {
+	window := promDuration(o.LoadReportingWindow)
+	increase := func(metric string) string {
+		return withoutScope("sum", fmt.Sprintf("increase(%s[%s])", s(metric), window)) + " > 0"
+	}
+	return Rule{
+		Alert:    AlertLoadReportingFailing,
+		Expr:     increase(MetricLRSStreamFailures) + " unless " + increase(MetricLRSReports),
+		For:      o.LoadReportingFor,
+		Severity: "warning",
+		Summary:  "xDS client cannot report load to {{ $labels.grpc_xds_server }}",
+		Description: "The LRS (load reporting) streams of the xDS " + where + " to {{ $labels.grpc_xds_server }} " +
+			"keep failing before any response (Prometheus estimates {{ $value | printf \"%.1f\" }} failures in the last " + window +
+			") and no load report went out in that window, for more than " + promDuration(o.LoadReportingFor) + ". " +
+			"The loads are kept and go out with the next stream's first report, but meanwhile the control plane " +
+			"balances traffic on stale figures. During fallback (gRFC A71) the clusters of the fallback server " +
+			"report their load to it: a fallback server without LRS fires this alert.",
+		RunbookURL: runbook(AlertLoadReportingFailing),
+	}
 }
 
 // scrapeRules returns the alerts on the scrape itself: a process

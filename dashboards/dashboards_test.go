@@ -326,6 +326,7 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricLRSStreamsStarted:         {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.MetricLRSStreamsEnded:           {dashboards.LabelTarget, dashboards.LabelServer, dashboards.LabelResponseReceived},
 	dashboards.MetricLRSStreamsStartFailed:     {dashboards.LabelTarget, dashboards.LabelServer},
+	dashboards.MetricLRSStreamFailures:         {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.MetricDataPlanePicks:            {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelOutcome},
 	dashboards.MetricDataPlaneCalls:            {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelLeafCluster, dashboards.LabelStatus},
 	dashboards.MetricDataPlaneDrops:            {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelCategory},
@@ -440,7 +441,7 @@ func TestAlertRules(t *testing.T) {
 		dashboards.AlertServerDisconnected, dashboards.AlertServerFlapping,
 		dashboards.AlertResourcesNACKed, dashboards.AlertResourcesDoesNotExist,
 		dashboards.AlertResourcesError, dashboards.AlertOnFallback,
-		dashboards.AlertFetchLatencyHigh,
+		dashboards.AlertFetchLatencyHigh, dashboards.AlertLoadReportingFailing,
 		dashboards.AlertRPCsFailing, dashboards.AlertRPCsDropped,
 		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func readsDataPlane(expr string) bool {
 // what their RPCs become.
 var dataPlaneListeners = []string{
 	"ok",      // sent to cluster ok, answered OK
+	"lrs",     // sent to cluster lrs, answered OK; its load goes to the control plane, which has no LRS
 	"drop",    // dropped: cluster drop's endpoints drop 100 % as "throttle"
 	"full",    // overloaded: cluster full has max_requests 0
 	"busy",    // sent to cluster busy (max_requests 1), whose backend holds them: DEADLINE_EXCEEDED, one in flight
@@ -68,6 +70,7 @@ func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
 		return c
 	}
 	routeTo("ok", "ok")
+	routeTo("lrs", "lrs")
 	routeTo("drop", "drop")
 	routeTo("full", "full")
 	routeTo("busy", "busy")
@@ -80,6 +83,7 @@ func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
 	}}}
 	return append(res,
 		controlplane.Cluster("ok", ""), controlplane.Endpoints("ok", okAddr),
+		controlplane.ClusterWithLoadReporting("lrs", ""), controlplane.Endpoints("lrs", okAddr),
 		controlplane.Cluster("drop", ""), dropping,
 		maxRequests(controlplane.Cluster("full", ""), 0), controlplane.Endpoints("full", okAddr),
 		maxRequests(controlplane.Cluster("busy", ""), 1), controlplane.Endpoints("busy", heldAddr),
@@ -166,6 +170,10 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	// the panel's rate cannot show that first error, the counter has it.
 	prom.ExpectLabels(t, "config errors", dashboards.MetricDataPlaneConfigs+`{result="error"} > 0`, dashboards.LabelTarget, "xds:///absent")
 
+	// Load reports of cluster lrs go to the control plane, which does not
+	// serve LRS: its streams fail, and no report goes out.
+	prom.ExpectLabels(t, "LRS stream failures", panelExpr(t, "LRS stream failures", fleet)+" > 0", dashboards.LabelServer, cp.Addr())
+
 	// Every data-plane alert fires on what the scenario did.
 	want := map[string]struct {
 		label  string
@@ -175,13 +183,15 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		dashboards.AlertRPCsDropped:     {dashboards.LabelCategory, []string{"throttle"}},
 		dashboards.AlertCircuitBreaking: {dashboards.LabelBackendService, []string{"full"}},
 		dashboards.AlertNearMaxRequests: {dashboards.LabelLeafCluster, []string{"busy"}},
+		// The load reporting alert is the xDS client's, not the RPCs'.
+		dashboards.AlertLoadReportingFailing: {dashboards.LabelServer, []string{cp.Addr()}},
 	}
 	for _, r := range e2eRules().Rules {
 		if w, ok := want[r.Alert]; ok {
 			expectAlert(t, prom, r, w.label, w.values...)
 		}
 	}
-	prom.WaitForAlerts(t, dataPlaneAlerts)
+	prom.WaitForAlerts(t, append(slices.Clone(dataPlaneAlerts), dashboards.AlertLoadReportingFailing))
 
 	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
 		drawDataPlanePictures(t, prom, dir, "e2e-", start, time.Now())

@@ -288,8 +288,8 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		if r.Alert == dashboards.AlertScrapeFailed {
 			continue // checked once xdswatch is gone
 		}
-		if slices.Contains(dataPlaneAlerts, r.Alert) {
-			continue // TestDataPlaneOnPrometheus
+		if slices.Contains(dataPlaneAlerts, r.Alert) || r.Alert == dashboards.AlertLoadReportingFailing {
+			continue // TestDataPlaneOnPrometheus, whose channels report load
 		}
 		w, ok := want[r.Alert]
 		if !ok {
@@ -425,6 +425,7 @@ func e2eRules() dashboards.RuleGroup {
 	o.ScrapeFailedFor = 0
 	o.FlapWindow, o.FlapFailures = time.Minute, 1
 	o.LatencyWindow, o.LatencySLO = time.Minute, e2eSLO
+	o.LoadReportingWindow, o.LoadReportingFor = time.Minute, 0
 	d := &o.DataPlane
 	d.RateWindow = time.Minute
 	d.FailingFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0

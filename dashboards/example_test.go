@@ -46,6 +46,7 @@ func ExampleAlertRules() {
 	// XdsClientResourcesReceivedError warning
 	// XdsClientOnFallbackServer warning
 	// XdsClientFetchLatencyHigh warning
+	// XdsClientLoadReportingFailing warning
 	// XdsClientRPCsFailing critical
 	// XdsClientRPCsDropped warning
 	// XdsClientCircuitBreaking warning

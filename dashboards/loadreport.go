@@ -11,9 +11,9 @@ import (
 // reports carried.
 func (g *gen) loadReportingRow() row {
 	return row{"Load reporting (LRS)", []panel{
-		{g.lrsReports(), 6, 8, nil},
+		{g.lrsReports(), 6, 8, []string{AlertLoadReportingFailing}},
 		{g.lrsStreamsOpen(), 6, 8, nil},
-		{g.lrsStreamFailures(), 6, 8, nil},
+		{g.lrsStreamFailures(), 6, 8, []string{AlertLoadReportingFailing}},
 		{g.lrsCalls(), 6, 8, nil},
 	}}
 }
@@ -58,15 +58,19 @@ func (g *gen) lrsStreamsOpen() cog.Builder[dashboard.Panel] {
 
 func (g *gen) lrsStreamFailures() cog.Builder[dashboard.Panel] {
 	return timeSeries("LRS stream failures",
-		"LRS stream attempts that failed, per minute, per server over the selected processes: streams that "+
-			"ended before a valid LoadStatsResponse (red; the client backs off and tries again) and "+
-			"attempts that could not create a stream at all (orange; the server is unreachable).\n\n"+
-			"**Bad**: anything above zero that lasts: load reports are lost while no stream is open.\n\n"+
+		"LRS stream attempts that failed, per minute, per server over the selected processes: every attempt "+
+			"that failed before a valid LoadStatsResponse (red, `xdslens.xds_client.lrs_stream_failures`; the client "+
+			"logs the first of each cause as a warning, backs off and tries again), and the attempts that could "+
+			"not create a stream at all (orange; the server is unreachable).\n\n"+
+			"**Bad**: anything above zero that lasts: no load report goes out while no stream is open "+
+			"(the red series leaves out the streams that a release or Close ended; the alert "+
+			"XdsClientLoadReportingFailing fires on it when no report went out either). "+
+			"During fallback (gRFC A71) the load of the fallback server's clusters goes to the fallback server.\n\n"+
 			"**Do**: check the server address in the cluster's `lrs_server`, that the server implements "+
 			"LRS, and its logs for rejected streams.").
 		WithTarget(query("A",
-			"60 * "+sumBy(rate(g.sel(MetricLRSStreamsEnded, mTarget, mServer, LabelResponseReceived+`="false"`)), LabelServer),
-			"ended without a response "+legend(LabelServer))).
+			"60 * "+sumBy(rate(g.sel(MetricLRSStreamFailures, mTarget, mServer)), LabelServer),
+			"failed "+legend(LabelServer))).
 		WithTarget(query("B",
 			"60 * "+sumBy(rate(g.sel(MetricLRSStreamsStartFailed, mTarget, mServer)), LabelServer),
 			"failed to start "+legend(LabelServer))).

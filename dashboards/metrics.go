@@ -67,6 +67,11 @@ const (
 	// xdslens.xds_client.lrs_streams_start_failed: LRS stream attempts
 	// that could not create a stream.
 	MetricLRSStreamsStartFailed = "xdslens_xds_client_lrs_streams_start_failed_total"
+	// MetricLRSStreamFailures is the counter
+	// xdslens.xds_client.lrs_stream_failures: LRS stream attempts that
+	// failed before a valid response, created or not, those ended by a
+	// release or Close left out.
+	MetricLRSStreamFailures = "xdslens_xds_client_lrs_stream_failures_total"
 
 	// MetricDataPlanePicks is the counter xdslens.data_plane.picks: the
 	// outcome of every pick of an xdslens channel that did not wait, by

@@ -153,8 +153,36 @@ func ruleTests(o dashboards.AlertOptions) []ruleTest {
 				firing{labelsOf(dashboards.LabelServer, "xds.example.com:443", dashboards.LabelResourceType, "envoy.config.cluster.v3.Cluster"), 9.91}),
 		},
 	}
+	tests = append(tests, loadReportingTest(o))
 	tests = append(tests, dataPlaneTests(o)...)
 	return append(tests, scrapeTests(o)...)
+}
+
+// loadReportingTest returns the test of the load reporting alert of o.
+func loadReportingTest(o dashboards.AlertOptions) ruleTest {
+	lrs := func(metric, server string) string {
+		return fmt.Sprintf(`%s{%s, %s, grpc_xds_server=%q}`, metric, pod, scope, server)
+	}
+	// Rates need two samples: pending from 1m.
+	at := time.Minute + o.LoadReportingFor
+	return ruleTest{
+		name: dashboards.AlertLoadReportingFailing,
+		series: map[string]string{
+			// A failure a minute and no report until 13m, when reports
+			// go out again.
+			lrs(dashboards.MetricLRSStreamFailures, "lrs.example.com:443"): "0+1x20",
+			lrs(dashboards.MetricLRSReports, "lrs.example.com:443"):        "5x12 6+1x10",
+			// One failure, and reports go on.
+			lrs(dashboards.MetricLRSStreamFailures, "ok.example.com:443"): "0x4 1x20",
+			lrs(dashboards.MetricLRSReports, "ok.example.com:443"):        "0+1x25",
+			// No load reported, no failure.
+			lrs(dashboards.MetricLRSStreamFailures, "idle.example.com:443"): "0x25",
+			lrs(dashboards.MetricLRSReports, "idle.example.com:443"):        "0x25",
+		},
+		evals: append(beforeAndAt(dashboards.AlertLoadReportingFailing, at,
+			firing{labelsOf(dashboards.LabelServer, "lrs.example.com:443"), at.Minutes()}),
+			ruleEval{at: 13 * time.Minute, alert: dashboards.AlertLoadReportingFailing}),
+	}
 }
 
 // dataPlaneTests returns the tests of the data-plane alerts of o.

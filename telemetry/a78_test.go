@@ -256,6 +256,7 @@ func TestInstrumentDefinitions(t *testing.T) {
 		{"xdslens.xds_client.lrs_streams_started", counter, "{stream}", ""},
 		{"xdslens.xds_client.lrs_streams_start_failed", counter, "{stream}", ""},
 		{"xdslens.xds_client.lrs_streams_ended", counter, "{stream}", ""},
+		{"xdslens.xds_client.lrs_stream_failures", counter, "{failure}", ""},
 		{"xdslens.xds_client.lrs_reports", counter, "{report}", ""},
 		{"xdslens.xds_client.lrs_calls", counter, "{call}", ""},
 	} {

@@ -55,6 +55,7 @@
 //	xdslens.xds_client.lrs_streams_started      Int64Counter            {stream}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_streams_start_failed Int64Counter            {stream}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_streams_ended        Int64Counter            {stream}        grpc.target, grpc.xds.server, response_received
+//	xdslens.xds_client.lrs_stream_failures      Int64Counter            {failure}       grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_reports              Int64Counter            {report}        grpc.target, grpc.xds.server
 //	xdslens.xds_client.lrs_calls                Int64Counter            {call}          grpc.target, grpc.xds.server, kind
 //
@@ -98,7 +99,12 @@
 // is the number of open streams; an attempt that could not create a
 // stream counts in lrs_streams_start_failed; response_received="false"
 // marks the streams that ended before a valid LoadStatsResponse (the
-// attempts that back off). The lrs_ series of a server exist from the
+// attempts that back off). lrs_stream_failures counts the attempts that
+// failed, created or not, before a valid LoadStatsResponse, leaving out
+// those that ReportLoad's release or the client's Close ended: each is a
+// retry after a backoff, and the client logs it (a warning for the first
+// failure of a cause, debug for the retries). The alert
+// XdsClientLoadReportingFailing fires on it. The lrs_ series of a server exist from the
 // client's first channel to it, since gRPC's clients report load to the
 // server that sent the cluster (lrs_server "self"); those of a server the
 // client has no xDS channel to appear with its first load report stream

@@ -2,10 +2,12 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
 
 // The values of the kind label of MetricLRSCalls.
@@ -41,19 +43,24 @@ func (cm *clientMetrics) lrsStreamStarted(i xdsclient.LoadReportStreamInfo) {
 // lrsStreamEnded counts the end of a stream that was created, or, for an
 // attempt that could not create one, a start failure, so that
 // lrs_streams_started minus lrs_streams_ended is the number of open
-// streams.
+// streams; and, for an attempt that failed before a response while the
+// reporting was not stopped, a failure.
 func (cm *clientMetrics) lrsStreamEnded(i xdsclient.LoadReportStreamEndInfo) {
-	var attrs metric.MeasurementOption
+	var attrs, server metric.MeasurementOption
 	counter := cm.inst.lrsStreamsEnded
 	if !cm.onServer(i.Server, func(s *serverSeries) {
-		attrs = s.endedAttrs(i.ResponseReceived)
+		attrs, server = s.endedAttrs(i.ResponseReceived), s.attrs
 		if !i.Created {
 			attrs, counter = s.attrs, cm.inst.lrsStreamsStartFailed
 		}
 	}) {
 		return
 	}
-	counter.Add(context.Background(), 1, attrs)
+	ctx := context.Background()
+	counter.Add(ctx, 1, attrs)
+	if !i.ResponseReceived && !errors.Is(i.Err, lrs.ErrStopped) {
+		cm.inst.lrsStreamFailures.Add(ctx, 1, server)
+	}
 }
 
 func (cm *clientMetrics) lrsReportSent(i xdsclient.LoadReportInfo) {

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +87,62 @@ func newLoadFixture(t *testing.T, cfg lrsserver.Config) loadFixture {
 	}
 	t.Cleanup(release)
 	return loadFixture{ctx, svc, srv, reader, load, release}
+}
+
+// lrs_stream_failures counts the LRS stream attempts that fail before a
+// response, created or not, and not those that a release ends, even
+// while a stream is being created.
+func TestLoadReportFailuresCounted(t *testing.T) {
+	t.Parallel()
+	ctx := xdstest.Context(t)
+	noLRS := xdstest.NewADSServer(t) // answers LRS with UNIMPLEMENTED
+	paused := xdstest.NewADSServer(t)
+	if err := paused.Pause(); err != nil { // streams wait while connecting
+		t.Fatal(err)
+	}
+	c := xdstest.NewClient(t, xdstest.Bootstrap{Servers: []string{noLRS.Addr(), paused.Addr()}}.Parse(t), clientOptions()...)
+	reader, _ := newMetrics(t, c)
+	var mu sync.Mutex
+	ends := map[string]int{}
+	t.Cleanup(c.AddHooks(&xdsclient.Hooks{LoadReportStreamEnded: func(i xdsclient.LoadReportStreamEndInfo) {
+		mu.Lock()
+		ends[i.Server]++
+		mu.Unlock()
+		xdstest.Notify()
+	}}))
+	server := func(addr string) string { return lbl(telemetry.KeyTarget, testTarget, telemetry.KeyServer, addr) }
+
+	_, release, err := c.ReportLoad(noLRS.Addr(), "c1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	if !xdstest.Until(ctx, func() bool {
+		got = series(collect(t, reader), telemetry.MetricLRSStreamFailures)
+		return got[server(noLRS.Addr())] >= 3
+	}) {
+		t.Fatalf("%s: %s, want 3 or more failures of %s", telemetry.MetricLRSStreamFailures, show(got), noLRS.Addr())
+	}
+	release()
+
+	// A stream still being created when the reporting is released ends,
+	// and is no failure.
+	_, release, err = c.ReportLoad(paused.Addr(), "c1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release() // the stream's creation waits on the paused server, or has not begun
+
+	mu.Lock()
+	n := ends[paused.Addr()]
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d stream ends for the released reporting, want 1", n)
+	}
+	if f := series(collect(t, reader), telemetry.MetricLRSStreamFailures)[server(paused.Addr())]; f != 0 {
+		t.Errorf("a release while the stream was being created counts %v failures, want 0", f)
+	}
+	if f := series(collect(t, reader), telemetry.MetricLRSStreamsStartFailed)[server(paused.Addr())]; f != 1 {
+		t.Errorf("%s = %v for the released attempt, want 1", telemetry.MetricLRSStreamsStartFailed, f)
+	}
 }

@@ -49,6 +49,7 @@ type instruments struct {
 	lrsStreamsStarted     metric.Int64Counter
 	lrsStreamsStartFailed metric.Int64Counter
 	lrsStreamsEnded       metric.Int64Counter
+	lrsStreamFailures     metric.Int64Counter
 	lrsReports            metric.Int64Counter
 	lrsCalls              metric.Int64Counter
 }
@@ -123,6 +124,8 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	check(MetricLRSStreamsStartFailed, err)
 	in.lrsStreamsEnded, err = meter.Int64Counter(MetricLRSStreamsEnded, metric.WithDescription(descLRSStreamsEnded), metric.WithUnit("{stream}"))
 	check(MetricLRSStreamsEnded, err)
+	in.lrsStreamFailures, err = meter.Int64Counter(MetricLRSStreamFailures, metric.WithDescription(descLRSFailures), metric.WithUnit("{failure}"))
+	check(MetricLRSStreamFailures, err)
 	in.lrsReports, err = meter.Int64Counter(MetricLRSReports, metric.WithDescription(descLRSReports), metric.WithUnit("{report}"))
 	check(MetricLRSReports, err)
 	in.lrsCalls, err = meter.Int64Counter(MetricLRSCalls, metric.WithDescription(descLRSCalls), metric.WithUnit("{call}"))

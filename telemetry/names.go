@@ -77,6 +77,14 @@ const (
 	// MetricLRSStreamsStarted minus MetricLRSStreamsEnded is the number of
 	// open streams.
 	MetricLRSStreamsEnded = "xdslens.xds_client.lrs_streams_ended"
+	// MetricLRSStreamFailures is an Int64Counter, unit {failure}, labels
+	// grpc.target and grpc.xds.server: LRS stream attempts that failed
+	// before a valid LoadStatsResponse (the stream could not be created,
+	// or it ended without one), when load reporting was not stopped. Each
+	// is followed by a retry after a backoff, and the client logs it (a
+	// warning for the first of a cause). The alert
+	// XdsClientLoadReportingFailing reads it.
+	MetricLRSStreamFailures = "xdslens.xds_client.lrs_stream_failures"
 	// MetricLRSReports is an Int64Counter, unit {report}, labels
 	// grpc.target and grpc.xds.server: load reports written to LRS streams.
 	MetricLRSReports = "xdslens.xds_client.lrs_reports"
@@ -91,7 +99,9 @@ const (
 	// KeyTarget is the client's target: the pool key, "#server" for
 	// xDS-enabled servers.
 	KeyTarget = "grpc.target"
-	// KeyServer is the xDS server's URI from the bootstrap.
+	// KeyServer is the xDS server's URI from the bootstrap, as shown:
+	// any user info, query and fragment replaced by "[redacted]"
+	// (bootstrap.ServerConfig.ShownURI).
 	KeyServer = "grpc.xds.server"
 	// KeyAuthority is the xDS authority of a resource name, "#old" for
 	// names that are not xdstp:// names.
@@ -157,6 +167,7 @@ const (
 	descLRSStreamsStarted = "A counter of LRS (load reporting) streams created."
 	descLRSStreamsEnded   = "A counter of LRS streams that ended, by whether a valid LoadStatsResponse was received on them."
 	descLRSReports        = "A counter of load reports sent on LRS streams."
+	descLRSFailures       = "A counter of LRS stream attempts that failed before a valid LoadStatsResponse, while load reporting was not stopped."
 	descLRSCalls          = "A counter of the calls carried by the load reports sent, by kind: issued, succeeded, errored, dropped."
 )
 

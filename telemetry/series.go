@@ -117,6 +117,7 @@ func (cm *clientMetrics) server(uri string) *serverSeries {
 	cm.bear(in.lrsStreamsStarted, s.attrs)
 	cm.bear(in.lrsStreamsStartFailed, s.attrs)
 	cm.bear(in.lrsStreamsEnded, s.ended[:]...)
+	cm.bear(in.lrsStreamFailures, s.attrs)
 	cm.bear(in.lrsReports, s.attrs)
 	cm.bear(in.lrsCalls, s.lrsCalls[:]...)
 	return s

@@ -133,6 +133,7 @@ func TestSeriesOfUnreachedServer(t *testing.T) {
 		telemetry.MetricLRSStreamsStarted:     {server(): 0},
 		telemetry.MetricLRSStreamsStartFailed: {server(): 0},
 		telemetry.MetricLRSStreamsEnded:       ended,
+		telemetry.MetricLRSStreamFailures:     {server(): 0},
 		telemetry.MetricLRSReports:            {server(): 0},
 		telemetry.MetricLRSCalls: {
 			server(telemetry.KeyKind, telemetry.CallsIssued):    0,

@@ -137,6 +137,11 @@ func TestNilWatcherPanicsAtTheCall(t *testing.T) {
 		{"WatchRouteConfig", func() { xdsclient.WatchRouteConfig(f.c, "c1", nil) }},
 		{"WatchCluster", func() { xdsclient.WatchCluster(f.c, "c1", nil) }},
 		{"WatchEndpoints", func() { xdsclient.WatchEndpoints(f.c, "c1", nil) }},
+		// Typed nils: an interface holding a nil pointer is not nil, and
+		// its first callback would crash on the client's goroutine.
+		{"Watch of a nil *pointerWatcher", func() { f.c.Watch(xdsresource.ClusterType, "c1", (*pointerWatcher)(nil)) }},
+		{"Watch of a nil funcWatcher", func() { f.c.Watch(xdsresource.ClusterType, "c1", funcWatcher(nil)) }},
+		{"WatchCluster of a nil *pointerTypedWatcher", func() { xdsclient.WatchCluster(f.c, "c1", (*pointerTypedWatcher)(nil)) }},
 	} {
 		v := panicOf(tc.watch)
 		if v == nil {
@@ -154,6 +159,29 @@ func TestNilWatcherPanicsAtTheCall(t *testing.T) {
 		t.Errorf("%d watchers of c1, want 1", e.Watchers)
 	}
 }
+
+// pointerWatcher is a Watcher whose methods read its fields: a nil one
+// crashes at its first callback.
+type pointerWatcher struct{ got []error }
+
+func (w *pointerWatcher) ResourceChanged(_ *xdsclient.Resource, err error) {
+	w.got = append(w.got, err)
+}
+func (w *pointerWatcher) AmbientError(err error) { w.got = append(w.got, err) }
+
+// funcWatcher is a Watcher that is a func: a nil one crashes when called.
+type funcWatcher func(error)
+
+func (f funcWatcher) ResourceChanged(_ *xdsclient.Resource, err error) { f(err) }
+func (f funcWatcher) AmbientError(err error)                           { f(err) }
+
+// pointerTypedWatcher is a TypedWatcher whose methods read its fields.
+type pointerTypedWatcher struct{ got []error }
+
+func (w *pointerTypedWatcher) ResourceChanged(_ *xdsresource.Cluster, err error) {
+	w.got = append(w.got, err)
+}
+func (w *pointerTypedWatcher) AmbientError(err error) { w.got = append(w.got, err) }
 
 // A watch on a closed client gets its one callback, ErrClosed, as every
 // callback runs: one at a time, in the order of the watches, never once

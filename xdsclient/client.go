@@ -142,7 +142,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 // no lock is needed.
 func (c *Client) decodeOptions(s *bootstrap.ServerConfig) xdsresource.DecodeOptions {
 	return xdsresource.DecodeOptions{
-		ServerURI:     s.URI,
+		ServerURI:     s.ShownURI(),
 		TrustedServer: s.TrustedXDSServer,
 		HasCertificateProvider: func(name string) bool {
 			_, ok := c.cfg.CertificateProviders[name]
@@ -184,10 +184,14 @@ func (c *Client) Bootstrap() *bootstrap.Config { return c.cfg }
 //
 // Watch panics if w is nil, as net/http's Handle does for a nil handler: a
 // nil watcher is a mistake in the calling code, found at the call rather
-// than when the client first has something to tell it.
+// than when the client first has something to tell it. A nil pointer (or
+// map, func, chan or slice) of a type that implements Watcher counts as
+// nil too: its first callback would crash the process on a goroutine of
+// the client's. That check costs one reflection per Watch, none per
+// callback.
 func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel func()) {
-	if w == nil {
-		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil Watcher")
+	if isNil(w) {
+		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil Watcher" + nilType(w))
 	}
 	nameErr := checkName(name)
 	ti := cache.Describe(typ) // the type's own methods, before the lock
@@ -369,7 +373,8 @@ type EntrySnapshot struct {
 	// Authority is the xDS authority of the name ("#old" for old-style
 	// names).
 	Authority string
-	// Server is the URI of the xDS server the entry is subscribed on.
+	// Server is the URI of the xDS server the entry is subscribed on, as
+	// shown (bootstrap.ServerConfig.ShownURI).
 	Server string
 	// State is the A88 cache state.
 	State CacheState

@@ -47,7 +47,8 @@
 //
 // No caller and no server can make the client hurt the others. Watch
 // refuses a name that is not valid UTF-8 or is longer than
-// MaxResourceNameSize, to that watcher alone, and panics on a nil watcher.
+// MaxResourceNameSize, to that watcher alone, and panics on a nil watcher,
+// a typed nil (a nil *T whose type implements Watcher) included.
 // A response is at most WithMaxResponseSize bytes (ErrResponseTooLarge);
 // a request the server refuses as too large is ErrRequestTooLarge. ADS
 // streams to one server start at most once per WithMinStreamInterval

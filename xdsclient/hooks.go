@@ -32,6 +32,13 @@ import (
 // goroutine of their LRS stream, which they hold up likewise. Hook calls
 // posted before Close run before Close returns.
 //
+// A server is named in every Info (Server, Previous, and the server in
+// errors and reasons) by its URI as shown: bootstrap.ServerConfig.ShownURI,
+// with any credentials in it (user info, query, fragment) replaced by
+// "[redacted]". The same is true of Resource.Server, EntrySnapshot, logs,
+// the errors given to watchers and telemetry's grpc.xds.server label; the
+// URI as written is used only to dial.
+//
 // Several Hooks may be given to one client (WithHooks more than once, or
 // AddHooks); they are composed into one when attached, so an event costs
 // one nil check whatever the number of Hooks, and all of them are called,

@@ -1,12 +1,17 @@
 package xdsclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
@@ -20,7 +25,6 @@ import (
 // guarded by Client.mu; the rest is read-only after creation.
 type loadServer struct {
 	key  string
-	uri  string
 	cc   *grpc.ClientConn
 	rep  *lrs.Reporter
 	refs int
@@ -30,7 +34,11 @@ type loadServer struct {
 // cluster and its EDS service name edsService, and returns where to
 // record it and a func that stops using it. For a Cluster whose
 // LRSServer is set (lrs_server is self), server is the URI of the xDS
-// server that sent it, the Resource's Server.
+// server that sent it, the Resource's Server. server is a URI as the
+// client shows it (bootstrap.ServerConfig.ShownURI, credentials hidden),
+// or as the bootstrap writes it; when two servers of the bootstrap are
+// shown alike (they differ only in hidden parts), one the client has a
+// channel to is preferred, then the first in the bootstrap.
 //
 // The users of one server share one LRS stream, and the users of one
 // cluster and service one ClusterLoad. The stream is opened at once and
@@ -60,12 +68,12 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 	st := c.s.Of(tx)
 	if st.closed {
 		tx.Unlock()
-		return nil, nil, fmt.Errorf("xdsclient: load report to %q: %w", server, ErrClosed)
+		return nil, nil, fmt.Errorf("xdsclient: load report to %s: %w", xerr.Shown(bootstrap.ShowURI(server)), ErrClosed)
 	}
 	s := c.serverNamed(tx, server)
 	if s == nil {
 		tx.Unlock()
-		return nil, nil, fmt.Errorf("xdsclient: load report to %q: not an xds_servers entry of the bootstrap", server)
+		return nil, nil, fmt.Errorf("xdsclient: load report to %s: not an xds_servers entry of the bootstrap", xerr.Shown(bootstrap.ShowURI(server)))
 	}
 	ls := st.loadServers[s.Key()]
 	if ls == nil {
@@ -74,8 +82,8 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 			tx.Unlock()
 			return nil, nil, fmt.Errorf("xdsclient: load report: %w", err)
 		}
-		ls = &loadServer{key: s.Key(), uri: s.URI, cc: cc}
-		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents()), lrs.WithLabels(c.o.target, s.URI))
+		ls = &loadServer{key: s.Key(), cc: cc}
+		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s)), lrs.WithLabels(c.o.target, s.ShownURI()))
 		if st.loadServers == nil {
 			st.loadServers = map[string]*loadServer{}
 		}
@@ -108,22 +116,24 @@ func (ls *loadServer) stop() {
 	ls.cc.Close()
 }
 
-// serverNamed returns the bootstrap server whose URI is uri, preferring
-// one the client has a channel to; nil if none.
+// serverNamed returns the bootstrap server whose URI, as shown or as
+// written, is uri, preferring one the client has a channel to; nil if
+// none.
 func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
+	named := func(s *bootstrap.ServerConfig) bool { return s.URI == uri || s.ShownURI() == uri }
 	for _, s := range c.auths.Servers(tx) {
-		if s.URI() == uri {
+		if named(s.Config()) {
 			return s.Config()
 		}
 	}
 	for _, s := range c.cfg.Servers {
-		if s.URI == uri {
+		if named(s) {
 			return s
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.cfg.Authorities)) {
 		for _, s := range c.cfg.Authorities[name].Servers {
-			if s.URI == uri {
+			if named(s) {
 				return s
 			}
 		}
@@ -131,17 +141,23 @@ func (c *Client) serverNamed(tx *txn.Tx, uri string) *bootstrap.ServerConfig {
 	return nil
 }
 
-// loadEvents has a Reporter call the client's hooks, on its own
-// goroutine: a load report hook that blocks holds back only that LRS
-// stream.
-func (c *Client) loadEvents() lrs.Events {
+// loadEvents has the Reporter of server s call the client's hooks, on its
+// own goroutine: a load report hook that blocks holds back only that LRS
+// stream. The errors of its streams, which gRPC may write with the
+// server's URI, are redacted as the ADS streams' are, and their failures
+// are logged (lrsLog).
+func (c *Client) loadEvents(s *bootstrap.ServerConfig) lrs.Events {
+	log := &lrsLog{logger: c.logger, server: s.ShownURI()}
 	return lrs.Events{
+		ResponseReceived: func(lrs.ResponseInfo) { log.responded() },
 		StreamStarted: func(i LoadReportStreamInfo) {
 			if f := c.hooks().LoadReportStreamStarted; f != nil {
 				f(i)
 			}
 		},
 		StreamEnded: func(i LoadReportStreamEndInfo) {
+			i.Err = xerr.Redacted(i.Err, s.Redact)
+			log.ended(i)
 			if f := c.hooks().LoadReportStreamEnded; f != nil {
 				f(i)
 			}
@@ -152,4 +168,48 @@ func (c *Client) loadEvents() lrs.Events {
 			}
 		},
 	}
+}
+
+// lrsLog writes the log lines of the LRS streams to one server, as the
+// client logs its ADS streams: a stream that fails before any response
+// (it could not be created, or ended without a valid LoadStatsResponse)
+// is a warning the first time, and again when the cause (the status code)
+// changes; the retries that fail the same way are at debug level, and the
+// first response after failures is at info. A stream ended by ReportLoad's
+// release or Close is not logged. Its methods run on the Reporter's
+// goroutine, one at a time.
+type lrsLog struct {
+	logger  *slog.Logger
+	server  string
+	failing bool       // no response since the last failure logged
+	cause   codes.Code // the status code of that failure
+}
+
+// ended logs the end of a stream attempt.
+func (l *lrsLog) ended(i LoadReportStreamEndInfo) {
+	switch {
+	case errors.Is(i.Err, lrs.ErrStopped):
+	case i.ResponseReceived:
+		l.failing = false
+		l.log(slog.LevelDebug, "LRS stream ended after a response; reconnecting", "err", xerr.ShownErr(i.Err), "reports", i.Reports)
+	default:
+		code, level := status.Code(i.Err), slog.LevelWarn
+		if l.failing && code == l.cause {
+			level = slog.LevelDebug
+		}
+		l.failing, l.cause = true, code
+		l.log(level, "LRS stream failed before any response; loads wait for the next stream", "err", xerr.ShownErr(i.Err), "created", i.Created, "backoff", i.Backoff)
+	}
+}
+
+// responded logs the first response after failures.
+func (l *lrsLog) responded() {
+	if l.failing {
+		l.failing = false
+		l.log(slog.LevelInfo, "LRS stream answered again; load reports resume")
+	}
+}
+
+func (l *lrsLog) log(level slog.Level, msg string, args ...any) {
+	l.logger.Log(context.Background(), level, msg, append(args, "server", l.server)...)
 }

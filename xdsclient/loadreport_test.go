@@ -3,6 +3,7 @@ package xdsclient_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +200,100 @@ func TestCloseStopsLoadReports(t *testing.T) {
 	started, ended, _ := rec.counts()
 	if started != 1 || ended != 1 {
 		t.Errorf("after Close: %d stream starts, %d ends; want 1 and 1 (hooks queued before Close have run)", started, ended)
+	}
+}
+
+// notifyingWriter wakes xdstest.Until at each write.
+type notifyingWriter struct{ w *xdstest.SyncBuffer }
+
+func (n notifyingWriter) Write(p []byte) (int, error) {
+	defer xdstest.Notify()
+	return n.w.Write(p)
+}
+
+// logLines returns the lines of logs with message msg, as slog's text
+// handler writes them, at level, for server.
+func logLines(logs, level, msg, server string) int {
+	n := 0
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "level="+level+" ") && strings.Contains(l, `msg="`+msg) && strings.Contains(l, "server="+server) {
+			n++
+		}
+	}
+	return n
+}
+
+// A load report stream that fails is logged as the ADS streams are: a
+// warning at its first failure, and again when the cause changes; its
+// retries at debug; the first response after failures at info; an end
+// by release not at all.
+func TestLoadReportFailuresLogged(t *testing.T) {
+	t.Parallel()
+	ctx := xdstest.Context(t)
+	noLRS := xdstest.NewADSServer(t) // answers LRS with UNIMPLEMENTED
+	svc := lrsserver.NewService(lrsserver.Config{Interval: 10 * time.Millisecond, SendAll: true})
+	lrsSrv, err := lrsserver.Listen(ctx, "127.0.0.1:0", svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lrsSrv.Stop)
+	var logs xdstest.SyncBuffer
+	rec := &loadHooks{}
+	cfg := xdstest.Bootstrap{Servers: []string{noLRS.Addr(), lrsSrv.Addr()}, Node: testNode}.Parse(t)
+	c := newClient(t, cfg, xdsclient.WithHooks(rec.hooks()),
+		xdsclient.WithLogger(slog.New(slog.NewTextHandler(notifyingWriter{&logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	const failed = "LRS stream failed before any response"
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		if !xdstest.Until(ctx, cond) {
+			t.Fatalf("%s; logs:\n%s", what, logs.String())
+		}
+	}
+
+	// UNIMPLEMENTED again and again: one warning, the retries at debug.
+	_, release, err := c.ReportLoad(noLRS.Addr(), "c1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until("no three failures at debug after a warning", func() bool {
+		return logLines(logs.String(), "DEBUG", failed, noLRS.Addr()) >= 3
+	})
+	if n := logLines(logs.String(), "WARN", failed, noLRS.Addr()); n != 1 {
+		t.Errorf("%d warnings of a failing LRS stream, want 1; logs:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "code = Unimplemented") {
+		t.Errorf("the failure's cause is not logged:\n%s", logs.String())
+	}
+	// Another cause: the server goes away, UNAVAILABLE.
+	noLRS.Stop()
+	until("no second warning for a new cause", func() bool {
+		return logLines(logs.String(), "WARN", failed, noLRS.Addr()) == 2
+	})
+	release()
+
+	// A server that answers, goes away and comes back.
+	_, release, err = c.ReportLoad(lrsSrv.Addr(), "c1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until("no report sent", func() bool { _, _, sent := rec.counts(); return sent > 0 })
+	lrsSrv.Stop()
+	until("no warning after the server stopped", func() bool {
+		return logLines(logs.String(), "WARN", failed, lrsSrv.Addr()) == 1
+	})
+	if err := lrsSrv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	until("no info line when the server answers again", func() bool {
+		return logLines(logs.String(), "INFO", "LRS stream answered again", lrsSrv.Addr()) == 1
+	})
+	before := logs.String()
+	_, ended, _ := rec.counts()
+	release() // returns once the stream has ended
+	if _, e, _ := rec.counts(); e <= ended {
+		t.Error("the released stream did not end")
+	}
+	if after := logs.String(); after != before {
+		t.Errorf("release logged %q", strings.TrimPrefix(after, before))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/goid"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 // ServerTarget is the pool key of the client used by xDS-enabled servers
@@ -116,12 +117,12 @@ func (p *Pool) Get(target string) (c *Client, release func(), err error) {
 		cfg, err := p.config()
 		if err != nil {
 			tx.Unlock()
-			return nil, nil, fmt.Errorf("xdsclient pool: target %q: %w", target, err)
+			return nil, nil, fmt.Errorf("xdsclient pool: target %s: %w", xerr.Shown(target), err)
 		}
 		c, err := New(cfg, append(append([]Option(nil), p.opts...), WithTarget(target))...)
 		if err != nil {
 			tx.Unlock()
-			return nil, nil, fmt.Errorf("xdsclient pool: target %q: %w", target, err)
+			return nil, nil, fmt.Errorf("xdsclient pool: target %s: %w", xerr.Shown(target), err)
 		}
 		pc = &pooledClient{c: c}
 		st.clients[target] = pc

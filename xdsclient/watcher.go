@@ -1,6 +1,8 @@
 package xdsclient
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -60,7 +62,8 @@ type Resource struct {
 	Value any
 	// Raw is the resource as received.
 	Raw *anypb.Any
-	// Server is the URI of the xDS server that sent it.
+	// Server is the URI of the xDS server that sent it, as shown
+	// (bootstrap.ServerConfig.ShownURI): what ReportLoad takes.
 	Server string
 	// ReceivedAt is when the response of Version arrived.
 	ReceivedAt time.Time
@@ -118,30 +121,52 @@ func (a typedAdapter[T]) ResourceChanged(r *Resource, err error) {
 func (a typedAdapter[T]) AmbientError(err error) { a.w.AmbientError(err) }
 
 // watchTyped watches name of typ for w, which, like Watch's watcher, must
-// not be nil.
+// not be nil, nor a nil value of a pointer (map, func, chan, slice) type.
 func watchTyped[T any](c *Client, typ xdsresource.Type, name string, w TypedWatcher[T]) (cancel func()) {
-	if w == nil {
-		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil TypedWatcher")
+	if isNil(w) {
+		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil TypedWatcher" + nilType(w))
 	}
 	return c.Watch(typ, name, typedAdapter[T]{w})
 }
 
-// WatchListener watches a Listener resource (see Client.Watch); it panics if w is nil.
+// isNil reports whether w is nil or holds a nil value of a type that can
+// be nil (a typed nil): calling a method of it would most likely crash.
+func isNil(w any) bool {
+	if w == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(w); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.UnsafePointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// nilType is what a panic on a nil watcher says of w's type: " (a nil
+// *T)" for a typed nil, "" for a nil interface.
+func nilType(w any) string {
+	if w == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (a nil %T)", w)
+}
+
+// WatchListener watches a Listener resource (see Client.Watch); it panics if w is nil or a typed nil.
 func WatchListener(c *Client, name string, w TypedWatcher[*xdsresource.Listener]) (cancel func()) {
 	return watchTyped(c, xdsresource.ListenerType, name, w)
 }
 
-// WatchRouteConfig watches a RouteConfiguration resource (see Client.Watch); it panics if w is nil.
+// WatchRouteConfig watches a RouteConfiguration resource (see Client.Watch); it panics if w is nil or a typed nil.
 func WatchRouteConfig(c *Client, name string, w TypedWatcher[*xdsresource.RouteConfiguration]) (cancel func()) {
 	return watchTyped(c, xdsresource.RouteConfigType, name, w)
 }
 
-// WatchCluster watches a Cluster resource (see Client.Watch); it panics if w is nil.
+// WatchCluster watches a Cluster resource (see Client.Watch); it panics if w is nil or a typed nil.
 func WatchCluster(c *Client, name string, w TypedWatcher[*xdsresource.Cluster]) (cancel func()) {
 	return watchTyped(c, xdsresource.ClusterType, name, w)
 }
 
-// WatchEndpoints watches a ClusterLoadAssignment resource (see Client.Watch); it panics if w is nil.
+// WatchEndpoints watches a ClusterLoadAssignment resource (see Client.Watch); it panics if w is nil or a typed nil.
 func WatchEndpoints(c *Client, name string, w TypedWatcher[*xdsresource.ClusterLoadAssignment]) (cancel func()) {
 	return watchTyped(c, xdsresource.EndpointsType, name, w)
 }

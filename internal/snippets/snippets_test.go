@@ -152,6 +152,17 @@ func TestEveryPackageIsVetted(t *testing.T) {
 	}
 }
 
+// readRoot returns the file at the slash-separated path name under the
+// module root.
+func readRoot(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // compareCommand runs the comparison with grpc-go's xDS client, a module of
 // its own (compare/go.mod) that the test command's ./... does not reach.
 const compareCommand = "(cd compare && go test -race -vet=all ./...)"
@@ -160,24 +171,59 @@ const compareCommand = "(cd compare && go test -race -vet=all ./...)"
 // the comparison's, and that CI runs both as the README gives them: the
 // comparison lives outside ./..., so nothing else would notice it dropped.
 func TestCIRunsEveryCommand(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme, ci := readRoot(t, "README.md"), readRoot(t, ".ci/run")
 	for _, cmd := range []string{"go test -race -vet=all ./...", compareCommand} {
-		if !strings.Contains(string(readme), "\n"+cmd+" ") {
+		if !strings.Contains(readme, "\n"+cmd+" ") {
 			t.Errorf("the README does not give %q in a code block", cmd)
 		}
-		if !strings.Contains(string(ci), "\n"+cmd+"\n") {
+		if !strings.Contains(ci, "\n"+cmd+"\n") {
 			t.Errorf(".ci/run does not run %q on a line of its own", cmd)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "compare", "go.mod")); err != nil {
 		t.Errorf("the comparison is no longer a module of its own: %v", err)
+	}
+}
+
+// TestReadmeSaysWhatTheTestsNeed checks that the quick start says, after
+// its test command, which Debian packages the whole run needs and that
+// their tests skip without them, and that .ci/run installs those
+// packages: a skipped package still prints "ok".
+func TestReadmeSaysWhatTheTestsNeed(t *testing.T) {
+	readme, ci := readRoot(t, "README.md"), readRoot(t, ".ci/run")
+	_, quick, _ := strings.Cut(readme, "## Quick start")
+	quick, _, _ = strings.Cut(quick, "\n## ")
+	_, after, ok := strings.Cut(quick, "\ngo test -race -vet=all ./... ")
+	if !ok {
+		t.Fatal("the quick start does not give the test command")
+	}
+	for _, want := range []string{"`prometheus`", "`jsonnet`", "skip", "`.ci/run` installs"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("the quick start does not say %s after its test command", want)
+		}
+	}
+	if !regexp.MustCompile(`apt-get install[^\n]* prometheus jsonnet`).MatchString(ci) {
+		t.Error(".ci/run does not install Debian's prometheus and jsonnet packages")
+	}
+}
+
+// TestReadmeBuildsGrpcdebugFromATag checks that the steps to build
+// grpcdebug check out v1.0.5, the version that builds from its source as
+// fetched, and do not offer its main branch, which does not.
+func TestReadmeBuildsGrpcdebugFromATag(t *testing.T) {
+	for _, name := range []string{"README.md", "csds/README.md"} {
+		_, steps, ok := strings.Cut(readRoot(t, name), "git clone https://github.com/grpc-ecosystem/grpcdebug\n")
+		if !ok {
+			t.Errorf("%s no longer says how to build grpcdebug", name)
+			continue
+		}
+		steps, _, _ = strings.Cut(steps, "```")
+		if !strings.Contains(steps, "\ngit checkout v1.0.5\n") {
+			t.Errorf("%s: the grpcdebug build steps do not check out v1.0.5 on a line of its own:\n%s", name, steps)
+		}
+		if strings.Contains(steps, "main") {
+			t.Errorf("%s: the grpcdebug build steps offer its main branch, which does not build as fetched:\n%s", name, steps)
+		}
 	}
 }
 

@@ -221,11 +221,15 @@ func (t *tour) steps() []tourStep {
 	}, {
 		title: "fallback",
 		what: "the primary server goes away: every watcher hears UNAVAILABLE once and keeps what it has, RPCs keep succeeding on the cached resources, " +
-			"and the load report stream retries the primary. " +
+			"and the load report stream to the primary fails: the client logs its first failure as a warning and retries with backoff. " +
 			"With every watched resource cached the client stays with the primary (gRFC A71), so a new watch of cds " + tourTimeout +
 			" makes it fall back to the secondary server, which serves the same resources as version 7, at version " + tourFallbackVersion +
 			", and declares resource_timer_is_transient_error: the client takes every resource from it, RPCs keep succeeding, and " + tourTimeout +
-			", which the secondary does not have either, times out (TIMEOUT, UNAVAILABLE)",
+			", which the secondary does not have either, times out (TIMEOUT, UNAVAILABLE). " +
+			"The channel now has cluster " + tourCluster + " from the secondary, so its load (lrs_server self) is reported to the secondary, " +
+			"which does not serve LRS: those streams fail UNIMPLEMENTED, the first failure logged as a warning and every one counted " +
+			"(xdslens_xds_client_lrs_stream_failures_total; the alert XdsClientLoadReportingFailing fires if no report goes out for minutes), " +
+			"and the load recorded meanwhile waits for a stream that works",
 		act: func(ctx context.Context) error {
 			t.demo.stopPrimary()
 			primary := t.demo.addr
@@ -244,7 +248,8 @@ func (t *tour) steps() []tourStep {
 		title: "switch back",
 		what: "the primary server comes back with version 8, the same resources as version 7: once the client reconnects " +
 			"(gRPC's reconnect backoff may take a few seconds) it switches back to the primary, takes every resource from it " +
-			"and closes the secondary's channel; the load report stream reconnects to the primary; RPCs keep succeeding",
+			"and closes the secondary's channel; load reports go to the primary again, and the reporting to the secondary ends " +
+			"with the load it could not send; RPCs keep succeeding",
 		act: func(ctx context.Context) error {
 			return t.demo.restartPrimary(ctx, "8", tourConfig(t.demo.base))
 		},

@@ -112,7 +112,9 @@ func parseTourRPC(t *testing.T, line string) *rpcResult {
 //     fail UNAVAILABLE naming the cluster and the node ID;
 //   - the fallback step prints one line per change: one UNAVAILABLE line
 //     per watch, however many times the client fails to reconnect to the
-//     primary, and one warning for the failure and one for the fallback;
+//     primary, one warning for the failure and one for the fallback, and
+//     one for each server the load reports fail to reach: the primary
+//     (gone) and the secondary (no LRS), as the step announces;
 //   - the NACK, which go-control-plane would resend in a loop, is heard
 //     once, and the cluster reports its load (LRS) in every version.
 func TestDemoTour(t *testing.T) {
@@ -255,13 +257,19 @@ func TestDemoTour(t *testing.T) {
 		t.Errorf("%d AMBIENT INVALID_ARGUMENT lines for cds %s, want 1 (one NACK)", nacks, tourCluster)
 	}
 
-	// The fallback step: one UNAVAILABLE line for each watch, and two
-	// warnings.
+	// The fallback step: one UNAVAILABLE line for each watch, and four
+	// warnings, two of them LRS failures, one UNIMPLEMENTED.
 	unavailable := map[string]int{}
-	warnings := 0
+	warnings, lrsWarnings, unimplemented := 0, 0, 0
 	for _, l := range fallback {
 		if strings.Contains(l, "level=WARN") {
 			warnings++
+			if strings.Contains(l, `msg="LRS stream failed before any response`) {
+				lrsWarnings++
+				if strings.Contains(l, "code = Unimplemented") {
+					unimplemented++
+				}
+			}
 		}
 		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], "UNAVAILABLE") {
 			unavailable[f[1]+" "+f[2]]++
@@ -271,9 +279,13 @@ func TestDemoTour(t *testing.T) {
 	for _, s := range specs {
 		wantUnavailable[typeLabel(s.typ)+" "+s.name] = 1
 	}
-	if !maps.Equal(unavailable, wantUnavailable) || warnings != 2 {
-		t.Errorf("fallback step: UNAVAILABLE lines by watch %v, want %v; %d warnings, want 2 (the failure, the fallback):\n%s",
-			unavailable, wantUnavailable, warnings, strings.Join(fallback, "\n"))
+	if !maps.Equal(unavailable, wantUnavailable) || warnings != 4 || lrsWarnings != 2 || unimplemented != 1 {
+		t.Errorf("fallback step: UNAVAILABLE lines by watch %v, want %v; %d warnings, want 4 (the failure, the fallback, "+
+			"LRS to the primary and, UNIMPLEMENTED, to the secondary), of which %d of LRS (%d UNIMPLEMENTED):\n%s",
+			unavailable, wantUnavailable, warnings, lrsWarnings, unimplemented, strings.Join(fallback, "\n"))
+	}
+	if len(fallback) == 0 || !strings.Contains(fallback[0], "its load (lrs_server self) is reported to the secondary") {
+		t.Errorf("the fallback step does not say where the load reports go: %.300q", fallback)
 	}
 
 	cancel()

@@ -103,7 +103,7 @@ type CertificateProvider struct {
 func Parse(data []byte) (*Config, error) {
 	c, err := parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("xds bootstrap: %w", err)
+		return nil, bounded(fmt.Errorf("xds bootstrap: %w", err))
 	}
 	return c, nil
 }
@@ -112,11 +112,11 @@ func Parse(data []byte) (*Config, error) {
 func ParseFile(path string) (*Config, error) {
 	data, err := readFileAt(path)
 	if err != nil {
-		return nil, fmt.Errorf("xds bootstrap file %q: %w", path, err)
+		return nil, bounded(fmt.Errorf("xds bootstrap file %s: %w", quote(path), err))
 	}
 	c, err := parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("xds bootstrap file %q: %w", path, err)
+		return nil, bounded(fmt.Errorf("xds bootstrap file %s: %w", quote(path), err))
 	}
 	return c, nil
 }
@@ -163,14 +163,14 @@ func FromEnv() (*Config, error) {
 	if path := os.Getenv(EnvBootstrapFile); path != "" {
 		c, err := ParseFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvBootstrapFile, err)
+			return nil, bounded(fmt.Errorf("%s: %w", EnvBootstrapFile, err))
 		}
 		return c, nil
 	}
 	if content := os.Getenv(EnvBootstrapConfig); content != "" {
 		c, err := parse([]byte(content))
 		if err != nil {
-			return nil, fmt.Errorf("xds bootstrap from %s: %w", EnvBootstrapConfig, err)
+			return nil, bounded(fmt.Errorf("xds bootstrap from %s: %w", EnvBootstrapConfig, err))
 		}
 		return c, nil
 	}
@@ -327,7 +327,7 @@ func parseAuthority(path, name string, raw json.RawMessage) (*Authority, error) 
 	case tmpl == "":
 		tmpl = prefix + "envoy.config.listener.v3.Listener/%s"
 	case !strings.HasPrefix(tmpl, prefix):
-		return nil, errAt(o.at("client_listener_resource_name_template"), "%q does not start with %q", tmpl, prefix)
+		return nil, errAt(o.at("client_listener_resource_name_template"), "%s does not start with %s", quote(tmpl), quote(prefix))
 	}
 	a.ClientListenerResourceNameTemplate = tmpl
 
@@ -409,7 +409,7 @@ func (c *Config) ServersFor(resourceName string) ([]*ServerConfig, error) {
 	}
 	a, err := c.authorityOf(resourceName)
 	if err != nil {
-		return nil, err
+		return nil, bounded(err)
 	}
 	if a == nil || a.Servers == nil {
 		return c.Servers, nil
@@ -426,7 +426,7 @@ func (c *Config) authorityOf(name string) (*Authority, error) {
 	}
 	a, ok := c.Authorities[auth]
 	if !ok {
-		return nil, fmt.Errorf("authority %q not found in xds bootstrap for resource %q", auth, name)
+		return nil, fmt.Errorf("authority %s not found in xds bootstrap for resource %s", quote(auth), quote(name))
 	}
 	return a, nil
 }

@@ -62,11 +62,11 @@ func parseFileWatcher(path string, raw json.RawMessage) (*FileWatcherConfig, err
 	case fw.CertificateFile == "" && fw.PrivateKeyFile == "" && fw.CACertificateFile == "":
 		return nil, errAt(path, "none of certificate_file, private_key_file and ca_certificate_file is set")
 	case fw.CertificateFile != "" && fw.PrivateKeyFile == "":
-		return nil, errAt(o.at("private_key_file"), "must be set because certificate_file is %q", fw.CertificateFile)
+		return nil, errAt(o.at("private_key_file"), "must be set because certificate_file is %s", quote(fw.CertificateFile))
 	case fw.PrivateKeyFile != "" && fw.CertificateFile == "":
-		return nil, errAt(o.at("certificate_file"), "must be set because private_key_file is %q", fw.PrivateKeyFile)
+		return nil, errAt(o.at("certificate_file"), "must be set because private_key_file is %s", quote(fw.PrivateKeyFile))
 	case filepath.Dir(fw.CertificateFile) != filepath.Dir(fw.PrivateKeyFile):
-		return nil, errAt(o.at("private_key_file"), "%q is not in the directory of certificate_file %q", fw.PrivateKeyFile, fw.CertificateFile)
+		return nil, errAt(o.at("private_key_file"), "%s is not in the directory of certificate_file %s", quote(fw.PrivateKeyFile), quote(fw.CertificateFile))
 	}
 	if r, ok := o.get("refresh_interval"); ok {
 		d, err := parseDuration(o.at("refresh_interval"), r)

@@ -103,21 +103,26 @@ func (s *ServerConfig) parseCallCreds(o object) error {
 // application_default_credentials.json, or the metadata server of Google
 // Cloud); without them it is an error that says so.
 func (s *ServerConfig) DialOptions() ([]grpc.DialOption, error) {
+	opts, err := s.dialOptions()
+	return opts, bounded(err)
+}
+
+func (s *ServerConfig) dialOptions() ([]grpc.DialOption, error) {
 	var opts []grpc.DialOption
 	if s.SelectedCreds.Type == CredsGoogleDefault {
 		// The context carries the token requests of the credentials for
 		// as long as they live: it must not end.
 		adc, err := oauth.NewApplicationDefault(context.Background(), googleScope)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: channel creds type %q cannot be used: no Google Application Default Credentials: %w", s.URI, CredsGoogleDefault, err)
+			return nil, fmt.Errorf("server %s: channel creds type %q cannot be used: no Google Application Default Credentials: %w", quote(s.ShownURI()), CredsGoogleDefault, err)
 		}
 		bundle := google.NewDefaultCredentialsWithOptions(google.DefaultCredentialsOptions{PerRPCCreds: adc})
 		if bundle == nil || bundle.TransportCredentials() == nil {
-			return nil, fmt.Errorf("server %q: channel creds type %q cannot be used: the Google credentials bundle could not be made", s.URI, CredsGoogleDefault)
+			return nil, fmt.Errorf("server %s: channel creds type %q cannot be used: the Google credentials bundle could not be made", quote(s.ShownURI()), CredsGoogleDefault)
 		}
 		opts = append(opts, grpc.WithCredentialsBundle(bundle))
 	} else {
-		tc, err := s.TransportCredentials()
+		tc, err := s.transportCredentials()
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +131,7 @@ func (s *ServerConfig) DialOptions() ([]grpc.DialOption, error) {
 	for _, cc := range s.CallCreds {
 		creds, err := jwt.NewTokenFileCallCredentials(cc.JWTTokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: call creds type %q: %w", s.URI, cc.Type, err)
+			return nil, fmt.Errorf("server %s: call creds type %s: %w", quote(s.ShownURI()), quote(cc.Type), err)
 		}
 		opts = append(opts, grpc.WithPerRPCCredentials(creds))
 	}

@@ -57,6 +57,21 @@
 // channel_creds type is "insecure" is a bootstrap error here, not a
 // failure to connect later.
 //
+// # Server URIs as shown
+//
+// A "server_uri" may carry a credential: user info in the authority
+// ("passthrough://user:pw@/host:443") or in the endpoint
+// ("dns:///user:pw@host:443"), or a query or fragment ("...?token=...").
+// The client dials the URI as written, and shows it everywhere else as
+// [ServerConfig.ShownURI] gives it: those parts replaced by [Redacted],
+// the scheme, host, port and path kept, so that
+// "dns:///user:pw@host:443?token=t" is shown as
+// "dns:///[redacted]@host:443?[redacted]", the same every time (the
+// grpc.xds.server label of the client's metrics, its logs, its hooks,
+// the errors it gives watchers). [ShowURI] is the one parser of what may
+// be shown; [ServerConfig.Redact] hides the same parts in text that may
+// quote them, such as the errors of a gRPC channel dialled with the URI.
+//
 // # Errors
 //
 // Parsing is strict about what it knows and silent about what it does not:
@@ -66,4 +81,12 @@
 //	xds bootstrap: xds_servers[0].channel_creds: no supported type among ["unknown_creds" "foo"]
 //
 // A key whose value is null counts as absent.
+//
+// Errors are bounded as the client bounds what a server sends: each
+// string of the bootstrap an error quotes (a type, a name, a template, a
+// file name) is cut at 1 KiB, the message about one field at 8 KiB, the
+// whole error at 16 KiB, each cut marked "...[N more bytes]". A bootstrap
+// read from the environment by the default pool of a gRPC channel makes
+// its error the status of every RPC, so no bootstrap can make those
+// messages large.
 package bootstrap

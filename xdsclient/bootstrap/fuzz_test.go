@@ -24,7 +24,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		c, err := Parse(doc)
 		if err != nil {
-			if msg := err.Error(); !strings.HasPrefix(msg, "xds bootstrap: ") || len(msg) > 64<<10 {
+			if msg := err.Error(); !strings.HasPrefix(msg, "xds bootstrap: ") || len(msg) > maxMessage {
 				t.Fatalf("error %q does not start with the bootstrap prefix or is too long", msg)
 			}
 			return

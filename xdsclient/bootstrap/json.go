@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/xdslens/xdslens/internal/truncate"
 )
 
 // fieldError is a bootstrap error tied to one place in the JSON document.
@@ -23,8 +26,12 @@ func (e *fieldError) Error() string {
 	return e.path + ": " + e.msg
 }
 
+// errAt returns the error at path; its message is cut at maxCause bytes,
+// and the strings of the bootstrap that it quotes must be quoted with
+// quote, so that the path (which quotes names) and the message stay within
+// maxMessage.
 func errAt(path, format string, args ...any) error {
-	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+	return &fieldError{path: path, msg: truncate.String(fmt.Sprintf(format, args...), maxCause)}
 }
 
 // joinKey returns the path of the object member key under path.
@@ -43,7 +50,7 @@ func joinIndex(path string, i int) string {
 // joinEntry returns the path of the map entry name under path, as in
 // authorities["a"].
 func joinEntry(path, name string) string {
-	return path + "[" + strconv.Quote(name) + "]"
+	return path + "[" + quote(name) + "]"
 }
 
 // kind is the JSON type of a value, read from its first byte.
@@ -78,6 +85,57 @@ func kindOf(raw json.RawMessage) kind {
 	default:
 		return kindNumber
 	}
+}
+
+// The bounds of the errors of this package, those of the messages the
+// client gives watchers about what a server sent: a string of the
+// bootstrap quoted in an error is cut at maxQuoted bytes, the message of a
+// field at maxCause, a whole error at maxMessage; each cut is marked
+// "...[N more bytes]". A bootstrap is read from the environment by every
+// channel of the default pool, so an error of it may become the status
+// message of every RPC.
+const (
+	maxQuoted  = 1 << 10
+	maxCause   = 8 << 10
+	maxMessage = 16 << 10
+)
+
+// quote returns s, a string of the bootstrap, quoted in Go syntax for an
+// error message, cut at maxQuoted bytes.
+func quote(s string) string { return strconv.Quote(truncate.String(s, maxQuoted)) }
+
+// quoteList quotes each of ss, as quote does, in brackets, the whole cut
+// at maxCause bytes.
+func quoteList(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if b.Len() > maxCause {
+			fmt.Fprintf(&b, "...[%d more]", len(ss)-i)
+			break
+		}
+		b.WriteString(quote(s))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// boundedError is an error of this package as its callers see it: its
+// text cut at maxMessage bytes. It wraps the error it cuts.
+type boundedError struct{ err error }
+
+func (e boundedError) Error() string { return truncate.String(e.err.Error(), maxMessage) }
+func (e boundedError) Unwrap() error { return e.err }
+
+// bounded returns err as a boundedError; nil for nil.
+func bounded(err error) error {
+	if err == nil {
+		return nil
+	}
+	return boundedError{err}
 }
 
 // maxShown is how many bytes of a bad value an error message shows.

@@ -29,7 +29,7 @@ func (c *Config) ClientListenerResourceName(authority, path string) (string, err
 	if authority != "" {
 		a, ok := c.Authorities[authority]
 		if !ok {
-			return "", fmt.Errorf("authority %q of target %q not found in xds bootstrap", authority, "xds://"+authority+"/"+host)
+			return "", bounded(fmt.Errorf("authority %s of target %s not found in xds bootstrap", quote(authority), quote("xds://"+authority+"/"+host)))
 		}
 		tmpl := ""
 		if a != nil {
@@ -69,7 +69,7 @@ func (c *Config) fillTemplate(tmpl, value string) (string, error) {
 	name := strings.ReplaceAll(tmpl, "%s", value)
 	if xdstp.Is(name) {
 		if _, err := c.authorityOf(name); err != nil {
-			return "", err
+			return "", bounded(err)
 		}
 	}
 	return name, nil

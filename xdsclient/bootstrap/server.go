@@ -85,11 +85,11 @@ type ServerConfig struct {
 func ParseServerConfig(data []byte) (*ServerConfig, error) {
 	raw, err := validJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("xds server config: %w", err)
+		return nil, bounded(fmt.Errorf("xds server config: %w", err))
 	}
 	s, err := parseServer("", raw)
 	if err != nil {
-		return nil, fmt.Errorf("xds server config: %w", err)
+		return nil, bounded(fmt.Errorf("xds server config: %w", err))
 	}
 	return s, nil
 }
@@ -183,7 +183,7 @@ func (s *ServerConfig) parseCreds(o object) error {
 		selected = true
 	}
 	if !selected {
-		return errAt(path, "no supported type among %q", types)
+		return errAt(path, "no supported type among %s", quoteList(types))
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (s *ServerConfig) Key() string {
 	return string(key)
 }
 
-// String returns the server URI.
+// String returns the server URI as shown: [ServerConfig.ShownURI].
 func (s *ServerConfig) String() string {
-	return s.URI
+	return s.ShownURI()
 }

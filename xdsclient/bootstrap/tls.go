@@ -58,9 +58,9 @@ func parseTLSConfig(path string, raw json.RawMessage) (tlsSettings, error) {
 	}
 	switch {
 	case set.files.cert != "" && set.files.key == "":
-		return set, errAt(o.at("private_key_file"), "must be set because certificate_file is %q", set.files.cert)
+		return set, errAt(o.at("private_key_file"), "must be set because certificate_file is %s", quote(set.files.cert))
 	case set.files.key != "" && set.files.cert == "":
-		return set, errAt(o.at("certificate_file"), "must be set because private_key_file is %q", set.files.key)
+		return set, errAt(o.at("certificate_file"), "must be set because private_key_file is %s", quote(set.files.key))
 	}
 	if raw, ok := o.get("refresh_interval"); ok {
 		if set.refresh, err = parseDuration(o.at("refresh_interval"), raw); err != nil {
@@ -103,21 +103,26 @@ func parseDuration(path string, raw json.RawMessage) (time.Duration, error) {
 // bundle of transport and per-RPC credentials, which [ServerConfig.DialOptions]
 // builds.
 func (s *ServerConfig) TransportCredentials() (credentials.TransportCredentials, error) {
+	tc, err := s.transportCredentials()
+	return tc, bounded(err)
+}
+
+func (s *ServerConfig) transportCredentials() (credentials.TransportCredentials, error) {
 	switch s.SelectedCreds.Type {
 	case CredsInsecure:
 		return insecure.NewCredentials(), nil
 	case CredsTLS:
 		set, err := parseTLSConfig("config", s.SelectedCreds.Config)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: tls channel creds: %w", s.URI, err)
+			return nil, fmt.Errorf("server %s: tls channel creds: %w", quote(s.ShownURI()), err)
 		}
 		c, err := newTLSCreds(set, time.Now)
 		if err != nil {
-			return nil, fmt.Errorf("server %q: tls channel creds: %w", s.URI, err)
+			return nil, fmt.Errorf("server %s: tls channel creds: %w", quote(s.ShownURI()), err)
 		}
 		return c, nil
 	default:
-		return nil, fmt.Errorf("server %q: channel creds type %q is not supported", s.URI, s.SelectedCreds.Type)
+		return nil, fmt.Errorf("server %s: channel creds type %s is not supported", quote(s.ShownURI()), quote(s.SelectedCreds.Type))
 	}
 }
 
@@ -150,7 +155,7 @@ func (f tlsFiles) load() (*tls.Config, error) {
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_certificate_file %q: no PEM certificate found", f.ca)
+			return nil, fmt.Errorf("ca_certificate_file %s: no PEM certificate found", quote(f.ca))
 		}
 		cfg.RootCAs = pool
 	}
@@ -166,13 +171,13 @@ func (f tlsFiles) load() (*tls.Config, error) {
 		}
 		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			return nil, fmt.Errorf("certificate_file %q with private_key_file %q: %w", f.cert, f.key, err)
+			return nil, fmt.Errorf("certificate_file %s with private_key_file %s: %w", quote(f.cert), quote(f.key), err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	case f.cert != "":
-		return nil, fmt.Errorf("certificate_file %q is set without private_key_file", f.cert)
+		return nil, fmt.Errorf("certificate_file %s is set without private_key_file", quote(f.cert))
 	case f.key != "":
-		return nil, fmt.Errorf("private_key_file %q is set without certificate_file", f.key)
+		return nil, fmt.Errorf("private_key_file %s is set without certificate_file", quote(f.key))
 	}
 	return cfg, nil
 }
@@ -184,9 +189,9 @@ func readFile(key, name string) ([]byte, error) {
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s %q: %s: %w", key, name, pe.Op, pe.Err)
+			return nil, fmt.Errorf("%s %s: %s: %w", key, quote(name), pe.Op, pe.Err)
 		}
-		return nil, fmt.Errorf("%s %q: %w", key, name, err)
+		return nil, fmt.Errorf("%s %s: %w", key, quote(name), err)
 	}
 	return b, nil
 }

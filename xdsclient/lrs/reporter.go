@@ -76,7 +76,8 @@ type StreamEndInfo struct {
 	ResponseReceived bool
 	// Reports is how many load reports were written on the stream.
 	Reports int
-	// Err is how the stream ended; ErrStopped when the Reporter stopped.
+	// Err is how the stream ended; ErrStopped (errors.Is) when the
+	// Reporter stopped, even while the stream was being created.
 	Err error
 	// Backoff is how long the Reporter waits before the next attempt.
 	Backoff time.Duration
@@ -196,6 +197,11 @@ func (r *Reporter) run() {
 	for attempt := 1; ; attempt++ {
 		res := r.runStream(attempt)
 		stopped := r.isStopping()
+		if stopped && !errors.Is(res.err, ErrStopped) {
+			// Stopped while it was being created, or as it broke: the
+			// stop is what ended it.
+			res.err = fmt.Errorf("%w (%v)", ErrStopped, res.err)
+		}
 		var delay time.Duration
 		if !res.responded && !stopped {
 			delay = r.o.backoff(retries)

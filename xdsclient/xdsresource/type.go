@@ -83,7 +83,9 @@ func ReadStringField(b []byte, num protowire.Number) (value []byte, ok bool) {
 // DecodeOptions carries what a Type may need to know about where a resource
 // came from.
 type DecodeOptions struct {
-	// ServerURI is the server_uri of the xDS server that sent the resource.
+	// ServerURI is the server_uri of the xDS server that sent the
+	// resource, as the client shows it (bootstrap.ServerConfig.ShownURI:
+	// credentials in it hidden).
 	ServerURI string
 	// TrustedServer reports whether that server has the
 	// "trusted_xds_server" feature (gRFC A81), which allows settings that

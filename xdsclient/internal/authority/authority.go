@@ -239,7 +239,7 @@ func (a *Authority) serverList(last int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q", a.servers[i].URI)
+		fmt.Fprintf(&b, "%q", a.servers[i].ShownURI())
 	}
 	return b.String()
 }
@@ -301,7 +301,7 @@ func (as *Authorities) fallback(tx *txn.Tx, a *Authority, reason error) bool {
 	for i := st.active + 1; i < len(a.servers); i++ {
 		next, err := as.server(tx, a.servers[i])
 		if err != nil {
-			as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback server unusable; trying the next one", "authority", a.name, "fallback", a.servers[i].URI, "priority", i, "err", xerr.ShownErr(err))
+			as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback server unusable; trying the next one", "authority", xerr.Bound(a.name), "fallback", a.servers[i].ShownURI(), "priority", i, "err", xerr.ShownErr(err))
 			continue
 		}
 		st.chans[i] = next
@@ -309,7 +309,7 @@ func (as *Authorities) fallback(tx *txn.Tx, a *Authority, reason error) bool {
 		for e := range as.cfg.Cache.EntriesOf(tx, a.group) {
 			next.conn.Subscribe(e.Kind().URL, e.Kind().Rank, e.Name())
 		}
-		as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback: using a lower priority server", "authority", a.name, "from", prev.URI(), "to", next.URI(), "reason", xerr.ShownErr(reason))
+		as.cfg.Observer.Log(tx, prev, slog.LevelWarn, "xDS fallback: using a lower priority server", "authority", xerr.Bound(a.name), "from", prev.URI(), "to", next.URI(), "reason", xerr.ShownErr(reason))
 		as.cfg.Observer.AuthorityServer(tx, prev, a, next, prev.URI(), i, fmt.Sprintf("fallback: %q failed (%s) while resources were missing", prev.URI(), xerr.ShownErr(reason)))
 		as.use(tx, a, i, prev)
 		if h := next.s.Of(tx).h; !h.Failed {
@@ -365,7 +365,7 @@ func (as *Authorities) switchBackTo(tx *txn.Tx, s *Server) {
 				low.close(tx, fmt.Errorf("switched back to %q", s.URI()))
 			}
 		}
-		as.cfg.Observer.Log(tx, prev, slog.LevelInfo, "xDS fallback over: back to a higher priority server", "authority", a.name, "from", prev.URI(), "to", s.URI())
+		as.cfg.Observer.Log(tx, prev, slog.LevelInfo, "xDS fallback over: back to a higher priority server", "authority", xerr.Bound(a.name), "from", prev.URI(), "to", s.URI())
 		as.cfg.Observer.AuthorityServer(tx, prev, a, s, prev.URI(), i, fmt.Sprintf("%q delivered a resource again", s.URI()))
 		as.use(tx, a, i, prev)
 	}

@@ -35,7 +35,7 @@ type serverState struct {
 	closed bool
 }
 
-// URI is the server's URI.
+// URI is the server's URI as shown (bootstrap.ServerConfig.ShownURI).
 func (s *Server) URI() string { return s.src.URI }
 
 // Source is the cache's view of the server.
@@ -64,7 +64,7 @@ func (as *Authorities) server(tx *txn.Tx, sc *bootstrap.ServerConfig) (*Server, 
 	cfg := as.cfg
 	s := &Server{as: as}
 	src := cfg.Cache.NewSource()
-	src.URI = sc.URI
+	src.URI = sc.ShownURI()
 	src.Features = cache.Features{Legacy: cfg.Legacy, FailOnDataErrors: sc.FailOnDataErrors, IgnoreDeletion: sc.IgnoreResourceDeletion, TransientTimer: sc.ResourceTimerIsTransientError}
 	src.Decode = cfg.DecodeOptions(sc)
 	src.Timeout, src.Transient = cfg.ResourceTimeout, false

@@ -14,6 +14,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/health"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
+	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )
 
 // Config is what a Conn is made with.
@@ -139,14 +140,16 @@ type subscriptions struct {
 func Dial(s *bootstrap.ServerConfig, keepaliveTime, keepaliveTimeout time.Duration, maxResponseSize int) (*grpc.ClientConn, error) {
 	opts, err := s.DialOptions()
 	if err != nil {
-		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+		return nil, xerr.Redacted(fmt.Errorf("xDS server %s: %w", xerr.Shown(s.ShownURI()), err), s.Redact)
 	}
 	opts = append(opts,
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)))
+	// The one place the real URI is used: the dial. Everything else shows
+	// it with its credentials hidden.
 	cc, err := grpc.NewClient(s.URI, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("xDS server %q: %w", s.URI, err)
+		return nil, xerr.Redacted(fmt.Errorf("xDS server %s: %w", xerr.Shown(s.ShownURI()), err), s.Redact)
 	}
 	return cc, nil
 }
@@ -234,7 +237,9 @@ func (c *Conn) runStreams() {
 		if c.ctx.Err() != nil {
 			return
 		}
-		err = c.explain(err)
+		// gRPC's errors may quote the target, or the address it names,
+		// with the URI's credentials.
+		err = xerr.Redacted(c.explain(err), c.cfg.Server.Redact)
 		var delay time.Duration
 		if responded && Cause(err) == health.CauseOther {
 			retries = 0

@@ -8,6 +8,7 @@
 package xerr
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,6 +61,45 @@ func Status(code codes.Code, msg string) error {
 func Resource(code codes.Code, typ, name, server, nodeID, cause string) error {
 	cause = truncate.String(cause, MaxCause)
 	return Status(code, fmt.Sprintf("%s %q from xDS server %s (node ID %s): %s", typ, name, Shown(server), Shown(nodeID), cause))
+}
+
+// Redacted returns err with its text passed through redact, which hides
+// secrets (the credentials of a server URI, see
+// bootstrap.ServerConfig.Redact): err itself when redact changes nothing.
+// The error it returns keeps err's gRPC status code and answers
+// errors.Is as err does, but does not unwrap to err, whose text is what
+// it hides.
+func Redacted(err error, redact func(string) string) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	msg := redact(text)
+	if msg == text {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+// Is reports whether the hidden error is target, or wraps it.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// GRPCStatus is the hidden error's status code with the redacted text;
+// UNKNOWN when it has none, as status.FromError says of such an error.
+func (e *redactedError) GRPCStatus() *status.Status {
+	code := codes.Unknown
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(e.err, &gs) && gs.GRPCStatus() != nil {
+		code = gs.GRPCStatus().Code()
+	}
+	return status.New(code, e.msg)
 }
 
 // Named is what ShortName reads of a resource type.

@@ -2,6 +2,7 @@ package xerr
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -57,5 +58,37 @@ func TestShortName(t *testing.T) {
 	}
 	if got := ShortName(named{"", "type.googleapis.com/C"}); got != "type.googleapis.com/C" {
 		t.Errorf("ShortName without a short name = %q, want the type URL", got)
+	}
+}
+
+// A redacted error hides its text, not its code or identity, and cannot be
+// unwrapped to the text it hides.
+func TestRedacted(t *testing.T) {
+	hide := func(s string) string { return strings.ReplaceAll(s, "s3cret", "[redacted]") }
+	sentinel := errors.New("sentinel")
+	for _, tc := range []struct {
+		err  error
+		code codes.Code
+	}{
+		{fmt.Errorf("%w: dial user:s3cret@host", sentinel), codes.Unknown},
+		{fmt.Errorf("%w: %w", sentinel, status.Error(codes.Unavailable, "address user:s3cret@host: too many colons")), codes.Unavailable},
+	} {
+		err := Redacted(tc.err, hide)
+		if strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("Redacted(%q) = %q", tc.err, err)
+		}
+		if !errors.Is(err, sentinel) {
+			t.Errorf("Redacted(%q) is not the error it wraps", tc.err)
+		}
+		if s, _ := status.FromError(err); s.Code() != tc.code || strings.Contains(s.Message(), "s3cret") {
+			t.Errorf("status of Redacted(%q) = %v, want code %v and no secret", tc.err, s, tc.code)
+		}
+		if u := errors.Unwrap(err); u != nil {
+			t.Errorf("Redacted(%q) unwraps to %q", tc.err, u)
+		}
+	}
+	plain := errors.New("nothing to hide")
+	if Redacted(plain, hide) != plain || Redacted(nil, hide) != nil {
+		t.Error("an error with nothing to hide is not returned as it is")
 	}
 }
