@@ -9,6 +9,7 @@ package dashboards_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,16 +18,22 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/rpctest"
 )
 
 // dataPlaneAlerts are the alerts on the RPCs of xdslens channels, which
@@ -36,9 +43,11 @@ var dataPlaneAlerts = []string{
 	dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
 }
 
-// readsDataPlane reports whether a query reads the data-plane series.
+// readsDataPlane reports whether a query reads the data-plane series
+// (those of the RPCs, and the load-balancing metrics of the endpoint
+// policies).
 func readsDataPlane(expr string) bool {
-	return strings.Contains(expr, "xdslens_data_plane_")
+	return strings.Contains(expr, "xdslens_data_plane_") || strings.Contains(expr, "grpc_lb_")
 }
 
 // The listeners of the data-plane scenario, one xds:/// channel each, and
@@ -53,12 +62,17 @@ var dataPlaneListeners = []string{
 	"clerr",   // cluster_error: the route's cluster does not exist
 	"noep",    // no_endpoint: cluster noep has no endpoints
 	"absent",  // config_error: the listener does not exist
+	"wrr",     // sent to cluster wrr (weighted_round_robin): one backend reports its load, the other none, so it falls back to round robin
+	"down",    // no_endpoint: cluster down's endpoint refuses connections
+	"flaky",   // sent to cluster flaky until its backend stops: a disconnection
 }
 
 // dataPlaneResources returns the configuration of the scenario: a
 // listener, route configuration, cluster and endpoints for each channel
-// but absent, with okAddr and heldAddr as backends.
-func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
+// but absent, with okAddr, heldAddr, flakyAddr and plainAddr (which
+// reports no load) as backends and downAddr an address where nothing
+// listens.
+func dataPlaneResources(okAddr, heldAddr, flakyAddr, plainAddr, downAddr string) []proto.Message {
 	var res []proto.Message
 	routeTo := func(listener, cluster string) *routev3.RouteConfiguration {
 		rc := controlplane.RouteConfig(listener+"-route", []string{"*"}, cluster)
@@ -77,6 +91,10 @@ func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
 	routeTo("noroute", "spare").VirtualHosts[0].Routes[0].Match = &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Path{Path: "/other.Service/Method"}}
 	routeTo("clerr", "missing")
 	routeTo("noep", "noep")
+	routeTo("wrr", "wrr")
+	routeTo("down", "down")
+	routeTo("flaky", "flaky")
+	wrr, _ := anypb.New(&cswrrv3.ClientSideWeightedRoundRobin{BlackoutPeriod: durationpb.New(0), WeightUpdatePeriod: durationpb.New(100 * time.Millisecond)})
 	dropping := controlplane.Endpoints("drop", okAddr)
 	dropping.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{
 		Category: "throttle", DropPercentage: &typev3.FractionalPercent{Numerator: 100},
@@ -89,6 +107,11 @@ func dataPlaneResources(okAddr, heldAddr string) []proto.Message {
 		maxRequests(controlplane.Cluster("busy", ""), 1), controlplane.Endpoints("busy", heldAddr),
 		controlplane.Cluster("spare", ""), controlplane.Endpoints("spare", okAddr),
 		controlplane.Cluster("noep", ""), controlplane.Endpoints("noep"),
+		rpctest.WithLBPolicy(controlplane.Cluster("wrr", ""), &wrrlocalityv3.WrrLocality{EndpointPickingPolicy: &clusterv3.LoadBalancingPolicy{
+			Policies: []*clusterv3.LoadBalancingPolicy_Policy{{TypedExtensionConfig: &corev3.TypedExtensionConfig{Name: "wrr", TypedConfig: wrr}}},
+		}}), controlplane.Endpoints("wrr", okAddr, plainAddr),
+		controlplane.Cluster("down", ""), controlplane.Endpoints("down", downAddr),
+		controlplane.Cluster("flaky", ""), controlplane.Endpoints("flaky", flakyAddr),
 	)
 }
 
@@ -113,12 +136,29 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	}
 	t.Cleanup(held.Stop)
 	t.Cleanup(held.Hold())
+	ok.ReportLoad(0.5, 100) // for cluster wrr's weights
+	flaky, err := backends.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(flaky.Stop)
+	plain, err := backends.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Stop)
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downAddr := down.Addr().String()
+	down.Close() // nothing listens there: connections are refused
 	cp, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithDefaultNode())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	if err := cp.SetResources(ctx, "", "1", dataPlaneResources(ok.Addr(), held.Addr())...); err != nil {
+	if err := cp.SetResources(ctx, "", "1", dataPlaneResources(ok.Addr(), held.Addr(), flaky.Addr(), plain.Addr(), downAddr)...); err != nil {
 		t.Fatal(err)
 	}
 	bootstrapFile := filepath.Join(dir, "bootstrap.json")
@@ -143,6 +183,13 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		"sent", "no_route", "cluster_error", "config_error", "no_endpoint", "dropped", "overloaded")
 	prom.ExpectLabels(t, "call statuses", `sum by (grpc_status) (`+dashboards.MetricDataPlaneCalls+`) > 0`, dashboards.LabelStatus,
 		"OK", "DEADLINE_EXCEEDED")
+	// Once cluster flaky has served, its backend stops: its READY
+	// connection is lost.
+	if err := flaky.WaitCalls(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	flaky.Stop()
+	prom.ExpectLabels(t, "disconnections", dashboards.MetricPickFirstDisconnections+` > 0`, dashboards.LabelBackendService, "flaky")
 
 	// Every data-plane panel query returns series for the xdswatch
 	// process, and nothing for a job that does not exist.

@@ -98,6 +98,25 @@ const (
 	// xdslens.data_plane.max_requests: the cluster's max_requests, with
 	// the labels of [MetricDataPlaneInFlight].
 	MetricDataPlaneMaxRequests = "xdslens_data_plane_max_requests"
+
+	// MetricPickFirstAttemptsSucceeded, MetricPickFirstAttemptsFailed and
+	// MetricPickFirstDisconnections are gRFC A78's pick_first counters
+	// grpc.lb.pick_first.connection_attempts_succeeded, ..._failed and
+	// grpc.lb.pick_first.disconnections, counted for the connections of
+	// every endpoint policy of the channels, by [LabelBackendService]
+	// (the leaf cluster) and [LabelLocality].
+	MetricPickFirstAttemptsSucceeded = "grpc_lb_pick_first_connection_attempts_succeeded_total"
+	MetricPickFirstAttemptsFailed    = "grpc_lb_pick_first_connection_attempts_failed_total"
+	MetricPickFirstDisconnections    = "grpc_lb_pick_first_disconnections_total"
+	// MetricWRREndpointWeights is gRFC A78's histogram
+	// grpc.lb.wrr.endpoint_weights: the weight of each endpoint of a
+	// weighted_round_robin policy at each scheduler update (0 when it has
+	// none usable yet), by [LabelBackendService] and [LabelLocality].
+	MetricWRREndpointWeights = "grpc_lb_wrr_endpoint_weights"
+	// MetricWRRRRFallback is gRFC A78's counter grpc.lb.wrr.rr_fallback:
+	// scheduler updates of weighted_round_robin with too few usable
+	// weights, which balanced as round_robin.
+	MetricWRRRRFallback = "grpc_lb_wrr_rr_fallback_total"
 )
 
 // Prometheus label names of those series.
@@ -139,6 +158,9 @@ const (
 	// series: the cluster a route chose (for an aggregate cluster, the
 	// aggregate), "" when none was.
 	LabelBackendService = "grpc_lb_backend_service"
+	// LabelLocality is grpc.lb.locality on the load-balancing series:
+	// {region="r", zone="z", sub_zone="s"}.
+	LabelLocality = "grpc_lb_locality"
 	// LabelLeafCluster is xdslens.leaf_cluster: the EDS or LOGICAL_DNS
 	// cluster of the endpoint (or of the drop, or of the circuit breaker).
 	LabelLeafCluster = "xdslens_leaf_cluster"

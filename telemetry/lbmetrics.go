@@ -71,8 +71,14 @@ func lbAttrs(target, leaf, locality string) metric.MeasurementOption {
 	return metric.WithAttributes(attribute.String(KeyTarget, target), attribute.String(KeyBackendService, leaf), attribute.String(KeyLocality, locality))
 }
 
-// connectionChanged counts what pick_first's metrics count.
+// connectionChanged counts what pick_first's metrics count. The three
+// series of a cluster and locality are created together, at 0, so that
+// the first increase of each shows in a rate.
 func (m *lbMetrics) connectionChanged(i xdsgrpc.ConnectionInfo) {
+	ctx, opt := context.Background(), lbAttrs(i.Target, i.Leaf, i.Locality)
+	for _, c := range []metric.Int64Counter{m.succeeded, m.failed, m.disconnects} {
+		c.Add(ctx, 0, opt)
+	}
 	var c metric.Int64Counter
 	switch {
 	case i.From == connectivity.Connecting && i.To == connectivity.Ready:
@@ -84,7 +90,7 @@ func (m *lbMetrics) connectionChanged(i xdsgrpc.ConnectionInfo) {
 	default:
 		return
 	}
-	c.Add(context.Background(), 1, lbAttrs(i.Target, i.Leaf, i.Locality))
+	c.Add(ctx, 1, opt)
 }
 
 // lbMetric records a metric of gRPC's registry under its own name.
