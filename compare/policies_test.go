@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pickfirstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/balancer"
@@ -325,5 +326,41 @@ func TestSideBySideAggregateMixedPolicies(t *testing.T) {
 	}
 	if got := spread(s.theirs, same); got["rh2"] == 0 || got["rh3"] == 0 {
 		t.Errorf("grpc-go: one key went to %v, want both endpoints (round_robin)", got)
+	}
+}
+
+// TestSideBySideRingHashEndpointKeys gives each endpoint a hash key in its
+// EDS metadata (gRFC A76: filter_metadata "envoy.lb" hash_key), which the
+// ring uses instead of the address: both channels send each key to the
+// same backend.
+func TestSideBySideRingHashEndpointKeys(t *testing.T) {
+	s := newSideBySide(t, 3)
+	e := s.e
+	s.clusterOf = map[string]string{e.Addr(0): "b0", e.Addr(1): "b1", e.Addr(2): "b2"}
+	eds := controlplane.Endpoints("c", e.Addr(0), e.Addr(1), e.Addr(2))
+	for i, lbe := range eds.Endpoints[0].LbEndpoints {
+		md, err := structpb.NewStruct(map[string]any{"hash_key": fmt.Sprintf("shard-%d", 2-i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lbe.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.lb": md}}
+	}
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.HashHeader(rpctest.ToCluster("c"), "x-user", false))),
+		rpctest.WithRingHash(controlplane.Cluster("c", ""), 1024, 4096), eds)
+	ctx := xdstest.Context(t)
+	for name, conn := range s.channels() {
+		if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+			return s.where(rpctest.Call(ctx, conn, "/pkg.Svc/M", "x-user", "warm-up"))[0] == 'b'
+		}) {
+			t.Fatalf("%s: no RPC reached a backend", name)
+		}
+	}
+	used := map[string]bool{}
+	for i := range 20 {
+		used[s.both(t, "/pkg.Svc/M", "x-user", fmt.Sprint("key-", i))] = true
+	}
+	if len(used) < 2 {
+		t.Errorf("20 keys all went to %v", used)
 	}
 }

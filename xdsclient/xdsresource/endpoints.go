@@ -51,6 +51,11 @@ type Endpoint struct {
 	Weight uint32
 	// Hostname is the endpoint's hostname, possibly empty.
 	Hostname string
+	// HashKey is the endpoint's key on a ring_hash ring (gRFC A76): the
+	// string "hash_key" of its metadata's filter_metadata "envoy.lb",
+	// empty when there is none (the ring then keys the endpoint by its
+	// address).
+	HashKey string
 }
 
 // HealthStatus is an endpoint's health as the control plane reports it;
@@ -212,6 +217,9 @@ func validateEndpoint(m *endpointv3.LbEndpoint, seenAddr map[string]bool) (Endpo
 		return e, errors.New("endpoint is not set")
 	}
 	e.Hostname = ep.GetHostname()
+	if v, ok := m.GetMetadata().GetFilterMetadata()["envoy.lb"].GetFields()["hash_key"]; ok {
+		e.HashKey = v.GetStringValue()
+	}
 	addrs := []*corev3.Address{ep.GetAddress()}
 	for _, a := range ep.GetAdditionalAddresses() {
 		addrs = append(addrs, a.GetAddress())

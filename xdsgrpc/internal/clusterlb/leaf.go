@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/experimental/balancer/weight"
 	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/ringhash"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
@@ -203,6 +204,7 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 			// locality's weight times the endpoint's, as gRPC's xDS
 			// channels set it.
 			ep = weight.Set(ep, weight.EndpointInfo{Weight: uint32(min(uint64(loc.Weight)*uint64(max(e.Weight, 1)), math.MaxUint32))})
+			ep = ringhash.SetHashKey(ep, e.HashKey) // gRFC A76; none when empty
 			s.endpoints = append(s.endpoints, ep)
 		}
 	}

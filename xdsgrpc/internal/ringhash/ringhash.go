@@ -13,8 +13,9 @@
 // of "KEY_N", Envoy's scaling of the ring size), so the same endpoints and
 // the same hash choose the same endpoint in both.
 //
-// Endpoints are keyed by their first address (gRPC-Go's default; the
-// "envoy.lb" hash_key metadata of gRFC A76 is not used), weighted by the
+// Endpoints are keyed by the "envoy.lb" hash_key of their EDS metadata
+// when they have one (gRFC A76, as gRPC-Go does by default), else by
+// their first address, weighted by the
 // weight attribute of package experimental/balancer/weight (the locality
 // weight times the endpoint weight, as gRPC's xDS channels set it), and
 // each is a pick_first policy that connects only when an RPC needs it
@@ -54,6 +55,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/experimental/balancer/weight"
 	"google.golang.org/grpc/resolver"
+	resolverringhash "google.golang.org/grpc/resolver/ringhash"
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
@@ -172,8 +174,15 @@ type childCC struct {
 
 func (c *childCC) UpdateState(s balancer.State) { c.b.childUpdated(s) }
 
-// hashKey is an endpoint's key on the ring: its first address.
-func hashKey(ep resolver.Endpoint) string { return ep.Addresses[0].Addr }
+// hashKey is an endpoint's key on the ring: its hash key (gRFC A76, the
+// "envoy.lb" hash_key of its EDS metadata, set with gRPC-Go's
+// resolver/ringhash), else its first address.
+func hashKey(ep resolver.Endpoint) string {
+	if k := resolverringhash.HashKey(ep); k != "" {
+		return k
+	}
+	return ep.Addresses[0].Addr
+}
 
 func weightOf(ep resolver.Endpoint) uint32 {
 	if w := weight.FromEndpoint(ep).Weight; w > 0 {
