@@ -8,6 +8,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -302,5 +303,26 @@ func TestEndpointsUnusedStatusSkipped(t *testing.T) {
 	want := []Endpoint{{Addresses: []string{"10.0.0.1:80"}, Health: HealthHealthy, Weight: 1}}
 	if got := v.(*ClusterLoadAssignment).Localities[0].Endpoints; !reflect.DeepEqual(got, want) {
 		t.Errorf("endpoints = %+v, want %+v", got, want)
+	}
+}
+
+// An endpoint's hash_key in filter_metadata "envoy.lb" is its ring key
+// (gRFC A76); a key that is not a string, or none, leaves it empty.
+func TestEndpointHashKey(t *testing.T) {
+	withKey := func(ip string, v *structpb.Value) *endpointv3.LbEndpoint {
+		e := lbEndpoint(ip, 80, corev3.HealthStatus_HEALTHY)
+		e.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.lb": {Fields: map[string]*structpb.Value{"hash_key": v}}}}
+		return e
+	}
+	_, v, err := decode(t, EndpointsType, cla(locality("z", 1, 0,
+		withKey("10.0.0.1", structpb.NewStringValue("shard-a")),
+		withKey("10.0.0.2", structpb.NewNumberValue(7)),
+		lbEndpoint("10.0.0.3", 80, corev3.HealthStatus_HEALTHY))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := v.(*ClusterLoadAssignment).Localities[0].Endpoints
+	if got := []string{eps[0].HashKey, eps[1].HashKey, eps[2].HashKey}; !reflect.DeepEqual(got, []string{"shard-a", "", ""}) {
+		t.Errorf("hash keys %q, want shard-a and two empty", got)
 	}
 }
