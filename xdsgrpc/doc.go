@@ -40,13 +40,19 @@
 //     (gRFC A28); header matchers read the RPC's outgoing metadata;
 //   - the cluster: the route's cluster, or a weighted random pick among its
 //     weighted_clusters;
-//   - in the cluster (package clusterlb): drop_overloads, then circuit
-//     breaking on max_requests (gRFC A32), then the highest priority of
-//     endpoints that has a READY connection (with a failover timer, gRFC
-//     A56's intent; for an aggregate cluster, gRFC A37, the priorities of
-//     its leaf clusters in order), a locality by weighted round robin and an
-//     endpoint by round robin; load is reported to LRS for clusters with
-//     lrs_server.
+//   - in the cluster (package clusterlb), a tree of policies as gRFC A52
+//     draws it: the priorities of the cluster's endpoints (with a failover
+//     timer, gRFC A56; for an aggregate cluster, gRFC A37, the priorities
+//     of its leaf clusters in order, each leaf with its own policy as in
+//     C-core since gRFC A75), then for the priority in use its leaf's
+//     drop_overloads, circuit breaking on max_requests (gRFC A32) and load
+//     reports (for clusters with lrs_server), over the endpoint policy the
+//     Cluster names, built through gRPC's balancer registry: round_robin
+//     under wrr_locality (a locality by weight, then an endpoint),
+//     pick_first, ring_hash (by the RPC's request hash), least_request,
+//     weighted_round_robin (ORCA weights) or a custom policy;
+//   - the connections: one per endpoint address (and TLS settings) for the
+//     whole channel, shared by the clusters that name it.
 //
 // # Statuses
 //
@@ -71,15 +77,12 @@
 // # What is not supported
 //
 // Compared with grpc-go's own xDS client channel: HTTP filters are not run
-// (fault injection, RBAC and custom filters are accepted in resources but
-// have no effect on RPCs); routes with a route lookup (RLS) cluster
-// specifier plugin fail the RPCs they match; retry policies, max stream
-// durations and hash policies are not applied; every cluster's endpoints
-// are picked as round_robin under wrr_locality, whatever its LB policy
-// (ring_hash, least_request, weighted_round_robin, pick_first and custom
-// policies included); outlier detection is not applied. TLS to endpoints
-// (gRFC A29) is not applied either, and a cluster that asks for it is never
-// reached in plaintext instead: the RPCs routed to a cluster with a
-// transport_socket fail with UNAVAILABLE, wait-for-ready or not, naming
-// the cluster. The README has the whole table.
+// (fault injection and custom filters are accepted in resources but have
+// no effect on RPCs); routes with a route lookup (RLS) cluster specifier
+// plugin fail the RPCs they match; retry policies and max stream
+// durations are not applied; outlier detection is not applied. TLS to
+// endpoints (gRFC A29) is not applied either, and a cluster that asks for
+// it is never reached in plaintext instead: the RPCs routed to a cluster
+// with a transport_socket fail with UNAVAILABLE, wait-for-ready or not,
+// naming the cluster. The README has the whole table.
 package xdsgrpc
