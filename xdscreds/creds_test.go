@@ -147,7 +147,7 @@ func TestNoRootsNeverSystemRoots(t *testing.T) {
 func TestNoALPN(t *testing.T) {
 	p := newPKI(t, "ca")
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
-	b := startTLS(t, backendConfig{cert: p.server, noALPN: true})
+	b := startTLS(t, backendConfig{cert: p.server, raw: true, noALPN: true})
 	cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots"}))
 	wantHandshakeFailure(t, check(t, cc), b, `the server did not agree to ALPN protocol "h2"`)
 }

@@ -104,9 +104,9 @@ type backendConfig struct {
 	// clientCAs, when set, are the roots of client certificates, which are
 	// then required.
 	clientCAs *x509.CertPool
-	// noALPN makes a server that does not agree to "h2" (a plain TLS
-	// server, not gRPC: it accepts and completes handshakes only).
-	noALPN bool
+	// raw makes a plain TLS server, not gRPC: it completes handshakes,
+	// agreeing to "h2" unless noALPN, then waits for the client to close.
+	raw, noALPN bool
 }
 
 // startTLS starts a TLS backend.
@@ -140,7 +140,10 @@ func startTLS(t testing.TB, bc backendConfig) *backend {
 	if bc.clientCAs != nil {
 		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, bc.clientCAs
 	}
-	if bc.noALPN {
+	if bc.raw {
+		if !bc.noALPN {
+			cfg.NextProtos = []string{"h2"}
+		}
 		b.serveRawTLS(t, cfg)
 		return b
 	}
