@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"google.golang.org/grpc/credentials"
 
@@ -60,8 +61,10 @@ func (c *clientCreds) ClientHandshake(ctx context.Context, authority string, raw
 	}, nil
 }
 
-// clientTLS makes the handshake with the settings of info.
-func clientTLS(ctx context.Context, info *handshake.Info, rawConn net.Conn) (*tls.Conn, tls.ConnectionState, error) {
+// clientTLS makes the handshake with the settings of info. The
+// connection returned keeps rawConn's syscall.Conn, for channelz's socket
+// options.
+func clientTLS(ctx context.Context, info *handshake.Info, rawConn net.Conn) (net.Conn, tls.ConnectionState, error) {
 	cfg, err := clientConfig(ctx, info)
 	if err != nil {
 		return nil, tls.ConnectionState{}, err
@@ -75,8 +78,21 @@ func clientTLS(ctx context.Context, info *handshake.Info, rawConn net.Conn) (*tl
 		conn.Close()
 		return nil, tls.ConnectionState{}, fmt.Errorf("the server did not agree to ALPN protocol \"h2\" (it chose %q)", state.NegotiatedProtocol)
 	}
+	if sc, ok := rawConn.(syscall.Conn); ok {
+		return syscallConn{conn, sc}, state, nil
+	}
 	return conn, state, nil
 }
+
+// syscallConn is a TLS connection that gives the syscall.Conn of the
+// connection under it.
+type syscallConn struct {
+	*tls.Conn
+	raw syscall.Conn
+}
+
+// SyscallConn returns the raw connection of the connection under TLS.
+func (c syscallConn) SyscallConn() (syscall.RawConn, error) { return c.raw.SyscallConn() }
 
 // peerOf names the remote end of conn.
 func peerOf(conn net.Conn) string {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,5 +194,31 @@ func TestCredentialsInterface(t *testing.T) {
 	}
 	if handshake.Applies(insecure.NewCredentials()) {
 		t.Error("insecure credentials apply cluster security")
+	}
+}
+
+// TestSyscallConn: the connection made keeps the TCP connection's
+// syscall.Conn, which channelz reads socket options from.
+func TestSyscallConn(t *testing.T) {
+	p := newPKI(t, "ca")
+	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
+	b := startTLS(t, backendConfig{cert: p.server, raw: true})
+	raw, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := xdscreds.HandshakeWith(ctx, info(store, &xdsresource.SecurityConfig{RootInstance: "roots"}), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		t.Fatalf("the connection (%T) is not a syscall.Conn", conn)
+	}
+	if _, err := sc.SyscallConn(); err != nil {
+		t.Errorf("SyscallConn: %v", err)
 	}
 }
