@@ -9,8 +9,12 @@
 // which read it (Get). An address without an Info belongs to a cluster
 // without a transport_socket.
 //
-// Infos compare by value (Equal), so that an update of the same cluster
-// with the same settings keeps the connections to its endpoints.
+// An Info is made per address: besides the cluster's settings, which its
+// addresses share, it carries the endpoint's hostname, from which the
+// credentials take the server name when the cluster says auto_host_sni
+// (gRFC A101). Infos compare by value (Equal), so that an update of the
+// same cluster with the same settings keeps the connections to its
+// endpoints.
 package handshake
 
 import (
@@ -34,6 +38,10 @@ type Info struct {
 	// Store holds the bootstrap's certificate provider instances that
 	// Security names.
 	Store *certstore.Store
+	// Hostname is the endpoint's hostname, possibly with a port: an EDS
+	// endpoint's hostname, or the "host:port" a LOGICAL_DNS cluster
+	// resolves; empty when it has none.
+	Hostname string
 }
 
 // Equal reports whether o is an *Info with the same settings.
@@ -42,7 +50,7 @@ func (i *Info) Equal(o any) bool {
 	if !ok || i == nil || oi == nil {
 		return ok && i == oi
 	}
-	return i.Cluster == oi.Cluster && i.Store == oi.Store && reflect.DeepEqual(i.Security, oi.Security)
+	return i.Cluster == oi.Cluster && i.Store == oi.Store && i.Hostname == oi.Hostname && reflect.DeepEqual(i.Security, oi.Security)
 }
 
 // Key identifies the settings of i apart from the cluster's name:

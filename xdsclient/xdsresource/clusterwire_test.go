@@ -9,6 +9,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -170,11 +171,20 @@ func clusterWireCases(t testing.TB) []struct {
 		}}
 	}))
 
+	sni := edsCluster() // gRFC A101 and A82 fields, read from the runtime's transport_socket
+	sni.TransportSocket = tlsSocket(t, &tlsv3.UpstreamTlsContext{
+		CommonTlsContext: &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{
+			ValidationContext: systemRoots(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: ".example.com"}}),
+		}},
+		Sni: "api.example.com", AutoHostSni: true, AutoSniSanValidation: true,
+	})
+
 	return []struct {
 		name string
 		b    []byte
 		took bool
 	}{
+		{"TLS cluster with sni, auto_host_sni, auto_sni_san_validation and system roots", mustMarshal(t, sni), true},
 		{"controlplane EDS cluster", mustMarshal(t, controlplane.Cluster("c0", "c0")), true},
 		{"EDS cluster, no service name", mustMarshal(t, controlplane.Cluster("c0", "")), true},
 		{"EDS cluster with the fields of real clusters", mustMarshal(t, full), true},

@@ -24,6 +24,10 @@ const (
 // tlsTransportSocketName is the only transport_socket name gRPC accepts.
 const tlsTransportSocketName = "envoy.transport_sockets.tls"
 
+// MaxSNILength is the longest sni an UpstreamTlsContext may carry, in
+// bytes (gRFC A101, as Envoy).
+const MaxSNILength = 255
+
 // SecurityConfig is a validated TLS configuration (gRFC A29): the
 // UpstreamTlsContext of a Cluster or the DownstreamTlsContext of a server
 // filter chain. Certificates come only from certificate provider instances
@@ -36,13 +40,31 @@ type SecurityConfig struct {
 	IdentityInstance, IdentityCertName string
 	// RootInstance and RootCertName are the validation context's
 	// ca_certificate_provider_instance: the roots that the peer's
-	// certificate is checked against. Always set on a client; on a server
-	// it is empty when client certificates are not checked.
+	// certificate is checked against. On a client it is set unless
+	// SystemRootCerts is; on a server it is empty when client certificates
+	// are not checked.
 	RootInstance, RootCertName string
+	// SystemRootCerts is the validation context's system_root_certs (gRFC
+	// A82): the peer's certificate is checked against the system's roots.
+	// Clients only, and only when no root instance is named, current or
+	// deprecated field.
+	SystemRootCerts bool
 	// SANMatchers are the validation context's match_subject_alt_names: a
 	// peer certificate is accepted when one of its SANs matches one of
 	// them, or always when there are none. Clients only.
 	SANMatchers []StringMatcher
+	// SNI is the UpstreamTlsContext's sni (gRFC A101): the server name the
+	// client sends, at most 255 bytes. Clients only.
+	SNI string
+	// AutoHostSNI is the UpstreamTlsContext's auto_host_sni: the client
+	// sends the endpoint's hostname as its server name when it has one,
+	// and SNI otherwise. Clients only.
+	AutoHostSNI bool
+	// AutoSNISANValidation is the UpstreamTlsContext's
+	// auto_sni_san_validation: the peer's certificate is accepted when one
+	// of its DNS SANs matches the server name sent, in place of
+	// SANMatchers. Clients only.
+	AutoSNISANValidation bool
 	// RequireClientCert is the DownstreamTlsContext's
 	// require_client_certificate. Servers only; RootInstance is set
 	// whenever it is true.
@@ -107,6 +129,10 @@ func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Secur
 	if err != nil {
 		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
 	}
+	if len(m.GetSni()) > MaxSNILength {
+		return nil, fmt.Errorf("%s.sni: %d bytes, at most %d are allowed", at, len(m.GetSni()), MaxSNILength)
+	}
+	sc.SNI, sc.AutoHostSNI, sc.AutoSNISANValidation = m.GetSni(), m.GetAutoHostSni(), m.GetAutoSniSanValidation()
 	return sc, nil
 }
 
@@ -197,8 +223,8 @@ func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server boo
 	switch {
 	case server && idField == "":
 		return nil, errors.New("tls_certificate_provider_instance: missing, a server needs an identity certificate")
-	case !server && rootField == "":
-		return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance")
+	case !server && rootField == "" && !sc.SystemRootCerts:
+		return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance or system_root_certs")
 	}
 	if idField != "" {
 		if err := checkProviderInstance(opts, sc.IdentityInstance); err != nil {
@@ -250,7 +276,14 @@ func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *SecurityConfi
 		}
 	}
 	if root == nil {
-		return "", fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
+		switch {
+		case vc.GetSystemRootCerts() == nil:
+			return "", fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
+		case server:
+			return "", fmt.Errorf("%s.system_root_certs: not supported on servers, use ca_certificate_provider_instance", at)
+		}
+		sc.SystemRootCerts = true
+		return "", nil
 	}
 	sc.RootInstance, sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
 	return rootField, nil
@@ -285,6 +318,9 @@ func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *Secu
 		sm, err := validateStringMatcher(m)
 		if err != nil {
 			return fmt.Errorf("%s.match_subject_alt_names[%d]: %v", at, i, err)
+		}
+		if sm.Kind == HeaderRegex && m.GetIgnoreCase() {
+			return fmt.Errorf("%s.match_subject_alt_names[%d].ignore_case: not supported with safe_regex", at, i)
 		}
 		sc.SANMatchers = append(sc.SANMatchers, sm)
 	}

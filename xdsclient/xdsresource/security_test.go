@@ -39,12 +39,34 @@ func upstream(change func(c *tlsv3.CommonTlsContext)) *tlsv3.UpstreamTlsContext 
 	return &tlsv3.UpstreamTlsContext{CommonTlsContext: c}
 }
 
+// securityCase is an UpstreamTlsContext and the SecurityConfig a cluster
+// with it gets.
+type securityCase struct {
+	name string
+	ctx  *tlsv3.UpstreamTlsContext
+	want *SecurityConfig
+}
+
+// runSecurityCases decodes an EDS cluster with each case's TLS context.
+func runSecurityCases(t *testing.T, tests []securityCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := edsCluster()
+			m.TransportSocket = tlsSocket(t, tt.ctx)
+			_, v, err := decode(t, ClusterType, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.(*Cluster).Security; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Security = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestClusterSecurity(t *testing.T) {
-	tests := []struct {
-		name string
-		ctx  *tlsv3.UpstreamTlsContext
-		want *SecurityConfig
-	}{
+	runSecurityCases(t, []securityCase{
 		{"roots only", upstream(nil), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
 		{"mutual TLS with SAN matchers", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.TlsCertificateProviderInstance = provider("identity", "id")
@@ -62,20 +84,7 @@ func TestClusterSecurity(t *testing.T) {
 			c.AlpnProtocols = []string{"h2"}
 			c.GetValidationContext().AllowExpiredCertificate = true
 		}), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := edsCluster()
-			m.TransportSocket = tlsSocket(t, tt.ctx)
-			_, v, err := decode(t, ClusterType, m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := v.(*Cluster).Security; !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Security = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+	})
 
 	_, v, err := decode(t, ClusterType, edsCluster())
 	if err != nil || v.(*Cluster).Security != nil {
@@ -121,10 +130,9 @@ func TestClusterSecurityErrors(t *testing.T) {
 		{name: "custom_handshaker", build: ctx(func(c *tlsv3.CommonTlsContext) { c.CustomHandshaker = &corev3.TypedExtensionConfig{Name: "h"} }),
 			want: at + `custom_handshaker: not supported`},
 		{name: "no validation context", build: ctx(func(c *tlsv3.CommonTlsContext) { c.ValidationContextType = nil }),
-			want: at + `validation_context: missing, a client needs ca_certificate_provider_instance`},
+			want: at + `validation_context: missing, a client needs ca_certificate_provider_instance or system_root_certs`},
 		{name: "no ca provider", build: ctx(func(c *tlsv3.CommonTlsContext) {
 			c.GetValidationContext().CaCertificateProviderInstance = nil
-			c.GetValidationContext().SystemRootCerts = &tlsv3.CertificateValidationContext_SystemRootCerts{}
 		}), want: at + `validation_context.ca_certificate_provider_instance: missing`},
 		{name: "unknown root instance", build: ctx(func(c *tlsv3.CommonTlsContext) { c.ValidationContextType = caContext("nope") }),
 			want: at + `validation_context.ca_certificate_provider_instance.instance_name: "nope" is not in the bootstrap's certificate_providers`},

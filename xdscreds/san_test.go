@@ -1,0 +1,141 @@
+package xdscreds_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+func exact(v string) xdsresource.StringMatcher {
+	return xdsresource.StringMatcher{Kind: xdsresource.HeaderExact, Value: v}
+}
+
+func matcher(kind xdsresource.HeaderMatchKind, v string, ignoreCase bool) xdsresource.StringMatcher {
+	return xdsresource.StringMatcher{Kind: kind, Value: v, IgnoreCase: ignoreCase}
+}
+
+// TestSANMatching: each matcher kind, matching and not, against the SANs
+// of a real server certificate (serverSANs), over a real handshake.
+func TestSANMatching(t *testing.T) {
+	_, store, b := rootsSetup(t)
+	const spiffe = "spiffe://example.org/ns/prod/sa/server"
+	tests := []struct {
+		name     string
+		matchers []xdsresource.StringMatcher
+		ok       bool
+	}{
+		{"no matchers: any verified server", nil, true},
+		{"exact DNS", []xdsresource.StringMatcher{exact("server.example.com")}, true},
+		{"exact DNS compares without case", []xdsresource.StringMatcher{exact("SERVER.Example.COM")}, true},
+		{"exact DNS with a trailing dot", []xdsresource.StringMatcher{exact("server.example.com.")}, true},
+		{"exact DNS mismatch", []xdsresource.StringMatcher{exact("other.example.com")}, false},
+		{"exact DNS against a wildcard SAN", []xdsresource.StringMatcher{exact("api.wild.example.com")}, true},
+		{"a wildcard SAN stands for one label only", []xdsresource.StringMatcher{exact("a.b.wild.example.com")}, false},
+		{"a wildcard SAN stands for at least one label", []xdsresource.StringMatcher{exact("wild.example.com")}, false},
+		{"exact URI", []xdsresource.StringMatcher{exact(spiffe)}, true},
+		{"exact URI compares with case", []xdsresource.StringMatcher{exact(strings.ToUpper(spiffe))}, false},
+		{"exact URI with ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderExact, strings.ToUpper(spiffe), true)}, true},
+		{"exact IP", []xdsresource.StringMatcher{exact("127.0.0.1")}, true},
+		{"exact IP mismatch", []xdsresource.StringMatcher{exact("127.0.0.2")}, false},
+		{"prefix", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "spiffe://example.org/", false)}, true},
+		{"prefix mismatch", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "spiffe://other.org/", false)}, false},
+		{"prefix with ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "SPIFFE://EXAMPLE.ORG/", true)}, true},
+		{"prefix without ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "SPIFFE://EXAMPLE.ORG/", false)}, false},
+		{"suffix on a DNS SAN is a string match", []xdsresource.StringMatcher{matcher(xdsresource.HeaderSuffix, ".example.com", false)}, true},
+		{"suffix does not expand wildcards", []xdsresource.StringMatcher{matcher(xdsresource.HeaderSuffix, "api.wild.example.com", false)}, false},
+		{"suffix mismatch", []xdsresource.StringMatcher{matcher(xdsresource.HeaderSuffix, "/sa/client", false)}, false},
+		{"contains", []xdsresource.StringMatcher{matcher(xdsresource.HeaderContains, "/ns/prod/", false)}, true},
+		{"contains mismatch", []xdsresource.StringMatcher{matcher(xdsresource.HeaderContains, "/ns/dev/", false)}, false},
+		{"contains with ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderContains, "/NS/PROD/", true)}, true},
+		{"regex", []xdsresource.StringMatcher{matcher(xdsresource.HeaderRegex, `spiffe://example\.org/ns/[^/]+/sa/server`, false)}, true},
+		{"regex must match the whole SAN", []xdsresource.StringMatcher{matcher(xdsresource.HeaderRegex, `sa/server`, false)}, false},
+		{"regex on an IP SAN", []xdsresource.StringMatcher{matcher(xdsresource.HeaderRegex, `127\.0\.0\.[0-9]+`, false)}, true},
+		{"one of several matchers", []xdsresource.StringMatcher{exact("nope"), matcher(xdsresource.HeaderSuffix, "/sa/nope", false), exact(spiffe)}, true},
+		{"none of several matchers", []xdsresource.StringMatcher{exact("nope"), matcher(xdsresource.HeaderSuffix, "/sa/nope", false)}, false},
+		{"an empty exact matches nothing", []xdsresource.StringMatcher{exact("")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots", SANMatchers: tt.matchers}))
+			err := check(t, cc)
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("RPC = %v, want OK", err)
+				}
+				return
+			}
+			wantHandshakeFailure(t, err, b, `no SAN of the server's certificate (URI ["`+spiffe+`"], IP ["127.0.0.1"], DNS ["server.example.com" "*.wild.example.com"]) matches match_subject_alt_names [`)
+		})
+	}
+}
+
+// TestSANMismatchErrorBounded: a certificate of many long SANs makes an
+// error that lists a few of them and counts the rest.
+func TestSANMismatchErrorBounded(t *testing.T) {
+	p := newPKI(t, "ca")
+	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
+	var names certtest.Names
+	for i := range 500 {
+		names.DNS = append(names.DNS, fmt.Sprintf("%s-%d.example.com", strings.Repeat("x", 60), i))
+	}
+	b := startTLS(t, backendConfig{cert: p.ca.Issue(t, names)})
+	var matchers []xdsresource.StringMatcher
+	for i := range 100 {
+		matchers = append(matchers, exact(fmt.Sprintf("want-%d.example.com", i)))
+	}
+	cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots", SANMatchers: matchers}))
+	err := check(t, cc)
+	wantHandshakeFailure(t, err, b, "and 492 more]) matches match_subject_alt_names [exact \"want-0.example.com\"")
+	if msg := status.Convert(err).Message(); len(msg) > 4096 || !strings.Contains(msg, "and 92 more]") {
+		t.Errorf("error of %d bytes (want at most 4096) counting the matchers not listed: %.300s...", len(msg), msg)
+	}
+}
+
+// TestAutoSNISANValidation: with auto_sni_san_validation, a DNS SAN must
+// match the server name sent, whatever match_subject_alt_names says; with
+// no name sent, the handshake fails, as in C-core.
+func TestAutoSNISANValidation(t *testing.T) {
+	_, store, b := rootsSetup(t)
+	tests := []struct {
+		name   string
+		sc     xdsresource.SecurityConfig
+		host   string
+		reason string // "" for success
+	}{
+		{"sni matches a DNS SAN", xdsresource.SecurityConfig{SNI: "server.example.com"}, "", ""},
+		{"sni matches a wildcard DNS SAN", xdsresource.SecurityConfig{SNI: "api.wild.example.com"}, "", ""},
+		{"the SAN matchers are not applied", xdsresource.SecurityConfig{SNI: "server.example.com", SANMatchers: []xdsresource.StringMatcher{exact("nope")}}, "", ""},
+		{"the hostname of auto_host_sni", xdsresource.SecurityConfig{AutoHostSNI: true}, "api.wild.example.com:443", ""},
+		{"sni matches no DNS SAN", xdsresource.SecurityConfig{SNI: "other.example.com"}, "",
+			`auto_sni_san_validation: no DNS SAN of the server's certificate matches the server name "other.example.com" (DNS SANs ["server.example.com" "*.wild.example.com"])`},
+		{"only DNS SANs count", xdsresource.SecurityConfig{SNI: "127.0.0.1"}, "", `matches the server name "127.0.0.1"`},
+		{"no server name", xdsresource.SecurityConfig{AutoHostSNI: true}, "",
+			"auto_sni_san_validation: no server name was sent to check the certificate against"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := tt.sc
+			sc.RootInstance, sc.AutoSNISANValidation = "roots", true
+			in := info(store, &sc)
+			in.Hostname = tt.host
+			err := check(t, dial(t, newCreds(t), b.addr, in))
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("RPC = %v, want OK", err)
+				}
+				return
+			}
+			if status.Code(err) != codes.Unavailable {
+				t.Fatalf("RPC = %v, want UNAVAILABLE", err)
+			}
+			wantHandshakeFailure(t, err, b, tt.reason)
+		})
+	}
+}

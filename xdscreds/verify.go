@@ -1,0 +1,186 @@
+package xdscreds
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// verifier checks the server's certificate in one handshake: its chain
+// against the cluster's roots, then its SANs.
+type verifier struct {
+	sc *xdsresource.SecurityConfig
+	// roots are the provider's roots; nil with sc.SystemRootCerts, for the
+	// system's.
+	roots *x509.CertPool
+	// serverName is the name sent in the handshake, "" for none.
+	serverName string
+}
+
+// verify is the tls.Config's VerifyConnection.
+func (v *verifier) verify(state tls.ConnectionState) error {
+	certs := state.PeerCertificates
+	if len(certs) == 0 {
+		return errors.New("the server presented no certificate")
+	}
+	opts := x509.VerifyOptions{
+		Roots:         v.roots,
+		Intermediates: x509.NewCertPool(),
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, c := range certs[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := certs[0].Verify(opts); err != nil {
+		return fmt.Errorf("the server's certificate does not verify against %s: %w", v.rootsName(), err)
+	}
+	sans := sansOf(certs[0])
+	if v.sc.AutoSNISANValidation {
+		return v.checkServerName(sans)
+	}
+	return checkSANs(sans, v.sc.SANMatchers)
+}
+
+// rootsName says where the roots come from.
+func (v *verifier) rootsName() string {
+	if v.sc.SystemRootCerts {
+		return "the system's roots"
+	}
+	return fmt.Sprintf("the roots of certificate provider instance %q", v.sc.RootInstance)
+}
+
+// checkServerName applies auto_sni_san_validation (gRFC A101): a DNS SAN
+// must match the server name sent, by the DNS rules of an exact matcher.
+// With no name sent, nothing can match, and the handshake fails, as in
+// C-core.
+func (v *verifier) checkServerName(s sans) error {
+	if v.serverName == "" {
+		return errors.New("auto_sni_san_validation: no server name was sent to check the certificate against (the cluster has no sni, and auto_host_sni found no endpoint hostname)")
+	}
+	for _, san := range s.dns {
+		if dnsMatch(san, v.serverName) {
+			return nil
+		}
+	}
+	return fmt.Errorf("auto_sni_san_validation: no DNS SAN of the server's certificate matches the server name %s (DNS SANs %s)", quote(v.serverName), list(s.dns))
+}
+
+// checkSANs applies match_subject_alt_names (gRFC A29): with no matcher
+// any certificate is accepted; else one of its URI, IP or DNS SANs must
+// match one of the matchers.
+func checkSANs(s sans, matchers []xdsresource.StringMatcher) error {
+	if len(matchers) == 0 {
+		return nil
+	}
+	for _, m := range matchers {
+		cm, err := compileMatcher(m)
+		if err != nil {
+			return err
+		}
+		if cm.anyOf(s.uri, false) || cm.anyOf(s.ip, false) || cm.anyOf(s.dns, true) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no SAN of the server's certificate (URI %s, IP %s, DNS %s) matches match_subject_alt_names %s",
+		list(s.uri), list(s.ip), list(s.dns), listed(len(matchers), func(i int) string { return describe(matchers[i]) }))
+}
+
+// sanMatcher is a StringMatcher ready to match SANs.
+type sanMatcher struct {
+	xdsresource.StringMatcher
+	re *regexp.Regexp
+}
+
+// compileMatcher compiles m's regex; the value of the others is lower
+// cased when they ignore case.
+func compileMatcher(m xdsresource.StringMatcher) (sanMatcher, error) {
+	cm := sanMatcher{StringMatcher: m}
+	switch {
+	case m.Kind == xdsresource.HeaderRegex:
+		re, err := regexp.Compile(`^(?:` + m.Value + `)$`)
+		if err != nil {
+			return cm, fmt.Errorf("match_subject_alt_names: %s: %v", describe(m), err)
+		}
+		cm.re = re
+	case m.IgnoreCase:
+		cm.Value = strings.ToLower(m.Value)
+	}
+	return cm, nil
+}
+
+// anyOf reports whether one of sans matches. An exact matcher compares
+// DNS SANs by the DNS rules (dnsMatch), without case and with wildcards,
+// as the xDS API says and gRPC does; every other comparison is of strings.
+func (m sanMatcher) anyOf(sans []string, dns bool) bool {
+	for _, san := range sans {
+		if dns && m.Kind == xdsresource.HeaderExact {
+			if dnsMatch(san, m.Value) {
+				return true
+			}
+			continue
+		}
+		if m.match(san) {
+			return true
+		}
+	}
+	return false
+}
+
+// match compares s with the matcher's value.
+func (m sanMatcher) match(s string) bool {
+	if m.re != nil {
+		return m.re.MatchString(s)
+	}
+	if m.IgnoreCase {
+		s = strings.ToLower(s)
+	}
+	switch m.Kind {
+	case xdsresource.HeaderExact:
+		return s == m.Value
+	case xdsresource.HeaderPrefix:
+		return strings.HasPrefix(s, m.Value)
+	case xdsresource.HeaderSuffix:
+		return strings.HasSuffix(s, m.Value)
+	case xdsresource.HeaderContains:
+		return strings.Contains(s, m.Value)
+	}
+	return false
+}
+
+// dnsMatch reports whether the DNS SAN san, which may be a wildcard
+// pattern, matches the name name, as gRPC C-core's
+// VerifySubjectAlternativeName does: neither may be empty or start with a
+// dot; both are taken as absolute (a trailing dot added) and compared
+// without case; a wildcard is "*" as the whole leftmost label of a name
+// of at least two labels, and stands for exactly one label.
+func dnsMatch(san, name string) bool {
+	if san == "" || name == "" || san[0] == '.' || name[0] == '.' {
+		return false
+	}
+	san, name = absolute(strings.ToLower(san)), absolute(strings.ToLower(name))
+	if !strings.Contains(san, "*") {
+		return san == name
+	}
+	if !strings.HasPrefix(san, "*.") || san == "*." {
+		return false
+	}
+	suffix := san[1:] // ".example.com."
+	if strings.Contains(suffix, "*") || !strings.HasSuffix(name, suffix) {
+		return false
+	}
+	label := name[:len(name)-len(suffix)]
+	return label != "" && !strings.Contains(label, ".")
+}
+
+// absolute returns name with a trailing dot.
+func absolute(name string) string {
+	if strings.HasSuffix(name, ".") {
+		return name
+	}
+	return name + "."
+}
