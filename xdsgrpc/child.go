@@ -24,6 +24,7 @@ func clusterConfig(name string, leaves []*xdsconfig.ClusterConfig, cs *channelSt
 		LoadReporter:    cs.client,
 		Counters:        cs.counters.c,
 		Hooks:           cs.clusterHooks,
+		Certificates:    cs.resolver.certs,
 		FailoverTimeout: cs.builder.opts.failoverTimeout,
 		Rand:            cs.builder.opts.rand,
 	}

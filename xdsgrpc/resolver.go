@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/xdslens/xdslens/internal/certstore"
+	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
@@ -133,6 +135,11 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		sc:        cc.ParseServiceConfig(routerServiceConfig),
 		channelID: rand.Uint64(),
 	}
+	if handshake.Applies(bo.DialCreds) {
+		// The channel's credentials apply the TLS settings of clusters,
+		// with the bootstrap's certificate providers.
+		r.certs, r.releaseCerts = certstore.For(client.Bootstrap())
+	}
 	b.mu.Lock()
 	b.channels[key] = append(b.channels[key], r)
 	b.mu.Unlock()
@@ -182,6 +189,11 @@ type xdsResolver struct {
 	channelID uint64
 	// router is the channel's routing policy, once it has one.
 	router atomic.Pointer[router]
+	// certs holds the bootstrap's certificate providers when the
+	// channel's credentials apply clusters' TLS settings (xdscreds); nil
+	// otherwise. releaseCerts gives it back.
+	certs        *certstore.Store
+	releaseCerts func()
 
 	// last is the config last handed to the channel, nil after an error.
 	// The dependency manager calls Update and Error one at a time, so
@@ -235,6 +247,9 @@ func (r *xdsResolver) Close() {
 	}
 	r.builder.releaseCounters(r.client)
 	r.builder.forget(r)
+	if r.releaseCerts != nil {
+		r.releaseCerts()
+	}
 	r.release()
 }
 

@@ -54,9 +54,10 @@ func (i *Info) Equal(o any) bool {
 }
 
 // Key identifies the settings of i apart from the cluster's name:
-// connections are shared by the clusters whose Infos have the same Key.
+// connections are shared by the clusters whose Infos have the same Key
+// (the server name sent may come from the hostname, so it is part of it).
 func (i *Info) Key() string {
-	return fmt.Sprintf("%p %+v", i.Store, *i.Security)
+	return fmt.Sprintf("%p %q %+v", i.Store, i.Hostname, *i.Security)
 }
 
 type key struct{}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 )
@@ -50,6 +51,13 @@ type Config struct {
 	Counters *Counters
 	// Hooks are called on every pick outcome; nil calls none.
 	Hooks *Hooks
+	// Certificates, when set, holds the bootstrap's certificate provider
+	// instances, and says that the channel's transport credentials apply
+	// the TLS settings of clusters (package xdscreds): the addresses of a
+	// cluster with a transport_socket carry them (package handshake).
+	// When nil, the RPCs of such a cluster fail: it is never reached in
+	// plaintext.
+	Certificates *certstore.Store
 	// FailoverTimeout is how long a priority may take to become READY
 	// before the next one is started; DefaultFailoverTimeout when zero.
 	FailoverTimeout time.Duration

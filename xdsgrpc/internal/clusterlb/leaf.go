@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/resolver/ringhash"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslens/xdslens/internal/certstore"
+	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -41,6 +43,9 @@ type leaf struct {
 	// be built (policyErr says why), and the leaf fails.
 	policy    *endpointPolicy
 	policyErr error
+	// certs is Config.Certificates: nil when the channel does not apply
+	// clusters' TLS settings.
+	certs *certstore.Store
 
 	counters    *Counters
 	releaseLoad func() // nil without load reports
@@ -58,7 +63,7 @@ var noHooks = &Hooks{}
 // newLeaf builds the leaf of slot cc of cfg, acquiring its counter and
 // starting its load reports; release gives them back.
 func newLeaf(cfg *Config, counters *Counters, cc *xdsconfig.ClusterConfig) *leaf {
-	l := &leaf{cluster: cfg.Name, name: cc.Name, hooks: cfg.Hooks, rand: cfg.Rand, counters: counters}
+	l := &leaf{cluster: cfg.Name, name: cc.Name, hooks: cfg.Hooks, rand: cfg.Rand, counters: counters, certs: cfg.Certificates}
 	if l.hooks == nil {
 		l.hooks = noHooks
 	}
@@ -165,11 +170,11 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 		fail = fmt.Errorf("%s: %s%s", l.label, status.Convert(cc.Err).Message(), l.note)
 	case l.policyErr != nil:
 		fail = status.Errorf(codes.Unavailable, "%s: %v%s", l.label, l.policyErr, l.note)
-	case cc.Cluster.Security != nil:
+	case cc.Cluster.Security != nil && l.certs == nil:
 		// Fail closed: a cluster that asks for TLS is never reached in
 		// plaintext. The status fails wait-for-ready RPCs too, for waiting
 		// cannot change it.
-		fail = status.Errorf(codes.Unavailable, "%s: its transport_socket asks for TLS (an UpstreamTlsContext, gRFC A29), which this channel does not apply; RPCs to it are not sent in plaintext%s", l.label, l.note)
+		fail = status.Errorf(codes.Unavailable, "%s: its transport_socket asks for TLS (an UpstreamTlsContext, gRFC A29), which this channel's transport credentials do not apply (dial with xdscreds.NewClientCredentials); RPCs to it are not sent in plaintext%s", l.label, l.note)
 	case cc.Endpoints == nil:
 		fail = fmt.Errorf("%s: endpoints not available%s", l.label, l.note)
 	case len(cc.Endpoints.Localities) == 0:
@@ -197,8 +202,19 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 				continue
 			}
 			ep := resolver.Endpoint{Addresses: make([]resolver.Address, len(e.Addresses)), Attributes: attr}
+			var info *handshake.Info
+			if sec := cc.Cluster.Security; sec != nil {
+				host := e.Hostname
+				if cc.Cluster.Kind == xdsresource.ClusterLogicalDNS {
+					host = cc.Cluster.DNSHostname
+				}
+				info = &handshake.Info{Cluster: l.name, Security: sec, Store: l.certs, Hostname: host}
+			}
 			for i, a := range e.Addresses {
 				ep.Addresses[i] = resolver.Address{Addr: a, BalancerAttributes: attr}
+				if info != nil {
+					ep.Addresses[i] = handshake.Set(ep.Addresses[i], info)
+				}
 			}
 			// The weight ring_hash and weighted policies read: the
 			// locality's weight times the endpoint's, as gRPC's xDS

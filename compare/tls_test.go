@@ -1,0 +1,187 @@
+package compare_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	grpcxdscreds "google.golang.org/grpc/credentials/xds"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/xds"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdscreds"
+	"github.com/xdslens/xdslens/xdsgrpc"
+)
+
+// tlsBackend is a gRPC server with TestService over TLS (or mTLS, when
+// clientCAs is set); it answers EmptyCall.
+type tlsBackend struct {
+	testgrpc.UnimplementedTestServiceServer
+	addr string
+}
+
+func (tlsBackend) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, error) {
+	return &testgrpc.Empty{}, nil
+}
+
+func startServer(t *testing.T, creds credentials.TransportCredentials) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	srv := grpc.NewServer(opts...)
+	testgrpc.RegisterTestServiceServer(srv, tlsBackend{})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+// upstreamTLS is a transport_socket with roots from the provider instance
+// "roots" and, if identity, the client certificate from "identity", with
+// an exact SAN matcher when san is set.
+func upstreamTLS(t *testing.T, identity bool, san string) *corev3.TransportSocket {
+	t.Helper()
+	vc := &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: "roots"}}
+	if san != "" {
+		vc.MatchSubjectAltNames = []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: san}}}
+	}
+	common := &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}}
+	if identity {
+		common.TlsCertificateProviderInstance = &tlsv3.CertificateProviderPluginInstance{InstanceName: "identity"}
+	}
+	a, err := anypb.New(&tlsv3.UpstreamTlsContext{CommonTlsContext: common})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: a}}
+}
+
+// TestSideBySideTLS routes by path to clusters that ask for TLS, mutual
+// TLS, a SAN the backend does not have, TLS to a plaintext backend, and
+// plaintext: xdslens's channel with xdscreds and grpc-go's with its xDS
+// credentials reach the same backends and fail the same RPCs.
+func TestSideBySideTLS(t *testing.T) {
+	ctx := xdstest.Context(t)
+	ca := certtest.NewCA(t, "compare-ca")
+	server := ca.Issue(t, certtest.Names{CommonName: "backend", DNS: []string{"backend.example"}, IPs: []string{"127.0.0.1"}})
+	client := ca.Issue(t, certtest.Names{CommonName: "client", URIs: []string{"spiffe://compare/client"}})
+	roots := certtest.WriteFiles(t, nil, ca)
+	identity := certtest.WriteFiles(t, client, nil)
+
+	tlsAddr := startServer(t, credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{server.TLS}}))
+	mtlsAddr := startServer(t, credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{server.TLS}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}))
+	plainAddr := startServer(t, nil)
+	plain2Addr := startServer(t, nil)
+
+	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	boot := xdstest.Bootstrap{
+		Servers: []string{cp.Addr()},
+		Node:    fmt.Sprintf(`{"id": %q}`, rpctest.NodeID),
+		CertificateProviders: fmt.Sprintf(`{"roots": {"plugin_name": "file_watcher", "config": %s}, "identity": {"plugin_name": "file_watcher", "config": %s}}`,
+			roots.FileWatcherJSON(time.Second), identity.FileWatcherJSON(time.Second)),
+	}
+	withTLS := func(name string, ts *corev3.TransportSocket) *clusterv3.Cluster {
+		c := controlplane.Cluster(name, "")
+		c.TransportSocket = ts
+		return c
+	}
+	route := func(path, cluster string) *routev3.Route {
+		return rpctest.Route(rpctest.PathMatch(path), rpctest.ToCluster(cluster))
+	}
+	if err := cp.SetResources(ctx, rpctest.NodeID, "1",
+		controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route",
+			route("/grpc.testing.TestService/EmptyCall", "tls"),
+			route("/grpc.testing.TestService/UnaryCall", "mtls"),
+			route("/grpc.testing.TestService/StreamingOutputCall", "wrongsan"),
+			route("/grpc.testing.TestService/StreamingInputCall", "tlstoplain"),
+			route("/pkg.Svc/Plain", "plain")),
+		withTLS("tls", upstreamTLS(t, false, "backend.example")), controlplane.Endpoints("tls", tlsAddr),
+		withTLS("mtls", upstreamTLS(t, true, "")), controlplane.Endpoints("mtls", mtlsAddr),
+		withTLS("wrongsan", upstreamTLS(t, false, "other.example")), controlplane.Endpoints("wrongsan", tlsAddr),
+		withTLS("tlstoplain", upstreamTLS(t, false, "")), controlplane.Endpoints("tlstoplain", plainAddr),
+		controlplane.Cluster("plain", ""), controlplane.Endpoints("plain", plain2Addr),
+	); err != nil {
+		t.Fatal(err)
+	}
+
+	ours, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := xdsclient.NewPool(boot.Parse(t), xdstest.ClientOptions()...)
+	oursConn, err := grpc.NewClient("xdslens:///svc", append(xdsgrpc.DialOptions(pool), grpc.WithTransportCredentials(ours))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oursConn.Close() })
+	theirs, err := grpcxdscreds.NewClientCredentials(grpcxdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := xds.NewXDSResolverWithConfigForTesting([]byte(boot.JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirsConn, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(rb), grpc.WithTransportCredentials(theirs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { theirsConn.Close() })
+
+	for _, tc := range []struct {
+		method string
+		ok     bool
+	}{
+		{"/grpc.testing.TestService/EmptyCall", true},            // TLS, SAN matches
+		{"/grpc.testing.TestService/UnaryCall", true},            // mTLS
+		{"/grpc.testing.TestService/StreamingOutputCall", false}, // SAN mismatch
+		{"/grpc.testing.TestService/StreamingInputCall", false},  // TLS to a plaintext backend
+		{"/pkg.Svc/Plain", true},                                 // plaintext cluster
+	} {
+		for name, conn := range map[string]*grpc.ClientConn{"xdslens": oursConn, "grpc-go": theirsConn} {
+			if tc.ok {
+				var o rpctest.Outcome
+				if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+					o = rpctest.Call(ctx, conn, tc.method)
+					return o.Err == nil
+				}) {
+					t.Errorf("%s %s: never reached the backend: %v", name, tc.method, o.Err)
+				}
+				continue
+			}
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			o := rpctest.Call(c, conn, tc.method)
+			cancel()
+			if o.Err == nil {
+				t.Errorf("%s %s: reached %q, want the handshake to fail", name, tc.method, o.Backend)
+			}
+		}
+	}
+}
