@@ -60,13 +60,19 @@ func TestRingHash(t *testing.T) {
 	ch := dial(t, config("c1", leaf))
 	byHash := func(h uint64) string {
 		t.Helper()
-		// A Call decided elsewhere, as the routing policy leaves it.
-		c := &callctx.Call{Decided: true, Hash: h, HasHash: true}
-		name, err := ch.call(callctx.With(ctx, c), grpc.WaitForReady(true))
-		if err != nil {
-			t.Fatalf("RPC of hash %#x: %v", h, err)
+		for {
+			// A Call decided elsewhere, as the routing policy leaves it.
+			c := &callctx.Call{Decided: true, Hash: h, HasHash: true}
+			name, err := ch.call(callctx.With(ctx, c), grpc.WaitForReady(true))
+			if err == nil {
+				return name
+			}
+			// An RPC sent on the connection of the endpoint being
+			// stopped fails with it; the next one is picked anew.
+			if code, _ := code(err); code != codes.Unavailable || ctx.Err() != nil {
+				t.Fatalf("RPC of hash %#x: %v", h, err)
+			}
 		}
-		return name
 	}
 	owner := map[uint64]string{}
 	spread := map[string]int{}
