@@ -153,6 +153,7 @@ func NewDataPlane(b *xdsgrpc.Builder, opts ...Option) (*DataPlane, error) {
 		CallFinished:      d.callFinished,
 		LBMetric:          lb.lbMetric,
 		ConnectionChanged: lb.connectionChanged,
+		Ejection:          lb.ejection,
 	})
 	return d, nil
 }

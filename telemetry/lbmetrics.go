@@ -36,6 +36,19 @@ const (
 	MetricWRREndpointWeightNotYetUsable        = "grpc.lb.wrr.endpoint_weight_not_yet_usable"
 	MetricWRREndpointWeightStale               = "grpc.lb.wrr.endpoint_weight_stale"
 	MetricWRREndpointWeights                   = "grpc.lb.wrr.endpoint_weights"
+	// MetricDataPlaneEjections is an Int64Counter, unit {ejection}:
+	// endpoints ejected by outlier detection (gRFC A50), by grpc.target,
+	// grpc.lb.backend_service (the leaf cluster) and KeyAlgorithm.
+	MetricDataPlaneEjections = "xdslens.data_plane.ejections"
+	// MetricDataPlaneEjectedEndpoints and MetricDataPlaneOutlierEndpoints
+	// are Int64Gauges, unit {endpoint}: a leaf cluster's endpoints
+	// ejected now, and those under outlier detection, as of its last
+	// ejection or return; by grpc.target and grpc.lb.backend_service.
+	MetricDataPlaneEjectedEndpoints = "xdslens.data_plane.ejected_endpoints"
+	MetricDataPlaneOutlierEndpoints = "xdslens.data_plane.outlier_detection_endpoints"
+	// KeyAlgorithm is the ejection algorithm: success_rate or
+	// failure_percentage.
+	KeyAlgorithm = "xdslens.algorithm"
 	// KeyLocality is the locality label of gRFC A78:
 	// {region="r", zone="z", sub_zone="s"}.
 	KeyLocality = "grpc.lb.locality"
@@ -45,6 +58,8 @@ const (
 type lbMetrics struct {
 	meter                          metric.Meter
 	disconnects, succeeded, failed metric.Int64Counter
+	ejections                      metric.Int64Counter
+	ejected, odEndpoints           metric.Int64Gauge
 
 	mu     sync.Mutex
 	counts map[string]metric.Float64Counter   // gRPC's counters, by name
@@ -64,6 +79,16 @@ func newLBMetrics(meter metric.Meter) (*lbMetrics, error) {
 	m.disconnects = counter(MetricPickFirstDisconnections, "{disconnection}", "Connections of the endpoint policies of xdslens channels that were READY and are not any more.")
 	m.succeeded = counter(MetricPickFirstConnectionAttemptsSucceeded, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that succeeded.")
 	m.failed = counter(MetricPickFirstConnectionAttemptsFailed, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that failed.")
+	m.ejections = counter(MetricDataPlaneEjections, "{ejection}", "Endpoints ejected by outlier detection, by algorithm.")
+	gauge := func(name, desc string) metric.Int64Gauge {
+		g, err := meter.Int64Gauge(name, metric.WithUnit("{endpoint}"), metric.WithDescription(desc))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return g
+	}
+	m.ejected = gauge(MetricDataPlaneEjectedEndpoints, "A cluster's endpoints ejected by outlier detection now.")
+	m.odEndpoints = gauge(MetricDataPlaneOutlierEndpoints, "A cluster's endpoints under outlier detection.")
 	return m, errors.Join(errs...)
 }
 
@@ -119,4 +144,15 @@ func (m *lbMetrics) lbMetric(i xdsgrpc.LBMetricInfo) {
 		m.counts[i.Name] = c
 	}
 	c.Add(ctx, i.Value, opt)
+}
+
+// ejection counts an ejection, and sets the cluster's gauges.
+func (m *lbMetrics) ejection(i xdsgrpc.EjectionInfo) {
+	ctx := context.Background()
+	cluster := metric.WithAttributes(attribute.String(KeyTarget, i.Target), attribute.String(KeyBackendService, i.Leaf))
+	m.ejected.Record(ctx, int64(i.EjectedEndpoints), cluster)
+	m.odEndpoints.Record(ctx, int64(i.Endpoints), cluster)
+	if i.Ejected {
+		m.ejections.Add(ctx, 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target), attribute.String(KeyBackendService, i.Leaf), attribute.String(KeyAlgorithm, i.Algorithm)))
+	}
 }

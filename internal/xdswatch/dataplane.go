@@ -123,6 +123,7 @@ func (cs *channelSet) add(t target) error {
 	b := xdsgrpc.NewBuilder(cs.pool, xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
 		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
+		Ejection:      ch.ejection,
 	}))
 	for _, mp := range cs.meters {
 		dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
@@ -204,6 +205,18 @@ func (ch *channel) config(c *xdsconfig.Config) {
 	e := configLine(ts, ch.t.arg, c)
 	ch.printConfig(ts, e, configText(e))
 	ch.configuredOnce.Do(func() { close(ch.configured) })
+}
+
+// ejection prints an endpoint's ejection by outlier detection, or its
+// return.
+func (ch *channel) ejection(i xdsgrpc.EjectionInfo) {
+	ts := ch.set.out.now()
+	e := ejectionLine(ts, ch.t.arg, i)
+	if ch.set.out.json {
+		ch.set.out.writeJSON(e)
+		return
+	}
+	ch.set.out.writeText(ts.Format(textTime) + " " + ejectionText(e, i))
 }
 
 // configError prints the error that failed the channel's whole config.

@@ -107,6 +107,9 @@ type EjectionInfo struct {
 	// an ejection lasts min(base_ejection_time * Multiplier,
 	// max(base_ejection_time, max_ejection_time)).
 	Multiplier int
+	// EjectedEndpoints and Endpoints are, after the change, the leaf's
+	// endpoints ejected and those under outlier detection.
+	EjectedEndpoints, Endpoints int
 }
 
 // outlier is the outlier detection of one leaf cluster, over the
@@ -347,6 +350,14 @@ func (o *outlier) setEjected(e *odEndpoint, ejected bool, info EjectionInfo) {
 		return
 	}
 	info.Cluster, info.Leaf, info.Address, info.Ejected, info.Multiplier = l.cluster, l.name, e.addr, ejected, e.multiplier
+	o.mu.Lock()
+	info.Endpoints = len(o.eps)
+	for _, x := range o.eps {
+		if x.ejected() {
+			info.EjectedEndpoints++
+		}
+	}
+	o.mu.Unlock()
 	l.hooks.Ejection(info)
 }
 
