@@ -246,6 +246,20 @@ func (s *service) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empty
 	return &testpb.Empty{}, nil
 }
 
+// StreamingOutputCall answers with one message per response parameter,
+// failing or waiting first as Fail says.
+func (s *service) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, stream testgrpc.TestService_StreamingOutputCallServer) error {
+	if err := s.answer(stream.Context()); err != nil {
+		return err
+	}
+	for range req.GetResponseParameters() {
+		if err := stream.Send(&testpb.StreamingOutputCallResponse{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *service) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 	if err := s.answer(ctx); err != nil {
 		return nil, err
