@@ -154,6 +154,8 @@ func NewDataPlane(b *xdsgrpc.Builder, opts ...Option) (*DataPlane, error) {
 		LBMetric:          lb.lbMetric,
 		ConnectionChanged: lb.connectionChanged,
 		Ejection:          lb.ejection,
+		Retried:           lb.retried,
+		FaultInjected:     lb.faulted,
 	})
 	return d, nil
 }

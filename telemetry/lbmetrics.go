@@ -49,6 +49,17 @@ const (
 	// KeyAlgorithm is the ejection algorithm: success_rate or
 	// failure_percentage.
 	KeyAlgorithm = "xdslens.algorithm"
+	// MetricDataPlaneRetries is an Int64Counter, unit {attempt}: attempts
+	// made again under a route's retry_policy (gRFC A44), by grpc.target,
+	// grpc.lb.backend_service and grpc.status (the code of the attempt
+	// that failed).
+	MetricDataPlaneRetries = "xdslens.data_plane.retries"
+	// MetricDataPlaneFaults is an Int64Counter, unit {fault}: faults the
+	// fault injection filter put on RPCs (gRFC A33), by grpc.target,
+	// grpc.lb.backend_service and KeyFault.
+	MetricDataPlaneFaults = "xdslens.data_plane.faults"
+	// KeyFault is the fault: delay or abort.
+	KeyFault = "xdslens.fault"
 	// KeyLocality is the locality label of gRFC A78:
 	// {region="r", zone="z", sub_zone="s"}.
 	KeyLocality = "grpc.lb.locality"
@@ -58,7 +69,7 @@ const (
 type lbMetrics struct {
 	meter                          metric.Meter
 	disconnects, succeeded, failed metric.Int64Counter
-	ejections                      metric.Int64Counter
+	ejections, retries, faults     metric.Int64Counter
 	ejected, odEndpoints           metric.Int64Gauge
 
 	mu     sync.Mutex
@@ -80,6 +91,8 @@ func newLBMetrics(meter metric.Meter) (*lbMetrics, error) {
 	m.succeeded = counter(MetricPickFirstConnectionAttemptsSucceeded, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that succeeded.")
 	m.failed = counter(MetricPickFirstConnectionAttemptsFailed, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that failed.")
 	m.ejections = counter(MetricDataPlaneEjections, "{ejection}", "Endpoints ejected by outlier detection, by algorithm.")
+	m.retries = counter(MetricDataPlaneRetries, "{attempt}", "Attempts made again under a route's retry_policy, by the code of the attempt that failed.")
+	m.faults = counter(MetricDataPlaneFaults, "{fault}", "Faults the fault injection filter put on RPCs, by kind.")
 	gauge := func(name, desc string) metric.Int64Gauge {
 		g, err := meter.Int64Gauge(name, metric.WithUnit("{endpoint}"), metric.WithDescription(desc))
 		if err != nil {
@@ -155,4 +168,16 @@ func (m *lbMetrics) ejection(i xdsgrpc.EjectionInfo) {
 	if i.Ejected {
 		m.ejections.Add(ctx, 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target), attribute.String(KeyBackendService, i.Leaf), attribute.String(KeyAlgorithm, i.Algorithm)))
 	}
+}
+
+// retried counts a retry.
+func (m *lbMetrics) retried(i xdsgrpc.RetryInfo) {
+	m.retries.Add(context.Background(), 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target),
+		attribute.String(KeyBackendService, i.Cluster), attribute.String(KeyStatus, StatusName(i.Code))))
+}
+
+// faulted counts a fault.
+func (m *lbMetrics) faulted(i xdsgrpc.FaultInfo) {
+	m.faults.Add(context.Background(), 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target),
+		attribute.String(KeyBackendService, i.Cluster), attribute.String(KeyFault, i.Action)))
 }
