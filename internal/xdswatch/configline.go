@@ -117,6 +117,11 @@ type rpcEvent struct {
 	Message string `json:"message"`
 	Peer    string `json:"peer"`
 	Cluster string `json:"cluster"`
+	// Attempts counts the RPC's attempts, 1 without retries.
+	Attempts int `json:"attempts"`
+	// Fault is the fault the fault injection filter put on the RPC,
+	// "delay", "abort" or "delay+abort"; absent when none.
+	Fault string `json:"fault,omitempty"`
 }
 
 // kindNames are the cluster types as config lines name them.
@@ -278,6 +283,12 @@ func rpcText(e rpcEvent) string {
 		peer = "peer " + e.Peer
 	}
 	s := fmt.Sprintf("%s rpc %s: %s, %s, %s", e.Target, e.Method, e.Code, cluster, peer)
+	if e.Attempts > 1 {
+		s += fmt.Sprintf(", %d attempts", e.Attempts)
+	}
+	if e.Fault != "" {
+		s += ", fault " + e.Fault
+	}
 	if e.Message != "" {
 		s += ": " + e.Message
 	}

@@ -119,6 +119,8 @@ Flags:
   --rpc-header KEY=VALUE    send this header (metadata) with every RPC; repeatable
   --rpc-timeout DUR         deadline of each RPC (default 1s); one made before the
                             channel's first config waits for it up to this long
+  --rpc-concurrency N       RPC loops of each xds:/// channel, each making one RPC
+                            per interval and printing its own lines (default 1)
   --demo-tour               demo only: walk the demo control plane through every
                             cache state (version update, NACK, ignored deletion,
                             TP3 error, does-not-exist, recovery, fallback and
