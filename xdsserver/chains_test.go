@@ -85,15 +85,24 @@ func TestFilterChainSelection(t *testing.T) {
 	// Only chains for other destinations: connections are refused, until
 	// a default chain serves them.
 	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, chains[3]))
+	s.ev.wait(t, "the Listener without a chain for loopback", func(e *events) bool { return len(e.changes) == 2 })
+	if code := callCode(t, ctx, s, emptyCall); code == codes.OK {
+		t.Error("a connection no chain matches was served")
+	}
 	s.ev.wait(t, "a connection without a chain refused", func(e *events) bool {
 		return len(e.refused) > 0 && !e.refused[len(e.refused)-1].NotServing
 	})
 	env.Set(servertest.Listener(s.name(), s.host, s.port, servertest.Chain("default", nil, hcm("/"), nil), chains[3]))
-	pollCode(t, s.plaintext(t), emptyCall, codes.OK)
+	s.ev.wait(t, "the Listener with a default chain", func(e *events) bool { return len(e.changes) == 3 })
+	before, _ := s.ev.counts()
+	if err := servertest.Call(ctx, s.plaintext(t), emptyCall); err != nil {
+		t.Fatalf("on the default chain: %v", err)
+	}
 	s.ev.mu.Lock()
-	last := s.ev.conns[len(s.ev.conns)-1]
-	s.ev.mu.Unlock()
-	if last.Chain != "default" || !last.DefaultChain {
-		t.Errorf("connection on %+v, want the default chain", last)
+	defer s.ev.mu.Unlock()
+	for _, c := range s.ev.conns[before:] {
+		if c.Chain != "default" || !c.DefaultChain {
+			t.Errorf("connection on %+v, want the default chain", c)
+		}
 	}
 }

@@ -57,7 +57,8 @@ type ServingModeChange struct {
 // added to in later versions.
 type Hooks struct {
 	// ServingModeChanged is called when a listening address changes its
-	// serving mode, or stays not serving for a new reason.
+	// serving mode, or stays not serving for a new reason; and, with
+	// ModeNotServing, when Serve returns (ErrStopped after Stop).
 	ServingModeChanged func(ServingModeChange)
 	// ListenerChanged is called when a listening address starts using a
 	// new version of its Listener (after its route configurations came),

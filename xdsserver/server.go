@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -143,7 +145,39 @@ func (s *Server) Serve(lis net.Listener) error {
 	s.mu.Lock()
 	delete(s.listeners, ls)
 	s.mu.Unlock()
+	// The hooks hear that the address serves no more; the serving mode
+	// callback is for the Listener's changes alone.
+	if h := s.hooks.Load(); h != nil && h.ServingModeChanged != nil {
+		why := err
+		if why == nil {
+			why = ErrStopped
+		}
+		h.ServingModeChanged(ServingModeChange{Address: ls.addr, Listener: ls.name, Mode: ModeNotServing, Err: why})
+	}
 	return err
+}
+
+// ErrStopped is the cause given to Hooks.ServingModeChanged when Serve
+// returns after Stop or GracefulStop.
+var ErrStopped = errors.New("xdsserver: the server stopped")
+
+// ServingModes returns the serving mode of each address the server
+// serves, sorted by address: none before Serve and after Stop.
+func (s *Server) ServingModes() []ServingModeChange {
+	s.mu.Lock()
+	ls := make([]*listenerState, 0, len(s.listeners))
+	for l := range s.listeners {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	out := make([]ServingModeChange, 0, len(ls))
+	for _, l := range ls {
+		l.mu.Lock()
+		out = append(out, ServingModeChange{Address: l.addr, Listener: l.name, Mode: l.mode, Err: l.modeErr})
+		l.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b ServingModeChange) int { return strings.Compare(a.Address, b.Address) })
+	return out
 }
 
 // Stop stops the server at once, as grpc.Server.Stop does: listeners and
