@@ -79,10 +79,10 @@ func (sc *serverConn) connInfo() ConnInfo {
 // (once the HTTP/2 frames written so far are whole), the connection
 // closed at the drain grace time if the client has not closed it. A
 // connection still in its handshake is closed at once: it has no RPC.
-func (sc *serverConn) drainFunc(why error) func() {
+func (sc *serverConn) drainFunc(notServing bool, why error) func() {
 	return func() {
 		if h := sc.s.hooks.Load(); h != nil && h.ConnectionDrained != nil {
-			h.ConnectionDrained(ConnDrainInfo{ConnInfo: sc.connInfo(), Err: why})
+			h.ConnectionDrained(ConnDrainInfo{ConnInfo: sc.connInfo(), NotServing: notServing, Err: why})
 		}
 		out := sc.out.Load()
 		if out == nil {

@@ -123,8 +123,10 @@ type ConnRefusedInfo struct {
 // ConnDrainInfo describes a connection told to go away.
 type ConnDrainInfo struct {
 	ConnInfo
-	// Err says why: the Listener changed the connection's chain, or the
-	// address stopped serving.
+	// NotServing is true when the address stopped serving; otherwise the
+	// Listener changed the connection's chain.
+	NotServing bool
+	// Err says why.
 	Err error
 }
 

@@ -228,7 +228,7 @@ func (ls *listenerState) maybeActivate() (effects, []func()) {
 		}
 		delete(ls.conns, sc)
 		change.Drained++
-		eff = append(eff, sc.drainFunc(errors.New("the Listener changed the connection's filter chain")))
+		eff = append(eff, sc.drainFunc(false, errors.New("the Listener changed the connection's filter chain")))
 	}
 	s := ls.s
 	eff = append(eff, func() {
@@ -269,7 +269,7 @@ func (ls *listenerState) notServing(err error) (effects, []func()) {
 	var eff effects
 	for sc := range ls.conns {
 		delete(ls.conns, sc)
-		eff = append(eff, sc.drainFunc(fmt.Errorf("the address stopped serving: %w", err)))
+		eff = append(eff, sc.drainFunc(true, fmt.Errorf("the address stopped serving: %w", err)))
 	}
 	eff = append(eff, ls.setMode(ModeNotServing, err)...)
 	return eff, ls.unusedRDS()
