@@ -61,6 +61,8 @@ type AlertOptions struct {
 	// DataPlane are the thresholds of the alerts on the RPCs of xdslens
 	// channels.
 	DataPlane DataPlaneAlertOptions
+	// Server are the thresholds of the alerts on xDS-enabled servers.
+	Server ServerAlertOptions
 }
 
 // DefaultAlertOptions returns the thresholds of the committed rule file.
@@ -81,6 +83,7 @@ func DefaultAlertOptions() AlertOptions {
 		ScrapeLookback:   time.Hour,
 		RunbookURL:       "https://github.com/xdslens/xdslens/blob/main/dashboards/RUNBOOK.md",
 		DataPlane:        defaultDataPlaneAlertOptions(),
+		Server:           defaultServerAlertOptions(),
 	}
 }
 
@@ -261,6 +264,7 @@ func AlertRules(o AlertOptions) RuleGroup {
 		},
 	)
 	rules = append(rules, dataPlaneRules(o, s, runbook)...)
+	rules = append(rules, serverRules(o, s, runbook)...)
 	return RuleGroup{Name: "xdslens-xds-client-alerts", Rules: rules}
 }
 

@@ -35,6 +35,12 @@ var dataPlaneAlerts = []string{
 	dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
 }
 
+// readsServer reports whether a query reads the series of xDS-enabled
+// servers.
+func readsServer(expr string) bool {
+	return strings.Contains(expr, "xdslens_xds_server_")
+}
+
 // readsDataPlane reports whether a query reads the data-plane series.
 func readsDataPlane(expr string) bool {
 	return strings.Contains(expr, "xdslens_data_plane_")

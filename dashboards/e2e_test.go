@@ -227,8 +227,8 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// itself too); legends name the instance of per-process series.
 	fleet := fleetOf(watch)
 	for _, q := range allPanelQueries(t) {
-		if readsDataPlane(q.expr) {
-			continue // TestDataPlaneOnPrometheus
+		if readsDataPlane(q.expr) || readsServer(q.expr) {
+			continue // TestDataPlaneOnPrometheus, TestServerOnPrometheus
 		}
 		expr := substitute(q.expr, rateWindow, fleet)
 		if strings.HasPrefix(expr, "absent(") {
@@ -246,7 +246,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// Every query drops everything but the selected job: with a job that
 	// does not exist, no panel has data.
 	for _, q := range allPanelQueries(t) {
-		if strings.HasPrefix(q.expr, "absent(") || readsDataPlane(q.expr) {
+		if strings.HasPrefix(q.expr, "absent(") || readsDataPlane(q.expr) || readsServer(q.expr) {
 			continue
 		}
 		expectNoOtherJob(t, prom, q)

@@ -82,6 +82,7 @@ func (g *gen) overview() (dashboard.Dashboard, error) {
 			{g.fetchOutcomes(), 24, 8, []string{AlertResourcesDoesNotExist}},
 		}},
 		g.dataPlaneRow(),
+		g.serverRow(),
 		g.loadReportingRow(),
 	), OverviewUID)
 }
