@@ -6,6 +6,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xdslens/xdslens/admin"
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsserver"
@@ -44,13 +45,13 @@ func TestTrackServer(t *testing.T) {
 	go func() { served <- srv.Serve(lis) }()
 	host, port := servertest.HostPort(t, lis.Addr().String())
 	name := servertest.ListenerName(lis.Addr().String())
-	env.Set(servertest.Listener(name, host, port, nil,
-		servertest.Chain("c", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/"))), nil)))
+	env.Set(serverres.Listener(name, host, port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), nil)))
 	expect(healthpb.HealthCheckResponse_SERVING)
 	env.Set() // the Listener deleted, with fail_on_data_errors: not serving
 	expect(healthpb.HealthCheckResponse_NOT_SERVING)
-	env.Set(servertest.Listener(name, host, port, nil,
-		servertest.Chain("c", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/"))), nil)))
+	env.Set(serverres.Listener(name, host, port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), nil)))
 	expect(healthpb.HealthCheckResponse_SERVING)
 	srv.Stop()
 	if err := <-served; err != nil {

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
@@ -67,12 +68,12 @@ func TestServerMetrics(t *testing.T) {
 	plain.Close()
 
 	host, port := servertest.HostPort(t, addr)
-	rbac := servertest.RBAC("authz", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{
-		"health-for-client": servertest.Policy(servertest.PathPrefix("/grpc.health.v1.Health/Check"), servertest.PrincipalExact(servertest.ClientSPIFFE)),
+	rbac := serverres.RBAC("authz", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{
+		"health-for-client": serverres.Policy(serverres.PathPrefix("/grpc.health.v1.Health/Check"), serverres.PrincipalExact(servertest.ClientSPIFFE)),
 	})
-	mtls := servertest.TLS(servertest.Provider, servertest.Provider, true)
-	env.Set(servertest.Listener(name, host, port, nil,
-		servertest.Chain("mtls", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/")), rbac), mtls)))
+	mtls := serverres.TLS(servertest.Provider, servertest.Provider, true)
+	env.Set(serverres.Listener(name, host, port, nil,
+		serverres.Chain("mtls", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/")), rbac), mtls)))
 	waitSeries(t, ctx, reader, telemetry.MetricServerServing, map[string]float64{a(telemetry.KeyListener, name): 1})
 	waitSeries(t, ctx, reader, telemetry.MetricServerModeChanges, map[string]float64{a(telemetry.KeyMode, "SERVING"): 1})
 
@@ -95,8 +96,8 @@ func TestServerMetrics(t *testing.T) {
 	})
 
 	// The chain changes: its connections are drained.
-	env.Set(servertest.Listener(name, host, port, nil,
-		servertest.Chain("mtls", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/"))), mtls)))
+	env.Set(serverres.Listener(name, host, port, nil,
+		serverres.Chain("mtls", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), mtls)))
 	xdstest.WaitFor(t, ctx, "a drained connection", func() bool {
 		return series(collect(t, reader), telemetry.MetricServerConnectionsDrained)[a(telemetry.KeyFilterChain, "mtls", telemetry.KeyReason, "listener_changed")] >= 1
 	})

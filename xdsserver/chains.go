@@ -35,18 +35,8 @@ func (m *chainMatcher) match(local, remote netip.AddrPort) *chain {
 func (m *chainMatcher) matchChains(local, remote netip.Addr, port uint16) *chain {
 	// Destination prefix: the longest that holds local; a chain with no
 	// prefix holds every address, less specifically than any prefix.
-	best := -2
-	var cands []*chain
-	for _, c := range m.chains {
-		l := longestHolding(c.fc.Match.DestinationPrefixes, local)
-		switch {
-		case l > best:
-			best, cands = l, append(cands[:0], c)
-		case l == best && l > -2:
-			cands = append(cands, c)
-		}
-	}
-	if best == -2 {
+	cands := mostSpecific(m.chains, func(c *chain) []netip.Prefix { return c.fc.Match.DestinationPrefixes }, local)
+	if len(cands) == 0 {
 		return nil
 	}
 	// Source type.
@@ -59,20 +49,7 @@ func (m *chainMatcher) matchChains(local, remote netip.Addr, port uint16) *chain
 		typed = slices.DeleteFunc(cands, func(c *chain) bool { return c.fc.Match.SourceType != xdsresource.SourceAny })
 	}
 	// Source prefix.
-	best = -2
-	cands = cands[:0]
-	for _, c := range typed {
-		l := longestHolding(c.fc.Match.SourcePrefixes, remote)
-		switch {
-		case l > best:
-			best, cands = l, append(cands[:0], c)
-		case l == best && l > -2:
-			cands = append(cands, c)
-		}
-	}
-	if best == -2 {
-		return nil
-	}
+	cands = mostSpecific(typed, func(c *chain) []netip.Prefix { return c.fc.Match.SourcePrefixes }, remote)
 	// Source port: a chain naming it, else one with no ports. The
 	// Listener's validation leaves at most one of each.
 	var anyPort *chain
@@ -84,6 +61,24 @@ func (m *chainMatcher) matchChains(local, remote netip.Addr, port uint16) *chain
 		}
 	}
 	return anyPort
+}
+
+// mostSpecific returns the chains of cands whose prefixes (a chain with
+// none holds every address, less specifically than any prefix) hold a
+// with the longest prefix; none when no chain's prefixes hold it.
+func mostSpecific(cands []*chain, prefixes func(*chain) []netip.Prefix, a netip.Addr) []*chain {
+	best := -2
+	var out []*chain
+	for _, c := range cands {
+		l := longestHolding(prefixes(c), a)
+		switch {
+		case l > best:
+			best, out = l, append(out[:0], c)
+		case l == best && l > -2:
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // longestHolding returns the length of the longest of prefixes that holds

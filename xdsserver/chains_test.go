@@ -10,12 +10,13 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 
 func matchSourcePrefix(addr string, bits uint32) *listenerv3.FilterChainMatch {
-	return &listenerv3.FilterChainMatch{SourcePrefixRanges: []*corev3.CidrRange{servertest.CIDR(addr, bits)}}
+	return &listenerv3.FilterChainMatch{SourcePrefixRanges: []*corev3.CidrRange{serverres.CIDR(addr, bits)}}
 }
 
 // freePort returns a port nothing listens on at 127.0.0.1.
@@ -33,17 +34,17 @@ func TestFilterChainSelection(t *testing.T) {
 	s := serve(t, env.Pool())
 	port := freePort(t)
 	hcm := func(prefix string) *hcmv3.HttpConnectionManager {
-		return servertest.InlineHCM(servertest.Routes("r", servertest.Serve(prefix)))
+		return serverres.InlineHCM(serverres.Routes("r", serverres.Serve(prefix)))
 	}
 	chains := []*listenerv3.FilterChain{
-		servertest.Chain("from-127.0.0.2", matchSourcePrefix("127.0.0.2", 32), hcm("/"), nil),
-		servertest.Chain("from-127.0.0.0/8", matchSourcePrefix("127.0.0.0", 8), hcm(emptyCall), nil),
-		servertest.Chain("from-127.0.0.3-port", &listenerv3.FilterChainMatch{
-			SourcePrefixRanges: []*corev3.CidrRange{servertest.CIDR("127.0.0.3", 32)}, SourcePorts: []uint32{uint32(port)},
+		serverres.Chain("from-127.0.0.2", matchSourcePrefix("127.0.0.2", 32), hcm("/"), nil),
+		serverres.Chain("from-127.0.0.0/8", matchSourcePrefix("127.0.0.0", 8), hcm(emptyCall), nil),
+		serverres.Chain("from-127.0.0.3-port", &listenerv3.FilterChainMatch{
+			SourcePrefixRanges: []*corev3.CidrRange{serverres.CIDR("127.0.0.3", 32)}, SourcePorts: []uint32{uint32(port)},
 		}, hcm("/"), nil),
-		servertest.Chain("to-10/8", &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{servertest.CIDR("10.0.0.0", 8)}}, hcm("/"), nil),
+		serverres.Chain("to-10/8", &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{serverres.CIDR("10.0.0.0", 8)}}, hcm("/"), nil),
 	}
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, chains...))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, chains...))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	ctx := ctxT(t)
 	for _, tc := range []struct {
@@ -84,7 +85,7 @@ func TestFilterChainSelection(t *testing.T) {
 
 	// Only chains for other destinations: connections are refused, until
 	// a default chain serves them.
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, chains[3]))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, chains[3]))
 	s.ev.wait(t, "the Listener without a chain for loopback", func(e *events) bool { return len(e.changes) == 2 })
 	if code := callCode(t, ctx, s, emptyCall); code == codes.OK {
 		t.Error("a connection no chain matches was served")
@@ -92,7 +93,7 @@ func TestFilterChainSelection(t *testing.T) {
 	s.ev.wait(t, "a connection without a chain refused", func(e *events) bool {
 		return len(e.refused) > 0 && !e.refused[len(e.refused)-1].NotServing
 	})
-	env.Set(servertest.Listener(s.name(), s.host, s.port, servertest.Chain("default", nil, hcm("/"), nil), chains[3]))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, serverres.Chain("default", nil, hcm("/"), nil), chains[3]))
 	s.ev.wait(t, "the Listener with a default chain", func(e *events) bool { return len(e.changes) == 3 })
 	before, _ := s.ev.counts()
 	if err := servertest.Call(ctx, s.plaintext(t), emptyCall); err != nil {

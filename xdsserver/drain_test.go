@@ -12,6 +12,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/xdsserver"
 )
@@ -36,11 +37,11 @@ func watchHealth(t *testing.T, s *served) (next func() (healthpb.HealthCheckResp
 func plainChain(name string, m *listenerv3.FilterChainMatch, rbac bool) *listenerv3.FilterChain {
 	var filters []*hcmv3.HttpFilter
 	if rbac {
-		filters = append(filters, servertest.RBAC("authz", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{
-			"all": servertest.Policy(servertest.AnyPermission, servertest.AnyPrincipal),
+		filters = append(filters, serverres.RBAC("authz", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{
+			"all": serverres.Policy(serverres.AnyPermission, serverres.AnyPrincipal),
 		}))
 	}
-	return servertest.Chain(name, m, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/")), filters...), nil)
+	return serverres.Chain(name, m, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/")), filters...), nil)
 }
 
 // On a Listener change, a connection whose chain changed gets a GOAWAY:
@@ -49,7 +50,7 @@ func plainChain(name string, m *listenerv3.FilterChainMatch, rbac bool) *listene
 func TestDrainOnChainChange(t *testing.T) {
 	env := servertest.NewEnv(t, servertest.Options{})
 	s := serve(t, env.Pool())
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, false)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, false)))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	next, stop := watchHealth(t, s)
 	defer stop()
@@ -62,11 +63,11 @@ func TestDrainOnChainChange(t *testing.T) {
 	}
 
 	// Another chain added, c1 unchanged: nothing is drained.
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, false),
-		plainChain("to-10", &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{servertest.CIDR("10.0.0.0", 8)}}, false)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, false),
+		plainChain("to-10", &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{serverres.CIDR("10.0.0.0", 8)}}, false)))
 	s.ev.wait(t, "the second Listener", func(e *events) bool { return len(e.changes) == 2 })
 	// c1 changed (an RBAC filter added): both connections are drained.
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, true)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, true)))
 	s.ev.wait(t, "two drained connections", func(e *events) bool { return len(e.drained) == 2 })
 	s.ev.mu.Lock()
 	changes := s.ev.changes
@@ -105,7 +106,7 @@ func TestDrainOnChainChange(t *testing.T) {
 func TestNotServingDrainsConnections(t *testing.T) {
 	env := servertest.NewEnv(t, servertest.Options{Features: []string{"fail_on_data_errors"}})
 	s := serve(t, env.Pool(), xdsserver.WithDrainGraceTime(100*time.Millisecond))
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, false)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, false)))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	next, stop := watchHealth(t, s)
 	defer stop()

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // Option configures New.
@@ -26,6 +28,7 @@ type config struct {
 	handshakeLimit time.Duration
 	logger         *slog.Logger
 	stdout         io.Writer
+	poolTarget     string
 }
 
 // DefaultDrainGraceTime is how long a drained connection may keep its
@@ -91,8 +94,16 @@ func WithStdout(w io.Writer) Option {
 	return optionFunc(func(c *config) { c.stdout = w })
 }
 
+// WithPoolTarget takes the server's xDS client from the pool under target
+// instead of xdsclient.ServerTarget ("#server"): a process that watches
+// resources of its own with one client (such as xdswatch) can serve with
+// it too, and CSDS then shows one client.
+func WithPoolTarget(target string) Option {
+	return optionFunc(func(c *config) { c.poolTarget = target })
+}
+
 func newConfig(opts []Option) config {
-	c := config{drainGrace: DefaultDrainGraceTime, handshakeLimit: 20 * time.Second}
+	c := config{drainGrace: DefaultDrainGraceTime, handshakeLimit: 20 * time.Second, poolTarget: xdsclient.ServerTarget}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)

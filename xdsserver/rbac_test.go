@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsserver"
@@ -29,7 +30,7 @@ func TestRBACOnServer(t *testing.T) {
 	rules := &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
 		Action: rbacconfigv3.RBAC_ALLOW,
 		Policies: map[string]*rbacconfigv3.Policy{
-			"test-service-client": servertest.Policy(servertest.PathPrefix("/grpc.testing.TestService/"), servertest.PrincipalExact(servertest.ClientSPIFFE)),
+			"test-service-client": serverres.Policy(serverres.PathPrefix("/grpc.testing.TestService/"), serverres.PrincipalExact(servertest.ClientSPIFFE)),
 		},
 		AuditLoggingOptions: &rbacconfigv3.RBAC_AuditLoggingOptions{
 			AuditCondition: rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY,
@@ -38,11 +39,11 @@ func TestRBACOnServer(t *testing.T) {
 			}}},
 		},
 	}}
-	health := servertest.Serve("/grpc.health.v1.Health/")
-	health.TypedPerFilterConfig = map[string]*anypb.Any{"authz": servertest.MustAny(&rbacv3.RBACPerRoute{})}
-	routes := servertest.Routes("r", health, servertest.Serve("/"))
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil,
-		servertest.Chain("mtls", nil, servertest.InlineHCM(routes, servertest.Filter("authz", rules)), servertest.TLS(servertest.Provider, servertest.Provider, true))))
+	health := serverres.Serve("/grpc.health.v1.Health/")
+	health.TypedPerFilterConfig = map[string]*anypb.Any{"authz": serverres.MustAny(&rbacv3.RBACPerRoute{})}
+	routes := serverres.Routes("r", health, serverres.Serve("/"))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("mtls", nil, serverres.InlineHCM(routes, serverres.Filter("authz", rules)), serverres.TLS(servertest.Provider, servertest.Provider, true))))
 	waitMode(t, s, xdsserver.ModeServing, "")
 
 	ctx := ctxT(t)

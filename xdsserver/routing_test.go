@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsserver"
@@ -31,14 +32,14 @@ func TestRouting(t *testing.T) {
 	env := servertest.NewEnv(t, servertest.Options{})
 	s := serve(t, env.Pool())
 	rc := &routev3.RouteConfiguration{Name: "inline", VirtualHosts: []*routev3.VirtualHost{
-		{Name: "admin", Domains: []string{"admin.example.com"}, Routes: []*routev3.Route{servertest.Serve("/")}},
+		{Name: "admin", Domains: []string{"admin.example.com"}, Routes: []*routev3.Route{serverres.Serve("/")}},
 		{Name: "default", Domains: []string{"*"}, Routes: []*routev3.Route{
-			withHeader(servertest.Serve(unaryCall), "x-tier", "gold"),
-			servertest.Serve(emptyCall),
-			servertest.Forward("/grpc.testing.TestService/", "backend"),
+			withHeader(serverres.Serve(unaryCall), "x-tier", "gold"),
+			serverres.Serve(emptyCall),
+			serverres.Forward("/grpc.testing.TestService/", "backend"),
 		}},
 	}}
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil, servertest.Chain("c1", nil, servertest.InlineHCM(rc), nil)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, serverres.Chain("c1", nil, serverres.InlineHCM(rc), nil)))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	ctx := ctxT(t)
 	conn := s.plaintext(t)
@@ -71,8 +72,8 @@ func TestRouting(t *testing.T) {
 func TestRDS(t *testing.T) {
 	env := servertest.NewEnv(t, servertest.Options{})
 	s := serve(t, env.Pool())
-	lis := servertest.Listener(s.name(), s.host, s.port, nil,
-		servertest.Chain("rds", nil, servertest.RDSHCM("routes"), nil))
+	lis := serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("rds", nil, serverres.RDSHCM("routes"), nil))
 	env.Set(lis)
 	// Not serving until the route configuration comes.
 	ctx := ctxT(t)
@@ -83,7 +84,7 @@ func TestRDS(t *testing.T) {
 	if c := s.ev.lastModeLocked(); c.Mode != xdsserver.ModeStarting {
 		t.Fatalf("serving mode %+v before the route configuration came, want none yet", c)
 	}
-	env.Set(lis, servertest.Routes("routes", servertest.Serve(emptyCall)))
+	env.Set(lis, serverres.Routes("routes", serverres.Serve(emptyCall)))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	conn := s.plaintext(t)
 	if err := servertest.Call(ctx, conn, emptyCall); err != nil {
@@ -93,7 +94,7 @@ func TestRDS(t *testing.T) {
 		t.Errorf("UnaryCall before it is routed: %v, want UNAVAILABLE", code)
 	}
 	// The new route configuration applies to the open connection.
-	env.Set(lis, servertest.Routes("routes", servertest.Serve(emptyCall), servertest.Serve(unaryCall)))
+	env.Set(lis, serverres.Routes("routes", serverres.Serve(emptyCall), serverres.Serve(unaryCall)))
 	pollCode(t, conn, unaryCall, codes.OK)
 	if accepted, _ := s.ev.counts(); accepted != 1 || s.ev.drainedCount() != 0 {
 		t.Errorf("%d connections accepted, %d drained; want the first kept", accepted, s.ev.drainedCount())
@@ -105,10 +106,10 @@ func TestRDS(t *testing.T) {
 func TestRDSMissing(t *testing.T) {
 	env := servertest.NewEnv(t, servertest.Options{})
 	s := serve(t, env.Pool(xdsclient.WithResourceTimeout(300*time.Millisecond)))
-	lis := servertest.Listener(s.name(), s.host, s.port, nil,
-		servertest.Chain("rds", nil, servertest.RDSHCM("routes"), nil),
-		servertest.Chain("missing", matchSourcePrefix("127.0.0.2", 32), servertest.RDSHCM("no-such-routes"), nil))
-	env.Set(lis, servertest.Routes("routes", servertest.Serve("/")))
+	lis := serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("rds", nil, serverres.RDSHCM("routes"), nil),
+		serverres.Chain("missing", matchSourcePrefix("127.0.0.2", 32), serverres.RDSHCM("no-such-routes"), nil))
+	env.Set(lis, serverres.Routes("routes", serverres.Serve("/")))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	ctx := ctxT(t)
 	err := servertest.Call(ctx, s.plaintext(t, fromLocal("127.0.0.2:0")), emptyCall)

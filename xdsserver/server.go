@@ -46,11 +46,12 @@ type Server struct {
 }
 
 // New makes an xDS-enabled server whose xDS client is the pool's client
-// for xdsclient.ServerTarget ("#server"), shared with the other users of
-// the pool. The bootstrap must have a
+// for xdsclient.ServerTarget ("#server", or WithPoolTarget's), shared with
+// the other users of the pool. The bootstrap must have a
 // server_listener_resource_name_template.
 func New(pool *xdsclient.Pool, opts ...Option) (*Server, error) {
-	client, releaseClient, err := pool.Get(xdsclient.ServerTarget)
+	cfg := newConfig(opts)
+	client, releaseClient, err := pool.Get(cfg.poolTarget)
 	if err != nil {
 		return nil, fmt.Errorf("xdsserver: %w", err)
 	}
@@ -61,7 +62,7 @@ func New(pool *xdsclient.Pool, opts ...Option) (*Server, error) {
 	}
 	certs, releaseCerts := certstore.For(bcfg)
 	s := &Server{
-		cfg:       newConfig(opts),
+		cfg:       cfg,
 		client:    client,
 		certs:     certs,
 		listeners: map[*listenerState]struct{}{},

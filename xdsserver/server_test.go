@@ -98,3 +98,17 @@ func TestAddHooks(t *testing.T) {
 		t.Errorf("removed hooks saw %d refused connections, want 1", n)
 	}
 }
+
+// WithPoolTarget serves with the pool's client of another target.
+func TestWithPoolTarget(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	pool := env.Pool()
+	srv, err := xdsserver.New(pool, xdsserver.WithPoolTarget("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	if cs := pool.Clients(); len(cs) != 1 || cs[0].Target() != "shared" {
+		t.Errorf("pool clients %v, want the one of target shared", cs)
+	}
+}

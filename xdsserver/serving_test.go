@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
@@ -39,8 +40,8 @@ func TestServesOnceTheListenerComes(t *testing.T) {
 		t.Errorf("before the Listener: %v, want the connection refused", code)
 	}
 	s.ev.wait(t, "a refused connection", func(e *events) bool { return len(e.refused) > 0 })
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil,
-		servertest.Chain("c1", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/"))), nil)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c1", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), nil)))
 	s.ev.wait(t, "SERVING", func(e *events) bool { return e.lastMode().Mode == xdsserver.ModeServing })
 	if code := callCode(t, ctx, s, emptyCall); code != codes.OK {
 		t.Errorf("once serving: %v, want OK", code)
@@ -50,8 +51,8 @@ func TestServesOnceTheListenerComes(t *testing.T) {
 // servingListener is a valid Listener for s: one chain that serves every
 // method, with an inline route configuration.
 func servingListener(s *served) *listenerv3.Listener {
-	return servertest.Listener(s.name(), s.host, s.port, nil,
-		servertest.Chain("c1", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/"))), nil))
+	return serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c1", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), nil))
 }
 
 // nackedListener is the Listener of s with a filter chain the client

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 	"github.com/xdslens/xdslens/xdsserver"
 )
@@ -19,12 +20,12 @@ import (
 func tlsServer(t *testing.T, env *servertest.Env, tls bool, roots string, require bool) *served {
 	t.Helper()
 	s := serve(t, env.Pool())
-	var dtc = servertest.TLS(servertest.Provider, roots, require)
+	var dtc = serverres.TLS(servertest.Provider, roots, require)
 	if !tls {
 		dtc = nil
 	}
-	env.Set(servertest.Listener(s.name(), s.host, s.port, nil,
-		servertest.Chain("secure", nil, servertest.InlineHCM(servertest.Routes("r", servertest.Serve("/"))), dtc)))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("secure", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), dtc)))
 	waitMode(t, s, xdsserver.ModeServing, "")
 	return s
 }

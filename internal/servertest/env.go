@@ -1,3 +1,6 @@
+// Package servertest serves xDS-enabled servers in tests: a control plane
+// with certificates made for the test and a bootstrap that names them
+// (the resources come from package serverres).
 package servertest
 
 import (

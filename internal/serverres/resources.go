@@ -1,7 +1,8 @@
-// Package servertest serves xDS-enabled servers in tests: a control plane
-// with certificates made for the test, a bootstrap that names them, and
-// the Listener, route and RBAC resources that server scenarios serve.
-package servertest
+// Package serverres builds the resources that xDS-enabled servers are
+// served with in tests and in the xdswatch demo: server Listeners, their
+// filter chains with TLS, route configurations with non-forwarding
+// routes, and RBAC filters.
+package serverres
 
 import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
