@@ -288,8 +288,8 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		if r.Alert == dashboards.AlertScrapeFailed {
 			continue // checked once xdswatch is gone
 		}
-		if slices.Contains(dataPlaneAlerts, r.Alert) {
-			continue // TestDataPlaneOnPrometheus
+		if slices.Contains(dataPlaneAlerts, r.Alert) || slices.Contains(serverAlerts, r.Alert) {
+			continue // TestDataPlaneOnPrometheus, TestServerOnPrometheus
 		}
 		w, ok := want[r.Alert]
 		if !ok {
@@ -375,12 +375,17 @@ func fleetOf(x *xdswatchProcess) map[string]string {
 }
 
 // expectAlert checks that the expression of alert r returns series with
-// each of values in label, located by job, instance and grpc_target, and
-// with no OpenTelemetry scope label.
+// each of values in label, located by job, instance and grpc_target (an
+// xDS-enabled server's address for the server alerts), and with no
+// OpenTelemetry scope label.
 func expectAlert(t *testing.T, prom *promtest.Server, r dashboards.Rule, label string, values ...string) {
 	t.Helper()
 	prom.ExpectLabels(t, "alert "+r.Alert, r.Expr, label, values...)
-	for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
+	locate := []string{"job", "instance", dashboards.LabelTarget}
+	if slices.Contains(serverAlerts, r.Alert) {
+		locate[2] = dashboards.LabelAddress
+	}
+	for _, l := range locate {
 		prom.ExpectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
 	}
 	res, err := prom.Query(r.Expr)
@@ -428,6 +433,10 @@ func e2eRules() dashboards.RuleGroup {
 	d := &o.DataPlane
 	d.RateWindow = time.Minute
 	d.FailingFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0
+	v := &o.Server
+	v.RateWindow = time.Minute
+	v.NotServingFor, v.HandshakeFailuresFor, v.DenialSpikeFor = 0, 0, 0
+	v.DenialMinRate = 0.01
 	return dashboards.AlertRules(o)
 }
 

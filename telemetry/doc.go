@@ -161,8 +161,10 @@
 // waits for its Listener or does not serve; its series goes when Serve
 // returns. refused counts connections closed as they came (not_serving,
 // no_filter_chain), drained those told to go away (listener_changed,
-// not_serving). A chain's handshake_failures series exists, at zero,
-// from its first connection. rbac_decisions counts every decision of an
+// not_serving). An address's serving_mode_changes and
+// connections_refused series exist, at zero, from Serve's start, and a
+// chain's handshake_failures and connections_drained series from its
+// first connection, so that the increase of a first event shows. rbac_decisions counts every decision of an
 // RBAC filter by the policy that matched ("" when none did) and allow or
 // deny. A decision costs one counter addition and no allocation once its
 // label set has been seen.

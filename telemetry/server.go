@@ -206,18 +206,32 @@ func (m *ServerMetrics) attr(k serverKey) []metric.AddOption {
 	return a
 }
 
+// modeChanged counts a serving mode change. An address that starts has
+// its mode change and refusal series born at 0, so that the increase of
+// the first shows.
 func (m *ServerMetrics) modeChanged(c xdsserver.ServingModeChange) {
+	ctx := context.Background()
 	if c.Mode == xdsserver.ModeStarting {
+		for _, mode := range []xdsserver.Mode{xdsserver.ModeServing, xdsserver.ModeNotServing} {
+			m.modes.Add(ctx, 0, m.attr(serverKey{kind: kindMode, addr: c.Address, a: mode.String()})...)
+		}
+		for _, reason := range []string{"not_serving", "no_filter_chain"} {
+			m.refused.Add(ctx, 0, m.attr(serverKey{kind: kindRefused, addr: c.Address, a: reason})...)
+		}
 		return
 	}
-	m.modes.Add(context.Background(), 1, m.attr(serverKey{kind: kindMode, addr: c.Address, a: c.Mode.String()})...)
+	m.modes.Add(ctx, 1, m.attr(serverKey{kind: kindMode, addr: c.Address, a: c.Mode.String()})...)
 }
 
 func (m *ServerMetrics) connAccepted(c xdsserver.ConnInfo) {
 	ctx := context.Background()
 	m.accepted.Add(ctx, 1, m.attr(serverKey{kind: kindAccepted, addr: c.Address, chain: c.Chain})...)
-	// A chain's failure series exists, at 0, from its first connection.
+	// A chain's failure and drain series exist, at 0, from its first
+	// connection.
 	m.handshakes.Add(ctx, 0, m.attr(serverKey{kind: kindHandshake, addr: c.Address, chain: c.Chain})...)
+	for _, reason := range []string{"listener_changed", "not_serving"} {
+		m.drained.Add(ctx, 0, m.attr(serverKey{kind: kindDrained, addr: c.Address, chain: c.Chain, a: reason})...)
+	}
 	m.mu.Lock()
 	m.conns[connKey{c.Address, c.Chain}]++
 	m.mu.Unlock()

@@ -63,7 +63,7 @@ func TestServerMetrics(t *testing.T) {
 	// Not serving yet: a connection is refused.
 	plain := servertest.Dial(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	plain.Connect()
-	waitSeries(t, ctx, reader, telemetry.MetricServerConnectionsRefused, map[string]float64{a(telemetry.KeyReason, "not_serving"): 1})
+	waitSeries(t, ctx, reader, telemetry.MetricServerConnectionsRefused, map[string]float64{a(telemetry.KeyReason, "not_serving"): 1, a(telemetry.KeyReason, "no_filter_chain"): 0})
 	waitSeries(t, ctx, reader, telemetry.MetricServerServing, map[string]float64{a(telemetry.KeyListener, name): 0})
 	plain.Close()
 
@@ -75,7 +75,7 @@ func TestServerMetrics(t *testing.T) {
 	env.Set(serverres.Listener(name, host, port, nil,
 		serverres.Chain("mtls", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/")), rbac), mtls)))
 	waitSeries(t, ctx, reader, telemetry.MetricServerServing, map[string]float64{a(telemetry.KeyListener, name): 1})
-	waitSeries(t, ctx, reader, telemetry.MetricServerModeChanges, map[string]float64{a(telemetry.KeyMode, "SERVING"): 1})
+	waitSeries(t, ctx, reader, telemetry.MetricServerModeChanges, map[string]float64{a(telemetry.KeyMode, "SERVING"): 1, a(telemetry.KeyMode, "NOT_SERVING"): 0})
 
 	client := servertest.Dial(t, addr, grpc.WithTransportCredentials(env.ClientTLS(&certtest.Names{URIs: []string{servertest.ClientSPIFFE}})))
 	hc := healthpb.NewHealthClient(client)
@@ -91,6 +91,10 @@ func TestServerMetrics(t *testing.T) {
 	xdstest.WaitFor(t, ctx, "a handshake failure", func() bool {
 		return series(collect(t, reader), telemetry.MetricServerHandshakeFailures)[a(telemetry.KeyFilterChain, "mtls")] >= 1
 	})
+	// The chain's drain series are born at 0 with its first connection.
+	if got, ok := series(collect(t, reader), telemetry.MetricServerConnectionsDrained)[a(telemetry.KeyFilterChain, "mtls", telemetry.KeyReason, "listener_changed")]; !ok || got != 0 {
+		t.Errorf("drains before any: %v (present %v), want a series at 0", got, ok)
+	}
 	xdstest.WaitFor(t, ctx, "the client's connection open", func() bool {
 		return series(collect(t, reader), telemetry.MetricServerConnections)[a(telemetry.KeyFilterChain, "mtls")] >= 1
 	})

@@ -56,9 +56,10 @@ type ServingModeChange struct {
 // must be cheap and must not block. The fields of their Info values may be
 // added to in later versions.
 type Hooks struct {
-	// ServingModeChanged is called when a listening address changes its
-	// serving mode, or stays not serving for a new reason; and, with
-	// ModeNotServing, when Serve returns (ErrStopped after Stop).
+	// ServingModeChanged is called with ModeStarting when Serve starts
+	// serving an address, then whenever the address changes its serving
+	// mode or stays not serving for a new reason, and with ModeNotServing
+	// when Serve returns (ErrStopped after Stop).
 	ServingModeChanged func(ServingModeChange)
 	// ListenerChanged is called when a listening address starts using a
 	// new version of its Listener (after its route configurations came),

@@ -140,6 +140,9 @@ func (s *Server) Serve(lis net.Listener) error {
 	}
 	s.listeners[ls] = struct{}{}
 	s.mu.Unlock()
+	if h := s.hooks.Load(); h != nil && h.ServingModeChanged != nil {
+		h.ServingModeChanged(ServingModeChange{Address: ls.addr, Listener: ls.name, Mode: ModeStarting})
+	}
 	ls.start()
 	err = s.grpc.Serve(&servingListener{ls: ls})
 	ls.close()
