@@ -48,7 +48,9 @@
 // gives default_filter_chain, and without one the connection is closed:
 // there is no backtracking to a less specific match. (gRPC C-core, unlike
 // Envoy and grpc-go, ignores ANY chains whenever a chain names a source
-// type; Envoy's rule is the one gRFC A36 asks for.)
+// type; Envoy's rule is the one gRFC A36 asks for. grpc-go's server
+// considers destination prefixes only when it listens on a wildcard
+// address; Envoy and gRPC C-core, and this server, always do.)
 //
 // A chain with a DownstreamTlsContext serves TLS with the identity of its
 // certificate provider instance, read from the bootstrap's
