@@ -103,6 +103,14 @@ func (b *Backend) serve(lis net.Listener) {
 	go srv.Serve(lis)
 }
 
+// RegisterTestService registers on reg, a server that is not a Backend
+// (such as an xDS-enabled one), the grpc.testing.TestService that
+// backends serve, naming itself name in ServerHeader and in UnaryCall's
+// answer.
+func RegisterTestService(reg grpc.ServiceRegistrar, name string) {
+	testgrpc.RegisterTestServiceServer(reg, &service{b: &Backend{addr: name, changed: make(chan struct{})}})
+}
+
 // Addr returns the backend's address, "127.0.0.1:port"; it stays the same
 // across Stop and Restart.
 func (b *Backend) Addr() string { return b.addr }
