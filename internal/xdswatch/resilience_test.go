@@ -75,7 +75,9 @@ func TestEjectionLines(t *testing.T) {
 	cp := startControlPlane(t,
 		controlplane.Listener("L", "R"),
 		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
-		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
+		// An interval in which the RPCs, one per 5ms, give each endpoint
+		// the 5 the algorithm needs.
+		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 300*time.Millisecond, time.Hour),
 		controlplane.Endpoints("c", addrs...))
 	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--rpc-interval", "5ms", "--rpc-timeout", "10s",
 		"--rpc-method", "/grpc.testing.TestService/EmptyCall", "xds:///L")
