@@ -98,6 +98,9 @@ func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method strin
 	if pl.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, pl.timeout)
+		if len(pl.filters) == 0 {
+			return ctx, cancel, pl, nil
+		}
 		dones = append(dones, cancel)
 	}
 	finish := func() {
@@ -147,13 +150,14 @@ func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, repl
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	rp := pl.retry
+	a := newAttempts(opts)
 	for attempt := 1; ; attempt++ {
 		c.Attempts = attempt
-		var hdr metadata.MD
-		err = invoker(attemptContext(ctx, attempt), method, req, reply, cc, append(opts[:len(opts):len(opts)], grpc.Header(&hdr))...)
+		a.hdr = nil
+		err = invoker(attemptContext(ctx, attempt), method, req, reply, cc, a.opts...)
 		// An attempt whose response headers came has committed the RPC
 		// (gRFC A6): only a Trailers-Only failure is retried.
-		if err == nil || attempt >= rp.maxAttempts || len(hdr) > 0 || !rp.codes[status.Code(err)] || ctx.Err() != nil {
+		if err == nil || attempt >= rp.maxAttempts || len(a.hdr) > 0 || !rp.codes[status.Code(err)] || ctx.Err() != nil {
 			return err
 		}
 		b.retried(cc, c, method, attempt+1, err)
@@ -161,6 +165,21 @@ func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, repl
 			return err
 		}
 	}
+}
+
+// attempts holds what the attempts of a retried unary RPC share: the
+// caller's call options with one that captures each attempt's response
+// headers, in one allocation for the RPC when the caller gave a few.
+type attempts struct {
+	hdr  metadata.MD
+	opts []grpc.CallOption
+	buf  [4]grpc.CallOption
+}
+
+func newAttempts(opts []grpc.CallOption) *attempts {
+	a := new(attempts)
+	a.opts = append(append(a.buf[:0], opts...), grpc.Header(&a.hdr))
+	return a
 }
 
 // attemptContext is the context of an attempt: from the second on, it
