@@ -346,57 +346,9 @@ func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
 func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 	var out []EntrySnapshot
 	open := func(tx *txn.Tx) bool { return !c.s.Of(tx).closed }
-	each := func(tx *txn.Tx, e *cache.Entry) { out = append(out, snapshotOf(tx, e)) }
+	each := func(tx *txn.Tx, e *cache.Entry) { out = append(out, entrySnapshot(e.Snapshot(tx))) }
 	if !c.cache.Dump(open, each, held) {
 		return nil
 	}
 	return out
-}
-
-// snapshotOf copies e.
-func snapshotOf(tx *txn.Tx, e *cache.Entry) EntrySnapshot {
-	s := e.Snapshot(tx)
-	return EntrySnapshot{
-		TypeURL: e.Kind().URL, Name: e.Name(), Authority: e.Group().Name, Server: s.Server,
-		State: CacheState(s.State), Watchers: s.Watchers,
-		Cached: s.Cached, Raw: s.Raw, Version: s.Version, UpdatedAt: s.UpdatedAt, ResourceServer: s.ResourceServer,
-		Err: s.Err, FailedVersion: s.FailedVersion, FailedAt: s.FailedAt, FailedRaw: s.FailedRaw,
-	}
-}
-
-// EntrySnapshot is one cache entry as Dump saw it.
-type EntrySnapshot struct {
-	// TypeURL is the entry's resource type URL.
-	TypeURL string
-	// Name is the resource name as subscribed.
-	Name string
-	// Authority is the xDS authority of the name ("#old" for old-style
-	// names).
-	Authority string
-	// Server is the URI of the xDS server the entry is subscribed on, as
-	// shown (bootstrap.ServerConfig.ShownURI).
-	Server string
-	// State is the A88 cache state.
-	State CacheState
-	// Cached reports whether the entry holds a resource. Raw is the held
-	// resource as received, the value of an Any of type TypeURL; Version is
-	// the version_info of the response that last carried it, UpdatedAt when
-	// that response arrived, and ResourceServer the URI of the server that
-	// sent it.
-	Cached         bool
-	Raw            []byte
-	Version        string
-	UpdatedAt      time.Time
-	ResourceServer string
-	// Err is the data error the entry carries (NACK, TP3 error, deletion,
-	// timeout), nil in REQUESTED and ACKED.
-	Err error
-	// FailedVersion and FailedAt are the version and time of the update
-	// that failed, when the error came from one; FailedRaw is the rejected
-	// resource when its bytes are known.
-	FailedVersion string
-	FailedAt      time.Time
-	FailedRaw     []byte
-	// Watchers is how many watchers the entry has.
-	Watchers int
 }
