@@ -52,7 +52,8 @@ type Client struct {
 
 	lanes     lane.Set
 	wg        sync.WaitGroup // the servers' goroutines
-	closeDone chan struct{}  // closed when Close has ended
+	closeDone chan struct{}  // closed once every goroutine of the client has ended, after Close
+	closeStep atomic.Int32   // what closing waits for now (closeSteps)
 	// composed is the Hooks attached, composed into one and replaced as a
 	// whole when hooks are added or removed, so that an event is one nil
 	// check and reads need no lock.
@@ -302,15 +303,69 @@ func (c *Client) cancelWatch(ref *cache.Watcher) {
 // made on a closed client gets one, saying so: see Watch). Close may be
 // called from a watcher callback or a hook: it then returns without
 // waiting for the goroutines that run callbacks, which end as soon as the
-// callback that called Close returns.
-func (c *Client) Close() {
+// callback that called Close returns. Close is Shutdown with no deadline.
+func (c *Client) Close() { _ = c.Shutdown(context.Background()) }
+
+// Shutdown closes the client as Close does, and waits for its goroutines
+// to end until ctx is done, as the OpenTelemetry SDK's Shutdown does; it
+// returns nil once they have ended, or the context's error (wrapped,
+// saying what is still running) when ctx is done first. Called from a
+// watcher callback or a hook, it returns nil at once, as Close does.
+//
+// What is closed does not depend on ctx: when Shutdown starts, the client
+// is closed (a Watch is answered with ErrClosed's error, Dump is empty,
+// ReportLoad fails), its streams and channels end and no watcher callback
+// starts any more: the callbacks queued but not yet begun are dropped,
+// whatever ctx. What ctx bounds is the wait for what is still running: a
+// watcher callback or a hook that has not returned, the hook calls queued
+// behind it on its server's lane (they still run, in order, after it
+// returns: ChannelClosed and the other hooks of closing included), the
+// last load reports (at most lrs.FinalReportTimeout) and the ends of the
+// streams. When ctx is done first, all of that goes on after Shutdown
+// returns, and every goroutine of the client ends once the callbacks and
+// hooks still running return; a later Close waits for that, and a later
+// Shutdown waits again until its own ctx is done.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.startClose()
+	if c.lanes.Running() {
+		return nil
+	}
+	select {
+	case <-c.closeDone:
+		return nil
+	default:
+	}
+	select {
+	case <-c.closeDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("xdsclient: shutdown of client %s: %s: %w", xerr.Shown(c.o.target), closeSteps[c.closeStep.Load()], ctx.Err())
+	}
+}
+
+// The steps of closing, in order, which Shutdown names when its context
+// ends first.
+const (
+	closeLoadReports int32 = iota
+	closeStreams
+	closeLanes
+)
+
+var closeSteps = [...]string{
+	closeLoadReports: "the last load reports are being sent",
+	closeStreams:     "the streams to the xDS servers are ending",
+	closeLanes:       "a watcher callback or a hook is still running, or hooks queued before the shutdown wait to run",
+}
+
+// startClose closes the client, the first time it is called: the cache
+// is dropped, the authorities and their servers closed, and the context
+// of the streams and lanes cancelled (no watcher callback starts after
+// that). A goroutine then waits for the rest to end and closes closeDone.
+func (c *Client) startClose() {
 	tx := c.mu.Lock()
 	s := c.s.Of(tx)
 	if s.closed {
 		tx.Unlock()
-		if !c.lanes.Running() {
-			<-c.closeDone
-		}
 		return
 	}
 	s.closed = true
@@ -319,15 +374,17 @@ func (c *Client) Close() {
 	loads := s.loadServers
 	s.loadServers = nil
 	tx.Unlock()
-	for _, ls := range loads {
-		ls.stop()
-	}
 	c.cancel()
-	c.wg.Wait()
-	if !c.lanes.Running() {
+	go func() {
+		defer close(c.closeDone)
+		for _, ls := range loads {
+			ls.stop()
+		}
+		c.closeStep.Store(closeStreams)
+		c.wg.Wait()
+		c.closeStep.Store(closeLanes)
 		c.lanes.Wait()
-	}
-	close(c.closeDone)
+	}()
 }
 
 // Dump returns every cache entry, sorted by type URL and name. It never
