@@ -9,6 +9,10 @@
 // client the pool holds or makes later is observed, and a client's series
 // go away when the pool closes it. The instruments are fed by
 // xdsclient.Hooks alone, so they show exactly what the client reports.
+// Metrics.Shutdown(ctx) is Close bounded by a context, as the OpenTelemetry
+// SDK's Shutdown: the Metrics is detached at once, and ctx bounds only the
+// wait for a collection in progress, which holds back the unregistering
+// of the gauges' callback.
 //
 // # gRFC A78 instruments
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -28,6 +29,12 @@ type Metrics struct {
 	all      map[*clientMetrics]struct{}
 	byClient map[*xdsclient.Client]*clientMetrics
 	stop     func() // stops a pool's observation
+
+	// closeDone is closed once the work of Close is over; closeErr is set
+	// before that, and closeStep tells what that work waits for now.
+	closeDone chan struct{}
+	closeErr  error
+	closeStep atomic.Int32
 }
 
 // instruments are created once, in New.
@@ -84,7 +91,7 @@ func New(src xdsclient.Source, opts ...Option) (*Metrics, error) {
 
 func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter(ScopeName, metric.WithInstrumentationVersion(xdsclient.Version))
-	m := &Metrics{all: map[*clientMetrics]struct{}{}, byClient: map[*xdsclient.Client]*clientMetrics{}}
+	m := &Metrics{all: map[*clientMetrics]struct{}{}, byClient: map[*xdsclient.Client]*clientMetrics{}, closeDone: make(chan struct{})}
 	var errs []error
 	check := func(name string, err error) {
 		if err != nil {
@@ -144,28 +151,74 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 // and unregisters the callback of the observable instruments: after it
 // returns, no series of this Metrics is reported any more. It does not
 // close the clients. Close may be called more than once; it returns the
-// error of unregistering the callback, if any.
-func (m *Metrics) Close() error {
+// error of unregistering the callback, if any. It is Shutdown with no
+// deadline.
+func (m *Metrics) Close() error { return m.Shutdown(context.Background()) }
+
+// Shutdown does what Close does, and waits for it to end until ctx is
+// done, as the OpenTelemetry SDK's Shutdown does. What can make it wait is
+// unregistering the callback of the observable instruments, which the SDK
+// holds back while a collection of the MeterProvider is running its
+// callbacks (a slow callback of another instrument, or an exporter that
+// does not answer).
+//
+// What does not depend on ctx: from the moment Shutdown starts, no client
+// is attached any more, hook calls the clients had already queued do
+// nothing, and the gauges report nothing. When ctx is done first, Shutdown
+// returns the context's error (wrapped, saying what it waits for) and the
+// rest goes on: once the collection in progress ends, the callback is
+// unregistered and the goroutine that waited for it ends. A later Close
+// waits for that and returns its error; a later Shutdown waits again until
+// its own ctx is done.
+func (m *Metrics) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil
+	if !m.closed {
+		m.closed = true
+		stop, all := m.stop, m.all
+		m.all, m.byClient = nil, nil
+		go m.detachAll(stop, all)
 	}
-	m.closed = true
-	stop := m.stop
-	all := m.all
-	m.all, m.byClient = nil, nil
 	m.mu.Unlock()
+	select {
+	case <-m.closeDone:
+		return m.closeErr
+	default:
+	}
+	select {
+	case <-m.closeDone:
+		return m.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("telemetry: shutdown: %s: %w", shutdownSteps[m.closeStep.Load()], ctx.Err())
+	}
+}
+
+// The steps of a shutdown, which Shutdown names when its context ends
+// first.
+const (
+	shutdownDetach int32 = iota
+	shutdownUnregister
+)
+
+var shutdownSteps = [...]string{
+	shutdownDetach:     "detaching the hooks from the clients",
+	shutdownUnregister: "unregistering the callback of the observable instruments, which waits for the collection in progress",
+}
+
+// detachAll ends the observation of a pool (stop) and of the clients of all,
+// unregisters the callback of the observable instruments, and closes
+// closeDone. It runs once, on a goroutine of its own.
+func (m *Metrics) detachAll(stop func(), all map[*clientMetrics]struct{}) {
+	defer close(m.closeDone)
 	if stop != nil {
 		stop()
 	}
 	for cm := range all {
 		cm.close()
 	}
-	if m.reg == nil {
-		return nil
+	m.closeStep.Store(shutdownUnregister)
+	if m.reg != nil {
+		m.closeErr = m.reg.Unregister()
 	}
-	return m.reg.Unregister()
 }
 
 // attach starts observing c. It may run under the pool's lock.

@@ -100,3 +100,39 @@ func BenchmarkDumpLockHold(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWatchCancel measures a watch of a cached resource, from Watch
+// to its first callback, then its cancel (which finds that callback
+// over); and a Get and a release of a pool's client that another user
+// holds, with an observer. Both ask whether they are called from inside a
+// callback.
+func BenchmarkWatchCancel(b *testing.B) {
+	b.Run("watch-cancel", func(b *testing.B) {
+		c, _, _ := loadedClient(b, 1, xdstest.FullStateClusters(1, 0))
+		w := xdstest.NewCountdown(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			cancel := c.Watch(xdsresource.ClusterType, "c0", w)
+			w.Wait()
+			cancel()
+			w.Reset()
+		}
+	})
+	b.Run("pool-get-release", func(b *testing.B) {
+		pool := xdsclient.NewPool(bootstrapFor(b, "127.0.0.1:1"))
+		defer pool.Observe(func(*xdsclient.Client) {}, func(*xdsclient.Client) {})()
+		_, hold, err := pool.Get("t")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer hold()
+		b.ReportAllocs()
+		for b.Loop() {
+			_, release, err := pool.Get("t")
+			if err != nil {
+				b.Fatal(err)
+			}
+			release()
+		}
+	})
+}

@@ -52,7 +52,8 @@ type Client struct {
 
 	lanes     lane.Set
 	wg        sync.WaitGroup // the servers' goroutines
-	closeDone chan struct{}  // closed when Close has ended
+	closeDone chan struct{}  // closed once every goroutine of the client has ended, after Close
+	closeStep atomic.Int32   // what closing waits for now (closeSteps)
 	// composed is the Hooks attached, composed into one and replaced as a
 	// whole when hooks are added or removed, so that an event is one nil
 	// check and reads need no lock.
@@ -306,15 +307,69 @@ func (c *Client) cancelWatch(ref *cache.Watcher) {
 // made on a closed client gets one, saying so: see Watch). Close may be
 // called from a watcher callback or a hook: it then returns without
 // waiting for the goroutines that run callbacks, which end as soon as the
-// callback that called Close returns.
-func (c *Client) Close() {
+// callback that called Close returns. Close is Shutdown with no deadline.
+func (c *Client) Close() { _ = c.Shutdown(context.Background()) }
+
+// Shutdown closes the client as Close does, and waits for its goroutines
+// to end until ctx is done, as the OpenTelemetry SDK's Shutdown does; it
+// returns nil once they have ended, or the context's error (wrapped,
+// saying what is still running) when ctx is done first. Called from a
+// watcher callback or a hook, it returns nil at once, as Close does.
+//
+// What is closed does not depend on ctx: when Shutdown starts, the client
+// is closed (a Watch is answered with ErrClosed's error, Dump is empty,
+// ReportLoad fails), its streams and channels end and no watcher callback
+// starts any more: the callbacks queued but not yet begun are dropped,
+// whatever ctx. What ctx bounds is the wait for what is still running: a
+// watcher callback or a hook that has not returned, the hook calls queued
+// behind it on its server's lane (they still run, in order, after it
+// returns: ChannelClosed and the other hooks of closing included), the
+// last load reports (at most lrs.FinalReportTimeout) and the ends of the
+// streams. When ctx is done first, all of that goes on after Shutdown
+// returns, and every goroutine of the client ends once the callbacks and
+// hooks still running return; a later Close waits for that, and a later
+// Shutdown waits again until its own ctx is done.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.startClose()
+	if c.lanes.Running() {
+		return nil
+	}
+	select {
+	case <-c.closeDone:
+		return nil
+	default:
+	}
+	select {
+	case <-c.closeDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("xdsclient: shutdown of client %s: %s: %w", xerr.Shown(c.o.target), closeSteps[c.closeStep.Load()], ctx.Err())
+	}
+}
+
+// The steps of closing, in order, which Shutdown names when its context
+// ends first.
+const (
+	closeLoadReports int32 = iota
+	closeStreams
+	closeLanes
+)
+
+var closeSteps = [...]string{
+	closeLoadReports: "the last load reports are being sent",
+	closeStreams:     "the streams to the xDS servers are ending",
+	closeLanes:       "a watcher callback or a hook is still running, or hooks queued before the shutdown wait to run",
+}
+
+// startClose closes the client, the first time it is called: the cache
+// is dropped, the authorities and their servers closed, and the context
+// of the streams and lanes cancelled (no watcher callback starts after
+// that). A goroutine then waits for the rest to end and closes closeDone.
+func (c *Client) startClose() {
 	tx := c.mu.Lock()
 	s := c.s.Of(tx)
 	if s.closed {
 		tx.Unlock()
-		if !c.lanes.Running() {
-			<-c.closeDone
-		}
 		return
 	}
 	s.closed = true
@@ -323,15 +378,17 @@ func (c *Client) Close() {
 	loads := s.loadServers
 	s.loadServers = nil
 	tx.Unlock()
-	for _, ls := range loads {
-		ls.stop()
-	}
 	c.cancel()
-	c.wg.Wait()
-	if !c.lanes.Running() {
+	go func() {
+		defer close(c.closeDone)
+		for _, ls := range loads {
+			ls.stop()
+		}
+		c.closeStep.Store(closeStreams)
+		c.wg.Wait()
+		c.closeStep.Store(closeLanes)
 		c.lanes.Wait()
-	}
-	close(c.closeDone)
+	}()
 }
 
 // Dump returns every cache entry, sorted by type URL and name. It never
@@ -350,57 +407,9 @@ func (c *Client) Dump() []EntrySnapshot { return c.dump(nil) }
 func (c *Client) dump(held func(time.Duration)) []EntrySnapshot {
 	var out []EntrySnapshot
 	open := func(tx *txn.Tx) bool { return !c.s.Of(tx).closed }
-	each := func(tx *txn.Tx, e *cache.Entry) { out = append(out, snapshotOf(tx, e)) }
+	each := func(tx *txn.Tx, e *cache.Entry) { out = append(out, entrySnapshot(e.Snapshot(tx))) }
 	if !c.cache.Dump(open, each, held) {
 		return nil
 	}
 	return out
-}
-
-// snapshotOf copies e.
-func snapshotOf(tx *txn.Tx, e *cache.Entry) EntrySnapshot {
-	s := e.Snapshot(tx)
-	return EntrySnapshot{
-		TypeURL: e.Kind().URL, Name: e.Name(), Authority: e.Group().Name, Server: s.Server,
-		State: CacheState(s.State), Watchers: s.Watchers,
-		Cached: s.Cached, Raw: s.Raw, Version: s.Version, UpdatedAt: s.UpdatedAt, ResourceServer: s.ResourceServer,
-		Err: s.Err, FailedVersion: s.FailedVersion, FailedAt: s.FailedAt, FailedRaw: s.FailedRaw,
-	}
-}
-
-// EntrySnapshot is one cache entry as Dump saw it.
-type EntrySnapshot struct {
-	// TypeURL is the entry's resource type URL.
-	TypeURL string
-	// Name is the resource name as subscribed.
-	Name string
-	// Authority is the xDS authority of the name ("#old" for old-style
-	// names).
-	Authority string
-	// Server is the URI of the xDS server the entry is subscribed on, as
-	// shown (bootstrap.ServerConfig.ShownURI).
-	Server string
-	// State is the A88 cache state.
-	State CacheState
-	// Cached reports whether the entry holds a resource. Raw is the held
-	// resource as received, the value of an Any of type TypeURL; Version is
-	// the version_info of the response that last carried it, UpdatedAt when
-	// that response arrived, and ResourceServer the URI of the server that
-	// sent it.
-	Cached         bool
-	Raw            []byte
-	Version        string
-	UpdatedAt      time.Time
-	ResourceServer string
-	// Err is the data error the entry carries (NACK, TP3 error, deletion,
-	// timeout), nil in REQUESTED and ACKED.
-	Err error
-	// FailedVersion and FailedAt are the version and time of the update
-	// that failed, when the error came from one; FailedRaw is the rejected
-	// resource when its bytes are known.
-	FailedVersion string
-	FailedAt      time.Time
-	FailedRaw     []byte
-	// Watchers is how many watchers the entry has.
-	Watchers int
 }

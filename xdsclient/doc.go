@@ -93,7 +93,8 @@
 //	internal/health     gRFC A57, as a function
 //	internal/lane, txn  the lanes that run callbacks; the lock as a value
 //	internal/xdstp, xerr, backoff, goid  names in canonical form; errors and their bounds;
-//	                    the retry delays; goroutine IDs (a call from inside a callback)
+//	                    the retry delays; goroutine IDs (is a call, made while a
+//	                    callback runs, from inside that callback?)
 //
 // Beside them, package lrs (the load store and the LRS stream) knows
 // nothing of the client: a Client starts its reporters for ReportLoad,

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/xdslens/xdslens/internal/hookset"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 )
 
@@ -29,8 +30,11 @@ import (
 // callback goroutines). A hook that blocks holds up the later hooks and
 // callbacks of its lane, and the reading of that server's responses (flow
 // control), so hooks must be cheap. The load report hooks run on the
-// goroutine of their LRS stream, which they hold up likewise. Hook calls
-// posted before Close run before Close returns.
+// goroutine of their LRS stream, which they hold up likewise, and which
+// Close and ReportLoad's release wait for: called from a load report hook,
+// they would wait for ever (Shutdown with a deadline returns its
+// context's error instead). Hook calls posted before Close run before
+// Close returns.
 //
 // A server is named in every Info (Server, Previous, and the server in
 // errors and reasons) by its URI as shown: bootstrap.ServerConfig.ShownURI,
@@ -316,49 +320,27 @@ type LoadReportStreamEndInfo = lrs.StreamEndInfo
 type LoadReportInfo = lrs.ReportInfo
 
 // compose returns one Hooks whose every func calls the funcs of hs that
-// are set, in the order of hs, as httptrace composes traces: composed once
-// when hooks are attached, so that each event is a single nil check. A
-// field that none of hs sets stays nil.
+// are set, in the order of hs (package hookset): composed once when hooks
+// are attached, so that each event is a single nil check. A field that
+// none of hs sets stays nil.
 func compose(hs []*Hooks) *Hooks {
-	var c Hooks
-	join(&c.ConnectivityChanged, hs, func(h *Hooks) func(ConnectivityInfo) { return h.ConnectivityChanged })
-	join(&c.ConnectedChanged, hs, func(h *Hooks) func(ConnectedInfo) { return h.ConnectedChanged })
-	join(&c.StreamStarted, hs, func(h *Hooks) func(StreamInfo) { return h.StreamStarted })
-	join(&c.StreamEnded, hs, func(h *Hooks) func(StreamEndInfo) { return h.StreamEnded })
-	join(&c.StreamStartFailed, hs, func(h *Hooks) func(StreamEndInfo) { return h.StreamStartFailed })
-	join(&c.ChannelClosed, hs, func(h *Hooks) func(ChannelInfo) { return h.ChannelClosed })
-	join(&c.ServerFailure, hs, func(h *Hooks) func(ServerFailureInfo) { return h.ServerFailure })
-	join(&c.RequestSent, hs, func(h *Hooks) func(RequestInfo) { return h.RequestSent })
-	join(&c.ResponseReceived, hs, func(h *Hooks) func(ResponseInfo) { return h.ResponseReceived })
-	join(&c.CacheStateChanged, hs, func(h *Hooks) func(CacheStateInfo) { return h.CacheStateChanged })
-	join(&c.WatcherNotified, hs, func(h *Hooks) func(NotificationInfo) { return h.WatcherNotified })
-	join(&c.AuthorityServerChanged, hs, func(h *Hooks) func(AuthorityServerInfo) { return h.AuthorityServerChanged })
-	join(&c.ResourceTimerStarted, hs, func(h *Hooks) func(ResourceTimerInfo) { return h.ResourceTimerStarted })
-	join(&c.ResourceTimerStopped, hs, func(h *Hooks) func(ResourceTimerInfo) { return h.ResourceTimerStopped })
-	join(&c.LoadReportStreamStarted, hs, func(h *Hooks) func(LoadReportStreamInfo) { return h.LoadReportStreamStarted })
-	join(&c.LoadReportStreamEnded, hs, func(h *Hooks) func(LoadReportStreamEndInfo) { return h.LoadReportStreamEnded })
-	join(&c.LoadReportSent, hs, func(h *Hooks) func(LoadReportInfo) { return h.LoadReportSent })
-	return &c
-}
-
-// join sets *dst to a func that calls field(h) of every h in hs that has
-// it: nil if none has, the one func if only one has.
-func join[I any](dst *func(I), hs []*Hooks, field func(*Hooks) func(I)) {
-	var fs []func(I)
-	for _, h := range hs {
-		if f := field(h); f != nil {
-			fs = append(fs, f)
-		}
-	}
-	switch len(fs) {
-	case 0:
-	case 1:
-		*dst = fs[0]
-	default:
-		*dst = func(info I) {
-			for _, f := range fs {
-				f(info)
-			}
-		}
+	return &Hooks{
+		ConnectivityChanged:     hookset.Join(hs, func(h *Hooks) func(ConnectivityInfo) { return h.ConnectivityChanged }),
+		ConnectedChanged:        hookset.Join(hs, func(h *Hooks) func(ConnectedInfo) { return h.ConnectedChanged }),
+		StreamStarted:           hookset.Join(hs, func(h *Hooks) func(StreamInfo) { return h.StreamStarted }),
+		StreamEnded:             hookset.Join(hs, func(h *Hooks) func(StreamEndInfo) { return h.StreamEnded }),
+		StreamStartFailed:       hookset.Join(hs, func(h *Hooks) func(StreamEndInfo) { return h.StreamStartFailed }),
+		ChannelClosed:           hookset.Join(hs, func(h *Hooks) func(ChannelInfo) { return h.ChannelClosed }),
+		ServerFailure:           hookset.Join(hs, func(h *Hooks) func(ServerFailureInfo) { return h.ServerFailure }),
+		RequestSent:             hookset.Join(hs, func(h *Hooks) func(RequestInfo) { return h.RequestSent }),
+		ResponseReceived:        hookset.Join(hs, func(h *Hooks) func(ResponseInfo) { return h.ResponseReceived }),
+		CacheStateChanged:       hookset.Join(hs, func(h *Hooks) func(CacheStateInfo) { return h.CacheStateChanged }),
+		WatcherNotified:         hookset.Join(hs, func(h *Hooks) func(NotificationInfo) { return h.WatcherNotified }),
+		AuthorityServerChanged:  hookset.Join(hs, func(h *Hooks) func(AuthorityServerInfo) { return h.AuthorityServerChanged }),
+		ResourceTimerStarted:    hookset.Join(hs, func(h *Hooks) func(ResourceTimerInfo) { return h.ResourceTimerStarted }),
+		ResourceTimerStopped:    hookset.Join(hs, func(h *Hooks) func(ResourceTimerInfo) { return h.ResourceTimerStopped }),
+		LoadReportStreamStarted: hookset.Join(hs, func(h *Hooks) func(LoadReportStreamInfo) { return h.LoadReportStreamStarted }),
+		LoadReportStreamEnded:   hookset.Join(hs, func(h *Hooks) func(LoadReportStreamEndInfo) { return h.LoadReportStreamEnded }),
+		LoadReportSent:          hookset.Join(hs, func(h *Hooks) func(LoadReportInfo) { return h.LoadReportSent }),
 	}
 }

@@ -38,7 +38,8 @@ type poolState struct {
 	nextObs   int
 	// Observer calls are queued under the lock, in the order of their
 	// events, and run with it released by one goroutine at a time
-	// (draining, on goroutine drainer).
+	// (draining); drainer is that goroutine's ID, read when it makes its
+	// first observer call (0 before: no call from inside one can come).
 	events   []poolEvent
 	draining bool
 	drainer  int64
@@ -161,7 +162,7 @@ func (p *Pool) runEvents(tx *txn.Tx) {
 	st := p.s.Of(tx)
 	done := make(chan struct{})
 	st.events = append(st.events, poolEvent{done: done})
-	inside := st.draining && st.drainer == goid.Get()
+	inside := st.draining && st.drainer != 0 && st.drainer == goid.Get()
 	tx.Unlock()
 	p.drain()
 	if !inside {
@@ -179,20 +180,25 @@ func (p *Pool) drain() {
 		return
 	}
 	st.draining = true
-	st.drainer = goid.Get()
 	for len(st.events) > 0 {
 		ev := st.events[0]
 		st.events = st.events[1:]
-		stopped := ev.o != nil && st.observers[ev.id] != ev.o
-		tx.Unlock()
+		var call func(*Client)
 		switch {
-		case ev.done != nil:
+		case ev.done != nil, ev.o != nil && st.observers[ev.id] != ev.o: // a marker; a stopped observer
+		case ev.added:
+			call = ev.o.added
+		default:
+			call = ev.o.removed
+		}
+		if call != nil && st.drainer == 0 {
+			st.drainer = goid.Get()
+		}
+		tx.Unlock()
+		if ev.done != nil {
 			close(ev.done)
-		case stopped:
-		case ev.added && ev.o.added != nil:
-			ev.o.added(ev.c)
-		case !ev.added && ev.o.removed != nil:
-			ev.o.removed(ev.c)
+		} else if call != nil {
+			call(ev.c)
 		}
 		tx = p.mu.Lock()
 		st = p.s.Of(tx)

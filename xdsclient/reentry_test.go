@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,84 @@ func TestCancelFromOwnCallback(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Fatalf("%d callbacks, want 1", calls.Load())
 	}
+}
+
+// Watch from a watcher callback: a watch that cannot be served is
+// answered on the caller's own lane, after the calling callback has
+// returned (callbacks of one server run one at a time); a valid one is
+// subscribed to. Then Close and Watch from one callback: the watch is
+// answered, after that callback, with the closed client's error.
+func TestWatchFromWatcherCallback(t *testing.T) {
+	f := newFixture(t, nil)
+	order := make(chan string, 10)
+	refused := xdsclient.WatcherFuncs{OnResourceChanged: func(_ *xdsclient.Resource, err error) {
+		order <- "refused: " + status.Code(err).String()
+	}}
+	var once sync.Once
+	defer f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+		OnResourceChanged: func(*xdsclient.Resource, error) {
+			once.Do(func() {
+				f.c.Watch(xdsresource.ClusterType, "bad\xff", refused) // not UTF-8
+				f.c.Watch(xdsresource.ClusterType, "c2", xdsclient.WatcherFuncs{})
+				// The refusal cannot run while this callback does: had it
+				// been given to another lane, it would come now.
+				select {
+				case s := <-order:
+					order <- "during the callback: " + s
+				case <-time.After(50 * time.Millisecond):
+				}
+				order <- "callback returned"
+			})
+		},
+	})()
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	expectInOrder(t, order, "callback returned", "refused: InvalidArgument")
+	// The watch made from the callback is subscribed (after the ACK of c1).
+	for req := f.RecvType(st, cdsURL); !slices.Contains(req.GetResourceNames(), "c2"); req = f.RecvType(st, cdsURL) {
+	}
+}
+
+// expectInOrder fails t unless order gives want, in order, within the
+// test's deadline.
+func expectInOrder(t *testing.T, order <-chan string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		select {
+		case got := <-order:
+			if got != w {
+				t.Fatalf("got %q, want %q", got, w)
+			}
+		case <-xdstest.Context(t).Done():
+			t.Fatalf("waiting for %q: timed out", w)
+		}
+	}
+}
+
+func TestCloseThenWatchFromWatcherCallback(t *testing.T) {
+	f := newFixture(t, nil)
+	order := make(chan string, 10)
+	var once sync.Once
+	defer f.c.Watch(xdsresource.ClusterType, "c1", xdsclient.WatcherFuncs{
+		OnResourceChanged: func(*xdsclient.Resource, error) {
+			once.Do(func() {
+				f.c.Close()
+				f.c.Watch(xdsresource.ClusterType, "c2", xdsclient.WatcherFuncs{OnResourceChanged: func(_ *xdsclient.Resource, err error) {
+					if !contains(err, "closed") {
+						order <- "watch after Close got " + err.Error()
+						return
+					}
+					order <- "refused: closed"
+				}})
+				order <- "callback returned"
+			})
+		},
+	})()
+	st := f.NextStream()
+	f.RecvType(st, cdsURL)
+	f.send(st, cdsURL, "1", controlplane.Cluster("c1", "c1"))
+	expectInOrder(t, order, "callback returned", "refused: closed")
 }
 
 func TestWatchAfterClose(t *testing.T) {

@@ -1,5 +1,13 @@
 package xdsclient
 
+import "time"
+
+// CacheState and EntrySnapshot are the exported forms of the cache's State
+// and Snapshot: their conversion, snapshot_gen.go, is generated from both
+// definitions, and internal/mirrorgen's test fails when it is out of date.
+//
+//go:generate go run ./internal/mirrorgen
+
 // CacheState is the state of one cache entry, exactly as gRFC A88 defines
 // them. The same states are shown over CSDS (ClientResourceStatus) and in
 // the grpc.xds.cache_state metric label.
@@ -69,4 +77,41 @@ func (s CacheState) MetricLabel(cached bool) string {
 		return "timeout"
 	}
 	return ""
+}
+
+// EntrySnapshot is one cache entry as Dump saw it.
+type EntrySnapshot struct {
+	// TypeURL is the entry's resource type URL.
+	TypeURL string
+	// Name is the resource name as subscribed.
+	Name string
+	// Authority is the xDS authority of the name ("#old" for old-style
+	// names).
+	Authority string
+	// Server is the URI of the xDS server the entry is subscribed on, as
+	// shown (bootstrap.ServerConfig.ShownURI).
+	Server string
+	// State is the A88 cache state.
+	State CacheState
+	// Cached reports whether the entry holds a resource. Raw is the held
+	// resource as received, the value of an Any of type TypeURL; Version is
+	// the version_info of the response that last carried it, UpdatedAt when
+	// that response arrived, and ResourceServer the URI of the server that
+	// sent it.
+	Cached         bool
+	Raw            []byte
+	Version        string
+	UpdatedAt      time.Time
+	ResourceServer string
+	// Err is the data error the entry carries (NACK, TP3 error, deletion,
+	// timeout), nil in REQUESTED and ACKED.
+	Err error
+	// FailedVersion and FailedAt are the version and time of the update
+	// that failed, when the error came from one; FailedRaw is the rejected
+	// resource when its bytes are known.
+	FailedVersion string
+	FailedAt      time.Time
+	FailedRaw     []byte
+	// Watchers is how many watchers the entry has.
+	Watchers int
 }

@@ -4,6 +4,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/xdslens/xdslens/internal/hookset"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 )
 
@@ -244,7 +245,7 @@ type CallEndInfo struct {
 }
 
 // compose returns hooks that call every non-nil one of hs, nil when there
-// are none, so that each event costs one nil check.
+// are none, so that each event costs one nil check (package hookset).
 func compose(hs []*Hooks) *Hooks {
 	var live []*Hooks
 	for _, h := range hs {
@@ -258,30 +259,17 @@ func compose(hs []*Hooks) *Hooks {
 	case 1:
 		return live[0]
 	}
-	out := &Hooks{}
-	for _, h := range live {
-		out.ChannelStarted = chain(out.ChannelStarted, h.ChannelStarted)
-		out.ChannelClosed = chain(out.ChannelClosed, h.ChannelClosed)
-		out.ConfigChanged = chain(out.ConfigChanged, h.ConfigChanged)
-		out.ConfigFailed = chain(out.ConfigFailed, h.ConfigFailed)
-		out.Picked = chain(out.Picked, h.Picked)
-		out.CallFinished = chain(out.CallFinished, h.CallFinished)
-		out.LBMetric = chain(out.LBMetric, h.LBMetric)
-		out.ConnectionChanged = chain(out.ConnectionChanged, h.ConnectionChanged)
-		out.Ejection = chain(out.Ejection, h.Ejection)
-		out.Retried = chain(out.Retried, h.Retried)
-		out.FaultInjected = chain(out.FaultInjected, h.FaultInjected)
+	return &Hooks{
+		ChannelStarted:    hookset.Join(live, func(h *Hooks) func(ChannelInfo) { return h.ChannelStarted }),
+		ChannelClosed:     hookset.Join(live, func(h *Hooks) func(ChannelInfo) { return h.ChannelClosed }),
+		ConfigChanged:     hookset.Join(live, func(h *Hooks) func(ConfigInfo) { return h.ConfigChanged }),
+		ConfigFailed:      hookset.Join(live, func(h *Hooks) func(ConfigErrorInfo) { return h.ConfigFailed }),
+		Picked:            hookset.Join(live, func(h *Hooks) func(PickInfo) { return h.Picked }),
+		CallFinished:      hookset.Join(live, func(h *Hooks) func(CallEndInfo) { return h.CallFinished }),
+		LBMetric:          hookset.Join(live, func(h *Hooks) func(LBMetricInfo) { return h.LBMetric }),
+		ConnectionChanged: hookset.Join(live, func(h *Hooks) func(ConnectionInfo) { return h.ConnectionChanged }),
+		Ejection:          hookset.Join(live, func(h *Hooks) func(EjectionInfo) { return h.Ejection }),
+		Retried:           hookset.Join(live, func(h *Hooks) func(RetryInfo) { return h.Retried }),
+		FaultInjected:     hookset.Join(live, func(h *Hooks) func(FaultInfo) { return h.FaultInjected }),
 	}
-	return out
-}
-
-// chain returns a func that calls a then b, either of which may be nil.
-func chain[T any](a, b func(T)) func(T) {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	}
-	return func(v T) { a(v); b(v) }
 }

@@ -58,11 +58,15 @@ type Manager struct {
 	msg       messages
 	lookupFn  lookupFunc
 
-	wake      chan struct{} // the state is dirty, or an error waits in pending
-	quit      chan struct{} // closed by Stop
-	done      chan struct{} // closed when the delivering goroutine ends
-	deliverer atomic.Int64  // the delivering goroutine's ID
-	dnsWG     sync.WaitGroup
+	wake chan struct{} // the state is dirty, or an error waits in pending
+	quit chan struct{} // closed by Stop
+	done chan struct{} // closed when the delivering goroutine ends
+	// deliverer is the delivering goroutine's ID, read before its first
+	// call of the Watcher (0 before); delivering is set while it calls
+	// the Watcher, the only time a Stop can come from that goroutine.
+	deliverer  atomic.Int64
+	delivering atomic.Bool
+	dnsWG      sync.WaitGroup
 
 	// mu guards everything below. It is never held while a Watcher runs or
 	// while a watch of the xDS client is cancelled (a cancel waits for the
@@ -244,9 +248,10 @@ func (m *Manager) Stop() {
 // that calls it.
 func (m *Manager) wait() {
 	m.dnsWG.Wait()
-	if goid.Get() != m.deliverer.Load() {
-		<-m.done
+	if m.delivering.Load() && goid.Get() == m.deliverer.Load() {
+		return
 	}
+	<-m.done
 }
 
 // ResolveNow asks for the host names of the LOGICAL_DNS clusters to be
@@ -271,7 +276,6 @@ func (m *Manager) ResolveNow() {
 // graph, not one per callback.
 func (m *Manager) run(started chan<- struct{}) {
 	defer close(m.done)
-	m.deliverer.Store(goid.Get())
 	close(started)
 	for {
 		select {
@@ -299,11 +303,18 @@ func (m *Manager) run(started chan<- struct{}) {
 			if out.empty() {
 				break
 			}
+			if m.deliverer.Load() == 0 {
+				m.deliverer.Store(goid.Get())
+			}
+			m.delivering.Store(true)
 			if out.cfg != nil {
 				m.w.Update(out.cfg)
-				m.afterDelivery(out)
 			} else {
 				m.w.Error(out.err)
+			}
+			m.delivering.Store(false)
+			if out.cfg != nil {
+				m.afterDelivery(out)
 			}
 		}
 	}

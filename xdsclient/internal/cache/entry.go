@@ -112,11 +112,18 @@ func (e *Entry) current() entryState {
 	return entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}
 }
 
-// Snapshot is one entry as Dump copies it.
+// Snapshot is one entry as Dump copies it. Package xdsclient exports it
+// as EntrySnapshot, whose fields are these, by name: its conversion is
+// generated from the two definitions (go generate in xdsclient), and
+// fails to build or its test fails when they differ.
 type Snapshot struct {
-	State    State
-	Server   string
-	Watchers int
+	// TypeURL, Name and Authority name the entry; Server is the server it
+	// is subscribed on.
+	TypeURL   string
+	Name      string
+	Authority string
+	Server    string
+	State     State
 	// Cached, with the bytes held, the version and time of the update that
 	// last carried them and the server that sent them.
 	Cached         bool
@@ -129,11 +136,12 @@ type Snapshot struct {
 	FailedVersion string
 	FailedAt      time.Time
 	FailedRaw     []byte
+	Watchers      int
 }
 
 // Snapshot copies the entry.
 func (e *Entry) Snapshot(tx *txn.Tx) Snapshot {
-	s := Snapshot{State: e.state, Server: e.group.Active(tx).URI, Watchers: e.watcherCount()}
+	s := Snapshot{TypeURL: e.kind.URL, Name: e.name, Authority: e.group.Name, State: e.state, Server: e.group.Active(tx).URI, Watchers: e.watcherCount()}
 	if r := e.res; r.ok() {
 		s.Cached, s.Raw, s.Version, s.UpdatedAt, s.ResourceServer = true, r.raw, r.from.version, r.from.at, r.from.src.URI
 	}

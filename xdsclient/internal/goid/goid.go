@@ -3,6 +3,14 @@
 // made from inside one of their own callbacks (a Close or a cancel from a
 // watcher, a Pool observer that calls the Pool, a Manager.Stop from its
 // Watcher), where waiting for that callback would wait for ever.
+//
+// It is read only when the one who runs callbacks says, by its own state,
+// that a callback runs at that moment (a lane's current callback or hook,
+// the Pool's observer call, the Manager's Watcher call): then a call from
+// that callback and a call from another goroutine meet the same state,
+// and the callbacks get no value they could hand back to tell them apart,
+// so the goroutine's identity is what does. A cancel, a Close or a Pool's
+// Get that meets no running callback reads no ID.
 package goid
 
 import (

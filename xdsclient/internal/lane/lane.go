@@ -50,10 +50,15 @@ func (w *Watch) Cancel() bool { return w.cancelled.CompareAndSwap(false, true) }
 // Wait returns once no lane of set runs a callback of w, but the one the
 // caller may run in: a watcher that cancels itself from its own callback
 // does not wait for itself (the callbacks after it find w cancelled).
+// Whether the caller is that callback is asked (goid) only of a lane that
+// runs a callback of w at that moment, which a cancel seldom meets.
 func (w *Watch) Wait(set *Set) {
-	me := goid.Get()
-	for _, c := range set.snapshot() {
-		if c.current.Load() != w || c.gid.Load() == me {
+	var me int64
+	for _, c := range set.runningOf(w) {
+		if me == 0 {
+			me = goid.Get()
+		}
+		if c.gid.Load() == me {
 			continue
 		}
 		c.waiting.Add(1)
@@ -103,12 +108,16 @@ func (s *Set) Wait() {
 	s.mu.Unlock()
 }
 
-func (s *Set) snapshot() []*core {
+// runningOf returns the lanes of s that run a callback of w now: nil,
+// without allocating, when none does.
+func (s *Set) runningOf(w *Watch) []*core {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*core, 0, len(s.cores))
+	var out []*core
 	for c := range s.cores {
-		out = append(out, c)
+		if c.current.Load() == w {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -118,11 +127,20 @@ func (s *Set) snapshot() []*core {
 func (s *Set) Running() bool { return s.Current() != nil }
 
 // Current returns the lane (a *Lane[W]) the caller runs on, nil if none.
+// Only a lane that runs a hook or a callback at that moment can be the
+// caller's, and only then is the caller's goroutine ID read (goid): when
+// no lane runs one, Current costs a look at each lane.
 func (s *Set) Current() any {
-	me := goid.Get()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var me int64
 	for c, l := range s.cores {
+		if c.current.Load() == nil {
+			continue
+		}
+		if me == 0 {
+			me = goid.Get()
+		}
 		if c.gid.Load() == me {
 			return l
 		}
@@ -150,12 +168,29 @@ type Lane[W Watcher] struct {
 
 // core is the part of a Lane that watchers wait on.
 type core struct {
-	set     *Set
-	mu      sync.Mutex
-	cond    sync.Cond
-	current atomic.Pointer[Watch] // the watcher whose callback runs now
-	waiting atomic.Int32          // Wait calls waiting on cond
-	gid     atomic.Int64          // the goroutine running the lane's callbacks
+	set  *Set
+	mu   sync.Mutex
+	cond sync.Cond
+	// current is the watcher whose callback runs now, hookRunning while a
+	// hook call runs, nil between them.
+	current atomic.Pointer[Watch]
+	waiting atomic.Int32 // Wait calls waiting on cond
+	// gid is the ID of the goroutine that runs the lane's items, read
+	// when it first runs a hook or a callback (enter); 0 until then.
+	gid atomic.Int64
+}
+
+// hookRunning is what current holds while a hook call runs.
+var hookRunning Watch
+
+// enter publishes that the lane's goroutine runs user code now: a
+// callback of w, or a hook call (w is hookRunning). The goroutine's ID is
+// published before, so that whoever sees current sees it too.
+func (c *core) enter(w *Watch) {
+	if c.gid.Load() == 0 {
+		c.gid.Store(goid.Get())
+	}
+	c.current.Store(w)
 }
 
 // posted is what was posted to a lane during one holding of the lock.
@@ -338,7 +373,6 @@ func (l *Lane[W]) Flush(tx *txn.Tx) {
 func (l *Lane[W]) loop(started chan struct{}) {
 	defer close(l.done)
 	defer l.leave()
-	l.gid.Store(goid.Get())
 	close(started)
 	for {
 		l.mu.Lock()
@@ -397,7 +431,7 @@ func (l *Lane[W]) runQueued(done func()) {
 func (l *Lane[W]) drain() {
 	l.set.add(&l.core, l)
 	defer l.leave()
-	l.gid.Store(goid.Get())
+	l.gid.Store(0) // another goroutine than the lane's first one: read again
 	l.runQueued(func() { l.draining = false })
 }
 
@@ -415,7 +449,9 @@ func (l *Lane[W]) leave() {
 func (l *Lane[W]) runOne(it *item[W]) (closed bool) {
 	switch it.kind {
 	case kindHook:
+		l.enter(&hookRunning)
 		it.fn()
+		l.current.Store(nil)
 	case kindBarrier:
 		close(it.ch)
 	case kindFence:
@@ -442,7 +478,7 @@ func (l *Lane[W]) runWatcher(w W, fn func(), payload any, err error, ambient boo
 	// current is published before cancelled is read, and Cancel sets
 	// cancelled before Wait reads current: either this sees the cancel or
 	// the cancel sees this callback and waits for it.
-	l.current.Store(ws)
+	l.enter(ws)
 	if !ws.cancelled.Load() {
 		if fn != nil {
 			fn()

@@ -250,3 +250,111 @@ func TestGrowRoomForBarrier(t *testing.T) {
 		t.Errorf("a held response and its barrier: %v allocations, want 2", allocs)
 	}
 }
+
+// Current names the lane the caller runs on, from a hook or a callback,
+// whatever the other lanes run at the same moment; nil outside any. A
+// lane's later goroutine (the drain goroutine of a closed lane) is
+// recognised as well as its first, from a hook as from a callback that
+// cancels itself.
+func TestCurrentIsTheCallersLane(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu   txn.Mutex
+		set  Set
+		seen = make(chan string, 10)
+	)
+	both := make(chan struct{}, 2) // each hook says it runs, then waits for the other
+	release := make(chan struct{})
+	var a, b *Lane[*rec]
+	name := func(l any) string {
+		switch l {
+		case a:
+			return "a"
+		case b:
+			return "b"
+		case nil:
+			return "none"
+		}
+		return "another"
+	}
+	run := func(w *rec, payload any, err error, ambient bool) {
+		seen <- fmt.Sprintf("callback %s on %s", w.name, name(set.Current()))
+		if payload == "self" {
+			w.Cancel()
+			w.Wait(&set) // its own callback: must not wait for itself
+		}
+	}
+	a, b = New(&set, ctx, run), New(&set, ctx, run)
+	hook := func(who string) func() {
+		return func() {
+			both <- struct{}{}
+			<-release
+			seen <- fmt.Sprintf("hook %s on %s", who, name(set.Current()))
+		}
+	}
+	tx := mu.Lock()
+	a.Hook(tx, hook("a"))
+	b.Hook(tx, hook("b"))
+	tx.Unlock()
+	for range 2 {
+		select {
+		case <-both:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the hooks never ran")
+		}
+	}
+	if got := set.Current(); got != nil {
+		t.Errorf("Current outside the lanes, both running a hook = %s", name(got))
+	}
+	close(release)
+	var got []string
+	for range 2 {
+		got = append(got, <-seen)
+	}
+	slices.Sort(got)
+	if want := []string{"hook a on a", "hook b on b"}; !slices.Equal(got, want) {
+		t.Errorf("hooks saw %q, want %q", got, want)
+	}
+
+	// a closed: what is posted later runs on a drain goroutine of a.
+	tx = mu.Lock()
+	a.Close(tx)
+	tx.Unlock()
+	wait(t, a.Done(), "lane a end")
+	w := &rec{name: "w"}
+	tx = mu.Lock()
+	a.Hook(tx, func() { seen <- "drain hook on " + name(set.Current()) })
+	a.Notify(tx, w, "self", nil, false)
+	a.Notify(tx, w, "after cancel", nil, false)
+	done := a.Barrier(tx)
+	tx.Unlock()
+	wait(t, done, "the drain goroutine's barrier")
+	close(seen)
+	got = got[:0]
+	for s := range seen {
+		got = append(got, s)
+	}
+	if want := []string{"drain hook on a", "callback w on a"}; !slices.Equal(got, want) {
+		t.Errorf("the drain goroutine saw %q, want %q", got, want)
+	}
+}
+
+// A cancel that finds no callback of its watcher running, and Running
+// outside the lanes, allocate nothing.
+func TestReentryChecksAllocateNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var set Set
+	defer func() { cancel(); set.Wait() }()
+	for range 3 {
+		New(&set, ctx, func(*rec, any, error, bool) {})
+	}
+	w := &rec{name: "w"}
+	w.Cancel()
+	if n := testing.AllocsPerRun(100, func() { w.Wait(&set) }); n != 0 {
+		t.Errorf("Wait allocates %v times", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { set.Running() }); n != 0 {
+		t.Errorf("Running allocates %v times", n)
+	}
+}
