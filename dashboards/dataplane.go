@@ -9,7 +9,7 @@ import (
 
 // dataPlaneRow is the overview's row of the data plane: the RPCs of the
 // xdslens channels (package xdsgrpc) that the xDS client routes, from the
-// instruments of telemetry.NewDataPlane.
+// instruments of package telemetry/dataplane.
 func (g *gen) dataPlaneRow() row {
 	failing := []string{AlertRPCsFailing}
 	breaking := []string{AlertCircuitBreaking, AlertNearMaxRequests}

@@ -7,7 +7,7 @@ import (
 
 // loadBalancingRow is the overview's row of the endpoint policies of the
 // xdslens channels: gRFC A78's load-balancing metrics, from
-// telemetry.NewDataPlane.
+// package telemetry/dataplane.
 func (g *gen) loadBalancingRow() row {
 	return row{"Load balancing", []panel{
 		{g.connectionAttempts(), 12, 8, nil},

@@ -58,6 +58,9 @@ func NewBuilder(pool *xdsclient.Pool, opts ...Option) *Builder {
 	}
 	b.hookList = b.opts.hooks
 	b.hooks.Store(compose(b.hookList))
+	for _, attach := range b.opts.observers {
+		attach(b)
+	}
 	return b
 }
 

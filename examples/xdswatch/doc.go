@@ -245,7 +245,7 @@
 //
 // --metrics-addr serves the metrics of package telemetry in the Prometheus
 // text format: those of the pool's clients (telemetry.New) and those of
-// every xds:/// channel's data plane (telemetry.NewDataPlane on the
+// every xds:/// channel's data plane (package telemetry/dataplane on the
 // channel's xdsgrpc Builder: picks by cluster and outcome, calls by status,
 // drops, configs, in-flight RPCs against max_requests), whose grpc.target
 // is the channel's argument (xds:///demo), except for the in-flight and

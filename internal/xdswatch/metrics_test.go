@@ -313,7 +313,7 @@ func sampleValue(body, name string, labels map[string]string) (float64, bool) {
 
 // TestDataPlaneMetrics: the demo with RPCs through xds:///demo and through
 // a listener the demo does not serve exports the data-plane series on
-// /metrics (package telemetry's NewDataPlane on each channel), beside the
+// /metrics (package telemetry/dataplane on each channel), beside the
 // clients' series: RPCs sent to the demo's cluster and answered OK, its
 // config counted, its max_requests, and for the absent listener a failed
 // config and the RPCs it failed. A closed channel reports nothing more.
