@@ -248,9 +248,10 @@
 // every xds:/// channel's data plane (package telemetry/dataplane on the
 // channel's xdsgrpc Builder: picks by cluster and outcome, calls by status,
 // drops, configs, in-flight RPCs against max_requests), whose grpc.target
-// is the channel's argument (xds:///demo), except for the in-flight and
-// max_requests gauges, which count per xDS client, --target; a channel's
-// series stop when it is closed. --otlp-endpoint pushes the same ones to
+// is that of the xDS client the channels share, --target, as on the
+// client's own series, and whose xdslens.channel_target is the channel's
+// argument (xds:///demo), but on the in-flight and max_requests gauges,
+// which count per xDS client; a channel's gauges stop when it is closed. --otlp-endpoint pushes the same ones to
 // an OpenTelemetry Collector or any OTLP receiver, and otel-collector.yaml beside this file
 // is a Collector configuration that receives them and serves them to
 // Prometheus. Both describe the process with the OpenTelemetry resource,

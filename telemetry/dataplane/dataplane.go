@@ -45,10 +45,11 @@ type Metrics struct {
 	gauges   metric.Registration
 }
 
-// key is one label set of a counter; kind tells the counter.
+// key is one label set of a counter; kind tells the counter. target is
+// the xDS client's, channel the channel's own.
 type key struct {
-	kind                        uint8
-	target, cluster, leaf, last string
+	kind                                 uint8
+	target, channel, cluster, leaf, last string
 }
 
 const (
@@ -109,7 +110,7 @@ func newMetrics(b *xdsgrpc.Builder, mp metric.MeterProvider) (*Metrics, error) {
 	m.configs = c.counter(MetricConfigUpdates, "{config}", "Configs the channels of a target took (result config) and failures of their whole config (result error).")
 	inFlight := c.gauge(MetricInFlight, "{call}", "RPCs in flight that count against the cluster's max_requests (circuit breaking).")
 	maxRequests := c.gauge(MetricMaxRequests, "{call}", "The cluster's max_requests (circuit breaking).")
-	m.lb = newLBMetrics(c)
+	m.lb = newLBMetrics(c, b.ClientTarget)
 	if err := errors.Join(c.errs...); err != nil {
 		return nil, fmt.Errorf("dataplane: %w", err)
 	}
@@ -184,7 +185,7 @@ func (m *Metrics) attr(k key) []metric.AddOption {
 	if ok {
 		return a
 	}
-	kvs := []attribute.KeyValue{attribute.String(KeyTarget, k.target)}
+	kvs := []attribute.KeyValue{attribute.String(KeyTarget, k.target), attribute.String(KeyChannelTarget, k.channel)}
 	switch k.kind {
 	case kindPick:
 		kvs = append(kvs, attribute.String(KeyBackendService, k.cluster), attribute.String(KeyOutcome, k.last))
@@ -202,6 +203,12 @@ func (m *Metrics) attr(k key) []metric.AddOption {
 	return a
 }
 
+// key returns the label set of a counter of kind for an event of the
+// channel of target channel.
+func (m *Metrics) key(kind uint8, channel, cluster, leaf, last string) key {
+	return key{kind: kind, target: m.b.ClientTarget(channel), channel: channel, cluster: cluster, leaf: leaf, last: last}
+}
+
 // bornOutcomes are the pick outcomes whose series exist, at zero, from a
 // cluster's first config, so that the increase of a first one shows.
 var bornOutcomes = []xdsgrpc.PickOutcome{xdsgrpc.PickSent, xdsgrpc.PickDropped, xdsgrpc.PickOverloaded, xdsgrpc.PickNoEndpoint, xdsgrpc.PickClusterError}
@@ -211,8 +218,8 @@ var bornOutcomes = []xdsgrpc.PickOutcome{xdsgrpc.PickSent, xdsgrpc.PickDropped, 
 // shows; with WithMeterProvider, the first live channel starts the gauges.
 func (m *Metrics) channelStarted(i xdsgrpc.ChannelInfo) {
 	ctx := context.Background()
-	m.configs.Add(ctx, 0, m.attr(key{kind: kindConfig, target: i.Target, last: "config"})...)
-	m.configs.Add(ctx, 0, m.attr(key{kind: kindConfig, target: i.Target, last: "error"})...)
+	m.configs.Add(ctx, 0, m.attr(m.key(kindConfig, i.Target, "", "", "config"))...)
+	m.configs.Add(ctx, 0, m.attr(m.key(kindConfig, i.Target, "", "", "error"))...)
 	m.gaugesMu.Lock()
 	defer m.gaugesMu.Unlock()
 	if !m.follow {
@@ -248,7 +255,7 @@ func (m *Metrics) configChanged(i xdsgrpc.ConfigInfo) {
 	c := i.Config
 	for name := range routedClusters(c) {
 		for _, o := range bornOutcomes {
-			m.picks.Add(ctx, 0, m.attr(key{kind: kindPick, target: i.Target, cluster: name, last: o.String()})...)
+			m.picks.Add(ctx, 0, m.attr(m.key(kindPick, i.Target, name, "", o.String()))...)
 		}
 	}
 	for name, cc := range c.Clusters {
@@ -256,7 +263,7 @@ func (m *Metrics) configChanged(i xdsgrpc.ConfigInfo) {
 			continue
 		}
 		for _, drop := range cc.Endpoints.Drops {
-			m.drops.Add(ctx, 0, m.attr(key{kind: kindDrop, target: i.Target, leaf: name, last: drop.Category})...)
+			m.drops.Add(ctx, 0, m.attr(m.key(kindDrop, i.Target, "", name, drop.Category))...)
 		}
 	}
 }
@@ -296,18 +303,18 @@ func (m *Metrics) configFailed(i xdsgrpc.ConfigErrorInfo) {
 // were attached.
 func (m *Metrics) countConfig(target, result, other string) {
 	ctx := context.Background()
-	m.configs.Add(ctx, 0, m.attr(key{kind: kindConfig, target: target, last: other})...)
-	m.configs.Add(ctx, 1, m.attr(key{kind: kindConfig, target: target, last: result})...)
+	m.configs.Add(ctx, 0, m.attr(m.key(kindConfig, target, "", "", other))...)
+	m.configs.Add(ctx, 1, m.attr(m.key(kindConfig, target, "", "", result))...)
 }
 
 func (m *Metrics) picked(i xdsgrpc.PickInfo) {
 	ctx := context.Background()
-	m.picks.Add(ctx, 1, m.attr(key{kind: kindPick, target: i.Target, cluster: i.Cluster, last: i.Outcome.String()})...)
+	m.picks.Add(ctx, 1, m.attr(m.key(kindPick, i.Target, i.Cluster, "", i.Outcome.String()))...)
 	if i.Outcome == xdsgrpc.PickDropped {
-		m.drops.Add(ctx, 1, m.attr(key{kind: kindDrop, target: i.Target, leaf: i.Leaf, last: i.Category})...)
+		m.drops.Add(ctx, 1, m.attr(m.key(kindDrop, i.Target, "", i.Leaf, i.Category))...)
 	}
 }
 
 func (m *Metrics) callFinished(i xdsgrpc.CallEndInfo) {
-	m.calls.Add(context.Background(), 1, m.attr(key{kind: kindCall, target: i.Target, cluster: i.Cluster, leaf: i.Leaf, last: StatusName(status.Code(i.Err))})...)
+	m.calls.Add(context.Background(), 1, m.attr(m.key(kindCall, i.Target, i.Cluster, i.Leaf, StatusName(status.Code(i.Err))))...)
 }

@@ -26,8 +26,14 @@ import (
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
+// sharedClient is the target under which the channels of
+// TestDataPlaneMetrics get their xDS client (xdsgrpc.WithPoolTarget).
+const sharedClient = "shared-client"
+
 // TestDataPlaneMetrics sends RPCs through an xdslens channel whose Builder
-// has WithMeterProvider and reads the data-plane instruments: picks by cluster and outcome (born at zero with
+// has WithMeterProvider and WithPoolTarget and reads the data-plane
+// instruments, labelled with the xDS client's target and the channel's:
+// picks by cluster and outcome (born at zero with
 // the config for the clusters routes choose, not for the leaves of an
 // aggregate cluster), calls by status, drops by category (born at zero with
 // the config), config updates, and in-flight RPCs against max_requests.
@@ -36,7 +42,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	e := rpctest.NewEnv(t, 1, dataplane.WithMeterProvider(mp))
+	e := rpctest.NewEnv(t, 1, dataplane.WithMeterProvider(mp), xdsgrpc.WithPoolTarget(sharedClient))
 	back, b := e.Backends[0], e.Builder
 	dropping := controlplane.Endpoints("dropping", back.Addr())
 	dropping.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{
@@ -73,15 +79,18 @@ func TestDataPlaneMetrics(t *testing.T) {
 	defer conn.Close()
 	client := testgrpc.NewTestServiceClient(conn)
 
-	const target = "xdslens:///svc"
+	// Every series of the channel has the xDS client's target, and those
+	// of the channel itself its own target too; the circuit breakers, the
+	// client's, have no channel.
+	const target, channel = sharedClient, "xdslens:///svc"
 	picks := func(cluster, outcome string) string {
-		return metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyBackendService, cluster, dataplane.KeyOutcome, outcome)
+		return metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyBackendService, cluster, dataplane.KeyOutcome, outcome)
 	}
 	// The config creates the pick series at zero.
 	conn.Connect()
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricConfigUpdates, map[string]float64{
-		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyResult, "config"): 1,
-		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyResult, "error"):  0,
+		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyResult, "config"): 1,
+		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyResult, "error"):  0,
 	})
 	zero := map[string]float64{}
 	for _, c := range []string{"c", "dropping", "agg"} {
@@ -90,7 +99,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 		}
 	}
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricPicks, zero)
-	drops := metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyLeafCluster, "dropping", dataplane.KeyCategory, "lb")
+	drops := metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyLeafCluster, "dropping", dataplane.KeyCategory, "lb")
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricDrops, map[string]float64{drops: 0})
 
 	if _, err := client.EmptyCall(ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
@@ -108,7 +117,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 	want[picks("", "no_route")] = 1
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricPicks, want)
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricCalls, map[string]float64{
-		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyBackendService, "c", dataplane.KeyLeafCluster, "c", dataplane.KeyStatus, "OK"): 1,
+		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyBackendService, "c", dataplane.KeyLeafCluster, "c", dataplane.KeyStatus, "OK"): 1,
 	})
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricDrops, map[string]float64{drops: 1})
 
@@ -145,7 +154,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 		t.Fatalf("held RPC: %v, want DEADLINE_EXCEEDED", err)
 	}
 	calls := func(code string) string {
-		return metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyBackendService, "c", dataplane.KeyLeafCluster, "c", dataplane.KeyStatus, code)
+		return metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyBackendService, "c", dataplane.KeyLeafCluster, "c", dataplane.KeyStatus, code)
 	}
 	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricCalls, map[string]float64{calls("OK"): 2, calls("DEADLINE_EXCEEDED"): 1})
 }

@@ -20,17 +20,23 @@
 // # Instruments
 //
 //	name                              kind                  unit      labels
-//	xdslens.data_plane.picks          Int64Counter          {pick}    grpc.target, grpc.lb.backend_service, outcome
-//	xdslens.data_plane.calls          Int64Counter          {call}    grpc.target, grpc.lb.backend_service, xdslens.leaf_cluster, grpc.status
-//	xdslens.data_plane.drops          Int64Counter          {call}    grpc.target, xdslens.leaf_cluster, category
-//	xdslens.data_plane.config_updates Int64Counter          {config}  grpc.target, result
+//	xdslens.data_plane.picks          Int64Counter          {pick}    grpc.target, xdslens.channel_target, grpc.lb.backend_service, outcome
+//	xdslens.data_plane.calls          Int64Counter          {call}    grpc.target, xdslens.channel_target, grpc.lb.backend_service, xdslens.leaf_cluster, grpc.status
+//	xdslens.data_plane.drops          Int64Counter          {call}    grpc.target, xdslens.channel_target, xdslens.leaf_cluster, category
+//	xdslens.data_plane.config_updates Int64Counter          {config}  grpc.target, xdslens.channel_target, result
 //	xdslens.data_plane.in_flight      Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
 //	xdslens.data_plane.max_requests   Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
 //
-// grpc.target is the channel's target on the series of the RPCs; on the
-// two gauges it is the target of the xDS client in the pool, whose
-// channels share the circuit breakers: the channel's own, unless
-// xdsgrpc.WithPoolTarget names another.
+// grpc.target means one thing on every series: the target of the xDS
+// client the channel routes with, its key in the pool
+// (xdsgrpc.Builder.ClientTarget), which is also the grpc.target of that
+// client's own metrics (package telemetry). It is the channel's own target,
+// as in gRPC, unless the Builder shares the client of another target
+// (xdsgrpc.WithPoolTarget); xdslens.channel_target is always the channel's
+// own, on the series of one channel. The two gauges have no channel: the
+// circuit breakers are shared by every channel of one xDS client. So one
+// grpc.target selects a client's metrics and those of every channel it
+// routes.
 //
 // picks counts the outcome of every pick that did not wait: sent,
 // no_route, unsupported_action, cluster_error, dropped, overloaded
@@ -58,7 +64,7 @@
 //	grpc.lb.wrr.endpoint_weight_stale                 Float64Counter    (gRPC's)
 //	grpc.lb.wrr.endpoint_weights                      Float64Histogram  (gRPC's)
 //
-// with labels grpc.target, grpc.lb.backend_service
+// with labels grpc.target, xdslens.channel_target, grpc.lb.backend_service
 // (the leaf cluster) and grpc.lb.locality. weighted_round_robin's are
 // recorded by gRPC-Go's policy itself, with the names and units gRPC
 // registers, and labelled here with the locality and cluster that

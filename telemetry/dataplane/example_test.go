@@ -63,5 +63,5 @@ func ExampleWithMeterProvider() {
 		fmt.Println(k, v)
 	}
 	// Output:
-	// grpc.lb.backend_service=payments-backend,grpc.status=OK,grpc.target=xdslens:///payments,xdslens.leaf_cluster=payments-backend 1
+	// grpc.lb.backend_service=payments-backend,grpc.status=OK,grpc.target=xdslens:///payments,xdslens.channel_target=xdslens:///payments,xdslens.leaf_cluster=payments-backend 1
 }

@@ -53,7 +53,7 @@ func TestLBMetrics(t *testing.T) {
 	conn := e.Dial("xdslens:///svc")
 	client := testgrpc.NewTestServiceClient(conn)
 	locality := `{region="r", zone="z1", sub_zone=""}`
-	want := metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.lb.locality", locality, "grpc.target", "xdslens:///svc")
+	want := metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.lb.locality", locality, "grpc.target", "xdslens:///svc", "xdslens.channel_target", "xdslens:///svc")
 	for {
 		if _, err := client.EmptyCall(ctx, &testgrpc.Empty{}, grpc.WaitForReady(true)); err != nil {
 			t.Fatal(err)

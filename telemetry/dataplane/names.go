@@ -9,32 +9,31 @@ const ScopeName = "github.com/xdslens/xdslens/telemetry/dataplane"
 // Names of the data-plane instruments.
 const (
 	// MetricPicks is an Int64Counter, unit {pick}, labels grpc.target,
-	// grpc.lb.backend_service (the cluster the route chose, "" when none
+	// xdslens.channel_target, grpc.lb.backend_service (the cluster the route chose, "" when none
 	// was) and outcome (sent, no_route, unsupported_action, cluster_error,
 	// dropped, overloaded, no_endpoint, config_error): the outcome of every
 	// pick that did not wait for a connection.
 	MetricPicks = "xdslens.data_plane.picks"
 	// MetricCalls is an Int64Counter, unit {call}, labels grpc.target,
-	// grpc.lb.backend_service, xdslens.leaf_cluster (the EDS or LOGICAL_DNS
+	// xdslens.channel_target, grpc.lb.backend_service, xdslens.leaf_cluster (the EDS or LOGICAL_DNS
 	// cluster of the endpoint) and grpc.status (the code's name as gRPC's
 	// own metrics give it, gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED...):
 	// RPCs sent to an endpoint, counted when they end.
 	MetricCalls = "xdslens.data_plane.calls"
 	// MetricDrops is an Int64Counter, unit {call}, labels grpc.target,
-	// xdslens.leaf_cluster and category: RPCs dropped by a drop_overloads
+	// xdslens.channel_target, xdslens.leaf_cluster and category: RPCs dropped by a drop_overloads
 	// category of the cluster's endpoints. Its series exist, at zero, from
 	// the first config that has the category.
 	MetricDrops = "xdslens.data_plane.drops"
 	// MetricConfigUpdates is an Int64Counter, unit {config}, labels
-	// grpc.target and result (config, error): configs the channels took,
+	// grpc.target, xdslens.channel_target and result (config, error): configs the channels took,
 	// and failures of their whole config.
 	MetricConfigUpdates = "xdslens.data_plane.config_updates"
 	// MetricInFlight is an Int64ObservableGauge, unit {call}, labels
 	// grpc.target, xdslens.leaf_cluster and xdslens.eds_service: the RPCs in
 	// flight that count against the cluster's max_requests. The counters
-	// are shared by the channels of one xDS client, so grpc.target is the
-	// target of that client in the pool: the channel's own target, or the
-	// one xdsgrpc.WithPoolTarget names.
+	// are shared by the channels of one xDS client: the gauge has no
+	// xdslens.channel_target.
 	MetricInFlight = "xdslens.data_plane.in_flight"
 	// MetricMaxRequests is an Int64ObservableGauge, unit {call}, with the
 	// labels of MetricInFlight: the cluster's max_requests (circuit
@@ -55,8 +54,15 @@ const (
 
 // Labels of the instruments.
 const (
-	// KeyTarget is grpc.target (see the package documentation).
+	// KeyTarget is grpc.target: the target of the xDS client a channel
+	// routes with, its key in the pool (xdsgrpc.Builder.ClientTarget), as
+	// on that client's own metrics (package telemetry).
 	KeyTarget = "grpc.target"
+	// KeyChannelTarget is the channel's own target, the same as grpc.target
+	// unless the channel shares the xDS client of another target
+	// (xdsgrpc.WithPoolTarget). The circuit-breaker gauges, shared by the
+	// channels of one client, do not have it.
+	KeyChannelTarget = "xdslens.channel_target"
 	// KeyBackendService is the cluster, as gRPC's own per-call metrics
 	// name it (gRFC A89).
 	KeyBackendService = "grpc.lb.backend_service"
