@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -42,6 +43,7 @@ type config struct {
 	insecure bool
 	headers  map[string]string
 	registry *prometheus.Registry
+	logger   *slog.Logger
 }
 
 type optionFunc func(*config)
@@ -204,7 +206,7 @@ func OTLPGRPC(ctx context.Context, endpoint string, opts ...Option) (*Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("exporters: OTLP gRPC to %q: %w", endpoint, err)
 	}
-	return &Provider{MeterProvider: c.periodic(exp)}, nil
+	return &Provider{MeterProvider: c.periodic(c.logged(exp, "OTLP gRPC to "+endpoint))}, nil
 }
 
 // OTLPHTTP makes a Provider that pushes to an OpenTelemetry Collector (or
@@ -230,7 +232,7 @@ func OTLPHTTP(ctx context.Context, endpoint string, opts ...Option) (*Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("exporters: OTLP HTTP to %q: %w", endpoint, err)
 	}
-	return &Provider{MeterProvider: c.periodic(exp)}, nil
+	return &Provider{MeterProvider: c.periodic(c.logged(exp, "OTLP HTTP to "+endpoint))}, nil
 }
 
 // Stdout makes a Provider that writes every export to w as one JSON
@@ -245,5 +247,5 @@ func Stdout(w io.Writer, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exporters: stdout: %w", err)
 	}
-	return &Provider{MeterProvider: c.periodic(exp)}, nil
+	return &Provider{MeterProvider: c.periodic(c.logged(exp, "stdout"))}, nil
 }
