@@ -52,4 +52,7 @@ func ExampleAlertRules() {
 	// XdsClientRPCsDropped warning
 	// XdsClientCircuitBreaking warning
 	// XdsClientInFlightNearMaxRequests warning
+	// XdsServerNotServing critical
+	// XdsServerHandshakeFailures warning
+	// XdsServerRBACDenialSpike warning
 }

@@ -67,22 +67,50 @@
 // while the cache keeps serving, or the node ID when there are none. Such a
 // failure lets wait-for-ready RPCs wait; the others end the RPC at once.
 //
+// # Per route: deadlines, retries, filters
+//
+// With DialOptions' interceptors, the route an RPC takes also decides what
+// happens to it besides its destination, from a plan built once per config
+// for each route and cluster: the route's max_stream_duration and
+// grpc_timeout_header_max bound its deadline (gRFC A31); its retry_policy
+// (or the virtual host's) retries it on the codes named, each attempt
+// picked afresh, with gRFC A6's backoff and at most 5 attempts (gRFC A44);
+// and the listener's client HTTP filters (gRFC A39) run on it in order,
+// with the route's, virtual host's and weighted cluster's overrides: the
+// fault filter (gRFC A33) and any httpfilter.ClientFilter registered for a
+// config type. A channel without the interceptors cannot apply them, and
+// fails the RPCs of routes that need them with UNAVAILABLE, saying so.
+//
+// # Outlier detection
+//
+// A leaf cluster with outlier_detection (gRFC A50) counts each RPC's
+// outcome per endpoint, without allocating, across all the priorities of
+// the leaf, and ejects endpoints by success rate or failure percentage at
+// each interval; an ejected endpoint is reported unhealthy to the endpoint
+// policy through its health listener, and comes back after its ejection
+// time, growing with repeated ejections.
+//
+// # TLS to endpoints
+//
+// A Cluster's transport_socket (gRFC A29) is applied by the channel's
+// credentials when they are package xdscreds's: each connection then does
+// the handshake the cluster asks for, with the certificates of the
+// bootstrap's certificate providers. With other credentials, the RPCs
+// routed to such a cluster fail with UNAVAILABLE, wait-for-ready or not,
+// naming the cluster: a cluster that asks for TLS is never reached in
+// plaintext.
+//
 // # Observing it
 //
 // Hooks report every new config (with what changed), every failed config,
-// the outcome of every pick and the end of every RPC sent; package
-// telemetry turns them into metrics. WithCallInfo tells one RPC's caller
+// the outcome of every pick, the end of every RPC sent, each retry, each
+// injected fault and each ejection; package telemetry turns them into
+// metrics. WithCallInfo tells one RPC's caller
 // which cluster, leaf cluster and locality its RPC went to.
 //
 // # What is not supported
 //
-// Compared with grpc-go's own xDS client channel: HTTP filters are not run
-// (fault injection and custom filters are accepted in resources but have
-// no effect on RPCs); routes with a route lookup (RLS) cluster specifier
-// plugin fail the RPCs they match; retry policies and max stream
-// durations are not applied; outlier detection is not applied. TLS to
-// endpoints (gRFC A29) is not applied either, and a cluster that asks for
-// it is never reached in plaintext instead: the RPCs routed to a cluster
-// with a transport_socket fail with UNAVAILABLE, wait-for-ready or not,
-// naming the cluster. The README has the whole table.
+// Compared with grpc-go's own xDS client channel: routes with a route
+// lookup (RLS) cluster specifier plugin fail the RPCs they match with
+// UNAVAILABLE. The README has the whole table.
 package xdsgrpc

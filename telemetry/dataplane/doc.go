@@ -26,6 +26,11 @@
 //	xdslens.data_plane.config_updates Int64Counter          {config}  grpc.target, xdslens.channel_target, result
 //	xdslens.data_plane.in_flight      Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
 //	xdslens.data_plane.max_requests   Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
+//	xdslens.data_plane.retries        Int64Counter          {attempt} grpc.target, xdslens.channel_target, grpc.lb.backend_service, grpc.status
+//	xdslens.data_plane.faults         Int64Counter          {fault}   grpc.target, xdslens.channel_target, grpc.lb.backend_service, xdslens.fault
+//	xdslens.data_plane.ejections      Int64Counter          {ejection} grpc.target, xdslens.channel_target, grpc.lb.backend_service, xdslens.algorithm
+//	xdslens.data_plane.ejected_endpoints           Int64Gauge  {endpoint}  grpc.target, xdslens.channel_target, grpc.lb.backend_service
+//	xdslens.data_plane.outlier_detection_endpoints Int64Gauge  {endpoint}  grpc.target, xdslens.channel_target, grpc.lb.backend_service
 //
 // grpc.target means one thing on every series: the target of the xDS
 // client the channel routes with, its key in the pool
@@ -49,7 +54,13 @@
 // exist from the channel's start. calls counts the RPCs sent to an
 // endpoint when they end, by status code, named as gRPC's own metrics name
 // it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED). in_flight against
-// max_requests shows how close a cluster is to circuit breaking. An RPC
+// max_requests shows how close a cluster is to circuit breaking. retries
+// counts the attempts made again under a route's retry_policy (gRFC A44)
+// by the code of the attempt that failed, faults what the fault injection
+// filter did (gRFC A33: delay or abort), ejections the endpoints outlier
+// detection ejected (gRFC A50) by algorithm, with the leaf cluster's
+// endpoints ejected and under outlier detection as of its last change
+// (grpc.lb.backend_service is the leaf cluster there). An RPC
 // costs two counter additions and no allocation once its label sets have
 // been seen.
 //

@@ -17,6 +17,8 @@ type lbMetrics struct {
 	// clientTarget is xdsgrpc.Builder.ClientTarget.
 	clientTarget                   func(channel string) string
 	disconnects, succeeded, failed metric.Int64Counter
+	ejections, retries, faults     metric.Int64Counter
+	ejected, odEndpoints           metric.Int64Gauge
 
 	mu     sync.Mutex
 	counts map[string]metric.Float64Counter   // gRPC's counters, by name
@@ -28,14 +30,25 @@ func newLBMetrics(c *instruments, clientTarget func(string) string) *lbMetrics {
 	m.disconnects = c.counter(MetricPickFirstDisconnections, "{disconnection}", "Connections of the endpoint policies of xdslens channels that were READY and are not any more.")
 	m.succeeded = c.counter(MetricPickFirstConnectionAttemptsSucceeded, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that succeeded.")
 	m.failed = c.counter(MetricPickFirstConnectionAttemptsFailed, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that failed.")
+	m.ejections = c.counter(MetricEjections, "{ejection}", "Endpoints ejected by outlier detection, by algorithm.")
+	m.retries = c.counter(MetricRetries, "{attempt}", "Attempts made again under a route's retry_policy, by the code of the attempt that failed.")
+	m.faults = c.counter(MetricFaults, "{fault}", "Faults the fault injection filter put on RPCs, by kind.")
+	m.ejected = c.syncGauge(MetricEjectedEndpoints, "{endpoint}", "A cluster's endpoints ejected by outlier detection now.")
+	m.odEndpoints = c.syncGauge(MetricOutlierEndpoints, "{endpoint}", "A cluster's endpoints under outlier detection.")
 	return m
 }
 
 // attrs are the labels of the load-balancing metrics of the channel of
 // target channel, for the leaf cluster and locality.
 func (m *lbMetrics) attrs(channel, leaf, locality string) metric.MeasurementOption {
-	return metric.WithAttributes(attribute.String(KeyTarget, m.clientTarget(channel)), attribute.String(KeyChannelTarget, channel),
-		attribute.String(KeyBackendService, leaf), attribute.String(KeyLocality, locality))
+	return m.clusterAttrs(channel, leaf, attribute.String(KeyLocality, locality))
+}
+
+// clusterAttrs are the labels of a metric of the channel of target
+// channel and of cluster, and more.
+func (m *lbMetrics) clusterAttrs(channel, cluster string, more ...attribute.KeyValue) metric.MeasurementOption {
+	return metric.WithAttributes(append([]attribute.KeyValue{attribute.String(KeyTarget, m.clientTarget(channel)), attribute.String(KeyChannelTarget, channel),
+		attribute.String(KeyBackendService, cluster)}, more...)...)
 }
 
 // connectionChanged counts what pick_first's metrics count. The three
@@ -86,4 +99,25 @@ func (m *lbMetrics) lbMetric(i xdsgrpc.LBMetricInfo) {
 		m.counts[i.Name] = c
 	}
 	c.Add(ctx, i.Value, opt)
+}
+
+// ejection counts an ejection, and sets the cluster's gauges.
+func (m *lbMetrics) ejection(i xdsgrpc.EjectionInfo) {
+	ctx := context.Background()
+	cluster := m.clusterAttrs(i.Target, i.Leaf)
+	m.ejected.Record(ctx, int64(i.EjectedEndpoints), cluster)
+	m.odEndpoints.Record(ctx, int64(i.Endpoints), cluster)
+	if i.Ejected {
+		m.ejections.Add(ctx, 1, m.clusterAttrs(i.Target, i.Leaf, attribute.String(KeyAlgorithm, i.Algorithm)))
+	}
+}
+
+// retried counts a retry.
+func (m *lbMetrics) retried(i xdsgrpc.RetryInfo) {
+	m.retries.Add(context.Background(), 1, m.clusterAttrs(i.Target, i.Cluster, attribute.String(KeyStatus, StatusName(i.Code))))
+}
+
+// faulted counts a fault.
+func (m *lbMetrics) faulted(i xdsgrpc.FaultInfo) {
+	m.faults.Add(context.Background(), 1, m.clusterAttrs(i.Target, i.Cluster, attribute.String(KeyFault, i.Action)))
 }

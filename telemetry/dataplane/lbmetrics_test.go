@@ -1,7 +1,6 @@
 package dataplane_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
@@ -42,14 +40,7 @@ func TestLBMetrics(t *testing.T) {
 		controlplane.RouteConfig("svc-route", []string{"*"}, "c"),
 		rpctest.WithLBPolicy(controlplane.Cluster("c", ""), policy),
 		rpctest.LocalityEndpoints("c", rpctest.Locality{Zone: "z1", Weight: 1, Addrs: []string{e.Addr(0), e.Addr(1)}}))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	dp, err := dataplane.New(e.Builder, mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
+	reader := measure(t, e.Builder)
 	conn := e.Dial("xdslens:///svc")
 	client := testgrpc.NewTestServiceClient(conn)
 	locality := `{region="r", zone="z1", sub_zone=""}`
