@@ -22,14 +22,27 @@ import (
 )
 
 // Provider is an OpenTelemetry SDK MeterProvider wired to one exporter.
-// Give it to telemetry.WithMeterProvider. Its Shutdown (from
-// sdkmetric.MeterProvider) exports what has not been exported yet and
-// stops the exporter; ForceFlush exports without stopping.
+// Give it to telemetry.WithMeterProvider. Its Shutdown exports what has
+// not been exported yet and stops the exporter; ForceFlush (from
+// sdkmetric.MeterProvider) exports without stopping.
 type Provider struct {
 	*sdkmetric.MeterProvider
 	// Handler serves the metrics in the Prometheus text exposition format,
 	// for a pull endpoint such as /metrics. It is set by Prometheus only.
 	Handler http.Handler
+	// push asks for the exports of the push exporters; nil for
+	// Prometheus.
+	push *pusher
+}
+
+// Shutdown stops the periodic exports, exports what has not been exported
+// yet and stops the exporter; after it, the Provider records nothing. It
+// may be called more than once.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p.push != nil {
+		p.push.stop()
+	}
+	return p.MeterProvider.Shutdown(ctx)
 }
 
 // Option configures the exporters. Options that do not apply to an
@@ -116,14 +129,6 @@ func (c *config) provider(reader sdkmetric.Reader) *sdkmetric.MeterProvider {
 	return sdkmetric.NewMeterProvider(opts...)
 }
 
-func (c *config) periodic(exp sdkmetric.Exporter) *sdkmetric.MeterProvider {
-	var opts []sdkmetric.PeriodicReaderOption
-	if c.interval > 0 {
-		opts = append(opts, sdkmetric.WithInterval(c.interval))
-	}
-	return c.provider(sdkmetric.NewPeriodicReader(exp, opts...))
-}
-
 // Prometheus makes a Provider whose Handler serves the metrics in the
 // Prometheus text format, from a registry of its own (or WithRegistry's).
 // Names follow OpenTelemetry's default translation: dots become
@@ -206,7 +211,7 @@ func OTLPGRPC(ctx context.Context, endpoint string, opts ...Option) (*Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("exporters: OTLP gRPC to %q: %w", endpoint, err)
 	}
-	return &Provider{MeterProvider: c.periodic(c.logged(exp, "OTLP gRPC to "+endpoint))}, nil
+	return c.periodic(exp, "OTLP gRPC to "+endpoint), nil
 }
 
 // OTLPHTTP makes a Provider that pushes to an OpenTelemetry Collector (or
@@ -232,7 +237,7 @@ func OTLPHTTP(ctx context.Context, endpoint string, opts ...Option) (*Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("exporters: OTLP HTTP to %q: %w", endpoint, err)
 	}
-	return &Provider{MeterProvider: c.periodic(c.logged(exp, "OTLP HTTP to "+endpoint))}, nil
+	return c.periodic(exp, "OTLP HTTP to "+endpoint), nil
 }
 
 // Stdout makes a Provider that writes every export to w as one JSON
@@ -247,5 +252,5 @@ func Stdout(w io.Writer, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exporters: stdout: %w", err)
 	}
-	return &Provider{MeterProvider: c.periodic(c.logged(exp, "stdout"))}, nil
+	return c.periodic(exp, "stdout"), nil
 }

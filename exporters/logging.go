@@ -56,7 +56,12 @@ func (c *config) logged(exp sdkmetric.Exporter, to string) sdkmetric.Exporter {
 // Export exports rm, and reports a failure on the logger instead of
 // returning it.
 func (e *loggingExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	err := e.Exporter.Export(ctx, rm)
+	e.report(e.Exporter.Export(ctx, rm))
+	return nil
+}
+
+// report logs err, a failed export (or collection), nil for a success.
+func (e *loggingExporter) report(err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err == nil {
@@ -64,7 +69,7 @@ func (e *loggingExporter) Export(ctx context.Context, rm *metricdata.ResourceMet
 			e.log.Info("metrics export works again", "to", e.to, "failed", e.failures)
 		}
 		e.failures, e.cause = 0, ""
-		return nil
+		return
 	}
 	cause := causeOf(err)
 	shown := truncate.String(err.Error(), maxLoggedError)
@@ -76,7 +81,6 @@ func (e *loggingExporter) Export(ctx context.Context, rm *metricdata.ResourceMet
 	}
 	e.failures++
 	e.cause = cause
-	return nil
 }
 
 // causeOf returns what tells one cause of failure from another: the gRPC
