@@ -259,9 +259,10 @@ func AlertRules(o AlertOptions) RuleGroup {
 			Alert: AlertFetchLatencyHigh,
 			Expr: fmt.Sprintf("histogram_quantile(%s, %s) > %s",
 				strconv.FormatFloat(o.LatencyQuantile, 'g', -1, 64),
-				fmt.Sprintf("sum without (%s, %s, %s) (rate(%s[%s]))", LabelScopeName, LabelScopeVersion, LabelOutcome,
-					s(MetricFetchDuration+"_bucket", LabelOutcome+`=~"`+outcomesAnswered+`"`),
-					promDuration(o.LatencyWindow)),
+				// A series' first fetch counts too: the histogram's
+				// series are born with it.
+				fmt.Sprintf("sum without (%s, %s, %s) (%s)", LabelScopeName, LabelScopeVersion, LabelOutcome,
+					increaseFromBirth(s(MetricFetchDuration+"_bucket", LabelOutcome+`=~"`+outcomesAnswered+`"`), promDuration(o.LatencyWindow))),
 				strconv.FormatFloat(o.LatencySLO.Seconds(), 'g', -1, 64)),
 			For:      o.LatencyFor,
 			Severity: "warning",

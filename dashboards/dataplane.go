@@ -1,6 +1,8 @@
 package dashboards
 
 import (
+	"strings"
+
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -9,17 +11,19 @@ import (
 
 // dataPlaneRow is the overview's row of the data plane: the RPCs of the
 // xdslens channels (package xdsgrpc) that the xDS client routes, from the
-// instruments of telemetry.NewDataPlane.
+// instruments of package telemetry/dataplane.
 func (g *gen) dataPlaneRow() row {
 	failing := []string{AlertRPCsFailing}
+	backend := []string{AlertBackendErrors}
 	breaking := []string{AlertCircuitBreaking, AlertNearMaxRequests}
 	return row{"Data plane", []panel{
 		{g.rpcsByOutcome(), 12, 8, []string{AlertRPCsFailing, AlertRPCsDropped, AlertCircuitBreaking}},
 		{g.failedPicks(), 12, 8, failing},
-		{g.callsByStatus(), 6, 8, nil},
-		{g.dropsByCategory(), 6, 8, []string{AlertRPCsDropped}},
-		{g.inFlightRatio(), 6, 8, breaking},
-		{g.configUpdates(), 6, 8, failing},
+		{g.callsByStatus(), 12, 8, backend},
+		{g.backendErrorShare(), 12, 8, backend},
+		{g.dropsByCategory(), 8, 8, []string{AlertRPCsDropped}},
+		{g.inFlightRatio(), 8, 8, breaking},
+		{g.configUpdates(), 8, 8, failing},
 	}}
 }
 
@@ -101,6 +105,35 @@ func (g *gen) callsByStatus() cog.Builder[dashboard.Panel] {
 		OverrideByRegexp(stateRegexp("OK"), []dashboard.DynamicConfigValue{fixedColor("green")})
 }
 
+// callsOf is the rate of the calls of the selected processes and targets
+// whose status matches, by cluster.
+func (g *gen) callsOf(status ...string) string {
+	return sumBy(rate(g.sel(MetricDataPlaneCalls, append([]string{mTarget}, status...)...)), LabelBackendService)
+}
+
+func (g *gen) backendErrorShare() cog.Builder[dashboard.Panel] {
+	d := g.alerts.DataPlane
+	ok := strings.Join(d.BackendOKStatuses, "|")
+	return timeSeries("Calls failing at backends by cluster",
+		"The share of the RPCs sent to an endpoint that ended with a status other than "+strings.Join(d.BackendOKStatuses, ", ")+
+			", by cluster, over the selected processes and targets (`xdslens.data_plane.calls`): what "+
+			"`XdsClientBackendErrors` watches, whose threshold is the red line. A cluster with no failed call "+
+			"reads 0.\n\n"+
+			"**Bad**: a share that stays above the line: the backends of that cluster fail the RPCs (UNAVAILABLE, "+
+			"DEADLINE_EXCEEDED) or answer with errors (UNIMPLEMENTED: a method they do not serve, a deployment that "+
+			"does not match the route).\n\n"+
+			"**Do**: *Calls by status code* says which codes; then the backends' own logs and metrics, and whether the "+
+			"route sends the RPCs to the cluster meant to serve them.").
+		WithTarget(query("A",
+			"("+g.callsOf(LabelStatus+`!~"`+ok+`"`)+" or 0 * "+g.callsOf()+") / "+g.callsOf(),
+			legend(LabelBackendService))).
+		Unit("percentunit").
+		Min(0).
+		AxisSoftMax(1).
+		Thresholds(thresholds("green", d.BackendErrorRatio, "red")).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed))
+}
+
 func (g *gen) dropsByCategory() cog.Builder[dashboard.Panel] {
 	return timeSeries("Drops by category",
 		"RPCs dropped per minute by the drop_overloads of a cluster's endpoints (ClusterLoadAssignment "+
@@ -146,7 +179,8 @@ func (g *gen) inFlightRatio() cog.Builder[dashboard.Panel] {
 func (g *gen) configUpdates() cog.Builder[dashboard.Panel] {
 	return timeSeries("Config updates vs errors",
 		"Configs the xdslens channels started to use (green) and failures of their whole config (red, below the "+
-			"axis), per minute, per process and channel target (`xdslens.data_plane.config_updates`). "+
+			"axis), per minute, per process and channel (`xdslens.data_plane.config_updates`, by "+
+			"`xdslens_channel_target`), for the channels of the selected xDS clients. "+
 			"A config is one complete, consistent set of listener, route configuration, clusters and endpoints (gRFC "+
 			"A74); every change of any of them is a new one.\n\n"+
 			"**Bad**: errors: the channel's listener or route configuration failed (deleted, does not exist), and "+
@@ -154,11 +188,11 @@ func (g *gen) configUpdates() cog.Builder[dashboard.Panel] {
 			"endpoints churn, each change rebuilding the channel's pickers.\n\n"+
 			"**Do**: find the listener or route configuration in *Resources not in acked* and its error with CSDS.").
 		WithTarget(query("A",
-			"60 * "+sumBy(rate(g.sel(MetricDataPlaneConfigs, mTarget, LabelResult+`="config"`)), g.by(LabelTarget)...),
-			"config "+g.legend(LabelTarget))).
+			"60 * "+sumBy(rate(g.sel(MetricDataPlaneConfigs, mTarget, LabelResult+`="config"`)), g.by(LabelChannelTarget)...),
+			"config "+g.legend(LabelChannelTarget))).
 		WithTarget(query("B",
-			"60 * "+sumBy(rate(g.sel(MetricDataPlaneConfigs, mTarget, LabelResult+`="error"`)), g.by(LabelTarget)...),
-			"error "+g.legend(LabelTarget))).
+			"60 * "+sumBy(rate(g.sel(MetricDataPlaneConfigs, mTarget, LabelResult+`="error"`)), g.by(LabelChannelTarget)...),
+			"error "+g.legend(LabelChannelTarget))).
 		Unit("suffix: /min").
 		DrawStyle(common.GraphDrawStyleBars).
 		FillOpacity(60).

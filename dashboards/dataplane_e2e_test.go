@@ -39,7 +39,7 @@ import (
 // dataPlaneAlerts are the alerts on the RPCs of xdslens channels, which
 // TestDataPlaneOnPrometheus checks.
 var dataPlaneAlerts = []string{
-	dashboards.AlertRPCsFailing, dashboards.AlertRPCsDropped,
+	dashboards.AlertRPCsFailing, dashboards.AlertBackendErrors, dashboards.AlertRPCsDropped,
 	dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
 }
 
@@ -219,10 +219,17 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	prom.ExpectLabels(t, "drops", panelExpr(t, "Drops by category", fleet)+" > 0", dashboards.LabelCategory, "throttle")
 	prom.ExpectLabels(t, "busy cluster at max_requests", panelExpr(t, "In flight / max_requests", fleet)+" == 1",
 		dashboards.LabelLeafCluster, "busy")
-	prom.ExpectLabels(t, "configs", panelExpr(t, "Config updates vs errors", fleet)+" >= 0", dashboards.LabelTarget, "xds:///ok")
+	prom.ExpectLabels(t, "configs", panelExpr(t, "Config updates vs errors", fleet)+" >= 0", dashboards.LabelChannelTarget, "xds:///ok")
 	// A channel whose first config fails has its error series born at 1:
 	// the panel's rate cannot show that first error, the counter has it.
-	prom.ExpectLabels(t, "config errors", dashboards.MetricDataPlaneConfigs+`{result="error"} > 0`, dashboards.LabelTarget, "xds:///absent")
+	prom.ExpectLabels(t, "config errors", dashboards.MetricDataPlaneConfigs+`{result="error"} > 0`, dashboards.LabelChannelTarget, "xds:///absent")
+	// Every data-plane series has the xDS client's target, as the client's
+	// own series do: one target selects both.
+	prom.WaitUntil(t, "one target", `count by (grpc_target) ({job="`+xdswatchJob+`", __name__=~"xdslens_data_plane_.*|grpc_lb_.*|grpc_xds_client_connected"})`,
+		func(r []promtest.Sample) bool { return len(r) == 1 && r[0].Metric[dashboards.LabelTarget] == "dp" })
+	// The RPCs to cluster busy all end DEADLINE_EXCEEDED.
+	prom.ExpectLabels(t, "calls failing at backends", panelExpr(t, "Calls failing at backends by cluster", fleet)+" == 1",
+		dashboards.LabelBackendService, "busy")
 
 	// Load reports of cluster lrs go to the control plane, which does not
 	// serve LRS: its streams fail, and no report goes out.
@@ -234,6 +241,7 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		values []string
 	}{
 		dashboards.AlertRPCsFailing:     {dashboards.LabelOutcome, []string{"no_route", "cluster_error", "config_error", "no_endpoint"}},
+		dashboards.AlertBackendErrors:   {dashboards.LabelBackendService, []string{"busy"}},
 		dashboards.AlertRPCsDropped:     {dashboards.LabelCategory, []string{"throttle"}},
 		dashboards.AlertCircuitBreaking: {dashboards.LabelBackendService, []string{"full"}},
 		dashboards.AlertNearMaxRequests: {dashboards.LabelLeafCluster, []string{"busy"}},
@@ -247,9 +255,76 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	}
 	prom.WaitForAlerts(t, append(slices.Clone(dataPlaneAlerts), dashboards.AlertLoadReportingFailing))
 
+	// Cluster noep gets an endpoint: the RPCs of xds:///noep succeed, and
+	// its XdsClientRPCsFailing resolves within the short window and an
+	// evaluation of the last failure, by Prometheus's own clock.
+	fixed := dataPlaneResources(ok.Addr(), held.Addr(), flaky.Addr(), plain.Addr(), downAddr)
+	for i, r := range fixed {
+		if e, isEDS := r.(*endpointv3.ClusterLoadAssignment); isEDS && e.GetClusterName() == "noep" {
+			fixed[i] = controlplane.Endpoints("noep", ok.Addr())
+		}
+	}
+	if err := cp.SetResources(ctx, "", "2", fixed...); err != nil {
+		t.Fatal(err)
+	}
+	noep := `{xdslens_channel_target="xds:///noep"`
+	failing := `ALERTS{alertname="` + dashboards.AlertRPCsFailing + `", alertstate="firing", ` + noep[1:] + "}"
+	prom.WaitUntil(t, "XdsClientRPCsFailing of xds:///noep resolved", failing, func(r []promtest.Sample) bool { return len(r) == 0 })
+	end := time.Now()
+	failures := dashboards.MetricDataPlanePicks + noep + `, outcome="no_endpoint"}`
+	final, err := prom.Query(failures)
+	if err != nil || len(final) != 1 {
+		t.Fatalf("%s: %v, %v", failures, final, err)
+	}
+	lastFailure := firstAt(t, prom, failures+" >= "+final[0].Value[1].(string), start, end)
+	lastFiring := lastAt(t, prom, failing, start, end)
+	gap, bound := lastFiring.Sub(lastFailure), e2eShortWindow+4*time.Second
+	t.Logf("XdsClientRPCsFailing of xds:///noep fired until %v after the last failure", gap)
+	if gap > bound {
+		t.Errorf("XdsClientRPCsFailing of xds:///noep fired until %v after the last failure, want %v at most", gap, bound)
+	}
+
 	if dir := os.Getenv("XDSLENS_DASHBOARD_PICTURES"); dir != "" {
 		drawDataPlanePictures(t, prom, dir, "e2e-", start, time.Now())
 	}
 	watch.Stop(t)
 	prom.Stop(t)
+}
+
+// rangeTimes returns the times, every second from start to end, at which
+// expr returns a series.
+func rangeTimes(t *testing.T, prom *promtest.Server, expr string, start, end time.Time) []time.Time {
+	t.Helper()
+	r, err := prom.QueryRange(expr, start, end, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []time.Time
+	for _, s := range r {
+		for _, v := range s.Values {
+			if ts, ok := v[0].(float64); ok {
+				out = append(out, time.UnixMilli(int64(ts*1000)))
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	if len(out) == 0 {
+		t.Fatalf("%q returns nothing from %v to %v", expr, start, end)
+	}
+	return out
+}
+
+// lastAt returns the last time from start to end, every second, at which
+// expr returns a series.
+func lastAt(t *testing.T, prom *promtest.Server, expr string, start, end time.Time) time.Time {
+	t.Helper()
+	ts := rangeTimes(t, prom, expr, start, end)
+	return ts[len(ts)-1]
+}
+
+// firstAt returns the first time from start to end, every second, at which
+// expr returns a series.
+func firstAt(t *testing.T, prom *promtest.Server, expr string, start, end time.Time) time.Time {
+	t.Helper()
+	return rangeTimes(t, prom, expr, start, end)[0]
 }

@@ -3,6 +3,7 @@ package dashboards
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -12,6 +13,9 @@ const (
 	// AlertRPCsFailing: RPCs of a channel fail for a cause in the xDS
 	// configuration or the endpoints it names.
 	AlertRPCsFailing = "XdsClientRPCsFailing"
+	// AlertBackendErrors: RPCs a channel sent to a cluster end with a
+	// status other than OK, whatever the backends answered.
+	AlertBackendErrors = "XdsClientBackendErrors"
 	// AlertRPCsDropped: a cluster's drop_overloads drop RPCs of a channel.
 	AlertRPCsDropped = "XdsClientRPCsDropped"
 	// AlertCircuitBreaking: a cluster's circuit breaker (max_requests)
@@ -27,12 +31,31 @@ const (
 type DataPlaneAlertOptions struct {
 	// RateWindow is the window of the rates the data-plane alerts compare.
 	RateWindow time.Duration
+	// ShortWindow is the window of a second rate that XdsClientRPCsFailing,
+	// XdsClientBackendErrors, XdsClientRPCsDropped and
+	// XdsClientCircuitBreaking require above their threshold too: once
+	// what an alert is about stops, its short rate falls to zero within
+	// ShortWindow, and the alert resolves at the next rule evaluation,
+	// where RateWindow alone would keep it firing for most of RateWindow.
+	// It must hold two scrapes at least: a 1m window suits scrape
+	// intervals of 30s or less.
+	ShortWindow time.Duration
 	// FailingRatio and FailingFor: XdsClientRPCsFailing fires when more
 	// than FailingRatio of a channel's RPCs fail with one outcome at one
 	// cluster (no_route, unsupported_action, cluster_error, config_error,
 	// no_endpoint) for FailingFor.
 	FailingRatio float64
 	FailingFor   time.Duration
+	// BackendErrorRatio and BackendErrorFor: XdsClientBackendErrors fires
+	// when more than BackendErrorRatio of the RPCs a channel sent to a
+	// cluster end with a status outside BackendOKStatuses for
+	// BackendErrorFor.
+	BackendErrorRatio float64
+	BackendErrorFor   time.Duration
+	// BackendOKStatuses are the grpc_status values XdsClientBackendErrors
+	// counts as success: OK, and codes the services answer on purpose
+	// (NOT_FOUND for a lookup that finds nothing, say).
+	BackendOKStatuses []string
 	// DroppedRatio and DroppedFor: XdsClientRPCsDropped fires when more
 	// than DroppedRatio of a channel's RPCs are dropped by one category of
 	// one cluster for DroppedFor.
@@ -55,8 +78,12 @@ type DataPlaneAlertOptions struct {
 func defaultDataPlaneAlertOptions() DataPlaneAlertOptions {
 	return DataPlaneAlertOptions{
 		RateWindow:           5 * time.Minute,
+		ShortWindow:          time.Minute,
 		FailingRatio:         0.05,
 		FailingFor:           5 * time.Minute,
+		BackendErrorRatio:    0.05,
+		BackendErrorFor:      5 * time.Minute,
+		BackendOKStatuses:    []string{"OK"},
 		DroppedRatio:         0.01,
 		DroppedFor:           10 * time.Minute,
 		CircuitBreakingFor:   5 * time.Minute,
@@ -66,64 +93,108 @@ func defaultDataPlaneAlertOptions() DataPlaneAlertOptions {
 }
 
 // channelWhere is the description text that locates a channel.
-const channelWhere = "channel {{ $labels.grpc_target }} on {{ $labels.instance }} (job {{ $labels.job }})"
+const channelWhere = "channel {{ $labels.xdslens_channel_target }} of the xDS client {{ $labels.grpc_target }} on {{ $labels.instance }} (job {{ $labels.job }})"
+
+// windows are the two windows of a data-plane alert's rates.
+type windows struct{ long, short string }
+
+// both returns cond(long) and cond(short): true where the condition holds
+// over the long window and still holds over the short one. The value is
+// the long window's.
+func (w windows) both(cond func(window string) string) string {
+	return "(" + cond(w.long) + ") and (" + cond(w.short) + ")"
+}
 
 // dataPlaneRules returns the data-plane alerts of o; s is a selector
 // restricted to the job selector.
 func dataPlaneRules(o AlertOptions, s func(string, ...string) string, runbook func(string) string) []Rule {
 	d := o.DataPlane
-	window := promDuration(d.RateWindow)
-	rateOf := func(sel string) string { return "rate(" + sel + "[" + window + "])" }
+	w := windows{promDuration(d.RateWindow), promDuration(d.ShortWindow)}
+	rateOf := func(sel, window string) string { return "rate(" + sel + "[" + window + "])" }
 	// allPicks is the pick rate of each channel: what a share of RPCs is
 	// a share of.
-	allPicks := fmt.Sprintf("sum without (%s, %s, %s, %s) (%s)",
-		LabelScopeName, LabelScopeVersion, LabelBackendService, LabelOutcome, rateOf(s(MetricDataPlanePicks)))
+	allPicks := func(window string) string {
+		return fmt.Sprintf("sum without (%s, %s, %s, %s) (%s)",
+			LabelScopeName, LabelScopeVersion, LabelBackendService, LabelOutcome, rateOf(s(MetricDataPlanePicks), window))
+	}
 	ratio := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	percent := func(v float64) string { return strconv.FormatFloat(v*100, 'g', -1, 64) + "%" }
+	resolves := " It resolves within " + w.short + " of the last failure and one rule evaluation."
+	// calls is the rate of the calls of each channel and cluster whose
+	// status matches status (any status without it).
+	calls := func(window string, status ...string) string {
+		return fmt.Sprintf("sum without (%s, %s, %s, %s) (%s)", LabelScopeName, LabelScopeVersion, LabelLeafCluster, LabelStatus,
+			rateOf(s(MetricDataPlaneCalls, status...), window))
+	}
+	notOK := LabelStatus + `!~"` + strings.Join(d.BackendOKStatuses, "|") + `"`
 	return []Rule{
 		{
 			// A share of each channel's RPCs, by the cluster and the
 			// outcome that failed them.
 			Alert: AlertRPCsFailing,
-			Expr: withoutScope("sum", rateOf(s(MetricDataPlanePicks, LabelOutcome+`=~"`+controlPlaneOutcomes+`"`))) +
-				" / ignoring (" + LabelBackendService + ", " + LabelOutcome + ") group_left () " + allPicks + " > " + ratio(d.FailingRatio),
+			Expr: w.both(func(window string) string {
+				return withoutScope("sum", rateOf(s(MetricDataPlanePicks, LabelOutcome+`=~"`+controlPlaneOutcomes+`"`), window)) +
+					" / ignoring (" + LabelBackendService + ", " + LabelOutcome + ") group_left () " + allPicks(window) + " > " + ratio(d.FailingRatio)
+			}),
 			For:      d.FailingFor,
 			Severity: "critical",
-			Summary:  "RPCs of {{ $labels.grpc_target }} fail with {{ $labels.outcome }}",
+			Summary:  "RPCs of {{ $labels.xdslens_channel_target }} fail with {{ $labels.outcome }}",
 			Description: "{{ $value | humanizePercentage }} of the RPCs of the xdslens " + channelWhere +
 				" fail with outcome {{ $labels.outcome }} at cluster \"{{ $labels.grpc_lb_backend_service }}\" (\"\" when no cluster was chosen), " +
-				"above " + percent(d.FailingRatio) + " over " + window + " for more than " + promDuration(d.FailingFor) +
+				"above " + percent(d.FailingRatio) + " over " + w.long + " (and over the last " + w.short + ") for more than " + promDuration(d.FailingFor) +
 				": the xDS configuration the channel routes by, or the endpoints it names, fail them with UNAVAILABLE " +
 				"(config_error: no usable listener or route configuration; no_route: no route matches; unsupported_action: the route cannot forward; " +
-				"cluster_error: the cluster's resource failed; no_endpoint: no endpoint of the cluster can take the RPC).",
+				"cluster_error: the cluster's resource failed; no_endpoint: no endpoint of the cluster can take the RPC)." + resolves,
 			RunbookURL: runbook(AlertRPCsFailing),
 		},
 		{
+			// The share of the calls of each channel and cluster that
+			// ended with another status than the OK ones.
+			Alert: AlertBackendErrors,
+			Expr: w.both(func(window string) string {
+				return calls(window, notOK) + " / " + calls(window) + " > " + ratio(d.BackendErrorRatio)
+			}),
+			For:      d.BackendErrorFor,
+			Severity: "critical",
+			Summary:  "RPCs of {{ $labels.xdslens_channel_target }} to cluster {{ $labels.grpc_lb_backend_service }} fail",
+			Description: "{{ $value | humanizePercentage }} of the RPCs the xdslens " + channelWhere +
+				" sent to cluster {{ $labels.grpc_lb_backend_service }} ended with a status other than " + strings.Join(d.BackendOKStatuses, ", ") +
+				", above " + percent(d.BackendErrorRatio) + " over " + w.long + " (and over the last " + w.short + ") for more than " + promDuration(d.BackendErrorFor) +
+				": the RPCs reached an endpoint and failed there, or on the way (UNAVAILABLE, DEADLINE_EXCEEDED), " +
+				"or the backends answer with an error (UNIMPLEMENTED: they do not serve the method). " +
+				"The panel Calls by status code shows which codes." + resolves,
+			RunbookURL: runbook(AlertBackendErrors),
+		},
+		{
 			Alert: AlertRPCsDropped,
-			Expr: withoutScope("sum", rateOf(s(MetricDataPlaneDrops))) +
-				" / ignoring (" + LabelLeafCluster + ", " + LabelCategory + ") group_left () " + allPicks + " > " + ratio(d.DroppedRatio),
+			Expr: w.both(func(window string) string {
+				return withoutScope("sum", rateOf(s(MetricDataPlaneDrops), window)) +
+					" / ignoring (" + LabelLeafCluster + ", " + LabelCategory + ") group_left () " + allPicks(window) + " > " + ratio(d.DroppedRatio)
+			}),
 			For:      d.DroppedFor,
 			Severity: "warning",
-			Summary:  "Cluster {{ $labels.xdslens_leaf_cluster }} drops RPCs of {{ $labels.grpc_target }} ({{ $labels.category }})",
+			Summary:  "Cluster {{ $labels.xdslens_leaf_cluster }} drops RPCs of {{ $labels.xdslens_channel_target }} ({{ $labels.category }})",
 			Description: "{{ $value | humanizePercentage }} of the RPCs of the xdslens " + channelWhere +
 				" are dropped by the drop_overloads category {{ $labels.category }} of cluster {{ $labels.xdslens_leaf_cluster }}, " +
-				"above " + percent(d.DroppedRatio) + " over " + window + " for more than " + promDuration(d.DroppedFor) +
+				"above " + percent(d.DroppedRatio) + " over " + w.long + " (and over the last " + w.short + ") for more than " + promDuration(d.DroppedFor) +
 				": the control plane sheds that share of the load; the RPCs fail with UNAVAILABLE before they leave the process.",
 			RunbookURL: runbook(AlertRPCsDropped),
 		},
 		{
-			Alert:    AlertCircuitBreaking,
-			Expr:     withoutScope("sum", rateOf(s(MetricDataPlanePicks, LabelOutcome+`="overloaded"`))) + " > 0",
+			Alert: AlertCircuitBreaking,
+			Expr: w.both(func(window string) string {
+				return withoutScope("sum", rateOf(s(MetricDataPlanePicks, LabelOutcome+`="overloaded"`), window)) + " > 0"
+			}),
 			For:      d.CircuitBreakingFor,
 			Severity: "warning",
-			Summary:  "Circuit breaking fails RPCs of {{ $labels.grpc_target }} to {{ $labels.grpc_lb_backend_service }}",
+			Summary:  "Circuit breaking fails RPCs of {{ $labels.xdslens_channel_target }} to {{ $labels.grpc_lb_backend_service }}",
 			Description: "The circuit breaker of cluster {{ $labels.grpc_lb_backend_service }} has failed RPCs of the xdslens " + channelWhere +
-				" for more than " + promDuration(d.CircuitBreakingFor) + " ({{ $value | printf \"%.3g\" }} per second over " + window +
+				" for more than " + promDuration(d.CircuitBreakingFor) + " ({{ $value | printf \"%.3g\" }} per second over " + w.long +
 				"): the cluster had max_requests RPCs in flight (gRFC A32), and every RPC beyond fails with UNAVAILABLE, wait-for-ready or not.",
 			RunbookURL: runbook(AlertCircuitBreaking),
 		},
 		{
-			// The gauges' grpc_target is the xDS client's, whose channels
+			// The gauges have no channel: the channels of an xDS client
 			// share the circuit breakers.
 			Alert: AlertNearMaxRequests,
 			Expr: withoutScope("max", s(MetricDataPlaneInFlight)) + " / " + withoutScope("max", s(MetricDataPlaneMaxRequests)) +

@@ -12,7 +12,7 @@
 //     resources that are not ACKed, the server each authority uses
 //     (fallback), control-plane fetch latency and outcomes, watcher
 //     notifications, the data plane (the RPCs of the xdslens channels the
-//     clients route, from telemetry.NewDataPlane: RPCs by cluster and
+//     clients route, from package telemetry/dataplane: RPCs by cluster and
 //     outcome, failed picks, calls by status code, drops, in-flight RPCs
 //     against max_requests, config updates and errors), xDS-enabled servers
 //     (from telemetry.NewServerMetrics: serving state by address,

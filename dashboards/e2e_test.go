@@ -45,6 +45,8 @@ const (
 	// rateWindow stands for $__rate_interval: longer than the scenario, so
 	// that every rate covers all of it.
 	rateWindow = "1m"
+	// e2eShortWindow is the data-plane alerts' short window: five scrapes.
+	e2eShortWindow = 5 * time.Second
 )
 
 // Cluster names of the scenario on the primary server (authority #old),
@@ -432,8 +434,8 @@ func e2eRules() dashboards.RuleGroup {
 	o.LatencyWindow, o.LatencySLO = time.Minute, e2eSLO
 	o.LoadReportingWindow, o.LoadReportingFor = time.Minute, 0
 	d := &o.DataPlane
-	d.RateWindow = time.Minute
-	d.FailingFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0
+	d.RateWindow, d.ShortWindow = time.Minute, e2eShortWindow
+	d.FailingFor, d.BackendErrorFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0, 0
 	v := &o.Server
 	v.RateWindow = time.Minute
 	v.NotServingFor, v.HandshakeFailuresFor, v.DenialSpikeFor = 0, 0, 0
@@ -503,6 +505,13 @@ type xdswatchProcess struct {
 // startXdswatch runs xdswatch and reads its listening line.
 func startXdswatch(t *testing.T, args ...string) *xdswatchProcess {
 	t.Helper()
+	return startXdswatchLogging(t, nil, args...)
+}
+
+// startXdswatchLogging runs xdswatch, with its standard error written to
+// stderr too when it is not nil, and reads its listening line.
+func startXdswatchLogging(t *testing.T, stderrToo io.Writer, args ...string) *xdswatchProcess {
+	t.Helper()
 	cmd := xdswatchCommand(t, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -514,6 +523,9 @@ func startXdswatch(t *testing.T, args ...string) *xdswatchProcess {
 	}
 	stderr := &xdstest.SyncBuffer{}
 	cmd.Stderr = stderr
+	if stderrToo != nil {
+		cmd.Stderr = io.MultiWriter(stderr, stderrToo)
+	}
 	p := promtest.Start(t, "xdswatch", cmd)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -48,6 +48,7 @@ func ExampleAlertRules() {
 	// XdsClientFetchLatencyHigh warning
 	// XdsClientLoadReportingFailing warning
 	// XdsClientRPCsFailing critical
+	// XdsClientBackendErrors critical
 	// XdsClientRPCsDropped warning
 	// XdsClientCircuitBreaking warning
 	// XdsClientInFlightNearMaxRequests warning

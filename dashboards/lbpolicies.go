@@ -7,7 +7,7 @@ import (
 
 // loadBalancingRow is the overview's row of the endpoint policies of the
 // xdslens channels: gRFC A78's load-balancing metrics, from
-// telemetry.NewDataPlane.
+// package telemetry/dataplane.
 func (g *gen) loadBalancingRow() row {
 	return row{"Load balancing", []panel{
 		{g.connectionAttempts(), 12, 8, nil},
@@ -51,10 +51,10 @@ func (g *gen) wrrWeights() cog.Builder[dashboard.Panel] {
 			"**Do**: check that the backends report ORCA utilization (per call, or out of band when the cluster "+
 			"asks for it) and that the cluster's blackout and expiration periods suit their reporting rate.").
 		WithTarget(query("A",
-			"histogram_quantile(0.5, "+sumBy(rate(g.sel(MetricWRREndpointWeights+"_bucket", mTarget)), LabelBackendService, "le")+")",
+			"histogram_quantile(0.5, "+sumBy(increaseFromBirth(g.sel(MetricWRREndpointWeights+"_bucket", mTarget), rateInterval), LabelBackendService, "le")+")",
 			legend(LabelBackendService)+" median")).
 		WithTarget(query("B",
-			"histogram_quantile(0.9, "+sumBy(rate(g.sel(MetricWRREndpointWeights+"_bucket", mTarget)), LabelBackendService, "le")+")",
+			"histogram_quantile(0.9, "+sumBy(increaseFromBirth(g.sel(MetricWRREndpointWeights+"_bucket", mTarget), rateInterval), LabelBackendService, "le")+")",
 			legend(LabelBackendService)+" p90")).
 		WithTarget(query("C",
 			"60 * "+sumBy(rate(g.sel(MetricWRRRRFallback, mTarget)), LabelBackendService)+" > 0",

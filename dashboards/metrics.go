@@ -121,11 +121,16 @@ const (
 
 // Prometheus label names of those series.
 const (
-	// LabelTarget is grpc.target: the client's target (its pool key); on
-	// the data-plane series but the circuit-breaker gauges, the channel's
-	// target, which is the same unless the channel's client is shared
-	// under another target (xdsgrpc.WithPoolTarget).
+	// LabelTarget is grpc.target: the xDS client's target (its pool key),
+	// on every series, the data plane's included, whose channels route with
+	// that client. It is the channel's target too unless the channel
+	// shares the client of another target (xdsgrpc.WithPoolTarget): see
+	// [LabelChannelTarget].
 	LabelTarget = "grpc_target"
+	// LabelChannelTarget is xdslens.channel_target: the channel's own
+	// target, on the data-plane series of one channel (all but the
+	// circuit-breaker gauges, which the channels of a client share).
+	LabelChannelTarget = "xdslens_channel_target"
 	// LabelServer is grpc.xds.server: the server URI from the bootstrap.
 	LabelServer = "grpc_xds_server"
 	// LabelAuthority is grpc.xds.authority: "#old" for old-style names,

@@ -48,15 +48,16 @@ func (g *gen) notAcked() string {
 		g.by(LabelTarget, LabelAuthority, LabelResourceType, LabelCacheState)...) + " > 0"
 }
 
-// fetchBuckets is the rate of the fetch latency buckets of the selected
-// processes, clients, servers and types; answered adds the outcome
-// matcher of the fetches the server answered.
+// fetchBuckets is the increase of the fetch latency buckets of the
+// selected processes, clients, servers and types, a series' first fetch
+// counted (increaseFromBirth); answered adds the outcome matcher of the
+// fetches the server answered.
 func (g *gen) fetchBuckets(answered bool) string {
 	m := []string{mTarget, mServer, mType}
 	if answered {
 		m = append(m, LabelOutcome+`=~"`+outcomesAnswered+`"`)
 	}
-	return rate(g.sel(MetricFetchDuration+"_bucket", m...))
+	return increaseFromBirth(g.sel(MetricFetchDuration+"_bucket", m...), rateInterval)
 }
 
 func (g *gen) overview() (dashboard.Dashboard, error) {

@@ -74,6 +74,18 @@ func rate(selector string) string {
 	return "rate(" + selector + "[" + rateInterval + "])"
 }
 
+// increaseFromBirth returns the increase of the counter series of
+// selector over window, a series born within the window counting from
+// zero: the increase() of each series that had a sample at the window's
+// start, and the whole value of each series born since. increase() and
+// rate() cannot count a series' first sample, and a histogram's series
+// (an OpenTelemetry histogram has no point before its first observation)
+// are born with their first observation, which would go uncounted.
+func increaseFromBirth(selector, window string) string {
+	before := selector + " offset " + window
+	return "(increase(" + selector + "[" + window + "]) and " + before + ") or (" + selector + " unless " + before + ")"
+}
+
 // sumBy returns sum by (labels) (expr).
 func sumBy(expr string, labels ...string) string {
 	return "sum by (" + strings.Join(labels, ", ") + ") (" + expr + ")"
@@ -172,7 +184,7 @@ func (g *gen) variables() []cog.Builder[dashboard.VariableModel] {
 			"The scraped process (host:port): each process has its own xDS clients, even when they share a target name.",
 			fmt.Sprintf("label_values(%s, instance)", sel(MetricConnected, fleet[:len(fleet)-1]...))),
 		queryVar(varTarget, "Target",
-			"The client's target (grpc.target): one xDS client per target in a pool; on the data plane, the channel's target, the same unless the channel shares the client of another target.",
+			"The xDS client's target (grpc.target): one xDS client per target in a pool. It selects the client's own series and those of every channel that routes with it (the channel's own target is xdslens_channel_target, the same unless the channel shares the client of another target).",
 			fmt.Sprintf("label_values(%s, %s)", sel("", append([]string{`__name__=~"` + MetricConnected + "|" + MetricResources + "|" + MetricDataPlanePicks + `"`}, fleet...)...), LabelTarget)),
 		queryVar(varServer, "xDS server",
 			"The xDS server URI from the bootstrap (grpc.xds.server).",

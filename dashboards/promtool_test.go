@@ -29,9 +29,12 @@ const pod = `job="xds", instance="pod-1:9464", grpc_target="xds:///payments"`
 // ruleTest is one `promtool test rules` test: input series and, at given
 // times, the alerts that must be firing.
 type ruleTest struct {
-	name   string
-	series map[string]string // series → promtool values
-	evals  []ruleEval
+	name string
+	// interval is the time between two values of the series (a scrape
+	// interval); 1m when 0.
+	interval time.Duration
+	series   map[string]string // series → promtool values
+	evals    []ruleEval
 }
 
 // ruleEval expects exactly the alerts want of alertname at time at.
@@ -186,7 +189,17 @@ func loadReportingTest(o dashboards.AlertOptions) ruleTest {
 	}
 }
 
-// dataPlaneTests returns the tests of the data-plane alerts of o.
+// channel is the label of the channel of the data-plane test series.
+const channel = `xdslens_channel_target="xds:///payments"`
+
+// channelLabels returns the labels of the channel's alerts, and more.
+func channelLabels(more ...string) map[string]string {
+	return labelsOf(append([]string{dashboards.LabelChannelTarget, "xds:///payments"}, more...)...)
+}
+
+// dataPlaneTests returns the tests of the data-plane alerts of o. Their
+// series are scraped every 15s, so that the alerts' short window holds
+// several samples.
 func dataPlaneTests(o dashboards.AlertOptions) []ruleTest {
 	d := o.DataPlane
 	// picks is a pick counter; an empty cluster is a label Prometheus
@@ -196,52 +209,82 @@ func dataPlaneTests(o dashboards.AlertOptions) []ruleTest {
 		if cluster != "" {
 			c = fmt.Sprintf(", grpc_lb_backend_service=%q", cluster)
 		}
-		return fmt.Sprintf(`%s{%s, %s%s, outcome=%q}`, dashboards.MetricDataPlanePicks, pod, scope, c, outcome)
+		return fmt.Sprintf(`%s{%s, %s, %s%s, outcome=%q}`, dashboards.MetricDataPlanePicks, pod, channel, scope, c, outcome)
 	}
 	drops := func(leaf, category string) string {
-		return fmt.Sprintf(`%s{%s, %s, xdslens_leaf_cluster=%q, category=%q}`, dashboards.MetricDataPlaneDrops, pod, scope, leaf, category)
+		return fmt.Sprintf(`%s{%s, %s, %s, xdslens_leaf_cluster=%q, category=%q}`, dashboards.MetricDataPlaneDrops, pod, channel, scope, leaf, category)
+	}
+	calls := func(cluster, leaf, status string) string {
+		return fmt.Sprintf(`%s{%s, %s, %s, grpc_lb_backend_service=%q, xdslens_leaf_cluster=%q, grpc_status=%q}`,
+			dashboards.MetricDataPlaneCalls, pod, channel, scope, cluster, leaf, status)
 	}
 	gauge := func(metric, leaf string) string {
 		return fmt.Sprintf(`%s{%s, %s, xdslens_leaf_cluster=%q}`, metric, pod, scope, leaf)
 	}
-	// Rates need two samples: pending from 1m.
+	const scrape = 15 * time.Second
+	// Rates need two samples: pending from the first evaluation, 1m.
 	rated := time.Minute
 	return []ruleTest{
 		{
-			name: dashboards.AlertRPCsFailing,
+			name:     dashboards.AlertRPCsFailing,
+			interval: scrape,
 			series: map[string]string{
-				// Per minute: 90 sent, 10 config errors, 1 no_endpoint (1 %,
+				// Per scrape: 90 sent, 10 config errors, 1 no_endpoint (1 %,
 				// under the threshold), no drops.
-				picks("c1", "sent"):          "0+90x30",
-				picks("", "config_error"):    "0+10x30",
-				picks("c1", "no_endpoint"):   "0+1x30",
-				picks("c1", "dropped"):       "0x30",
-				picks("c1", "cluster_error"): "0x30",
+				picks("c1", "sent"):          "0+90x60",
+				picks("", "config_error"):    "0+10x60",
+				picks("c1", "no_endpoint"):   "0+1x60",
+				picks("c1", "dropped"):       "0x60",
+				picks("c1", "cluster_error"): "0x60",
 			},
 			evals: beforeAndAt(dashboards.AlertRPCsFailing, rated+d.FailingFor,
-				firing{labelsOf(dashboards.LabelOutcome, "config_error"), 10.0 / 101}),
+				firing{channelLabels(dashboards.LabelOutcome, "config_error"), 10.0 / 101}),
+		},
+		rpcsFailingResolves(o, picks),
+		{
+			name:     dashboards.AlertBackendErrors,
+			interval: scrape,
+			series: map[string]string{
+				// Cluster c1: 10 % UNIMPLEMENTED.
+				calls("c1", "c1", "OK"):            "0+90x60",
+				calls("c1", "c1", "UNIMPLEMENTED"): "0+10x60",
+				// Aggregate cluster agg: 3 % UNAVAILABLE and 3 %
+				// DEADLINE_EXCEEDED at leaf l2, 6 % in all.
+				calls("agg", "l1", "OK"):                "0+50x60",
+				calls("agg", "l2", "OK"):                "0+44x60",
+				calls("agg", "l2", "UNAVAILABLE"):       "0+3x60",
+				calls("agg", "l2", "DEADLINE_EXCEEDED"): "0+3x60",
+				// Cluster c2: 1 % NOT_FOUND, under the threshold.
+				calls("c2", "c2", "OK"):        "0+99x60",
+				calls("c2", "c2", "NOT_FOUND"): "0+1x60",
+			},
+			evals: beforeAndAt(dashboards.AlertBackendErrors, rated+d.BackendErrorFor,
+				firing{channelLabels(dashboards.LabelBackendService, "agg"), 0.06},
+				firing{channelLabels(dashboards.LabelBackendService, "c1"), 0.1}),
 		},
 		{
-			name: dashboards.AlertRPCsDropped,
+			name:     dashboards.AlertRPCsDropped,
+			interval: scrape,
 			series: map[string]string{
-				// Per minute: 98 sent, 2 dropped by category lb (2 %).
-				picks("c1", "sent"):     "0+98x30",
-				picks("c1", "dropped"):  "0+2x30",
-				drops("c1", "lb"):       "0+2x30",
-				drops("c1", "throttle"): "0x30",
+				// Per scrape: 98 sent, 2 dropped by category lb (2 %).
+				picks("c1", "sent"):     "0+98x60",
+				picks("c1", "dropped"):  "0+2x60",
+				drops("c1", "lb"):       "0+2x60",
+				drops("c1", "throttle"): "0x60",
 			},
 			evals: beforeAndAt(dashboards.AlertRPCsDropped, rated+d.DroppedFor,
-				firing{labelsOf(dashboards.LabelLeafCluster, "c1", dashboards.LabelCategory, "lb"), 0.02}),
+				firing{channelLabels(dashboards.LabelLeafCluster, "c1", dashboards.LabelCategory, "lb"), 0.02}),
 		},
 		{
-			name: dashboards.AlertCircuitBreaking,
+			name:     dashboards.AlertCircuitBreaking,
+			interval: scrape,
 			series: map[string]string{
-				picks("c1", "sent"):       "0+60x30",
-				picks("c1", "overloaded"): "0+3x30",
-				picks("c2", "overloaded"): "0x30",
+				picks("c1", "sent"):       "0+60x60",
+				picks("c1", "overloaded"): "0+3x60",
+				picks("c2", "overloaded"): "0x60",
 			},
 			evals: beforeAndAt(dashboards.AlertCircuitBreaking, rated+d.CircuitBreakingFor,
-				firing{labelsOf(dashboards.LabelBackendService, "c1", dashboards.LabelOutcome, "overloaded"), 0.05}),
+				firing{channelLabels(dashboards.LabelBackendService, "c1", dashboards.LabelOutcome, "overloaded"), 0.2}),
 		},
 		{
 			name: dashboards.AlertNearMaxRequests,
@@ -253,6 +296,36 @@ func dataPlaneTests(o dashboards.AlertOptions) []ruleTest {
 			},
 			evals: beforeAndAt(dashboards.AlertNearMaxRequests, d.NearMaxRequestsFor,
 				firing{labelsOf(dashboards.LabelLeafCluster, "c1"), 0.95}),
+		},
+	}
+}
+
+// RPCsFailingResolveBound is how soon after the failures stop
+// XdsClientRPCsFailing must be resolved, with the committed rules and an
+// evaluation every minute: the short window and one evaluation. RUNBOOK.md
+// and the READMEs give it.
+const RPCsFailingResolveBound = 2 * time.Minute
+
+// rpcsFailingResolves returns the test of the time XdsClientRPCsFailing
+// takes to resolve: every RPC of a channel fails for 10 minutes (long
+// enough to fire), then every one succeeds; within
+// RPCsFailingResolveBound the alert is resolved.
+func rpcsFailingResolves(o dashboards.AlertOptions, picks func(cluster, outcome string) string) ruleTest {
+	const stop = 10 * time.Minute
+	return ruleTest{
+		name:     dashboards.AlertRPCsFailing + " resolves",
+		interval: 15 * time.Second,
+		series: map[string]string{
+			// 40 scrapes of failures, then 60 of successes.
+			picks("c1", "no_endpoint"): "0+10x40 400x59",
+			picks("c1", "sent"):        "0x40 10+10x59",
+		},
+		evals: []ruleEval{
+			{at: time.Minute + o.DataPlane.FailingFor, alert: dashboards.AlertRPCsFailing,
+				want: []firing{{channelLabels(dashboards.LabelBackendService, "c1", dashboards.LabelOutcome, "no_endpoint"), 1}}},
+			{at: stop, alert: dashboards.AlertRPCsFailing,
+				want: []firing{{channelLabels(dashboards.LabelBackendService, "c1", dashboards.LabelOutcome, "no_endpoint"), 1}}},
+			{at: stop + RPCsFailingResolveBound, alert: dashboards.AlertRPCsFailing},
 		},
 	}
 }
@@ -306,7 +379,11 @@ func promtoolTestFile(t *testing.T, rules string, group dashboards.RuleGroup, te
 	var b strings.Builder
 	fmt.Fprintf(&b, "rule_files: [%s]\nevaluation_interval: 1m\ntests:\n", quoteYAML(rules))
 	for _, tc := range tests {
-		fmt.Fprintf(&b, "  # %s\n  - interval: 1m\n    input_series:\n", tc.name)
+		interval := tc.interval
+		if interval == 0 {
+			interval = time.Minute
+		}
+		fmt.Fprintf(&b, "  # %s\n  - interval: %s\n    input_series:\n", tc.name, interval)
 		for _, s := range slices.Sorted(maps.Keys(tc.series)) {
 			fmt.Fprintf(&b, "      - series: %s\n        values: %s\n", quoteYAML(s), quoteYAML(tc.series[s]))
 		}

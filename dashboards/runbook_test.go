@@ -78,6 +78,8 @@ func TestPanelsLinkRunbooks(t *testing.T) {
 		dashboards.AlertResourcesDoesNotExist: "Fetch outcomes",
 		dashboards.AlertOnFallback:            "Server in use per authority",
 		dashboards.AlertFetchLatencyHigh:      "Fetch latency p50 / p99 by type",
+		dashboards.AlertLoadReportingFailing:  "LRS stream failures",
+		dashboards.AlertBackendErrors:         "Calls failing at backends by cluster",
 	} {
 		if !slices.Contains(links[alert], panel) {
 			t.Errorf("panel %q does not link to the runbook of %s (linked from %q)", panel, alert, links[alert])

@@ -44,8 +44,9 @@ func (g *gen) servingTimeline() cog.Builder[dashboard.Panel] {
 func (g *gen) serverConnections() cog.Builder[dashboard.Panel] {
 	return timeSeries("Connections by filter chain",
 		"Open connections of the xDS-enabled servers by address and filter chain (`xdslens.xds_server.connections`), "+
-			"summed over the selected processes, and the connections each chain accepted per minute "+
-			"(`connections_accepted`); an unnamed chain has no chain in its legend.\n\n"+
+			"summed over the selected processes, and the connections each chain accepted in each interval of the graph "+
+			"(`connections_accepted`, whose series of a chain is born with its first connection: a chain's first "+
+			"connection counts too); an unnamed chain has no chain in its legend.\n\n"+
 			"**Bad**: connections where no traffic is expected (a chain for another network), or none on the chain "+
 			"that should serve the clients.\n\n"+
 			"**Do**: compare the chains' filter_chain_match (destination and source prefixes, source type and ports) "+
@@ -54,8 +55,8 @@ func (g *gen) serverConnections() cog.Builder[dashboard.Panel] {
 			sumBy(withoutScope("max", g.sel(MetricServerConnections)), LabelAddress, LabelFilterChain),
 			legend(LabelAddress, LabelFilterChain)+" open")).
 		WithTarget(query("B",
-			"60 * "+sumBy(rate(g.sel(MetricServerConnectionsAccepted)), LabelAddress, LabelFilterChain)+" > 0",
-			legend(LabelAddress, LabelFilterChain)+" accepted /min")).
+			sumBy(increaseFromBirth(g.sel(MetricServerConnectionsAccepted), rateInterval), LabelAddress, LabelFilterChain)+" > 0",
+			legend(LabelAddress, LabelFilterChain)+" accepted")).
 		Unit("short").
 		Min(0)
 }
@@ -108,20 +109,22 @@ func (g *gen) handshakeFailures() cog.Builder[dashboard.Panel] {
 
 func (g *gen) rbacDecisions() cog.Builder[dashboard.Panel] {
 	return timeSeries("RBAC decisions by policy",
-		"Decisions of the RBAC filters of the xDS-enabled servers per second (`xdslens.xds_server.rbac_decisions`, "+
-			"gRFC A41), by filter, the policy that matched and allow (above the axis) or deny (below). A denial that "+
-			"matched no policy (an ALLOW rule set none of whose policies matched) has no policy in its legend.\n\n"+
+		"Decisions of the RBAC filters of the xDS-enabled servers in each interval of the graph "+
+			"(`xdslens.xds_server.rbac_decisions`, gRFC A41), by filter, the policy that matched and allow (above the "+
+			"axis) or deny (below); the series of a policy and decision is born with its first decision, which counts "+
+			"too, so a single denial shows. A denial that matched no policy (an ALLOW rule set none of whose policies "+
+			"matched) has no policy in its legend.\n\n"+
 			"**Bad**: denials rising (`XdsServerRBACDenialSpike`): a new client without the right identity, a policy "+
 			"change that locks out a caller, or someone probing. Denied RPCs fail PERMISSION_DENIED.\n\n"+
 			"**Do**: the audit loggers of the RBAC config (gRFC A59) log each denial with the method and the peer's "+
 			"identity; compare with the policies in the Listener (CSDS).").
 		WithTarget(query("A",
-			sumBy(rate(g.sel(MetricServerRBACDecisions, LabelRBACDecision+`="allow"`)), LabelRBACFilter, LabelRBACPolicy),
+			sumBy(increaseFromBirth(g.sel(MetricServerRBACDecisions, LabelRBACDecision+`="allow"`), rateInterval), LabelRBACFilter, LabelRBACPolicy),
 			legend(LabelRBACFilter, LabelRBACPolicy)+" allow")).
 		WithTarget(query("B",
-			sumBy(rate(g.sel(MetricServerRBACDecisions, LabelRBACDecision+`="deny"`)), LabelRBACFilter, LabelRBACPolicy)+" > 0",
+			sumBy(increaseFromBirth(g.sel(MetricServerRBACDecisions, LabelRBACDecision+`="deny"`), rateInterval), LabelRBACFilter, LabelRBACPolicy)+" > 0",
 			legend(LabelRBACFilter, LabelRBACPolicy)+" deny")).
-		Unit(unitPerSecond("decisions")).
+		Unit("short").
 		OverrideByQuery("B", []dashboard.DynamicConfigValue{
 			{Id: "custom.transform", Value: "negative-Y"},
 			{Id: "custom.fillOpacity", Value: 50},

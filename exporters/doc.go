@@ -9,7 +9,13 @@
 //
 // Each returns a *Provider, which is an *sdkmetric.MeterProvider: give it
 // to telemetry.WithMeterProvider, and call its Shutdown when done, which
-// exports what is pending and stops the exporter.
+// exports what is pending and stops the exporter. WithLogger reports the
+// failed exports of the push exporters on a *slog.Logger as they happen,
+// once per cause, instead of through OpenTelemetry's global error handler.
+// The push exporters ask the SDK's reader for each export themselves and
+// stop asking before Shutdown, so that no periodic export meets Shutdown
+// (the SDK would hand that export's "context canceled" to the global
+// error handler, Go's log by default, as the program ends).
 //
 //	p, err := exporters.Prometheus()
 //	addr, stop, err := exporters.ServePrometheus(ctx, "127.0.0.1:9464", p.Handler)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -21,14 +22,27 @@ import (
 )
 
 // Provider is an OpenTelemetry SDK MeterProvider wired to one exporter.
-// Give it to telemetry.WithMeterProvider. Its Shutdown (from
-// sdkmetric.MeterProvider) exports what has not been exported yet and
-// stops the exporter; ForceFlush exports without stopping.
+// Give it to telemetry.WithMeterProvider. Its Shutdown exports what has
+// not been exported yet and stops the exporter; ForceFlush (from
+// sdkmetric.MeterProvider) exports without stopping.
 type Provider struct {
 	*sdkmetric.MeterProvider
 	// Handler serves the metrics in the Prometheus text exposition format,
 	// for a pull endpoint such as /metrics. It is set by Prometheus only.
 	Handler http.Handler
+	// push asks for the exports of the push exporters; nil for
+	// Prometheus.
+	push *pusher
+}
+
+// Shutdown stops the periodic exports, exports what has not been exported
+// yet and stops the exporter; after it, the Provider records nothing. It
+// may be called more than once.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p.push != nil {
+		p.push.stop()
+	}
+	return p.MeterProvider.Shutdown(ctx)
 }
 
 // Option configures the exporters. Options that do not apply to an
@@ -42,6 +56,7 @@ type config struct {
 	insecure bool
 	headers  map[string]string
 	registry *prometheus.Registry
+	logger   *slog.Logger
 }
 
 type optionFunc func(*config)
@@ -112,14 +127,6 @@ func (c *config) provider(reader sdkmetric.Reader) *sdkmetric.MeterProvider {
 		opts = append(opts, sdkmetric.WithView(c.views...))
 	}
 	return sdkmetric.NewMeterProvider(opts...)
-}
-
-func (c *config) periodic(exp sdkmetric.Exporter) *sdkmetric.MeterProvider {
-	var opts []sdkmetric.PeriodicReaderOption
-	if c.interval > 0 {
-		opts = append(opts, sdkmetric.WithInterval(c.interval))
-	}
-	return c.provider(sdkmetric.NewPeriodicReader(exp, opts...))
 }
 
 // Prometheus makes a Provider whose Handler serves the metrics in the
@@ -204,7 +211,7 @@ func OTLPGRPC(ctx context.Context, endpoint string, opts ...Option) (*Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("exporters: OTLP gRPC to %q: %w", endpoint, err)
 	}
-	return &Provider{MeterProvider: c.periodic(exp)}, nil
+	return c.periodic(exp, "OTLP gRPC to "+endpoint), nil
 }
 
 // OTLPHTTP makes a Provider that pushes to an OpenTelemetry Collector (or
@@ -230,7 +237,7 @@ func OTLPHTTP(ctx context.Context, endpoint string, opts ...Option) (*Provider, 
 	if err != nil {
 		return nil, fmt.Errorf("exporters: OTLP HTTP to %q: %w", endpoint, err)
 	}
-	return &Provider{MeterProvider: c.periodic(exp)}, nil
+	return c.periodic(exp, "OTLP HTTP to "+endpoint), nil
 }
 
 // Stdout makes a Provider that writes every export to w as one JSON
@@ -245,5 +252,5 @@ func Stdout(w io.Writer, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exporters: stdout: %w", err)
 	}
-	return &Provider{MeterProvider: c.periodic(exp)}, nil
+	return c.periodic(exp, "stdout"), nil
 }

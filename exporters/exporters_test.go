@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/exporters"
+	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
 // scrape gets url and parses the Prometheus text format.
@@ -205,18 +205,10 @@ func (r *otlpReceiver) check(t *testing.T) {
 
 func TestOTLPGRPC(t *testing.T) {
 	ctx := testContext(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	recv := &otlpReceiver{}
-	g := grpc.NewServer()
-	colmetricpb.RegisterMetricsServiceServer(g, recv)
-	served := make(chan struct{})
-	go func() { defer close(served); g.Serve(lis) }()
-	defer func() { g.Stop(); <-served }()
+	addr := xdstest.ServeGRPC(t, func(g *grpc.Server) { colmetricpb.RegisterMetricsServiceServer(g, recv) })
 
-	for _, endpoint := range []string{lis.Addr().String(), "http://" + lis.Addr().String()} {
+	for _, endpoint := range []string{addr, "http://" + addr} {
 		t.Run(endpoint, func(t *testing.T) {
 			recv.mu.Lock()
 			recv.names = nil

@@ -118,37 +118,10 @@
 //
 // # Data plane
 //
-// NewDataPlane observes the channels of an xdsgrpc.Builder through its
-// hooks:
-//
-//	dp, err := telemetry.NewDataPlane(builder, telemetry.WithMeterProvider(mp))
-//	defer dp.Close()
-//
-//	name                              kind                  unit      labels
-//	xdslens.data_plane.picks          Int64Counter          {pick}    grpc.target, grpc.lb.backend_service, outcome
-//	xdslens.data_plane.calls          Int64Counter          {call}    grpc.target, grpc.lb.backend_service, xdslens.leaf_cluster, grpc.status
-//	xdslens.data_plane.drops          Int64Counter          {call}    grpc.target, xdslens.leaf_cluster, category
-//	xdslens.data_plane.config_updates Int64Counter          {config}  grpc.target, result
-//	xdslens.data_plane.in_flight      Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
-//	xdslens.data_plane.max_requests   Int64ObservableGauge  {call}    grpc.target, xdslens.leaf_cluster, xdslens.eds_service
-//
-// picks counts the outcome of every pick that did not wait: sent,
-// no_route, unsupported_action, cluster_error, dropped, overloaded
-// (circuit breaking), no_endpoint, config_error; grpc.lb.backend_service is
-// the cluster the route chose (the aggregate for an aggregate cluster), as
-// gRPC's per-call metrics name it. The series of the main outcomes of a
-// cluster that a route can choose exist, at zero, from its first config,
-// and so do those of every drop category of a cluster's endpoints: the
-// increase of a first failure or drop shows; config_updates' two series
-// exist from the channel's start. calls counts the RPCs sent to
-// an endpoint when they end, by status code, named as gRPC's own metrics
-// name it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED). in_flight against
-// max_requests shows how close a cluster is to circuit breaking; the
-// circuit breakers are shared by the channels of one xDS client, so the
-// grpc.target of these two gauges is the client's target in the pool (the
-// channel's own, unless xdsgrpc.WithPoolTarget names another), whichever
-// Builder the channels came from. An RPC costs two counter additions and no
-// allocation once its label sets have been seen.
+// The metrics of the gRPC channels that package xdsgrpc routes (picks,
+// calls, drops, circuit breakers, load balancing) are package
+// telemetry/dataplane's: a program that measures its xDS clients alone
+// does not import xdsgrpc, whose import registers the "xdslens" resolver.
 //
 // # xDS-enabled servers
 //

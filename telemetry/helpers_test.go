@@ -2,22 +2,18 @@ package telemetry_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/metrictest"
 	"github.com/xdslens/xdslens/internal/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
@@ -145,66 +141,17 @@ func (f *fixture) watch(name string) func() {
 	return cancel
 }
 
-// collect reads every metric now.
-func collect(t testing.TB, r *sdkmetric.ManualReader) metricdata.ResourceMetrics {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("collect: %v", err)
-	}
-	return rm
-}
-
-// find returns the metric called name, and whether it was there.
-func find(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics, bool) {
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name == name {
-				return m, true
-			}
-		}
-	}
-	return metricdata.Metrics{}, false
-}
-
-// labels renders an attribute set as "k=v,k=v" in key order.
-func labels(s attribute.Set) string {
-	return s.Encoded(attribute.DefaultEncoder())
-}
-
-// lbl builds the same rendering from key, value pairs.
-func lbl(kv ...string) string {
-	var kvs []attribute.KeyValue
-	for i := 0; i+1 < len(kv); i += 2 {
-		kvs = append(kvs, attribute.String(kv[i], kv[i+1]))
-	}
-	return labels(attribute.NewSet(kvs...))
-}
-
-// series returns the points of a metric by label set: the value of a gauge
-// or sum, the count of a histogram. A missing metric has no series.
-func series(rm metricdata.ResourceMetrics, name string) map[string]float64 {
-	out := map[string]float64{}
-	m, ok := find(rm, name)
-	if !ok {
-		return out
-	}
-	switch d := m.Data.(type) {
-	case metricdata.Gauge[int64]:
-		for _, p := range d.DataPoints {
-			out[labels(p.Attributes)] = float64(p.Value)
-		}
-	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			out[labels(p.Attributes)] = float64(p.Value)
-		}
-	case metricdata.Histogram[float64]:
-		for _, p := range d.DataPoints {
-			out[labels(p.Attributes)] = float64(p.Count)
-		}
-	}
-	return out
-}
+// The readers of metrics, shared with the other packages' tests.
+var (
+	collect    = metrictest.Collect
+	find       = metrictest.Find
+	labels     = metrictest.Labels
+	lbl        = metrictest.Lbl
+	series     = metrictest.Series
+	waitSeries = metrictest.WaitSeries
+	equal      = metrictest.Equal
+	show       = metrictest.Show
+)
 
 func (f *fixture) series(name string) map[string]float64 {
 	return series(collect(f.T, f.reader), name)
@@ -214,18 +161,6 @@ func (f *fixture) series(name string) map[string]float64 {
 func (f *fixture) waitSeries(name string, want map[string]float64) {
 	f.T.Helper()
 	waitSeries(f.T, f.Ctx, f.reader, name, want)
-}
-
-func waitSeries(t testing.TB, ctx context.Context, r *sdkmetric.ManualReader, name string, want map[string]float64) {
-	t.Helper()
-	var got map[string]float64
-	ok := xdstest.Until(ctx, func() bool {
-		got = series(collect(t, r), name)
-		return equal(got, want)
-	})
-	if !ok {
-		t.Fatalf("%s:\n got  %s\n want %s", name, show(got), show(want))
-	}
 }
 
 // waitPoint waits until one series of metric name has value want.
@@ -240,36 +175,6 @@ func (f *fixture) waitPoint(name, labels string, want float64) {
 	if !ok {
 		f.T.Fatalf("%s{%s}: want %v; series are %s", name, labels, want, show(got))
 	}
-}
-
-func equal(a, b map[string]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func show(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("{")
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s: %v", k, m[k])
-	}
-	b.WriteString("}")
-	return b.String()
 }
 
 // cluster is a valid EDS cluster.

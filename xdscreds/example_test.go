@@ -3,17 +3,14 @@ package xdscreds_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/xdsclient"
-	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdscreds"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -35,32 +32,12 @@ func newSecureChannel(pool *xdsclient.Pool) (*grpc.ClientConn, error) {
 func ExampleNewClientCredentials() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	backend, err := backends.Start()
+	pool, stop, err := rpctest.StartPayments(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer backend.Stop()
-	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer cp.Stop()
-	cp.SetResources(ctx, "example-node", "1",
-		controlplane.Listener("payments", "payments-route"),
-		controlplane.RouteConfig("payments-route", []string{"*"}, "payments-backend"),
-		controlplane.Cluster("payments-backend", ""),
-		controlplane.Endpoints("payments-backend", backend.Addr()))
-	cfg, err := bootstrap.Parse([]byte(`{
-		"xds_servers": [{"server_uri": "` + cp.Addr() + `", "channel_creds": [{"type": "insecure"}]}],
-		"node": {"id": "example-node"}
-	}`))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	pool := xdsclient.NewPool(cfg, xdsclient.WithLogger(slog.New(slog.DiscardHandler)))
+	defer stop()
 	conn, err := newSecureChannel(pool)
 	if err != nil {
 		fmt.Println(err)

@@ -24,6 +24,7 @@ type options struct {
 	failoverTimeout time.Duration
 	configOptions   []xdsconfig.Option
 	poolTarget      string
+	observers       []func(*Builder)
 	// For tests: deterministic random sources of routing and drops.
 	routingOptions []routing.Option
 	rand           func(n uint32) uint32
@@ -63,4 +64,14 @@ func WithConfigOptions(opts ...xdsconfig.Option) Option {
 // channel by its own target.
 func WithPoolTarget(target string) Option {
 	return optionFunc(func(o *options) { o.poolTarget = target })
+}
+
+// WithObserver has attach called with the Builder when NewBuilder (or
+// DialOptions) makes it, before any of its channels exist, so that what
+// attach adds to it (hooks with AddHooks, gauges that read InFlight)
+// observes every channel of the Builder from its start. It may be given
+// several times. Package telemetry/dataplane's WithMeterProvider is one:
+// it measures every channel that DialOptions(pool, opts...) makes.
+func WithObserver(attach func(*Builder)) Option {
+	return optionFunc(func(o *options) { o.observers = append(o.observers, attach) })
 }

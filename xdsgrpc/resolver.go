@@ -63,6 +63,9 @@ func NewBuilder(pool *xdsclient.Pool, opts ...Option) *Builder {
 	}
 	b.hookList = b.opts.hooks
 	b.hooks.Store(compose(b.hookList))
+	for _, attach := range b.opts.observers {
+		attach(b)
+	}
 	return b
 }
 
@@ -87,6 +90,16 @@ func (b *Builder) AddHooks(h *Hooks) (remove func()) {
 	}
 }
 
+// ClientTarget returns the target under which the Builder's channels of
+// channelTarget get their xDS client from the pool: WithPoolTarget's, else
+// channelTarget itself. It is the grpc.target of that client's metrics.
+func (b *Builder) ClientTarget(channelTarget string) string {
+	if b.opts.poolTarget != "" {
+		return b.opts.poolTarget
+	}
+	return channelTarget
+}
+
 func init() {
 	resolver.Register(NewBuilder(xdsclient.DefaultPool()))
 }
@@ -107,11 +120,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		return nil, errServiceConfigDisabled
 	}
 	key := target.String()
-	poolKey := key
-	if b.opts.poolTarget != "" {
-		poolKey = b.opts.poolTarget
-	}
-	client, release, err := b.pool.Get(poolKey)
+	client, release, err := b.pool.Get(b.ClientTarget(key))
 	if err != nil {
 		return nil, fmt.Errorf("xdslens: target %q: %w", key, err)
 	}

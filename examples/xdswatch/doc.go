@@ -38,6 +38,10 @@
 //	--keepalive-timeout DUR  how long a ping may go unanswered before the connection
 //	                         counts as failed (default 20s, gRPC's)
 //	--output text|json       text for people (default), JSON lines for programs
+//	--log-level LEVEL        what the xDS client and the metrics exporters log on standard
+//	                         error: debug, info, warn (default) or error
+//	--log-format text|json   the logs as slog's text (default) or JSON lines
+//	--version                print the module version and VCS revision, and exit 0
 //	--stdin                  also read commands from standard input, one a line:
 //	                         +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
 //	                         the oldest watcher of that resource; +xds:///LISTENER starts
@@ -286,16 +290,40 @@
 //
 // --metrics-addr serves the metrics of package telemetry in the Prometheus
 // text format: those of the pool's clients (telemetry.New) and those of
-// every xds:/// channel's data plane (telemetry.NewDataPlane on the
+// every xds:/// channel's data plane (package telemetry/dataplane on the
 // channel's xdsgrpc Builder: picks by cluster and outcome, calls by status,
 // drops, configs, in-flight RPCs against max_requests), whose grpc.target
-// is the channel's argument (xds:///demo), except for the in-flight and
-// max_requests gauges, which count per xDS client, --target; a channel's
-// series stop when it is closed. --otlp-endpoint pushes the same ones to
+// is that of the xDS client the channels share, --target, as on the
+// client's own series, and whose xdslens.channel_target is the channel's
+// argument (xds:///demo), but on the in-flight and max_requests gauges,
+// which count per xDS client; a channel's gauges stop when it is closed. --otlp-endpoint pushes the same ones to
 // an OpenTelemetry Collector or any OTLP receiver, and otel-collector.yaml beside this file
 // is a Collector configuration that receives them and serves them to
 // Prometheus. Both describe the process with the OpenTelemetry resource,
-// service.name set by --service-name.
+// service.name set by --service-name. A failed push is logged as it
+// happens, on the logger of --log-level and --log-format: a warning for
+// the first failure of a cause, debug for the failures of the same cause
+// that follow, info when a push succeeds again. The last push, at exit,
+// is made before the watches and channels end, so that it carries every
+// instrument as it was, the gauges included.
+//
+// # Logs and version
+//
+// The xDS client's logs (a server's failure, fallback, load reporting)
+// and the metrics exporters' go to standard error through log/slog, at
+// --log-level and above (warn by default), as slog's text handler writes
+// them (time=... level=WARN msg=... key=value) or, with --log-format json,
+// as its JSON handler does ({"time":...,"level":"WARN","msg":...}); the
+// lines that xdswatch itself prints on standard error ("xdswatch: ...")
+// are not logs and keep their shape. --version prints one line and exits
+// 0:
+//
+//	xdswatch v1.2.0 github.com/xdslens/xdslens revision 4f2a9c0d1e2b go1.26.8
+//
+// the module's version ("(devel)" when built in its own tree), the VCS
+// revision the build recorded, "(modified)" for a tree with uncommitted
+// changes, and the Go version; "unknown" for what the build did not
+// record (go install of a tagged version records no revision).
 //
 // # Input limits
 //

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/xdslens/xdslens/telemetry"
+	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc"
@@ -68,7 +68,7 @@ type channelSet struct {
 
 // newChannelSet returns an empty set of channels through the pool's client
 // of client.Target(), printing to out, making RPCs as rpc says and
-// reporting each channel's data plane (package telemetry) to every one of
+// reporting each channel's data plane (package telemetry/dataplane) to every one of
 // meters.
 func newChannelSet(pool *xdsclient.Pool, client *xdsclient.Client, out *output, rpc rpcConfig, meters meters) *channelSet {
 	return &channelSet{pool: pool, client: client, out: out, rpc: rpc, meters: meters, byKey: map[string][]*channel{}, observers: map[*func(rpcResult)]bool{}}
@@ -96,9 +96,6 @@ type channel struct {
 	conn     *grpc.ClientConn
 	stopRPCs context.CancelFunc
 	rpcsDone chan struct{}
-	// dataPlanes report the channel's picks, calls, drops, configs and
-	// circuit breakers, one per provider of channelSet.meters.
-	dataPlanes []*telemetry.DataPlane
 
 	// configured is closed once the channel's first config line is
 	// printed; configuredOnce closes it.
@@ -124,19 +121,15 @@ func (cs *channelSet) add(t target) error {
 		return err
 	}
 	ch := newChannel(cs, t, listener)
-	b := xdsgrpc.NewBuilder(cs.pool, xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
+	opts := []xdsgrpc.Option{xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
 		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
 		Ejection:      ch.ejection,
-	}))
+	})}
 	for _, mp := range cs.meters {
-		dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
-		if err != nil {
-			ch.closeDataPlanes()
-			return fmt.Errorf("%q: data-plane metrics: %w", t.arg, err)
-		}
-		ch.dataPlanes = append(ch.dataPlanes, dp)
+		opts = append(opts, dataplane.WithMeterProvider(mp))
 	}
+	b := xdsgrpc.NewBuilder(cs.pool, opts...)
 	ch.conn, err = grpc.NewClient(t.key(), append(b.DialOptions(),
 		grpc.WithResolvers(xdsScheme{b}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -144,7 +137,6 @@ func (cs *channelSet) add(t target) error {
 		// channel shuts down.
 		grpc.WithIdleTimeout(0))...)
 	if err != nil {
-		ch.closeDataPlanes()
 		return fmt.Errorf("%q: %w", t.arg, err)
 	}
 	ch.conn.Connect()
@@ -163,21 +155,13 @@ func (cs *channelSet) add(t target) error {
 	return nil
 }
 
-// close ends the channel's RPCs, then the channel, then its data-plane
-// metrics: once it returns, the channel prints and reports nothing more.
+// close ends the channel's RPCs, then the channel, whose data-plane
+// gauges leave the metrics with it: once it returns, the channel prints
+// and reports nothing more.
 func (ch *channel) close() {
 	ch.stopRPCs()
 	<-ch.rpcsDone
 	ch.conn.Close()
-	ch.closeDataPlanes()
-}
-
-// closeDataPlanes detaches the channel's data-plane metrics.
-func (ch *channel) closeDataPlanes() {
-	for _, dp := range ch.dataPlanes {
-		dp.Close()
-	}
-	ch.dataPlanes = nil
 }
 
 // cancelOldest closes the oldest channel of t, reporting false when t has

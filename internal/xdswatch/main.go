@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,12 @@ type config struct {
 	keepaliveTime, keepaliveTimeout time.Duration
 	// output is --output: outputText or outputJSON.
 	output string
+	// logLevel and logFormat are --log-level and --log-format; logger
+	// logs on standard error as they say, once Run has made it.
+	logLevel, logFormat string
+	logger              *slog.Logger
+	// version is --version.
+	version bool
 	// stdin is --stdin.
 	stdin bool
 	// demoTour and demoTourStep are --demo-tour and --demo-tour-step.
@@ -109,6 +116,10 @@ Flags:
   --keepalive-timeout DUR   how long a ping may go unanswered before the connection
                             counts as failed (default 20s, gRPC's)
   --output text|json        text for people (default), JSON lines for programs
+  --log-level LEVEL         what the xDS client and the metrics exporters log on
+                            standard error: debug, info, warn (default) or error
+  --log-format text|json    the logs as slog's text (default) or JSON lines
+  --version                 print the module version and VCS revision, and exit
   --stdin                   also read commands from standard input, one a line:
                             +TYPE:NAME starts one more watcher, -TYPE:NAME cancels
                             the oldest watcher of that resource; +xds:///LISTENER
@@ -173,6 +184,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(errw, "xdswatch: %v (see xdswatch -h)\n", oneLine(err.Error()))
 		return exitUsage
 	}
+	if cfg.version {
+		fmt.Fprintln(stdout, versionLine(debug.ReadBuildInfo()))
+		return exitOK
+	}
+	cfg.logger = newLogger(errw, cfg.logLevel, cfg.logFormat)
 	failf := func(code int, format string, args ...any) int {
 		fmt.Fprintf(errw, "xdswatch: %s\n", oneLine(fmt.Sprintf(format, args...)))
 		return code
@@ -277,11 +293,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 
-	logger := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	pool := xdsclient.NewPool(bc,
 		xdsclient.WithResourceTimeout(cfg.resourceTimeout),
 		xdsclient.WithKeepalive(cfg.keepaliveTime, cfg.keepaliveTimeout),
-		xdsclient.WithLogger(logger),
+		xdsclient.WithLogger(cfg.logger),
 	)
 	client, release, err := pool.Get(cfg.target)
 	if err != nil {
@@ -320,7 +335,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var served *xdsServing
 	if len(serveLis) > 0 {
 		ownServeLis = false
-		served, err = startXDSServing(pool, cfg.target, serveLis, out, servers.meters, errw, logger)
+		served, err = startXDSServing(pool, cfg.target, serveLis, out, servers.meters, errw, cfg.logger)
 		if err != nil {
 			return failf(exitUsage, "%v", err)
 		}
@@ -340,6 +355,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// First of all: a stream that the end of the channels and watches
 	// ends (one still connecting) is no failure of its server.
 	defer stopNote()
+	// Before that, the last OTLP export, while every watch and channel
+	// lives.
+	defer servers.pushLast()
 	for _, s := range cfg.specs {
 		watches.add(s)
 	}
@@ -400,6 +418,9 @@ func parseArgs(args []string) (*config, error) {
 	fs.DurationVar(&cfg.keepaliveTime, "keepalive-time", xdsclient.DefaultKeepaliveTime, "HTTP/2 keepalive ping interval")
 	fs.DurationVar(&cfg.keepaliveTimeout, "keepalive-timeout", xdsclient.DefaultKeepaliveTimeout, "keepalive ping timeout")
 	fs.StringVar(&cfg.output, "output", outputText, "text or json")
+	fs.StringVar(&cfg.logLevel, "log-level", "warn", "debug, info, warn or error")
+	fs.StringVar(&cfg.logFormat, "log-format", logText, "text or json")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
 	fs.BoolVar(&cfg.demoTour, "demo-tour", false, "walk the demo control plane through every cache state")
 	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
@@ -430,6 +451,9 @@ func parseArgs(args []string) (*config, error) {
 	case outputText, outputJSON:
 	default:
 		return nil, fmt.Errorf("--output %q: want text or json", cfg.output)
+	}
+	if err := checkLogFlags(cfg.logLevel, cfg.logFormat); err != nil {
+		return nil, err
 	}
 	if cfg.otlpEndpoint != "" {
 		if _, err := parseOTLPEndpoint(cfg.otlpEndpoint); err != nil {

@@ -313,16 +313,20 @@ func sampleValue(body, name string, labels map[string]string) (float64, bool) {
 
 // TestDataPlaneMetrics: the demo with RPCs through xds:///demo and through
 // a listener the demo does not serve exports the data-plane series on
-// /metrics (package telemetry's NewDataPlane on each channel), beside the
+// /metrics (package telemetry/dataplane on each channel), beside the
 // clients' series: RPCs sent to the demo's cluster and answered OK, its
 // config counted, its max_requests, and for the absent listener a failed
-// config and the RPCs it failed. A closed channel reports nothing more.
+// config and the RPCs it failed, every series with the grpc.target of the
+// xDS client (--target) and the channel's own. A closed channel reports
+// nothing more.
 func TestDataPlaneMetrics(t *testing.T) {
 	t.Parallel()
 	p, addr := startDemoMetrics(t, cleanEnv(), "--stdin", "--resource-timeout", "1s", "--rpc-interval", "20ms", "--rpc-timeout", "200ms",
 		"xds:///demo", "xds:///absent")
-	demo := map[string]string{"grpc_target": "xds:///demo"}
-	absent := map[string]string{"grpc_target": "xds:///absent"}
+	// Every series has the target of the client the channels share, as
+	// the client's own series do, and the channel's series its own target.
+	demo := map[string]string{"grpc_target": "xdswatch", "xdslens_channel_target": "xds:///demo"}
+	absent := map[string]string{"grpc_target": "xdswatch", "xdslens_channel_target": "xds:///absent"}
 	with := func(base map[string]string, kv ...string) map[string]string {
 		out := maps.Clone(base)
 		for i := 0; i+1 < len(kv); i += 2 {

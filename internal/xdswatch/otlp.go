@@ -89,14 +89,16 @@ func (e otlpEndpoint) String() string {
 // and those of the channels' data planes once its provider is in meters,
 // with OTLP to the receiver at endpoint, an --otlp-endpoint, every
 // cfg.otlpInterval (the SDK's default when 0), describing the process as
-// cfg says. The returned func exports what is pending, stops the exporter
-// and detaches the metrics from the pool.
+// cfg says, with its failures logged on cfg.logger. The returned func
+// exports what is pending, stops the exporter and detaches the metrics
+// from the pool.
 func pushOTLP(endpoint string, pool *xdsclient.Pool, cfg *config, meters *meters) (string, func(), error) {
 	e, err := parseOTLPEndpoint(endpoint)
 	if err != nil {
 		return "", nil, err
 	}
-	var opts []exporters.Option
+	// Failed exports are logged as they happen, once per cause.
+	opts := []exporters.Option{exporters.WithLogger(cfg.logger)}
 	if cfg.otlpInterval > 0 {
 		opts = append(opts, exporters.WithInterval(cfg.otlpInterval))
 	}
@@ -122,7 +124,9 @@ func pushOTLP(endpoint string, pool *xdsclient.Pool, cfg *config, meters *meters
 		defer cancel()
 		// The last export, then the metrics leave the pool; a receiver
 		// that is down costs the timeout.
-		p.Shutdown(ctx)
+		if err := p.Shutdown(ctx); err != nil {
+			cfg.logger.Warn("stopping the OTLP metrics exporter", "to", e.String(), "err", err)
+		}
 		m.Close()
 	}, nil
 }

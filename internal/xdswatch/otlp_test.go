@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +19,11 @@ import (
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
 // otlpReceiver is an OTLP metrics receiver (the gRPC service, and the
@@ -30,6 +35,11 @@ type otlpReceiver struct {
 	// metrics maps each service.name to the names of the metrics
 	// exported under it.
 	metrics map[string]map[string]bool
+	// exports has, for each export received, the number of data points
+	// of each metric.
+	exports []map[string]int
+	// fail is what the gRPC service answers exports with (nil: success).
+	fail    error
 	changed chan struct{}
 }
 
@@ -37,10 +47,26 @@ func newOTLPReceiver() *otlpReceiver {
 	return &otlpReceiver{metrics: map[string]map[string]bool{}, changed: make(chan struct{}, 1)}
 }
 
-// Export records an export over gRPC.
+// Export records an export over gRPC, and answers it with r.fail.
 func (r *otlpReceiver) Export(_ context.Context, req *colmetricpb.ExportMetricsServiceRequest) (*colmetricpb.ExportMetricsServiceResponse, error) {
 	r.record(req)
-	return &colmetricpb.ExportMetricsServiceResponse{}, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &colmetricpb.ExportMetricsServiceResponse{}, r.fail
+}
+
+// failWith has the gRPC service answer the exports from now on with err.
+func (r *otlpReceiver) failWith(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = err
+}
+
+// received returns the exports received so far.
+func (r *otlpReceiver) received() []map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.exports)
 }
 
 // ServeHTTP records an export over HTTP.
@@ -67,6 +93,8 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *otlpReceiver) record(req *colmetricpb.ExportMetricsServiceRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	points := map[string]int{}
+	r.exports = append(r.exports, points)
 	for _, rm := range req.GetResourceMetrics() {
 		service := ""
 		for _, kv := range rm.GetResource().GetAttributes() {
@@ -80,12 +108,23 @@ func (r *otlpReceiver) record(req *colmetricpb.ExportMetricsServiceRequest) {
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
 				r.metrics[service][m.GetName()] = true
+				points[m.GetName()] += len(m.GetGauge().GetDataPoints()) + len(m.GetSum().GetDataPoints()) + len(m.GetHistogram().GetDataPoints())
 			}
 		}
 	}
 	select {
 	case r.changed <- struct{}{}:
 	default:
+	}
+}
+
+// waitAny waits for one more export.
+func (r *otlpReceiver) waitAny(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.changed:
+	case <-testContext(t).Done():
+		t.Fatal("no export")
 	}
 }
 
@@ -113,22 +152,21 @@ func (r *otlpReceiver) waitFor(t *testing.T, service, metric string) {
 	}
 }
 
+// startOTLPReceiver serves a new OTLP receiver over gRPC on loopback
+// until the test ends, and returns it and its address.
+func startOTLPReceiver(t *testing.T) (*otlpReceiver, string) {
+	t.Helper()
+	recv := newOTLPReceiver()
+	return recv, xdstest.ServeGRPC(t, func(g *grpc.Server) { colmetricpb.RegisterMetricsServiceServer(g, recv) })
+}
+
 // TestOTLPEndpoint runs the demo with --otlp-endpoint and RPCs through
 // xds:///demo against a real OTLP receiver on loopback, over gRPC and over
 // HTTP: the clients' and the data plane's metrics arrive, under the
 // service.name that --service-name gives (or "xdswatch").
 func TestOTLPEndpoint(t *testing.T) {
 	t.Parallel()
-	recv := newOTLPReceiver()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	colmetricpb.RegisterMetricsServiceServer(g, recv)
-	served := make(chan struct{})
-	go func() { defer close(served); g.Serve(lis) }()
-	defer func() { g.Stop(); <-served }()
+	recv, addr := startOTLPReceiver(t)
 	web := httptest.NewServer(recv)
 	defer web.Close()
 
@@ -136,7 +174,7 @@ func TestOTLPEndpoint(t *testing.T) {
 		endpoint, service string
 		args              []string
 	}{
-		{"grpc://" + lis.Addr().String(), defaultServiceName, nil},
+		{"grpc://" + addr, defaultServiceName, nil},
 		{web.URL, "edge-proxy", []string{"--service-name", "edge-proxy"}},
 	} {
 		t.Run(strings.Split(tc.endpoint, ":")[0], func(t *testing.T) {
@@ -209,6 +247,84 @@ func TestCollectorConfig(t *testing.T) {
 	for _, want := range []string{"receivers: [otlp]", "exporters: [prometheus]", "  prometheus:\n    endpoint: "} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("the configuration has no %q", want)
+		}
+	}
+}
+
+// TestOTLPLastExport runs the demo with RPCs through xds:///demo and an
+// OTLP interval longer than the test, so that the one export is the last
+// one, at exit: it carries every instrument, the gauges of the cache, of
+// the servers and of the circuit breakers included, which the end of the
+// watches and channels would empty.
+func TestOTLPLastExport(t *testing.T) {
+	t.Parallel()
+	recv, addr := startOTLPReceiver(t)
+	p := startRun(t, "--output", "json", "--otlp-endpoint", "grpc://"+addr, "--otlp-interval", "1h",
+		"--rpc-interval", "20ms", "xds:///demo")
+	for {
+		var e struct{ Event, Code string }
+		if err := json.Unmarshal([]byte(p.line(t)), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Event == "rpc" && e.Code == "OK" {
+			break
+		}
+	}
+	p.interrupt(t)
+	exports := recv.received()
+	if len(exports) != 1 {
+		t.Fatalf("%d exports, want the last one alone", len(exports))
+	}
+	for _, name := range []string{
+		"grpc.xds_client.connected", "grpc.xds_client.resources", "xdslens.xds_client.authority_server",
+		"xdslens.data_plane.in_flight", "xdslens.data_plane.max_requests",
+		"grpc.xds_client.resource_updates_valid", "xdslens.data_plane.picks", "xdslens.data_plane.calls",
+	} {
+		if exports[0][name] == 0 {
+			t.Errorf("the last export has no point of %s; it has %v", name, exports[0])
+		}
+	}
+}
+
+// TestOTLPErrorsLogged runs xdswatch, as a process of its own, pushing to
+// a receiver that refuses every export, then accepts them: the first
+// failure is logged through slog, in the format --log-format asks, while
+// xdswatch runs, the failures that follow at debug level only, the
+// recovery at info; nothing goes through Go's log package, whose lines
+// would not be JSON.
+func TestOTLPErrorsLogged(t *testing.T) {
+	t.Parallel()
+	recv, addr := startOTLPReceiver(t)
+	recv.failWith(status.Error(codes.PermissionDenied, "not this tenant"))
+	p := startProc(t, cleanEnv(), "--output", "json", "--log-format", "json", "--log-level", "info",
+		"--otlp-endpoint", "grpc://"+addr, "--otlp-interval", "20ms", "lds:demo")
+	type logLine struct{ Level, Msg, Err, To string }
+	next := func() logLine {
+		t.Helper()
+		line := p.errLine(t)
+		var l logLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("a line on standard error that is not slog's JSON: %q", line)
+		}
+		return l
+	}
+	if l := next(); l.Level != "WARN" || l.Msg != "metrics export failed; the next export tries again" ||
+		!strings.Contains(l.Err, "not this tenant") || l.To != "OTLP gRPC to "+addr {
+		t.Fatalf("first log line %+v, want the failed export", l)
+	}
+	// Three exports more fail, then they succeed.
+	for len(recv.received()) < 4 {
+		recv.waitAny(t)
+	}
+	recv.failWith(nil)
+	if l := next(); l.Level != "INFO" || l.Msg != "metrics export works again" {
+		t.Fatalf("log line %+v, want the recovery (and no more failures at info level)", l)
+	}
+	p.interrupt(t)
+	for _, line := range drain(p.stderr.lines) {
+		var l logLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Errorf("a line on standard error that is not slog's JSON: %q", line)
 		}
 	}
 }

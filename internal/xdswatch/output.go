@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/xdslens/xdslens/telemetry"
+	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 
@@ -187,7 +187,7 @@ func resourceJSON(r *xdsclient.Resource) json.RawMessage {
 // codeName returns c's name in upper snake case, such as NOT_FOUND, as
 // the gRPC spec and the data-plane metrics spell it; a code outside
 // gRPC's set is printed as codes.Code prints it ("Code(42)").
-func codeName(c codes.Code) string { return telemetry.StatusName(c) }
+func codeName(c codes.Code) string { return dataplane.StatusName(c) }
 
 // lockedWriter serializes writes to w, so that lines written to standard
 // error by different goroutines never interleave.

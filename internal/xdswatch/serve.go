@@ -3,6 +3,7 @@ package xdswatch
 import (
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -33,8 +34,11 @@ type sidecars struct {
 	otlpEvery time.Duration
 	// meters are the providers of the metrics sidecars.
 	meters meters
-	// stops stop the running servers.
-	stops []func()
+	// stops stop the running servers; lastPushes, among them, make the
+	// last export of the push exporters (OTLP) and stop them. Each may be
+	// called more than once.
+	stops      []func()
+	lastPushes []func()
 }
 
 // startSidecars starts the servers cfg asks for. A failure stops the ones
@@ -46,10 +50,11 @@ func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
 		addr  string
 		serve serveFunc
 		bound *string
+		push  bool
 	}{
-		{"--csds-addr", cfg.csdsAddr, serveAdmin, &s.csds},
-		{"--metrics-addr", cfg.metricsAddr, serveMetrics, &s.metrics},
-		{"--otlp-endpoint", cfg.otlpEndpoint, pushOTLP, &s.otlp},
+		{"--csds-addr", cfg.csdsAddr, serveAdmin, &s.csds, false},
+		{"--metrics-addr", cfg.metricsAddr, serveMetrics, &s.metrics, false},
+		{"--otlp-endpoint", cfg.otlpEndpoint, pushOTLP, &s.otlp, true},
 	} {
 		if sc.addr == "" {
 			continue
@@ -60,9 +65,23 @@ func startSidecars(pool *xdsclient.Pool, cfg *config) (*sidecars, error) {
 			return nil, fmt.Errorf("%s %s: %w", sc.flag, sc.addr, err)
 		}
 		*sc.bound = bound
+		stop = sync.OnceFunc(stop)
 		s.stops = append(s.stops, stop)
+		if sc.push {
+			s.lastPushes = append(s.lastPushes, stop)
+		}
 	}
 	return s, nil
+}
+
+// pushLast makes the last export of the push exporters and stops them,
+// before the watches and channels end: so that it carries every
+// instrument as it was, the gauges of the cache and of the circuit
+// breakers included, which the end of the watches and channels empties.
+func (s *sidecars) pushLast() {
+	for _, push := range s.lastPushes {
+		push()
+	}
 }
 
 // stop stops every running server, last started first.

@@ -354,6 +354,10 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown flag", nil, []string{"--nope", "cds:c1"}, "-nope"},
 		{"bad output", nil, []string{"--output", "yaml", "cds:c1"}, `"yaml"`},
+		{"bad log level", nil, []string{"--log-level", "verbose", "cds:c1"}, `--log-level "verbose": want debug, info, warn or error`},
+		{"log level in capitals", nil, []string{"--log-level", "WARN", "cds:c1"}, `--log-level "WARN"`},
+		{"bad log format", nil, []string{"--log-format", "logfmt", "cds:c1"}, `--log-format "logfmt": want text or json`},
+		{"version with a bad flag", nil, []string{"--version", "--log-level", "loud"}, `--log-level "loud"`},
 		{"bad duration", nil, []string{"--resource-timeout", "soon", "cds:c1"}, "soon"},
 		{"negative duration", nil, []string{"--resource-timeout", "-1s", "cds:c1"}, "-1s"},
 		{"keepalive under gRPC's minimum", nil, []string{"--keepalive-time", "1s", "cds:c1"}, "--keepalive-time 1s: must be at least 10s"},

@@ -1,18 +1,18 @@
-package telemetry_test
+package dataplane_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/metrictest"
 	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
-	"github.com/xdslens/xdslens/telemetry"
+	"github.com/xdslens/xdslens/telemetry/dataplane"
 )
 
 // TestResilienceMetrics counts a retry (by cluster and code), an injected
@@ -20,14 +20,7 @@ import (
 // cluster and algorithm, with the gauges of ejected endpoints).
 func TestResilienceMetrics(t *testing.T) {
 	e := rpctest.NewEnv(t, 3)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	dp, err := telemetry.NewDataPlane(e.Builder, telemetry.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
+	reader := measure(t, e.Builder)
 	e.Set(rpctest.ListenerWithFault("L", "R", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
 		rpctest.RouteConfig("R",
 			rpctest.WithFaultOverride(rpctest.Route(rpctest.PrefixMatch("/grpc.testing.TestService/"),
@@ -43,22 +36,22 @@ func TestResilienceMetrics(t *testing.T) {
 	e.Backends[2].Fail(backends.Failure{Every: 1})
 	for {
 		rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall")
-		rm := collect(t, reader)
-		ej := series(rm, telemetry.MetricDataPlaneEjections)
-		if ej[lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.algorithm", "failure_percentage")] >= 1 {
-			if got := series(rm, telemetry.MetricDataPlaneRetries); got[lbl("grpc.lb.backend_service", "c", "grpc.status", "UNAVAILABLE", "grpc.target", "xdslens:///L")] < 1 {
-				t.Errorf("%s = %s, want a retry after UNAVAILABLE in c", telemetry.MetricDataPlaneRetries, show(got))
+		rm := metrictest.Collect(t, reader)
+		ej := metrictest.Series(rm, dataplane.MetricEjections)
+		if ej[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.channel_target", "xdslens:///L", "xdslens.algorithm", "failure_percentage")] >= 1 {
+			if got := metrictest.Series(rm, dataplane.MetricRetries); got[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.status", "UNAVAILABLE", "grpc.target", "xdslens:///L", "xdslens.channel_target", "xdslens:///L")] < 1 {
+				t.Errorf("%s = %s, want a retry after UNAVAILABLE in c", dataplane.MetricRetries, metrictest.Show(got))
 			}
-			if got := series(rm, telemetry.MetricDataPlaneFaults); got[lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.fault", "abort")] < 1 {
-				t.Errorf("%s = %s, want an abort in c", telemetry.MetricDataPlaneFaults, show(got))
+			if got := metrictest.Series(rm, dataplane.MetricFaults); got[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.channel_target", "xdslens:///L", "xdslens.fault", "abort")] < 1 {
+				t.Errorf("%s = %s, want an abort in c", dataplane.MetricFaults, metrictest.Show(got))
 			}
-			if got := series(rm, telemetry.MetricDataPlaneEjectedEndpoints); got[lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L")] != 1 {
-				t.Errorf("%s = %s, want 1 endpoint of c ejected", telemetry.MetricDataPlaneEjectedEndpoints, show(got))
+			if got := metrictest.Series(rm, dataplane.MetricEjectedEndpoints); got[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.channel_target", "xdslens:///L")] != 1 {
+				t.Errorf("%s = %s, want 1 endpoint of c ejected", dataplane.MetricEjectedEndpoints, metrictest.Show(got))
 			}
 			return
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("no ejection counted: %s", show(ej))
+			t.Fatalf("no ejection counted: %s", metrictest.Show(ej))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package telemetry_test
+package dataplane_test
 
 import (
 	"context"
@@ -18,31 +18,32 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/metrictest"
+	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
-	"github.com/xdslens/xdslens/telemetry"
-	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
-// TestDataPlaneMetrics sends RPCs through an xdslens channel and reads the
-// data-plane instruments: picks by cluster and outcome (born at zero with
+// sharedClient is the target under which the channels of
+// TestDataPlaneMetrics get their xDS client (xdsgrpc.WithPoolTarget).
+const sharedClient = "shared-client"
+
+// TestDataPlaneMetrics sends RPCs through an xdslens channel whose Builder
+// has WithMeterProvider and WithPoolTarget and reads the data-plane
+// instruments, labelled with the xDS client's target and the channel's:
+// picks by cluster and outcome (born at zero with
 // the config for the clusters routes choose, not for the leaves of an
 // aggregate cluster), calls by status, drops by category (born at zero with
 // the config), config updates, and in-flight RPCs against max_requests.
 func TestDataPlaneMetrics(t *testing.T) {
 	ctx := xdstest.Context(t)
-	back, err := backends.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer back.Stop()
-	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cp.Stop()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	e := rpctest.NewEnv(t, 1, dataplane.WithMeterProvider(mp), xdsgrpc.WithPoolTarget(sharedClient))
+	back, b := e.Backends[0], e.Builder
 	dropping := controlplane.Endpoints("dropping", back.Addr())
 	dropping.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{
 		Category: "lb", DropPercentage: &typev3.FractionalPercent{Numerator: 100},
@@ -61,23 +62,11 @@ func TestDataPlaneMetrics(t *testing.T) {
 		toCluster("/grpc.testing.TestService/EmptyCall", "c"),
 		toCluster("/grpc.testing.TestService/StreamingCall", "agg"),
 	}
-	if err := cp.SetResources(ctx, testNodeID, "1", controlplane.Listener("svc", "svc-route"), rc,
+	e.Set(controlplane.Listener("svc", "svc-route"), rc,
 		limited, controlplane.Endpoints("c", back.Addr()),
 		controlplane.Cluster("dropping", ""), dropping,
-		controlplane.AggregateCluster("agg", "leaf"), controlplane.Cluster("leaf", ""), controlplane.Endpoints("leaf", back.Addr())); err != nil {
-		t.Fatal(err)
-	}
+		controlplane.AggregateCluster("agg", "leaf"), controlplane.Cluster("leaf", ""), controlplane.Endpoints("leaf", back.Addr()))
 
-	pool := xdsclient.NewPool(bootstrapFor(cp.Addr()).Parse(t), xdstest.ClientOptions()...)
-	b := xdsgrpc.NewBuilder(pool)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
 	defer b.AddHooks(&xdsgrpc.Hooks{
 		ConfigChanged: func(xdsgrpc.ConfigInfo) { xdstest.Notify() },
 		Picked:        func(xdsgrpc.PickInfo) { xdstest.Notify() },
@@ -90,15 +79,18 @@ func TestDataPlaneMetrics(t *testing.T) {
 	defer conn.Close()
 	client := testgrpc.NewTestServiceClient(conn)
 
-	const target = "xdslens:///svc"
+	// Every series of the channel has the xDS client's target, and those
+	// of the channel itself its own target too; the circuit breakers, the
+	// client's, have no channel.
+	const target, channel = sharedClient, "xdslens:///svc"
 	picks := func(cluster, outcome string) string {
-		return lbl(telemetry.KeyTarget, target, telemetry.KeyBackendService, cluster, telemetry.KeyOutcome, outcome)
+		return metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyBackendService, cluster, dataplane.KeyOutcome, outcome)
 	}
 	// The config creates the pick series at zero.
 	conn.Connect()
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneConfigs, map[string]float64{
-		lbl(telemetry.KeyTarget, target, telemetry.KeyResult, "config"): 1,
-		lbl(telemetry.KeyTarget, target, telemetry.KeyResult, "error"):  0,
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricConfigUpdates, map[string]float64{
+		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyResult, "config"): 1,
+		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyResult, "error"):  0,
 	})
 	zero := map[string]float64{}
 	for _, c := range []string{"c", "dropping", "agg"} {
@@ -106,9 +98,9 @@ func TestDataPlaneMetrics(t *testing.T) {
 			zero[picks(c, o)] = 0
 		}
 	}
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlanePicks, zero)
-	drops := lbl(telemetry.KeyTarget, target, telemetry.KeyLeafCluster, "dropping", telemetry.KeyCategory, "lb")
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneDrops, map[string]float64{drops: 0})
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricPicks, zero)
+	drops := metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyLeafCluster, "dropping", dataplane.KeyCategory, "lb")
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricDrops, map[string]float64{drops: 0})
 
 	if _, err := client.EmptyCall(ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
@@ -123,11 +115,11 @@ func TestDataPlaneMetrics(t *testing.T) {
 	want[picks("c", "sent")] = 1
 	want[picks("dropping", "dropped")] = 1
 	want[picks("", "no_route")] = 1
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlanePicks, want)
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneCalls, map[string]float64{
-		lbl(telemetry.KeyTarget, target, telemetry.KeyBackendService, "c", telemetry.KeyLeafCluster, "c", telemetry.KeyStatus, "OK"): 1,
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricPicks, want)
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricCalls, map[string]float64{
+		metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyBackendService, "c", dataplane.KeyLeafCluster, "c", dataplane.KeyStatus, "OK"): 1,
 	})
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneDrops, map[string]float64{drops: 1})
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricDrops, map[string]float64{drops: 1})
 
 	// One RPC held in flight in cluster c, whose max_requests is 5.
 	release := back.Hold()
@@ -139,11 +131,11 @@ func TestDataPlaneMetrics(t *testing.T) {
 	if err := back.WaitCalls(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	gauge := lbl(telemetry.KeyTarget, target, telemetry.KeyLeafCluster, "c", telemetry.KeyEDSService, "")
-	if got := series(collect(t, reader), telemetry.MetricDataPlaneInFlight)[gauge]; got != 1 {
+	gauge := metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyLeafCluster, "c", dataplane.KeyEDSService, "")
+	if got := metrictest.Series(metrictest.Collect(t, reader), dataplane.MetricInFlight)[gauge]; got != 1 {
 		t.Errorf("in_flight{c} = %v, want 1", got)
 	}
-	if got := series(collect(t, reader), telemetry.MetricDataPlaneMaxRequests)[gauge]; got != 5 {
+	if got := metrictest.Series(metrictest.Collect(t, reader), dataplane.MetricMaxRequests)[gauge]; got != 5 {
 		t.Errorf("max_requests{c} = %v, want 5", got)
 	}
 	release()
@@ -162,7 +154,7 @@ func TestDataPlaneMetrics(t *testing.T) {
 		t.Fatalf("held RPC: %v, want DEADLINE_EXCEEDED", err)
 	}
 	calls := func(code string) string {
-		return lbl(telemetry.KeyTarget, target, telemetry.KeyBackendService, "c", telemetry.KeyLeafCluster, "c", telemetry.KeyStatus, code)
+		return metrictest.Lbl(dataplane.KeyTarget, target, dataplane.KeyChannelTarget, channel, dataplane.KeyBackendService, "c", dataplane.KeyLeafCluster, "c", dataplane.KeyStatus, code)
 	}
-	waitSeries(t, ctx, reader, telemetry.MetricDataPlaneCalls, map[string]float64{calls("OK"): 2, calls("DEADLINE_EXCEEDED"): 1})
+	metrictest.WaitSeries(t, ctx, reader, dataplane.MetricCalls, map[string]float64{calls("OK"): 2, calls("DEADLINE_EXCEEDED"): 1})
 }

@@ -1,4 +1,4 @@
-package telemetry
+package dataplane
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 func BenchmarkDataPlanePick(b *testing.B) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(b.Context())
-	d, err := NewDataPlane(xdsgrpc.NewBuilder(nil), WithMeterProvider(mp))
+	d, err := New(xdsgrpc.NewBuilder(nil), mp)
 	if err != nil {
 		b.Fatal(err)
 	}
