@@ -18,7 +18,9 @@ import (
 // xds_cluster_impl policy does: the drops of the leaf, its circuit
 // breaker, then the endpoint policy's pick; the endpoint picked tells the
 // locality its load is reported under. A priority without endpoints, or
-// whose leaf cannot be used, has no child and fails with err. A picker is
+// whose leaf cannot be used, has no child and fails with err; a priority
+// whose policy has not made its first picker has none either, and its err
+// is balancer.ErrNoSubConnAvailable. A picker is
 // immutable.
 type picker struct {
 	leaf  *leaf
@@ -48,6 +50,10 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		}
 	}
 	if p.child == nil {
+		if p.err == balancer.ErrNoSubConnAvailable {
+			// Connecting: the RPC waits for the policy's first picker.
+			return balancer.PickResult{}, p.err
+		}
 		return p.fail(p.err)
 	}
 	if !l.counter.start(l.max) {

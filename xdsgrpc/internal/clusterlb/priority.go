@@ -67,7 +67,7 @@ func (b *Balancer) start(c *child) {
 		c.seenReady = false
 		return
 	}
-	c.state, c.picker = connectivity.Connecting, &picker{leaf: c.spec.leaf}
+	c.state, c.picker = connectivity.Connecting, &picker{leaf: c.spec.leaf, err: balancer.ErrNoSubConnAvailable}
 	b.armFailover(c)
 	c.ccw = &childCC{ClientConn: b.cc, b: b, c: c}
 	c.ccw.dns.Store(c.spec.leaf.dns)

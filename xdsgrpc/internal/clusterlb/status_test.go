@@ -2,12 +2,16 @@ package clusterlb_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -163,5 +167,41 @@ func TestInvalidConfig(t *testing.T) {
 	c, msg := failure(t, ctx, ch)
 	if c != codes.Unavailable || !strings.Contains(msg, `cluster "c1": no leaf clusters`) {
 		t.Errorf("RPC failed with %v %q, want UNAVAILABLE naming the cluster and the problem", c, msg)
+	}
+}
+
+// TestConnectingPickerQueues checks the picker a priority publishes when it
+// starts, before its endpoint policy has made one: it makes the RPC wait
+// (balancer.ErrNoSubConnAvailable), as gRPC's pickers do while connecting,
+// and reports no pick without an endpoint. A pick that returns no
+// connection and no error would make gRPC log an error and the routing
+// policy route the RPC again.
+func TestConnectingPickerQueues(t *testing.T) {
+	ctx := xdstest.Context(t)
+	// A listener that accepts nothing keeps the endpoint connecting.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	var noEndpoint atomic.Int32
+	cfg := config("c1", edsCluster("c1", locality("z", 0, 1, &backend{name: "silent", addr: lis.Addr().String()})))
+	cfg.Hooks = &clusterlb.Hooks{NoEndpoint: func(clusterlb.NoEndpointInfo) { noEndpoint.Add(1) }}
+	sink := &pickerSink{}
+	ch := dialWith(t, cfg, sink)
+	ch.cc.Connect()
+	xdstest.WaitFor(t, ctx, "a first picker", func() bool { return sink.last().Picker != nil })
+	sink.mu.Lock()
+	first := sink.states[0]
+	sink.mu.Unlock()
+	if first.ConnectivityState != connectivity.Connecting {
+		t.Fatalf("first state %v, want CONNECTING", first.ConnectivityState)
+	}
+	res, err := first.Picker.Pick(balancer.PickInfo{Ctx: ctx})
+	if err != balancer.ErrNoSubConnAvailable {
+		t.Errorf("Pick of the first picker = (%v, %v), want ErrNoSubConnAvailable", res.SubConn, err)
+	}
+	if n := noEndpoint.Load(); n != 0 {
+		t.Errorf("NoEndpoint hook called %d times by a connecting picker, want 0", n)
 	}
 }
