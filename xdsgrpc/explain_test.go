@@ -59,29 +59,37 @@ func explainRouteConfig() *routev3.RouteConfiguration {
 	)
 }
 
-// TestExplainAgreesWithRPCs explains RPCs of every kind, with a config
-// (Explain) and with the live channel (Builder.Explain), and sends each
-// through that channel: the route, the cluster, the request hash and the
-// error each RPC got are the ones explained.
-func TestExplainAgreesWithRPCs(t *testing.T) {
-	var draw atomic.Uint32
+// startExplainEnv serves explainRouteConfig over clusters A and B (a
+// backend each) and an aggregate loop, and returns a channel to its
+// listener, dialled with opts, and the channel's first config.
+func startExplainEnv(t *testing.T, opts ...xdsgrpc.Option) (*rpctest.Env, *grpc.ClientConn, *xdsconfig.Config) {
+	t.Helper()
 	configs := make(chan *xdsconfig.Config, 10)
-	e := rpctest.NewEnv(t, 2,
-		xdsgrpc.WithRoutingRand(func(n uint32) uint32 { return min(draw.Load(), n-1) }),
-		xdsgrpc.WithHooks(&xdsgrpc.Hooks{ConfigChanged: func(i xdsgrpc.ConfigInfo) { configs <- i.Config }}))
+	opts = append(opts, xdsgrpc.WithHooks(&xdsgrpc.Hooks{ConfigChanged: func(i xdsgrpc.ConfigInfo) { configs <- i.Config }}))
+	e := rpctest.NewEnv(t, 2, opts...)
 	e.Set(controlplane.Listener("L", "R"), explainRouteConfig(),
 		controlplane.Cluster("A", ""), controlplane.Cluster("B", ""),
 		controlplane.AggregateCluster("loop", "loop2"), controlplane.AggregateCluster("loop2", "loop"),
 		controlplane.Endpoints("A", e.Addr(0)), controlplane.Endpoints("B", e.Addr(1)))
 	conn := e.Dial("xdslens:///L")
 	conn.Connect()
-	ctx := xdstest.Context(t)
-	var cfg *xdsconfig.Config
 	select {
-	case cfg = <-configs:
-	case <-ctx.Done():
+	case cfg := <-configs:
+		return e, conn, cfg
+	case <-xdstest.Context(t).Done():
 		t.Fatal("no config")
+		return nil, nil, nil
 	}
+}
+
+// TestExplainAgreesWithRPCs explains RPCs of every kind, with a config
+// (Explain) and with the live channel (Builder.Explain), and sends each
+// through that channel: the route, the cluster, the request hash and the
+// error each RPC got are the ones explained.
+func TestExplainAgreesWithRPCs(t *testing.T) {
+	var draw atomic.Uint32
+	e, conn, cfg := startExplainEnv(t, xdsgrpc.WithRoutingRand(func(n uint32) uint32 { return min(draw.Load(), n-1) }))
+	ctx := xdstest.Context(t)
 
 	for _, tc := range []struct {
 		name   string
@@ -202,21 +210,7 @@ func explainedCluster(e *xdsgrpc.Explanation, draw uint32) string {
 
 // TestExplainReason checks the words of an explanation and its plan.
 func TestExplainReason(t *testing.T) {
-	configs := make(chan *xdsconfig.Config, 10)
-	e := rpctest.NewEnv(t, 2, xdsgrpc.WithHooks(&xdsgrpc.Hooks{ConfigChanged: func(i xdsgrpc.ConfigInfo) { configs <- i.Config }}))
-	e.Set(controlplane.Listener("L", "R"), explainRouteConfig(),
-		controlplane.Cluster("A", ""), controlplane.Cluster("B", ""),
-		controlplane.AggregateCluster("loop", "loop2"), controlplane.AggregateCluster("loop2", "loop"),
-		controlplane.Endpoints("A", e.Addr(0)), controlplane.Endpoints("B", e.Addr(1)))
-	conn := e.Dial("xdslens:///L")
-	conn.Connect()
-	ctx := xdstest.Context(t)
-	var cfg *xdsconfig.Config
-	select {
-	case cfg = <-configs:
-	case <-ctx.Done():
-		t.Fatal("no config")
-	}
+	e, _, cfg := startExplainEnv(t)
 	explain := func(method string, kv ...string) *xdsgrpc.Explanation {
 		t.Helper()
 		x, err := xdsgrpc.Explain(cfg, method, metadata.Pairs(kv...))
