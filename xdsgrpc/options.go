@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/history"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
@@ -24,13 +25,14 @@ type options struct {
 	failoverTimeout time.Duration
 	configOptions   []xdsconfig.Option
 	poolTarget      string
+	historySize     int
 	// For tests: deterministic random sources of routing and drops.
 	routingOptions []routing.Option
 	rand           func(n uint32) uint32
 }
 
 func defaultOptions() options {
-	return options{failoverTimeout: DefaultFailoverTimeout}
+	return options{failoverTimeout: DefaultFailoverTimeout, historySize: history.DefaultSize}
 }
 
 // WithHooks adds hooks that observe the data plane of every channel the

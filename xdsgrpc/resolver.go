@@ -18,6 +18,7 @@ import (
 	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/history"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
 
@@ -141,6 +142,9 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		channelID:  rand.Uint64(),
 		configured: make(chan struct{}),
 	}
+	if b.opts.historySize > 0 {
+		r.history = history.NewRecorder(key, listener, b.opts.historySize)
+	}
 	if !b.interceptors.Load() && !b.warned.Swap(true) {
 		client.Logger().Warn("xdslens channel dialled without xdsgrpc.DialOptions: its RPCs are routed, but the RPCs of routes with a max_stream_duration, a retry_policy or HTTP filters fail rather than go without them; dial with xdsgrpc.DialOptions(pool) to apply them",
 			"channel", key)
@@ -208,6 +212,9 @@ type xdsResolver struct {
 	// otherwise. releaseCerts gives it back.
 	certs        *certstore.Store
 	releaseCerts func()
+	// history records the channel's configs; nil when the Builder keeps
+	// none (WithConfigHistory).
+	history *history.Recorder
 
 	// last is the config last handed to the channel, nil after an error.
 	// The dependency manager calls Update and Error one at a time, so
@@ -220,6 +227,9 @@ func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
 	prev := r.last
 	r.last = cfg
 	r.cc.UpdateState(r.state(&channelState{config: cfg}))
+	if r.history != nil {
+		r.history.Config(cfg)
+	}
 	if h := r.builder.hooks.Load(); h != nil && h.ConfigChanged != nil {
 		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: xdsconfig.Diff(prev, cfg)})
 	}
@@ -231,6 +241,9 @@ func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
 func (r *xdsResolver) Error(err error) {
 	r.last = nil
 	r.cc.UpdateState(r.state(&channelState{err: err}))
+	if r.history != nil {
+		r.history.Error(err)
+	}
 	if h := r.builder.hooks.Load(); h != nil && h.ConfigFailed != nil {
 		h.ConfigFailed(ConfigErrorInfo{Target: r.target, Listener: r.listener, Err: err})
 	}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,10 +108,24 @@ func DescribeRoute(r *xdsresource.Route) string {
 	for _, h := range r.HashPolicies {
 		parts = append(parts, "hash "+DescribeHashPolicy(h))
 	}
-	if n := len(r.FilterOverrides); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d HTTP filter overrides", n))
+	if len(r.FilterOverrides) > 0 {
+		parts = append(parts, "HTTP filter overrides "+DescribeOverrides(r.FilterOverrides))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DescribeOverrides lists the HTTP filters that overrides configure, by
+// name: `[fault rbac (disabled)]`.
+func DescribeOverrides(overrides xdsresource.FilterOverrides) string {
+	names := make([]string, 0, len(overrides))
+	for name, o := range overrides {
+		if o.Disabled {
+			name += " (disabled)"
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return "[" + strings.Join(names, " ") + "]"
 }
 
 // DescribeRetry returns a retry_policy in words: `retry on [unavailable]
