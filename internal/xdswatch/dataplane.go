@@ -61,6 +61,8 @@ type channelSet struct {
 	meters meters
 	byKey  map[string][]*channel
 	order  []string
+	// histories keep the channels' config histories for the admin port.
+	histories *historySet
 
 	mu        sync.Mutex // guards observers
 	observers map[*func(rpcResult)]bool
@@ -94,6 +96,7 @@ type channel struct {
 	t        target
 	listener string
 	conn     *grpc.ClientConn
+	builder  *xdsgrpc.Builder
 	stopRPCs context.CancelFunc
 	rpcsDone chan struct{}
 	// dataPlanes report the channel's picks, calls, drops, configs and
@@ -129,6 +132,8 @@ func (cs *channelSet) add(t target) error {
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
 		Ejection:      ch.ejection,
 	}))
+	ch.builder = b
+	cs.histories.add(b)
 	for _, mp := range cs.meters {
 		dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
 		if err != nil {
@@ -170,6 +175,7 @@ func (ch *channel) close() {
 	<-ch.rpcsDone
 	ch.conn.Close()
 	ch.closeDataPlanes()
+	ch.set.histories.remove(ch.builder)
 }
 
 // closeDataPlanes detaches the channel's data-plane metrics.
