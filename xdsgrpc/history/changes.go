@@ -186,8 +186,9 @@ func describeSlot(s *xdsconfig.ClusterConfig) string {
 	return b.String()
 }
 
-// describeEndpoints lists the usable addresses of cla by priority, "none"
-// when it has none; it stops once the description is longer than MaxText.
+// describeEndpoints lists the usable addresses of cla by priority, sorted,
+// "none" when it has none; it stops once the description is longer than
+// MaxText.
 func describeEndpoints(cla *xdsresource.ClusterLoadAssignment) string {
 	if cla == nil {
 		return "none"
@@ -213,6 +214,7 @@ func describeEndpoints(cla *xdsresource.ClusterLoadAssignment) string {
 	}
 	parts := make([]string, len(prios))
 	for i, p := range prios {
+		slices.Sort(p)
 		parts[i] = "[" + strings.Join(p, " ") + "]"
 	}
 	return strings.Join(parts, " | ")
