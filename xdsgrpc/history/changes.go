@@ -57,6 +57,11 @@ func (l *changeList) diff(kind, name, before, after string) {
 // moved by an insertion or removal being aligned; each cluster slot (its
 // type, policy, endpoints by priority, error, resolution note).
 func Changes(from, to *xdsconfig.Config) ([]Change, int) {
+	return changes(from, to, xdsconfig.Diff(from, to))
+}
+
+// changes is Changes, with ch the Diff of from and to.
+func changes(from, to *xdsconfig.Config, ch xdsconfig.Changes) ([]Change, int) {
 	if from == nil {
 		from = &xdsconfig.Config{}
 	}
@@ -79,7 +84,6 @@ func Changes(from, to *xdsconfig.Config) ([]Change, int) {
 		l.diff("virtual_host", vh, before, after)
 		diffRoutes(&l, routesOf(from.VirtualHost), routesOf(to.VirtualHost))
 	}
-	ch := xdsconfig.Diff(from, to)
 	for _, name := range ch.Added {
 		l.add("cluster", name, OpAdded, "", describeSlot(to.Clusters[name]))
 	}

@@ -135,8 +135,10 @@ type Recorder struct {
 	now              func() time.Time
 
 	// last is the last config recorded, which the next one is compared
-	// with; only the recording goroutine uses it.
-	last *xdsconfig.Config
+	// with, and lastResources its entry's resources; only the recording
+	// goroutine uses them.
+	last          *xdsconfig.Config
+	lastResources resourceList
 
 	mu   sync.Mutex
 	ring []Entry // guarded by mu
@@ -155,9 +157,14 @@ func (r *Recorder) Config(cfg *xdsconfig.Config) {
 	if cfg.VirtualHost != nil {
 		e.VirtualHost = text(cfg.VirtualHost.Name)
 	}
-	e.Resources, e.ResourcesOmitted = resources(cfg)
-	e.Changes, e.ChangesOmitted = Changes(r.last, cfg)
-	r.last = cfg
+	diff := xdsconfig.Diff(r.last, cfg)
+	res, ok := r.lastResources.patched(r.last, cfg, diff)
+	if !ok {
+		res = resources(cfg)
+	}
+	e.Resources, e.ResourcesOmitted = res.list, res.omitted
+	e.Changes, e.ChangesOmitted = changes(r.last, cfg, diff)
+	r.last, r.lastResources = cfg, res
 	r.add(e)
 }
 
@@ -207,40 +214,96 @@ func (r *Recorder) Channel() Channel {
 	return c
 }
 
-// resources lists the resources behind cfg, at most MaxResources of them,
-// and how many were left out.
-func resources(cfg *xdsconfig.Config) ([]Resource, int) {
-	out := []Resource{{Type: "lds", Name: text(cfg.ListenerName), Version: text(cfg.ListenerVersion)}}
+// resourceList is the resources of an entry: at most MaxResources of
+// them, and how many more there are.
+type resourceList struct {
+	list    []Resource
+	omitted int
+}
+
+// resources lists the resources behind cfg: the listener, the route
+// configuration, then the usable clusters by name, each with its EDS
+// resource unless a cluster before it listed that one. Only the first
+// clusters by name are listed, found without sorting them all.
+func resources(cfg *xdsconfig.Config) resourceList {
+	out := resourceList{list: []Resource{{Type: "lds", Name: text(cfg.ListenerName), Version: text(cfg.ListenerVersion)}}}
 	if cfg.RouteConfigName != "" {
-		out = append(out, Resource{Type: "rds", Name: text(cfg.RouteConfigName), Version: text(cfg.RouteConfigVersion)})
+		out.list = append(out.list, Resource{Type: "rds", Name: text(cfg.RouteConfigName), Version: text(cfg.RouteConfigVersion)})
 	}
-	names := make([]string, 0, len(cfg.Clusters))
+	// Each cluster lists one or two resources: the first MaxResources
+	// clusters by name are enough to fill the list.
+	first := make([]string, 0, MaxResources)
+	usable, eds := 0, map[string]bool{}
 	for name, s := range cfg.Clusters {
-		if s.Err == nil && s.Cluster != nil {
-			names = append(names, name)
+		if s.Err != nil || s.Cluster == nil {
+			continue
 		}
-	}
-	slices.Sort(names)
-	seenEDS := map[string]bool{}
-	omitted := 0
-	push := func(r Resource) {
-		if len(out) < MaxResources {
-			out = append(out, r)
-		} else {
-			omitted++
-		}
-	}
-	for _, name := range names {
-		s := cfg.Clusters[name]
-		push(Resource{Type: "cds", Name: text(name), Version: text(s.Version)})
+		usable++
 		if s.Cluster.Kind == xdsresource.ClusterEDS && s.Endpoints != nil {
-			if eds := s.Cluster.EDSName(); !seenEDS[eds] {
-				seenEDS[eds] = true
-				push(Resource{Type: "eds", Name: text(eds), Version: text(s.EndpointsVersion)})
+			eds[s.Cluster.EDSName()] = true
+		}
+		if len(first) == MaxResources && name >= first[len(first)-1] {
+			continue
+		}
+		i, _ := slices.BinarySearch(first, name)
+		if len(first) == MaxResources {
+			first = first[:len(first)-1]
+		}
+		first = slices.Insert(first, i, name)
+	}
+	total := len(out.list) + usable + len(eds)
+	listed := map[string]bool{}
+	for _, name := range first {
+		if len(out.list) == MaxResources {
+			break
+		}
+		s := cfg.Clusters[name]
+		out.list = append(out.list, Resource{Type: "cds", Name: text(name), Version: text(s.Version)})
+		if s.Cluster.Kind == xdsresource.ClusterEDS && s.Endpoints != nil && len(out.list) < MaxResources {
+			if n := s.Cluster.EDSName(); !listed[n] {
+				listed[n] = true
+				out.list = append(out.list, Resource{Type: "eds", Name: text(n), Version: text(s.EndpointsVersion)})
 			}
 		}
 	}
-	return out, omitted
+	out.omitted = total - len(out.list)
+	return out
+}
+
+// patched returns the resources of config to, made from l, those of
+// config from, when only versions can differ: the same route
+// configuration source and the same clusters, those that changed keeping
+// their Cluster resource and having endpoints as before or none as before
+// (an endpoints or resolution note change, as an EDS update makes). It
+// reports false when they must be listed again.
+func (l resourceList) patched(from, to *xdsconfig.Config, diff xdsconfig.Changes) (resourceList, bool) {
+	if from == nil || len(l.list) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || (from.RouteConfigName == "") != (to.RouteConfigName == "") {
+		return resourceList{}, false
+	}
+	for _, name := range diff.Changed {
+		a, b := from.Clusters[name], to.Clusters[name]
+		if a.Cluster != b.Cluster || (a.Endpoints == nil) != (b.Endpoints == nil) {
+			return resourceList{}, false
+		}
+	}
+	out := resourceList{list: slices.Clone(l.list), omitted: l.omitted}
+	out.list[0] = Resource{Type: "lds", Name: text(to.ListenerName), Version: text(to.ListenerVersion)}
+	if to.RouteConfigName != "" {
+		out.list[1] = Resource{Type: "rds", Name: text(to.RouteConfigName), Version: text(to.RouteConfigVersion)}
+	}
+	for _, name := range diff.Changed {
+		s := to.Clusters[name]
+		if s.Cluster == nil || s.Cluster.Kind != xdsresource.ClusterEDS {
+			continue
+		}
+		eds := text(s.Cluster.EDSName())
+		for i := range out.list {
+			if r := &out.list[i]; r.Type == "eds" && r.Name == eds {
+				r.Version = text(s.EndpointsVersion)
+			}
+		}
+	}
+	return out, true
 }
 
 // text bounds a string of an entry to MaxText bytes, on one line.

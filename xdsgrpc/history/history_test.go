@@ -3,6 +3,7 @@ package history_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 	"strings"
@@ -257,5 +258,79 @@ func TestEntryCost(t *testing.T) {
 	}
 	if small > 1536 {
 		t.Errorf("a small entry holds %.0f bytes, more than about 1 KiB", small)
+	}
+}
+
+// TestResourcesOfUpdates records a series of configs, each changing the
+// last as an update does (endpoints, an EDS failure and its end, a new
+// cluster resource, a cluster added and removed, versions), and checks
+// each entry's resources against those a new recorder lists for the same
+// config.
+func TestResourcesOfUpdates(t *testing.T) {
+	var routes []xdsresource.Route
+	for i := range 40 {
+		routes = append(routes, toCluster(fmt.Sprintf("c%02d", i), fmt.Sprint("/", i, "/")))
+	}
+	cfg := config(routes...)
+	// c01 and c02 share an EDS resource.
+	for _, name := range []string{"c01", "c02"} {
+		s := *cfg.Clusters[name]
+		c := *s.Cluster
+		c.EDSServiceName = "shared"
+		s.Cluster = &c
+		cfg.Clusters[name] = &s
+	}
+	update := func(name string, f func(s *xdsconfig.ClusterConfig)) *xdsconfig.Config {
+		next := *cfg
+		next.Clusters = maps.Clone(cfg.Clusters)
+		if f == nil {
+			delete(next.Clusters, name)
+		} else {
+			s := &xdsconfig.ClusterConfig{}
+			if old := cfg.Clusters[name]; old != nil {
+				*s = *old
+			}
+			f(s)
+			next.Clusters[name] = s
+		}
+		return &next
+	}
+	r := history.NewRecorder("t", "l", 1)
+	for i, next := range []func() *xdsconfig.Config{
+		func() *xdsconfig.Config { return cfg },
+		func() *xdsconfig.Config { return update("c00", func(s *xdsconfig.ClusterConfig) { s.EndpointsVersion = "2" }) },
+		func() *xdsconfig.Config { return update("c01", func(s *xdsconfig.ClusterConfig) { s.EndpointsVersion = "3" }) },
+		func() *xdsconfig.Config {
+			return update("c03", func(s *xdsconfig.ClusterConfig) { s.Endpoints, s.EndpointsVersion = nil, "" })
+		},
+		func() *xdsconfig.Config {
+			return update("c03", func(s *xdsconfig.ClusterConfig) {
+				s.Endpoints, s.EndpointsVersion = &xdsresource.ClusterLoadAssignment{ClusterName: "c03"}, "5"
+			})
+		},
+		func() *xdsconfig.Config {
+			return update("c04", func(s *xdsconfig.ClusterConfig) { c := *s.Cluster; s.Cluster, s.Version = &c, "6" })
+		},
+		func() *xdsconfig.Config {
+			return update("a", func(s *xdsconfig.ClusterConfig) {
+				*s = *cfg.Clusters["c05"]
+				s.Name = "a"
+			})
+		},
+		func() *xdsconfig.Config { return update("a", nil) },
+		func() *xdsconfig.Config { next := *cfg; next.ListenerVersion, next.RouteConfigVersion = "9", "9"; return &next },
+	} {
+		cfg = next()
+		r.Config(cfg)
+		got := r.Channel().Entries[0]
+		fresh := history.NewRecorder("t", "l", 1)
+		fresh.Config(cfg)
+		want := fresh.Channel().Entries[0]
+		if fmt.Sprint(got.Resources) != fmt.Sprint(want.Resources) || got.ResourcesOmitted != want.ResourcesOmitted {
+			t.Errorf("update %d: resources %v + %d, want %v + %d", i, got.Resources, got.ResourcesOmitted, want.Resources, want.ResourcesOmitted)
+		}
+	}
+	if e := r.Channel().Entries[0]; len(e.Resources) != history.MaxResources || e.ResourcesOmitted != 2+40+39-history.MaxResources {
+		t.Errorf("%d resources + %d omitted; want %d listed of %d", len(e.Resources), e.ResourcesOmitted, history.MaxResources, 2+40+39)
 	}
 }
