@@ -227,11 +227,18 @@ func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
 	prev := r.last
 	r.last = cfg
 	r.cc.UpdateState(r.state(&channelState{config: cfg}))
-	if r.history != nil {
-		r.history.Config(cfg)
+	h := r.builder.hooks.Load()
+	hooked := h != nil && h.ConfigChanged != nil
+	if !hooked && r.history == nil {
+		return
 	}
-	if h := r.builder.hooks.Load(); h != nil && h.ConfigChanged != nil {
-		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: xdsconfig.Diff(prev, cfg)})
+	// One pass over the clusters tells both what changed.
+	changes := xdsconfig.Diff(prev, cfg)
+	if r.history != nil {
+		r.history.ConfigAfter(prev, changes, cfg)
+	}
+	if hooked {
+		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: changes})
 	}
 }
 

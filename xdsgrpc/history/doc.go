@@ -41,8 +41,18 @@
 // at its bound), and a channel's history its size times that. An entry of
 // a small config (a listener, a route configuration, two clusters and
 // their endpoints) holds about 0.9 KiB: 14 KiB for the 16 entries kept by
-// default (TestEntryCost measures both). Recording a config compares the
-// clusters the new config shares with the last one by identity, and
-// describes only what changed; routes are compared only when the virtual
-// host changed.
+// default (TestEntryCost measures both).
+//
+// # Cost
+//
+// Recording a config makes one pass over its clusters, the one
+// xdsconfig.Diff makes (shared with the hooks' ConfigChanged when both
+// run), lists the resources without sorting every cluster name (after an
+// endpoints update, only versions change), and describes only what
+// changed; routes are compared only when the virtual host changed.
+// BenchmarkRecordEndpointChange records an endpoints update of one
+// cluster among n: 4.5 µs at 10 clusters, 26 µs at 1,000, 0.2 to 1 ms at
+// 10,000 on a busy 2-vCPU machine (where the dependency manager's own
+// update takes 0.6 to 2 ms), with 32 allocations (2.7 KiB), whatever n.
+// xdsgrpc.WithConfigHistory(0) turns recording off.
 package history

@@ -153,11 +153,20 @@ func NewRecorder(target, listener string, size int) *Recorder {
 
 // Config records that the channel started using cfg.
 func (r *Recorder) Config(cfg *xdsconfig.Config) {
+	r.ConfigAfter(r.last, xdsconfig.Diff(r.last, cfg), cfg)
+}
+
+// ConfigAfter is Config for a caller that has diff, xdsconfig.Diff(prev,
+// cfg), at hand: when prev is the last config recorded, diff is used
+// rather than made again (it costs a pass over the clusters).
+func (r *Recorder) ConfigAfter(prev *xdsconfig.Config, diff xdsconfig.Changes, cfg *xdsconfig.Config) {
+	if prev != r.last {
+		diff = xdsconfig.Diff(r.last, cfg)
+	}
 	e := Entry{Time: r.now(), Event: EventConfig, RouteConfig: text(cfg.RouteConfigName)}
 	if cfg.VirtualHost != nil {
 		e.VirtualHost = text(cfg.VirtualHost.Name)
 	}
-	diff := xdsconfig.Diff(r.last, cfg)
 	res, ok := r.lastResources.patched(r.last, cfg, diff)
 	if !ok {
 		res = resources(cfg)
