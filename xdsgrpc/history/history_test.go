@@ -298,8 +298,12 @@ func TestResourcesOfUpdates(t *testing.T) {
 	r := history.NewRecorder("t", "l", 1)
 	for i, next := range []func() *xdsconfig.Config{
 		func() *xdsconfig.Config { return cfg },
-		func() *xdsconfig.Config { return update("c00", func(s *xdsconfig.ClusterConfig) { s.EndpointsVersion = "2" }) },
-		func() *xdsconfig.Config { return update("c01", func(s *xdsconfig.ClusterConfig) { s.EndpointsVersion = "3" }) },
+		func() *xdsconfig.Config {
+			return update("c00", func(s *xdsconfig.ClusterConfig) { s.EndpointsVersion = "2" })
+		},
+		func() *xdsconfig.Config {
+			return update("c01", func(s *xdsconfig.ClusterConfig) { s.EndpointsVersion = "3" })
+		},
 		func() *xdsconfig.Config {
 			return update("c03", func(s *xdsconfig.ClusterConfig) { s.Endpoints, s.EndpointsVersion = nil, "" })
 		},
@@ -318,7 +322,11 @@ func TestResourcesOfUpdates(t *testing.T) {
 			})
 		},
 		func() *xdsconfig.Config { return update("a", nil) },
-		func() *xdsconfig.Config { next := *cfg; next.ListenerVersion, next.RouteConfigVersion = "9", "9"; return &next },
+		func() *xdsconfig.Config {
+			next := *cfg
+			next.ListenerVersion, next.RouteConfigVersion = "9", "9"
+			return &next
+		},
 	} {
 		cfg = next()
 		r.Config(cfg)
