@@ -72,10 +72,16 @@
 // Hooks report every new config (with what changed), every failed config,
 // the outcome of every pick and the end of every RPC sent; package
 // telemetry turns them into metrics. WithCallInfo tells one RPC's caller
-// which cluster, leaf cluster and locality its RPC went to. Explain and
-// Builder.Explain say what a channel's routing does with an RPC without
-// sending it, and why; each channel keeps its last configs with what
-// changed (WithConfigHistory, Builder.ConfigHistory, package history).
+// which cluster, leaf cluster and locality its RPC went to.
+//
+// # Explain and config history
+//
+// Explain and Builder.Explain say what a channel's routing does with an
+// RPC without sending it, and why: the route and the matchers that
+// decided, the clusters and their odds, the request hash, the plan. Each
+// channel keeps its last configs with what changed and the versions of
+// the resources behind them (WithConfigHistory, Builder.ConfigHistory,
+// package history).
 //
 // # What is not supported
 //

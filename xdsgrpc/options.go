@@ -21,11 +21,11 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
+	historySize     int // configs each channel keeps (WithConfigHistory)
 	hooks           []*Hooks
 	failoverTimeout time.Duration
 	configOptions   []xdsconfig.Option
 	poolTarget      string
-	historySize     int
 	// For tests: deterministic random sources of routing and drops.
 	routingOptions []routing.Option
 	rand           func(n uint32) uint32

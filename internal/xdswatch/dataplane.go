@@ -132,8 +132,6 @@ func (cs *channelSet) add(t target) error {
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
 		Ejection:      ch.ejection,
 	}))
-	ch.builder = b
-	cs.histories.add(b)
 	for _, mp := range cs.meters {
 		dp, err := telemetry.NewDataPlane(b, telemetry.WithMeterProvider(mp))
 		if err != nil {
@@ -153,6 +151,8 @@ func (cs *channelSet) add(t target) error {
 		return fmt.Errorf("%q: %w", t.arg, err)
 	}
 	ch.conn.Connect()
+	ch.builder = b
+	cs.histories.add(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch.stopRPCs = cancel
 	if cs.rpc.interval > 0 {
@@ -171,11 +171,11 @@ func (cs *channelSet) add(t target) error {
 // close ends the channel's RPCs, then the channel, then its data-plane
 // metrics: once it returns, the channel prints and reports nothing more.
 func (ch *channel) close() {
+	ch.set.histories.remove(ch.builder)
 	ch.stopRPCs()
 	<-ch.rpcsDone
 	ch.conn.Close()
 	ch.closeDataPlanes()
-	ch.set.histories.remove(ch.builder)
 }
 
 // closeDataPlanes detaches the channel's data-plane metrics.
