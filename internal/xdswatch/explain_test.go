@@ -48,28 +48,6 @@ func explainConfigs(t *testing.T) []proto.Message {
 		controlplane.Cluster("canary", ""), controlplane.Endpoints("canary", addrs[1])}
 }
 
-// explainOut is the JSON line of an explanation, as a program reads it.
-type explainOut struct {
-	TS           string                        `json:"ts"`
-	Event        string                        `json:"event"`
-	Target       string                        `json:"target"`
-	Method       string                        `json:"method"`
-	VirtualHost  string                        `json:"virtual_host"`
-	Route        string                        `json:"route"`
-	Match        string                        `json:"match"`
-	RouteShare   *float64                      `json:"route_share"`
-	Outcome      string                        `json:"outcome"`
-	Error        *statusJSON                   `json:"error"`
-	Cluster      string                        `json:"cluster"`
-	Weights      map[string]uint32             `json:"weights"`
-	Clusters     map[string]explainClusterJSON `json:"clusters"`
-	Hash         string                        `json:"hash"`
-	HashPolicies []string                      `json:"hash_policies"`
-	Plan         planJSON                      `json:"plan"`
-	Tried        []triedJSON                   `json:"tried"`
-	Reason       string                        `json:"reason"`
-}
-
 // explain runs xdswatch explain with args after the bootstrap of cp and
 // returns its one line and its exit status.
 func explain(t *testing.T, cp *controlPlane, args ...string) (string, int) {
@@ -83,9 +61,10 @@ func explain(t *testing.T, cp *controlPlane, args ...string) (string, int) {
 	return line, code
 }
 
-func parseExplain(t *testing.T, line string) explainOut {
+// parseExplain decodes an explain line, refusing unknown fields.
+func parseExplain(t *testing.T, line string) explainEvent {
 	t.Helper()
-	var e explainOut
+	var e explainEvent
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
