@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslens/xdslens/csds"
 	"github.com/xdslens/xdslens/xdsclient"
+	"github.com/xdslens/xdslens/xdsgrpc/history"
 )
 
 // Registrar is a gRPC server that lists the services registered on it, as
@@ -27,6 +28,7 @@ type config struct {
 	csdsOpts   []csds.Option
 	health     *health.Server
 	reflection bool
+	histories  []history.Source
 }
 
 type optionFunc func(*config)
@@ -64,7 +66,8 @@ type Services struct {
 // Register registers on r the Client Status Discovery Service over src (a
 // *xdsclient.Client, a *xdsclient.Pool, or csds.ForTarget's view of one
 // target of a pool), channelz,
-// the health service, reporting SERVING, and server reflection. Call it
+// the health service, reporting SERVING, server reflection, and, with
+// WithConfigHistory, the channels' config histories. Call it
 // before r serves; r must not already have any of these services, or
 // Register panics as grpc.Server.RegisterService does.
 func Register(r Registrar, src xdsclient.Source, opts ...Option) *Services {
@@ -80,6 +83,9 @@ func Register(r Registrar, src xdsclient.Source, opts ...Option) *Services {
 	csds.NewServer(src, cfg.csdsOpts...).Register(r)
 	channelzservice.RegisterChannelzServiceToServer(r)
 	healthpb.RegisterHealthServer(r, cfg.health)
+	if len(cfg.histories) > 0 {
+		registerConfigHistory(r, cfg.histories)
+	}
 	if cfg.reflection {
 		reflection.Register(r)
 	}

@@ -8,6 +8,7 @@
 //	| grpc.channelz.v1.Channelz                            | the process's gRPC channels and servers | channelz channels, servers |
 //	| grpc.health.v1.Health                                | SERVING, until Shutdown                 | health                     |
 //	| grpc.reflection.v1(alpha).ServerReflection           | the services above, for grpcurl & co.   |                            |
+//	| xdslens.admin.v1.ConfigHistory (WithConfigHistory)   | the channels' last configs, as JSON     |                            |
 //
 // [Register] takes the clients to report as csds.NewServer and
 // telemetry.New do, an xdsclient.Source: a *xdsclient.Client, a
@@ -31,6 +32,25 @@
 // watch cancelled, a switch back from a fallback server, Close) leaves the
 // list. Channelz is process-wide: it also lists channels and servers that
 // are not xdslens's.
+//
+// # Config histories
+//
+// [WithConfigHistory] serves the config histories of xdslens channels
+// (package history: each channel's last configs, when each came, what
+// changed and the versions of the resources behind it) as the read-only
+// method xdslens.admin.v1.ConfigHistory/List, whose answer is a
+// google.protobuf.Struct, JSON as grpcurl prints it:
+//
+//	b := xdsgrpc.NewBuilder(pool)
+//	conn, err := grpc.NewClient("xdslens:///payments", append(b.DialOptions(), creds)...)
+//	...
+//	admin.Register(srv, pool, admin.WithConfigHistory(b))
+//
+//	$ grpcurl -plaintext 127.0.0.1:9901 xdslens.admin.v1.ConfigHistory/List
+//	{"channels": [{"target": "xdslens:///payments", "listener": "payments", "capacity": 16, "recorded": 3, "entries": [...]}]}
+//
+// The service's descriptor is registered in the process's proto registry
+// for server reflection; its request is google.protobuf.Empty.
 //
 // # Health
 //

@@ -108,6 +108,15 @@
 // metrics. WithCallInfo tells one RPC's caller
 // which cluster, leaf cluster and locality its RPC went to.
 //
+// # Explain and config history
+//
+// Explain and Builder.Explain say what a channel's routing does with an
+// RPC without sending it, and why: the route and the matchers that
+// decided, the clusters and their odds, the request hash, the plan. Each
+// channel keeps its last configs with what changed and the versions of
+// the resources behind them (WithConfigHistory, Builder.ConfigHistory,
+// package history).
+//
 // # What is not supported
 //
 // Compared with grpc-go's own xDS client channel: routes with a route

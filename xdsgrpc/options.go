@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/history"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
@@ -20,6 +21,7 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
+	historySize     int // configs each channel keeps (WithConfigHistory)
 	hooks           []*Hooks
 	failoverTimeout time.Duration
 	configOptions   []xdsconfig.Option
@@ -31,7 +33,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{failoverTimeout: DefaultFailoverTimeout}
+	return options{failoverTimeout: DefaultFailoverTimeout, historySize: history.DefaultSize}
 }
 
 // WithHooks adds hooks that observe the data plane of every channel the

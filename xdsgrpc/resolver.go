@@ -18,6 +18,7 @@ import (
 	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
+	"github.com/xdslens/xdslens/xdsgrpc/history"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
 
@@ -150,6 +151,9 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		channelID:  rand.Uint64(),
 		configured: make(chan struct{}),
 	}
+	if b.opts.historySize > 0 {
+		r.history = history.NewRecorder(key, listener, b.opts.historySize)
+	}
 	if !b.interceptors.Load() && !b.warned.Swap(true) {
 		client.Logger().Warn("xdslens channel dialled without xdsgrpc.DialOptions: its RPCs are routed, but the RPCs of routes with a max_stream_duration, a retry_policy or HTTP filters fail rather than go without them; dial with xdsgrpc.DialOptions(pool) to apply them",
 			"channel", key)
@@ -217,6 +221,9 @@ type xdsResolver struct {
 	// otherwise. releaseCerts gives it back.
 	certs        *certstore.Store
 	releaseCerts func()
+	// history records the channel's configs; nil when the Builder keeps
+	// none (WithConfigHistory).
+	history *history.Recorder
 
 	// last is the config last handed to the channel, nil after an error.
 	// The dependency manager calls Update and Error one at a time, so
@@ -229,8 +236,18 @@ func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
 	prev := r.last
 	r.last = cfg
 	r.cc.UpdateState(r.state(&channelState{config: cfg}))
-	if h := r.builder.hooks.Load(); h != nil && h.ConfigChanged != nil {
-		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: xdsconfig.Diff(prev, cfg)})
+	h := r.builder.hooks.Load()
+	hooked := h != nil && h.ConfigChanged != nil
+	if !hooked && r.history == nil {
+		return
+	}
+	// One pass over the clusters tells both what changed.
+	changes := xdsconfig.Diff(prev, cfg)
+	if r.history != nil {
+		r.history.ConfigAfter(prev, changes, cfg)
+	}
+	if hooked {
+		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: changes})
 	}
 }
 
@@ -240,6 +257,9 @@ func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
 func (r *xdsResolver) Error(err error) {
 	r.last = nil
 	r.cc.UpdateState(r.state(&channelState{err: err}))
+	if r.history != nil {
+		r.history.Error(err)
+	}
 	if h := r.builder.hooks.Load(); h != nil && h.ConfigFailed != nil {
 		h.ConfigFailed(ConfigErrorInfo{Target: r.target, Listener: r.listener, Err: err})
 	}

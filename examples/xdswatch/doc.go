@@ -5,6 +5,7 @@
 // Usage:
 //
 //	xdswatch [flags] TYPE:NAME|xds:///LISTENER ...
+//	xdswatch [flags] explain xds:///LISTENER --method /SERVICE/METHOD [--header KEY=VALUE ...]
 //
 // TYPE is lds, rds, cds or eds, or the full type URL of one of those four
 // types, such as type.googleapis.com/envoy.config.cluster.v3.Cluster. NAME
@@ -12,7 +13,8 @@
 // do). The same TYPE:NAME given twice makes two watchers of one resource.
 // An argument xds:///LISTENER (or xds://AUTHORITY/LISTENER, gRFC A47) is a
 // gRPC channel routed by the listener's resources (see Channels); given
-// twice, it makes two channels.
+// twice, it makes two channels. The explain command says what the routing
+// of such a channel does with one RPC, without sending it (see Explain).
 //
 // Flags:
 //
@@ -60,6 +62,8 @@
 //	                         routing xds:///demo and showing what its RPCs see
 //	--demo-tour-step DUR     how long the tour shows each state (default 3s); unless given,
 //	                         --resource-timeout is the same
+//	--method /S/M            explain: the RPC's method
+//	--header KEY=VALUE       explain: a header of the RPC's metadata; repeatable
 //
 // # Demo
 //
@@ -268,6 +272,50 @@
 //
 // A leaf with no endpoints reads "eds, no endpoints"; an inline route
 // configuration reads "route config (inline)".
+//
+// The admin port (--csds-addr) also serves each channel's config history,
+// its last 16 configs with what changed and the versions of the resources
+// behind them, as xdslens.admin.v1.ConfigHistory/List (package admin,
+// package history for the JSON): grpcurl -plaintext HOST:PORT
+// xdslens.admin.v1.ConfigHistory/List. A closed channel's history goes
+// with it.
+//
+// # Explain
+//
+// xdswatch explain xds:///LISTENER --method /SERVICE/METHOD [--header
+// KEY=VALUE ...] runs the dependency manager of that listener with the
+// client of --target, waits for its first config (up to --rpc-timeout),
+// and prints one line: what a channel's routing (xdsgrpc.Explain, the code
+// its picker runs) does with an RPC of that method and metadata, without
+// sending it, then exits 0. A config that fails prints its config_error
+// line and exits 1, as does no config within --rpc-timeout. In JSON:
+//
+//	{"ts":"…","event":"explain","target":"xds:///L","method":"/pkg.Svc/M","virtual_host":"VH",
+//	 "route":"canary","match":"prefix \"/\", header \"x-lane\" exact \"canary\"","outcome":"routed",
+//	 "cluster":"c1","clusters":{"c1":{"type":"eds","lb_policy":"ring_hash_experimental"}},
+//	 "hash":"0x8a5c…","hash_policies":["header \"x-user\""],"plan":{"timeout":"5s","retry":{"on":["UNAVAILABLE"],"max_attempts":3,"base_interval":"25ms","max_interval":"250ms"}},
+//	 "tried":[{"route":"#0","match":"path \"/pkg.Svc/Other\"","matched":false,"share":0,"why":"the path does not match"},
+//	          {"route":"canary","match":"…","matched":true,"share":1,"why":"its matchers all match"}],
+//	 "reason":"route canary (…) is the first that matches /pkg.Svc/M; the routes before it do not: …"}
+//
+// route is the route's name, or #INDEX (its position among the virtual
+// host's routes that gRPC uses), "" when none matches; route_share, present
+// only below 1, the share of such RPCs a runtime_fraction gives it (the
+// reason says where the others go). outcome is routed, no_route,
+// unsupported_action or cluster_error, with error the status such an RPC
+// fails with. cluster is the route's cluster, "" for weighted clusters,
+// whose weights gives each cluster's weight (a random draw picks one per
+// RPC); clusters describes each, with the HTTP filters the RPC would run
+// through and the error it would fail with. hash is the request hash of
+// the route's hash policies (gRFC A42), which a ring_hash cluster picks
+// by; absent when the policies produce none, or when one hashes the
+// channel's random ID (io.grpc.channel_id): the reason says which. plan
+// has the deadline bound (max_stream_duration) and the retry policy.
+// tried lists the routes evaluated in order, up to the first that takes
+// every such RPC, each with the matcher that decided. In text mode, the
+// reason on one line:
+//
+//	15:04:05.000 xds:///L explain /pkg.Svc/M: virtual host "VH": route canary (prefix "/", header "x-lane" exact "canary") is the first that matches /pkg.Svc/M; ...
 //
 // # Servers
 //

@@ -12,15 +12,16 @@ import (
 // serveAdmin serves the admin services for the pool on addr, on a gRPC
 // server of its own: CSDS (one ClientConfig per pool client, xdswatch has
 // one, whose client_scope is the client's target), channelz (the xDS
-// channels), health (SERVING) and server reflection. The returned func
+// channels), health (SERVING), server reflection and the config histories
+// of the xds:/// channels (cfg.histories). The returned func
 // reports NOT_SERVING and stops the server, ending open streams.
-func serveAdmin(addr string, pool *xdsclient.Pool, _ *config, _ *meters) (string, func(), error) {
+func serveAdmin(addr string, pool *xdsclient.Pool, cfg *config, _ *meters) (string, func(), error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
 	srv := grpc.NewServer()
-	services := admin.Register(srv, pool)
+	services := admin.Register(srv, pool, admin.WithConfigHistory(cfg.histories))
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -61,6 +61,8 @@ type channelSet struct {
 	meters meters
 	byKey  map[string][]*channel
 	order  []string
+	// histories keep the channels' config histories for the admin port.
+	histories *historySet
 
 	mu        sync.Mutex // guards observers
 	observers map[*func(rpcResult)]bool
@@ -94,6 +96,7 @@ type channel struct {
 	t        target
 	listener string
 	conn     *grpc.ClientConn
+	builder  *xdsgrpc.Builder
 	stopRPCs context.CancelFunc
 	rpcsDone chan struct{}
 
@@ -140,6 +143,8 @@ func (cs *channelSet) add(t target) error {
 		return fmt.Errorf("%q: %w", t.arg, err)
 	}
 	ch.conn.Connect()
+	ch.builder = b
+	cs.histories.add(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch.stopRPCs = cancel
 	if cs.rpc.interval > 0 {
@@ -159,6 +164,7 @@ func (cs *channelSet) add(t target) error {
 // gauges leave the metrics with it: once it returns, the channel prints
 // and reports nothing more.
 func (ch *channel) close() {
+	ch.set.histories.remove(ch.builder)
 	ch.stopRPCs()
 	<-ch.rpcsDone
 	ch.conn.Close()

@@ -82,10 +82,16 @@ type config struct {
 	rpc rpcConfig
 	// serve are the --serve addresses, in order.
 	serve serveFlag
+	// explain is the explain command, with --method and --header.
+	explain explainConfig
+	// histories are the config histories of the xds:/// channels, which
+	// the admin port serves.
+	histories *historySet
 }
 
 // usageText is printed for -h and --help.
 const usageText = `usage: xdswatch [flags] TYPE:NAME|xds:///LISTENER ...
+       xdswatch [flags] explain xds:///LISTENER --method /SERVICE/METHOD [--header KEY=VALUE ...]
 
 Watches xDS resources and prints one line per watcher callback.
 TYPE is lds, rds, cds or eds, or the full type URL of one of those types.
@@ -93,6 +99,10 @@ xds:///LISTENER routes a gRPC channel by the listener's resources (through
 package xdsgrpc, with the client of --target) and prints one line per config
 the channel uses (config), or per error that fails it (config_error); with
 --rpc-interval it also makes RPCs through it and prints one line each (rpc).
+explain waits (up to --rpc-timeout) for the channel's first config, prints
+which virtual host, route, clusters (with their weights), request hash and
+plan an RPC of --method with the --header metadata would get, and why,
+without sending it, and exits (1 when the config fails).
 
 Flags:
   --bootstrap FILE          bootstrap JSON; else GRPC_XDS_BOOTSTRAP / GRPC_XDS_BOOTSTRAP_CONFIG;
@@ -145,6 +155,8 @@ Flags:
                             routing xds:///demo and showing what its RPCs see
   --demo-tour-step DUR      how long the tour shows each state (default 3s); unless
                             given, --resource-timeout is the same
+  --method /S/M             explain: the RPC's method
+  --header KEY=VALUE        explain: the RPC's metadata; repeatable
 
 Without a bootstrap, xdswatch starts an embedded demo control plane on
 127.0.0.1, with two gRPC backends behind its cluster, watches its resources
@@ -303,12 +315,16 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return failf(exitUsage, "%v", err)
 	}
 	defer release()
+	if cfg.explain.on {
+		return runExplain(ctx, cfg, client, newOutput(stdout, cfg.output), errw)
+	}
 	stopNote := func() {}
 	if cfg.output == outputText {
 		stopNote = sync.OnceFunc(noteUnreached(client, errw))
 		defer stopNote()
 	}
 
+	cfg.histories = &historySet{}
 	servers, err := startSidecars(pool, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -346,6 +362,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	channels := newChannelSet(pool, client, out, cfg.rpc, servers.meters)
+	channels.histories = cfg.histories
 	watches := newWatchSet(client, out, channels)
 	// Deferred calls run last in, first out: channels close and watches
 	// are cancelled, then the sidecars stop, then the pool closes the
@@ -426,6 +443,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
 	fs.Var(&cfg.serve, "serve", "run an xDS-enabled server on HOST:PORT; repeatable")
 	cfg.rpc.register(fs)
+	cfg.explain.register(fs)
 
 	var positional []string
 	for {
@@ -493,6 +511,10 @@ func parseArgs(args []string) (*config, error) {
 	}
 	if cfg.demoTour {
 		positional = []string{tourTarget}
+	}
+	positional, err := cfg.explain.take(positional, cfg)
+	if err != nil {
+		return nil, err
 	}
 	for _, arg := range positional {
 		if isTarget(arg) {

@@ -172,9 +172,8 @@ func (r *rpcConfig) check(cfg *config) error {
 	if r.concurrency < 1 || r.concurrency > maxRPCConcurrency {
 		return fmt.Errorf("--rpc-concurrency %d: must be between 1 and %d", r.concurrency, maxRPCConcurrency)
 	}
-	if service, method, ok := strings.Cut(strings.TrimPrefix(r.method, "/"), "/"); !strings.HasPrefix(r.method, "/") || !ok ||
-		service == "" || method == "" || strings.Contains(method, "/") {
-		return fmt.Errorf("--rpc-method %q: want /SERVICE/METHOD, such as %s", r.method, defaultRPCMethod)
+	if err := checkMethod("--rpc-method", r.method); err != nil {
+		return err
 	}
 	if cfg.demoTour {
 		if !cfg.given["rpc-interval"] {
@@ -185,6 +184,9 @@ func (r *rpcConfig) check(cfg *config) error {
 	}
 	if !cfg.given["rpc-interval"] {
 		for _, f := range []string{"rpc-method", "rpc-header", "rpc-timeout", "rpc-concurrency"} {
+			if f == "rpc-timeout" && cfg.explain.on {
+				continue // how long explain waits for the config
+			}
 			if cfg.given[f] {
 				return fmt.Errorf("--%s without --rpc-interval", f)
 			}

@@ -212,13 +212,15 @@ func (m *Manager) build() *Config {
 	}
 	clear(m.slots) // keep no slot alive through the scratch slice
 	return &Config{
-		ListenerName:    m.listener,
-		Listener:        m.lis,
-		RouteConfigName: rdsName,
-		RouteConfig:     m.rc,
-		VirtualHost:     m.vh,
-		Clusters:        clusters,
-		NodeID:          m.msg.nodeID,
+		ListenerName:       m.listener,
+		Listener:           m.lis,
+		ListenerVersion:    m.lisVersion,
+		RouteConfigName:    rdsName,
+		RouteConfig:        m.rc,
+		RouteConfigVersion: m.rcVersion,
+		VirtualHost:        m.vh,
+		Clusters:           clusters,
+		NodeID:             m.msg.nodeID,
 	}
 }
 
@@ -235,13 +237,13 @@ func (m *Manager) slotOf(n *node, top string) ClusterConfig {
 		}
 		return ClusterConfig{Name: n.name, Err: st.graphErr}
 	}
-	s := ClusterConfig{Name: n.name, Cluster: n.cluster, Server: st.server}
+	s := ClusterConfig{Name: n.name, Cluster: n.cluster, Server: st.server, Version: st.version}
 	switch st.kind {
 	case xdsresource.ClusterAggregate:
 		s.Leaves = n.leaves
 	case xdsresource.ClusterEDS:
 		e := st.eds
-		s.Endpoints = e.cla
+		s.Endpoints, s.EndpointsVersion = e.cla, e.version
 		s.ResolutionNote = m.msg.note(top, st.note, e.dataNote, e.note)
 	case xdsresource.ClusterLogicalDNS:
 		d := st.dns
@@ -257,7 +259,7 @@ func sameSlot(a, b *ClusterConfig) bool {
 		return true
 	}
 	return a.Name == b.Name && sameErr(a.Err, b.Err) && a.Cluster == b.Cluster && a.Server == b.Server &&
-		a.Endpoints == b.Endpoints && a.ResolutionNote == b.ResolutionNote && slices.Equal(a.Leaves, b.Leaves)
+		a.Version == b.Version && a.EndpointsVersion == b.EndpointsVersion && a.Endpoints == b.Endpoints && a.ResolutionNote == b.ResolutionNote && slices.Equal(a.Leaves, b.Leaves)
 }
 
 func sameErr(a, b error) bool {

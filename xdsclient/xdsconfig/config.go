@@ -26,6 +26,12 @@ type Config struct {
 	// RouteConfig is the route configuration in use, fetched with RDS or
 	// inline.
 	RouteConfig *xdsresource.RouteConfiguration
+	// ListenerVersion and RouteConfigVersion are the version_info of the
+	// responses that brought the Listener and the RouteConfiguration in
+	// use (RouteConfigVersion is "" for an inline route configuration). A
+	// response that resends a resource unchanged does not change it, so a
+	// version here may be older than the one CSDS shows for the resource.
+	ListenerVersion, RouteConfigVersion string
 	// VirtualHost is the virtual host of RouteConfig whose domains match
 	// the channel's authority best (gRFC A27 domain matching); it points
 	// into RouteConfig.VirtualHosts.
@@ -63,6 +69,12 @@ type ClusterConfig struct {
 	// Server is the URI of the xDS server that sent the Cluster resource:
 	// where load reports go when Cluster.LRSServer is set.
 	Server string
+	// Version is the version_info of the response that brought Cluster;
+	// EndpointsVersion that of the EDS resource behind Endpoints ("" for a
+	// LOGICAL_DNS cluster, or when the EDS resource failed). As with
+	// Config.ListenerVersion, a resource resent unchanged keeps its
+	// version here.
+	Version, EndpointsVersion string
 	// Leaves are, for an aggregate cluster, the leaf clusters it expands
 	// to, depth first, in priority order, each once (gRFC A37).
 	Leaves []string

@@ -68,6 +68,10 @@ func TestConfigRDS(t *testing.T) {
 	if s.ResolutionNote != "xDS node ID:"+nodeID {
 		t.Errorf("resolution note %q, want the node ID", s.ResolutionNote)
 	}
+	if c.ListenerVersion != "1" || c.RouteConfigVersion != "1" || s.Version != "1" || s.EndpointsVersion != "1" {
+		t.Errorf("versions: listener %q, route config %q, cluster %q, endpoints %q; want 1 each",
+			c.ListenerVersion, c.RouteConfigVersion, s.Version, s.EndpointsVersion)
+	}
 
 	// A change of endpoints is a new config that shares the rest.
 	f.set("2",
@@ -80,6 +84,11 @@ func TestConfigRDS(t *testing.T) {
 	})
 	if ch := xdsconfig.Diff(c, c2); ch.Listener || ch.RouteConfig || ch.VirtualHost || !slices.Equal(ch.Changed, []string{"C"}) {
 		t.Errorf("Diff = %s, want only cluster C changed", ch)
+	}
+	// The resources resent unchanged keep the version that brought them.
+	if s2 := c2.Clusters["C"]; c2.ListenerVersion != "1" || c2.RouteConfigVersion != "1" || s2.Version != "1" || s2.EndpointsVersion != "2" {
+		t.Errorf("versions: listener %q, route config %q, cluster %q, endpoints %q; want 1, 1, 1, 2",
+			c2.ListenerVersion, c2.RouteConfigVersion, s2.Version, s2.EndpointsVersion)
 	}
 }
 

@@ -76,17 +76,24 @@ func Diff(from, to *Config) Changes {
 		VirtualHost: from.VirtualHost != to.VirtualHost && (from.VirtualHost == nil || to.VirtualHost == nil ||
 			!reflect.DeepEqual(*from.VirtualHost, *to.VirtualHost)),
 	}
+	present := 0
 	for name, n := range to.Clusters {
 		switch o := from.Clusters[name]; {
 		case o == nil:
 			c.Added = append(c.Added, name)
 		case !sameSlot(o, n):
+			present++
 			c.Changed = append(c.Changed, name)
+		default:
+			present++
 		}
 	}
-	for name := range from.Clusters {
-		if to.Clusters[name] == nil {
-			c.Removed = append(c.Removed, name)
+	if present < len(from.Clusters) {
+		// Some slot of from is not in to.
+		for name := range from.Clusters {
+			if to.Clusters[name] == nil {
+				c.Removed = append(c.Removed, name)
+			}
 		}
 	}
 	slices.Sort(c.Added)

@@ -84,9 +84,11 @@ type Manager struct {
 	dirtyCDS   []*clusterState
 	lds        *watchState
 	lis        *xdsresource.Listener // nil until a valid API listener
+	lisVersion string                // the version of lis
 	ldsNote    string                // the Listener's ambient error
 	rds        *watchState           // nil while the route config is inline
 	rc         *xdsresource.RouteConfiguration
+	rcVersion  string                   // the version of rc, "" when inline
 	vh         *xdsresource.VirtualHost // nil until rc has a virtual host for authority
 	roots      []string                 // the clusters vh's routes name
 	rdsNote    string                   // the RouteConfiguration's ambient error
@@ -138,6 +140,7 @@ type clusterState struct {
 	kind      xdsresource.ClusterKind
 	endpoints string
 	server    string
+	version   string         // the version of cluster
 	err       *ResourceError // the resource's error, when it failed
 	note      string         // its ambient error
 	// eds or dns is the state of its endpoints, as the last walk found it.
@@ -153,6 +156,7 @@ type edsState struct {
 	watchState
 	users                                       // the clusters that use it
 	cla      *xdsresource.ClusterLoadAssignment // nil when it failed
+	version  string                             // the version of cla
 	dataNote string                             // its error, or what is odd in it
 	note     string                             // its ambient error
 }

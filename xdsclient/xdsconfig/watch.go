@@ -82,10 +82,10 @@ func (m *Manager) onListener(r *xdsclient.Resource, err error) {
 		m.fail("LDS", m.listener, nil, "not an API listener")
 		return
 	}
-	m.lis, m.ldsNote = l, ""
+	m.lis, m.lisVersion, m.ldsNote = l, r.Version, ""
 	if l.InlineRouteConfig != nil {
 		m.dropRDS()
-		m.setRouteConfig(l.InlineRouteConfig)
+		m.setRouteConfig(l.InlineRouteConfig, "")
 		return
 	}
 	if m.rds == nil || m.rds.name != l.RouteConfigName {
@@ -128,12 +128,12 @@ func (m *Manager) onRouteConfig(st *watchState, r *xdsclient.Resource, err error
 		m.fail("RDS", st.name, err, "")
 		return
 	}
-	m.setRouteConfig(rc)
+	m.setRouteConfig(rc, r.Version)
 }
 
-// setRouteConfig uses rc, from RDS or inline in the listener, if it has a
-// virtual host for the authority.
-func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration) {
+// setRouteConfig uses rc, from RDS (of version) or inline in the listener
+// (version ""), if it has a virtual host for the authority.
+func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration, version string) {
 	i := FindVirtualHost(rc.VirtualHosts, m.authority)
 	if i < 0 {
 		m.rc, m.vh, m.roots = nil, nil, nil
@@ -144,7 +144,7 @@ func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration) {
 		m.fail(kind, name, nil, fmt.Sprintf("could not find VirtualHost for %q in RouteConfiguration", m.authority))
 		return
 	}
-	m.rc, m.vh, m.rdsNote = rc, &rc.VirtualHosts[i], ""
+	m.rc, m.rcVersion, m.vh, m.rdsNote = rc, version, &rc.VirtualHosts[i], ""
 	m.roots = clustersOf(m.vh, m.roots[:0])
 }
 
@@ -202,7 +202,7 @@ func (m *Manager) onCluster(st *clusterState, r *xdsclient.Resource, err error) 
 	case c.Kind != xdsresource.ClusterEDS && c.Kind != xdsresource.ClusterLogicalDNS && c.Kind != xdsresource.ClusterAggregate:
 		st.cluster, st.server, st.err = nil, "", m.msg.resourceError("CDS", st.name, nil, "unsupported cluster type "+c.Kind.String())
 	default:
-		st.cluster, st.server, st.err = c, r.Server, nil
+		st.cluster, st.server, st.version, st.err = c, r.Server, r.Version, nil
 		st.kind, st.endpoints = c.Kind, c.EDSName()
 		if c.Kind == xdsresource.ClusterLogicalDNS {
 			st.endpoints = c.DNSHostname
@@ -242,10 +242,10 @@ func (m *Manager) onEndpoints(st *edsState, r *xdsclient.Resource, err error) {
 	if err != nil {
 		// As gRPC C-core: the cluster stays usable, with no endpoints, and
 		// its resolution note says why.
-		st.cla, st.dataNote = nil, m.msg.part("EDS", st.name, causeOf(err))
+		st.cla, st.version, st.dataNote = nil, "", m.msg.part("EDS", st.name, causeOf(err))
 		return
 	}
-	st.cla, st.dataNote = cla, m.contentNote(st.name, cla)
+	st.cla, st.version, st.dataNote = cla, r.Version, m.contentNote(st.name, cla)
 }
 
 // contentNote is the resolution note that an EDS resource earns by its

@@ -75,6 +75,10 @@ func (k PathMatchKind) String() string {
 // optional cluster_specifier_plugin of a type other than RLS, is left out of
 // its VirtualHost rather than rejected.
 type Route struct {
+	// Name is the route's name, "" when the resource gives none: it names
+	// the route in explanations and config histories, and has no effect on
+	// routing.
+	Name string
 	// PathMatch says which of Prefix, Path and SafeRegex applies.
 	PathMatch PathMatchKind
 	// Prefix, Path and SafeRegex hold the path matcher; only the one named
@@ -226,7 +230,7 @@ func validDomainPattern(d string) bool {
 
 // validateRoute returns the route and whether gRPC uses it.
 func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*RouteLookupConfig) (Route, bool, error) {
-	var r Route
+	r := Route{Name: m.GetName()}
 	match := m.GetMatch()
 	if match == nil {
 		return r, false, errors.New("match missing")

@@ -31,6 +31,7 @@ func weighted(ws ...any) *routev3.Route_Route {
 
 func TestRouteConfigRoundTrip(t *testing.T) {
 	headerRoute := &routev3.Route{
+		Name: "by-header",
 		Match: &routev3.RouteMatch{
 			PathSpecifier: &routev3.RouteMatch_Path{Path: "/svc/Method"},
 			CaseSensitive: wrapperspb.Bool(false),
@@ -105,6 +106,7 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 				Domains: []string{"svc.example.com", "*.example.com", "svc.*"},
 				Routes: []Route{
 					{
+						Name:            "by-header",
 						PathMatch:       PathExact,
 						Path:            "/svc/Method",
 						CaseInsensitive: true,
