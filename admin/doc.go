@@ -40,6 +40,29 @@
 // that health checkers stop sending it work. [Services.Health] gives the
 // health server itself, to report services of the process's own.
 //
+// # Readiness of an xDS-enabled server
+//
+// [Services.TrackServer] makes the health service report an
+// xdsserver.Server's serving mode under a service name ("xds-server",
+// [ServerService], by convention): SERVING while every address it serves
+// is SERVING, NOT_SERVING otherwise. The xDS server's own ports cannot
+// answer a probe while they do not serve (they close every connection, as
+// gRFC A36 asks) and may require a client certificate, so the probe asks
+// the admin port. In Kubernetes:
+//
+//	readinessProbe:
+//	  grpc:
+//	    port: 9901          # the admin port
+//	    service: xds-server
+//	  periodSeconds: 5
+//	livenessProbe:
+//	  grpc:
+//	    port: 9901          # "": SERVING from Register until Shutdown
+//
+// A pod then receives traffic only once its Listener has come, and stops
+// receiving it when the control plane takes the Listener away; the
+// liveness probe does not restart it for a control plane's outage.
+//
 // # grpcdebug and several clients
 //
 // grpcdebug v1.0.5, its latest release, refuses a CSDS response with more

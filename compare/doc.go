@@ -8,5 +8,19 @@
 //
 //	cd compare && go test -race -vet=all ./...
 //
-// BenchmarkRPC times unary RPCs through both channels in one run.
+// The same for servers: xdslens's xDS-enabled server (package xdsserver)
+// beside grpc-go's xds.NewGRPCServer with xDS server credentials, each
+// under its own Listener of one control plane, equal but for the
+// address: serving modes (servingmodes_test.go), filter chain matching
+// (chains_test.go), a table of RBAC policies and the audit events of both
+// (rbac_test.go). Where they differ on purpose, the test says so and
+// checks the difference: a deleted Listener (xdslens keeps serving, as
+// gRFC A88 says; grpc-go stops), destination prefixes on a listener
+// bound to one address (xdslens matches them, as Envoy and gRPC C-core
+// do; grpc-go ignores them), and the policy name of audit events (the
+// RBAC filter's name in xdslens, as gRFC A59 says; empty in grpc-go).
+//
+// BenchmarkRPC times unary RPCs through both channels in one run;
+// BenchmarkServerMTLS the handshake and the RPCs of both servers under
+// mTLS and RBAC.
 package compare

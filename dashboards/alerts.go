@@ -67,6 +67,8 @@ type AlertOptions struct {
 	// DataPlane are the thresholds of the alerts on the RPCs of xdslens
 	// channels.
 	DataPlane DataPlaneAlertOptions
+	// Server are the thresholds of the alerts on xDS-enabled servers.
+	Server ServerAlertOptions
 }
 
 // DefaultAlertOptions returns the thresholds of the committed rule file.
@@ -89,6 +91,7 @@ func DefaultAlertOptions() AlertOptions {
 		ScrapeLookback:      time.Hour,
 		RunbookURL:          "https://github.com/xdslens/xdslens/blob/main/dashboards/RUNBOOK.md",
 		DataPlane:           defaultDataPlaneAlertOptions(),
+		Server:              defaultServerAlertOptions(),
 	}
 }
 
@@ -273,6 +276,7 @@ func AlertRules(o AlertOptions) RuleGroup {
 		loadReportingRule(o, s, runbook),
 	)
 	rules = append(rules, dataPlaneRules(o, s, runbook)...)
+	rules = append(rules, serverRules(o, s, runbook)...)
 	return RuleGroup{Name: "xdslens-xds-client-alerts", Rules: rules}
 }
 

@@ -344,6 +344,15 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricWRREndpointWeights + "_bucket": {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelLocality, "le"},
 	dashboards.MetricWRRRRFallback:                  {dashboards.LabelTarget, dashboards.LabelBackendService, dashboards.LabelLocality},
 	"up":                                            {},
+	dashboards.MetricServerServing:                  {dashboards.LabelAddress, dashboards.LabelListener},
+	dashboards.RecordServerServing:                  {dashboards.LabelAddress, dashboards.LabelListener},
+	dashboards.MetricServerModeChanges:              {dashboards.LabelAddress, dashboards.LabelMode},
+	dashboards.MetricServerConnections:              {dashboards.LabelAddress, dashboards.LabelFilterChain},
+	dashboards.MetricServerConnectionsAccepted:      {dashboards.LabelAddress, dashboards.LabelFilterChain},
+	dashboards.MetricServerConnectionsRefused:       {dashboards.LabelAddress, dashboards.LabelReason},
+	dashboards.MetricServerConnectionsDrained:       {dashboards.LabelAddress, dashboards.LabelFilterChain, dashboards.LabelReason},
+	dashboards.MetricServerHandshakeFailures:        {dashboards.LabelAddress, dashboards.LabelFilterChain},
+	dashboards.MetricServerRBACDecisions:            {dashboards.LabelAddress, dashboards.LabelFilterChain, dashboards.LabelRBACFilter, dashboards.LabelRBACPolicy, dashboards.LabelRBACDecision},
 }
 
 // scrapeLabels are added to every series by Prometheus or the exporter.
@@ -449,6 +458,7 @@ func TestAlertRules(t *testing.T) {
 		dashboards.AlertFetchLatencyHigh, dashboards.AlertLoadReportingFailing,
 		dashboards.AlertRPCsFailing, dashboards.AlertRPCsDropped,
 		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
+		dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerDenialSpike,
 	}
 	var got []string
 	o := dashboards.DefaultAlertOptions()
@@ -467,6 +477,9 @@ func TestAlertRules(t *testing.T) {
 				locate = []string{"instance", "job"}
 			case dashboards.AlertJobAbsent:
 				locate = []string{"job"}
+			case dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerDenialSpike:
+				// A server's address, not a client.
+				locate = []string{"xdslens_address", "instance", "job"}
 			}
 			for _, l := range locate {
 				if !strings.Contains(r.Description, "$labels."+l) {

@@ -46,6 +46,13 @@ var dataPlaneAlerts = []string{
 // readsDataPlane reports whether a query reads the data-plane series
 // (those of the RPCs, and the load-balancing metrics of the endpoint
 // policies).
+// readsServer reports whether a query reads the series of xDS-enabled
+// servers.
+func readsServer(expr string) bool {
+	return strings.Contains(expr, "xdslens_xds_server_")
+}
+
+// readsDataPlane reports whether a query reads the data-plane series.
 func readsDataPlane(expr string) bool {
 	return strings.Contains(expr, "xdslens_data_plane_") || strings.Contains(expr, "grpc_lb_")
 }

@@ -14,7 +14,10 @@
 //     notifications, the data plane (the RPCs of the xdslens channels the
 //     clients route, from package telemetry/dataplane: RPCs by cluster and
 //     outcome, failed picks, calls by status code, drops, in-flight RPCs
-//     against max_requests, config updates and errors), and load reporting
+//     against max_requests, config updates and errors), xDS-enabled servers
+//     (from telemetry.NewServerMetrics: serving state by address,
+//     connections by filter chain, refused and drained connections,
+//     handshake failures, RBAC decisions by policy), and load reporting
 //     (LRS reports, streams and calls).
 //   - [DrillDown], "xDS resource drill-down": the cache by authority,
 //     resource type and state over time, one panel per resource type, and
@@ -30,10 +33,12 @@
 //
 // [RecordingRules] returns the recording rules of the series the
 // dashboards read ([RecordConnected], [RecordResources],
-// [RecordAuthorityServer], [RecordInFlight], [RecordMaxRequests]);
-// [AlertRules] the alerting rules, on the clients and on the data plane,
-// with the thresholds and job selector of [AlertOptions]; [RuleFile]
-// renders both as the rule file that Prometheus loads. Each alert has a
+// [RecordAuthorityServer], [RecordInFlight], [RecordMaxRequests],
+// [RecordServerServing]);
+// [AlertRules] the alerting rules, on the clients, on the data plane and
+// on xDS-enabled servers, with the thresholds and job selector of
+// [AlertOptions]; [RuleFile] renders both as the rule file that
+// Prometheus loads. Each alert has a
 // section in RUNBOOK.md beside this file.
 //
 // The generated files are committed beside the package and written by

@@ -227,8 +227,8 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// itself too); legends name the instance of per-process series.
 	fleet := fleetOf(watch)
 	for _, q := range allPanelQueries(t) {
-		if readsDataPlane(q.expr) {
-			continue // TestDataPlaneOnPrometheus
+		if readsDataPlane(q.expr) || readsServer(q.expr) {
+			continue // TestDataPlaneOnPrometheus, TestServerOnPrometheus
 		}
 		expr := substitute(q.expr, rateWindow, fleet)
 		if strings.HasPrefix(expr, "absent(") {
@@ -246,7 +246,7 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 	// Every query drops everything but the selected job: with a job that
 	// does not exist, no panel has data.
 	for _, q := range allPanelQueries(t) {
-		if strings.HasPrefix(q.expr, "absent(") || readsDataPlane(q.expr) {
+		if strings.HasPrefix(q.expr, "absent(") || readsDataPlane(q.expr) || readsServer(q.expr) {
 			continue
 		}
 		expectNoOtherJob(t, prom, q)
@@ -288,8 +288,8 @@ func TestEndToEndOnPrometheus(t *testing.T) {
 		if r.Alert == dashboards.AlertScrapeFailed {
 			continue // checked once xdswatch is gone
 		}
-		if slices.Contains(dataPlaneAlerts, r.Alert) || r.Alert == dashboards.AlertLoadReportingFailing {
-			continue // TestDataPlaneOnPrometheus, whose channels report load
+		if slices.Contains(dataPlaneAlerts, r.Alert) || slices.Contains(serverAlerts, r.Alert) || r.Alert == dashboards.AlertLoadReportingFailing {
+			continue // TestDataPlaneOnPrometheus (whose channels report load), TestServerOnPrometheus
 		}
 		w, ok := want[r.Alert]
 		if !ok {
@@ -375,12 +375,17 @@ func fleetOf(x *xdswatchProcess) map[string]string {
 }
 
 // expectAlert checks that the expression of alert r returns series with
-// each of values in label, located by job, instance and grpc_target, and
-// with no OpenTelemetry scope label.
+// each of values in label, located by job, instance and grpc_target (an
+// xDS-enabled server's address for the server alerts), and with no
+// OpenTelemetry scope label.
 func expectAlert(t *testing.T, prom *promtest.Server, r dashboards.Rule, label string, values ...string) {
 	t.Helper()
 	prom.ExpectLabels(t, "alert "+r.Alert, r.Expr, label, values...)
-	for _, l := range []string{"job", "instance", dashboards.LabelTarget} {
+	locate := []string{"job", "instance", dashboards.LabelTarget}
+	if slices.Contains(serverAlerts, r.Alert) {
+		locate[2] = dashboards.LabelAddress
+	}
+	for _, l := range locate {
 		prom.ExpectLabels(t, "alert "+r.Alert+" locates with "+l, r.Expr, l)
 	}
 	res, err := prom.Query(r.Expr)
@@ -429,6 +434,10 @@ func e2eRules() dashboards.RuleGroup {
 	d := &o.DataPlane
 	d.RateWindow = time.Minute
 	d.FailingFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0
+	v := &o.Server
+	v.RateWindow = time.Minute
+	v.NotServingFor, v.HandshakeFailuresFor, v.DenialSpikeFor = 0, 0, 0
+	v.DenialMinRate = 0.01
 	return dashboards.AlertRules(o)
 }
 

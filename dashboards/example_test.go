@@ -51,4 +51,7 @@ func ExampleAlertRules() {
 	// XdsClientRPCsDropped warning
 	// XdsClientCircuitBreaking warning
 	// XdsClientInFlightNearMaxRequests warning
+	// XdsServerNotServing critical
+	// XdsServerHandshakeFailures warning
+	// XdsServerRBACDenialSpike warning
 }

@@ -83,6 +83,7 @@ func (g *gen) overview() (dashboard.Dashboard, error) {
 		}},
 		g.dataPlaneRow(),
 		g.loadBalancingRow(),
+		g.serverRow(),
 		g.loadReportingRow(),
 	), OverviewUID)
 }

@@ -22,7 +22,7 @@ const (
 
 // RecordingRules returns the recording rules of the recorded series
 // ([RecordConnected], [RecordResources], [RecordAuthorityServer],
-// [RecordInFlight], [RecordMaxRequests]).
+// [RecordInFlight], [RecordMaxRequests], [RecordServerServing]).
 func RecordingRules() RuleGroup {
 	return RuleGroup{Name: "xdslens-xds-client-records", Rules: []Rule{
 		{Record: RecordConnected, Expr: withoutScope("max", MetricConnected)},
@@ -30,5 +30,6 @@ func RecordingRules() RuleGroup {
 		{Record: RecordAuthorityServer, Expr: withoutScope("max", MetricAuthorityServer)},
 		{Record: RecordInFlight, Expr: withoutScope("max", MetricDataPlaneInFlight)},
 		{Record: RecordMaxRequests, Expr: withoutScope("max", MetricDataPlaneMaxRequests)},
+		{Record: RecordServerServing, Expr: withoutScope("max", MetricServerServing)},
 	}}
 }

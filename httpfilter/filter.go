@@ -65,4 +65,5 @@ func Get(typeURL string) Filter {
 func init() {
 	Register(router{})
 	Register(rbacFilter{})
+	Register(fault{})
 }

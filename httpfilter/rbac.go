@@ -85,7 +85,7 @@ type rbacInterceptor struct {
 	env    ServerEnv
 }
 
-func (i *rbacInterceptor) Intercept(ctx context.Context, call *ServerCall) (context.Context, error) {
+func (i *rbacInterceptor) Intercept(ctx context.Context, call ServerCall) (context.Context, error) {
 	r := rbac.Request{Ctx: ctx, Method: call.Method}
 	if c := call.Conn; c != nil {
 		r.Local, r.Remote = c.Local, c.Remote

@@ -175,7 +175,7 @@ func defaultRPC() rpc {
 func allowed(t testing.TB, in httpfilter.ServerInterceptor, r rpc) bool {
 	t.Helper()
 	ctx := metadata.NewIncomingContext(context.Background(), r.md)
-	_, err := in.Intercept(ctx, &httpfilter.ServerCall{Method: r.method, Conn: r.conn})
+	_, err := in.Intercept(ctx, httpfilter.ServerCall{Method: r.method, Conn: r.conn})
 	if err != nil && status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("Intercept = %v, want nil or PERMISSION_DENIED", err)
 	}
@@ -421,7 +421,7 @@ func TestRBACDenyAction(t *testing.T) {
 	r := defaultRPC()
 	r.method = "/pkg.Admin/Reset"
 	ctx := metadata.NewIncomingContext(context.Background(), r.md)
-	_, err := in.Intercept(ctx, &httpfilter.ServerCall{Method: r.method, Conn: r.conn})
+	_, err := in.Intercept(ctx, httpfilter.ServerCall{Method: r.method, Conn: r.conn})
 	if status.Code(err) != codes.PermissionDenied || strings.Contains(status.Convert(err).Message(), "no-admin") {
 		t.Errorf("denied RPC: %v, want PERMISSION_DENIED that names no policy", err)
 	}

@@ -37,4 +37,9 @@ func (router) BuildServerInterceptor(Config, Config, ServerEnv) (ServerIntercept
 	return nil, nil
 }
 
-var _ ServerFilter = router{}
+func (router) BuildClientInterceptor(Config, Config) (ClientInterceptor, error) { return nil, nil }
+
+var (
+	_ ServerFilter = router{}
+	_ ClientFilter = router{}
+)

@@ -27,7 +27,7 @@ type ServerInterceptor interface {
 	// get (ctx itself when the filter adds nothing), or an error, a gRPC
 	// status, that ends the RPC at once: no later filter and no handler
 	// runs.
-	Intercept(ctx context.Context, call *ServerCall) (context.Context, error)
+	Intercept(ctx context.Context, call ServerCall) (context.Context, error)
 }
 
 // ServerEnv is what a server gives a filter it builds, besides its
@@ -58,9 +58,10 @@ type AuthzDecision struct {
 	Deny bool
 }
 
-// ServerCall is one RPC as server filters see it. Its headers are the
-// incoming metadata of the context given with it (":authority" among
-// them, as grpc-go servers give it).
+// ServerCall is one RPC as server filters see it, passed by value so that
+// running a filter allocates nothing. Its headers are the incoming
+// metadata of the context given with it (":authority" among them, as
+// grpc-go servers give it).
 type ServerCall struct {
 	// Method is the full method name, "/pkg.Service/Method".
 	Method string

@@ -119,6 +119,35 @@
 // telemetry/dataplane's: a program that measures its xDS clients alone
 // does not import xdsgrpc, whose import registers the "xdslens" resolver.
 //
+// # xDS-enabled servers
+//
+// NewServerMetrics observes an xdsserver.Server through its hooks:
+//
+//	sm, err := telemetry.NewServerMetrics(srv, telemetry.WithMeterProvider(mp))
+//	defer sm.Close()
+//
+//	name                                      kind                  unit          labels
+//	xdslens.xds_server.serving                Int64ObservableGauge  {bool}        xdslens.address, xdslens.listener
+//	xdslens.xds_server.serving_mode_changes   Int64Counter          {change}      xdslens.address, mode
+//	xdslens.xds_server.connections            Int64ObservableGauge  {connection}  xdslens.address, xdslens.filter_chain
+//	xdslens.xds_server.connections_accepted   Int64Counter          {connection}  xdslens.address, xdslens.filter_chain
+//	xdslens.xds_server.connections_refused    Int64Counter          {connection}  xdslens.address, reason
+//	xdslens.xds_server.connections_drained    Int64Counter          {connection}  xdslens.address, xdslens.filter_chain, reason
+//	xdslens.xds_server.handshake_failures     Int64Counter          {handshake}   xdslens.address, xdslens.filter_chain
+//	xdslens.xds_server.rbac_decisions         Int64Counter          {decision}    xdslens.address, xdslens.filter_chain, xdslens.rbac.filter, xdslens.rbac.policy, xdslens.rbac.decision
+//
+// serving is 1 while the address serves (gRFC A36's SERVING), 0 while it
+// waits for its Listener or does not serve; its series goes when Serve
+// returns. refused counts connections closed as they came (not_serving,
+// no_filter_chain), drained those told to go away (listener_changed,
+// not_serving). An address's serving_mode_changes and
+// connections_refused series exist, at zero, from Serve's start, and a
+// chain's handshake_failures and connections_drained series from its
+// first connection, so that the increase of a first event shows. rbac_decisions counts every decision of an
+// RBAC filter by the policy that matched ("" when none did) and allow or
+// deny. A decision costs one counter addition and no allocation once its
+// label set has been seen.
+//
 // The names are exported as constants (MetricResources, KeyCacheState, ...)
 // for use in queries. Package exporters makes MeterProviders for
 // Prometheus, OTLP and stdout; through the OpenTelemetry Prometheus

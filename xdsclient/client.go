@@ -161,6 +161,10 @@ func (c *Client) Node() *corev3.Node { return c.node }
 // Bootstrap returns the configuration the client was made from.
 func (c *Client) Bootstrap() *bootstrap.Config { return c.cfg }
 
+// Logger returns the client's logger (WithLogger), with the client's
+// target: the data plane routed by the client logs through it.
+func (c *Client) Logger() *slog.Logger { return c.logger }
+
 // Watch starts watching the resource of type typ named name. The watcher
 // gets the cached resource at once if there is one (then the ambient error
 // in force, if any), or the error that stands for the resource if one does,

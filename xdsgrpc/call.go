@@ -2,20 +2,26 @@ package xdsgrpc
 
 import (
 	"context"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
+	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/xdsclient"
-
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )
 
 // DialOptions returns the options that make a channel route by xdslens
 // with the clients of pool: the resolver of "xdslens:" targets, and the
-// interceptors that route each RPC once, when it starts, and hold its
-// cluster until it ends. Add the channel's credentials:
+// interceptors that route each RPC once, when it starts, hold its cluster
+// until it ends, and apply its route's deadline (gRFC A31), retries (gRFC
+// A44) and client HTTP filters (gRFC A39). Add the channel's credentials:
 //
 //	conn, err := grpc.NewClient("xdslens:///payments", append(xdsgrpc.DialOptions(pool),
 //		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
@@ -29,6 +35,7 @@ func DialOptions(pool *xdsclient.Pool, opts ...Option) []grpc.DialOption {
 // DialOptions returns the options that make a channel resolve "xdslens:"
 // targets with the Builder, and route each RPC with its interceptors.
 func (b *Builder) DialOptions() []grpc.DialOption {
+	b.interceptors.Store(true)
 	return []grpc.DialOption{
 		grpc.WithResolvers(b),
 		grpc.WithChainUnaryInterceptor(b.unaryInterceptor),
@@ -37,9 +44,10 @@ func (b *Builder) DialOptions() []grpc.DialOption {
 }
 
 // begin starts the Call of an RPC on cc: it routes the RPC with the
-// latest picker of cc's channel, when the channel has one and is known,
-// else the RPC's first pick will. A Call the caller gave (WithCallInfo) is
-// used, reset.
+// latest picker of cc's channel, waiting (as gRPC waits) for the
+// channel's first config; when the channel cannot be told (see
+// channelOf), the RPC's first pick routes it. A Call the caller gave
+// (WithCallInfo) is used, reset.
 func (b *Builder) begin(ctx context.Context, cc *grpc.ClientConn, method string) (context.Context, *callctx.Call) {
 	c := callctx.From(ctx)
 	if c == nil {
@@ -49,11 +57,24 @@ func (b *Builder) begin(ctx context.Context, cc *grpc.ClientConn, method string)
 		*c = callctx.Call{ClusterOut: c.ClusterOut}
 	}
 	c.Owned, c.Conn = true, cc
-	if r := b.channelOf(cc); r != nil {
-		if rt := r.router.Load(); rt != nil {
-			if p := rt.current.Load(); p != nil && p.state.err == nil {
-				p.record(ctx, p.route(ctx, method), c)
-			}
+	r := b.channelOf(cc)
+	if r == nil {
+		// An idle channel has no resolver until it connects.
+		cc.Connect()
+		r = b.channelOf(cc)
+	}
+	if r == nil {
+		return ctx, c
+	}
+	select {
+	case <-r.configured:
+	case <-ctx.Done():
+		return ctx, c
+	}
+	if rt := r.router.Load(); rt != nil {
+		if p := rt.current.Load(); p != nil && p.state.err == nil {
+			p.record(ctx, p.route(ctx, method), c)
+			c.PlanApplied = true
 		}
 	}
 	return ctx, c
@@ -62,22 +83,153 @@ func (b *Builder) begin(ctx context.Context, cc *grpc.ClientConn, method string)
 // end ends the Call of an RPC: it gives back the cluster it holds.
 func end(c *callctx.Call) { releaseHeld(c) }
 
+// prepare applies c's plan before the RPC is sent: its deadline and its
+// filters. It returns the RPC's context, a func to call when the RPC ends,
+// and the error that fails the RPC unsent, if any.
+func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method string, c *callctx.Call) (context.Context, func(), *plan, error) {
+	pl, _ := c.Plan.(*plan)
+	if pl == nil {
+		return ctx, func() {}, nil, nil
+	}
+	if pl.err != nil {
+		return ctx, func() {}, nil, pl.err
+	}
+	var dones []func()
+	if pl.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pl.timeout)
+		dones = append(dones, cancel)
+	}
+	finish := func() {
+		for i := len(dones) - 1; i >= 0; i-- {
+			dones[i]()
+		}
+	}
+	if len(pl.filters) == 0 {
+		return ctx, finish, pl, nil
+	}
+	target := cc.CanonicalTarget()
+	for _, f := range pl.filters {
+		call := &httpfilter.ClientCall{Method: method, Cluster: c.Cluster, Report: func(e httpfilter.ClientEvent) {
+			if c.Fault == "" {
+				c.Fault = e.Action
+			} else if !strings.Contains(c.Fault, e.Action) {
+				c.Fault += "+" + e.Action
+			}
+			if h := b.hooks.Load(); h != nil && h.FaultInjected != nil {
+				h.FaultInjected(FaultInfo{Target: target, Cluster: c.Cluster, Method: method, Filter: f.name, Action: e.Action, Detail: e.Detail})
+			}
+		}}
+		var done func()
+		var err error
+		ctx, done, err = f.ic.Intercept(ctx, call)
+		if done != nil {
+			dones = append(dones, done)
+		}
+		if err != nil {
+			finish()
+			return ctx, func() {}, pl, err
+		}
+	}
+	return ctx, finish, pl, nil
+}
+
 func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	ctx, c := b.begin(ctx, cc, method)
 	defer end(c)
-	return invoker(ctx, method, req, reply, cc, opts...)
+	ctx, finish, pl, err := b.prepare(ctx, cc, method, c)
+	defer finish()
+	if err != nil {
+		return err
+	}
+	if pl == nil || pl.retry == nil {
+		c.Attempts = 1
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	rp := pl.retry
+	for attempt := 1; ; attempt++ {
+		c.Attempts = attempt
+		var hdr metadata.MD
+		err = invoker(attemptContext(ctx, attempt), method, req, reply, cc, append(opts[:len(opts):len(opts)], grpc.Header(&hdr))...)
+		// An attempt whose response headers came has committed the RPC
+		// (gRFC A6): only a Trailers-Only failure is retried.
+		if err == nil || attempt >= rp.maxAttempts || len(hdr) > 0 || !rp.codes[status.Code(err)] || ctx.Err() != nil {
+			return err
+		}
+		b.retried(cc, c, method, attempt+1, err)
+		if !sleep(ctx, rp.backoff(attempt)) {
+			return err
+		}
+	}
+}
+
+// attemptContext is the context of an attempt: from the second on, it
+// carries grpc-previous-rpc-attempts (gRFC A6).
+func attemptContext(ctx context.Context, attempt int) context.Context {
+	if attempt == 1 {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "grpc-previous-rpc-attempts", strconv.Itoa(attempt-1))
+}
+
+// backoff is the wait before the retry after attempt n (gRFC A44, with
+// gRFC A6's schedule): a random duration up to base * 2^(n-1), at most
+// max.
+func (rp *retryPolicy) backoff(n int) time.Duration {
+	d := rp.max
+	if n-1 < 62 {
+		if x := rp.base << (n - 1); x > 0 && x < d {
+			d = x
+		}
+	}
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(d)))
+}
+
+// sleep waits for d, or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// retried reports a retry to the hooks.
+func (b *Builder) retried(cc *grpc.ClientConn, c *callctx.Call, method string, attempt int, err error) {
+	if h := b.hooks.Load(); h != nil && h.Retried != nil {
+		h.Retried(RetryInfo{Target: cc.CanonicalTarget(), Cluster: c.Cluster, Method: method, Attempt: attempt, Code: status.Code(err)})
+	}
 }
 
 func (b *Builder) streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	ctx, c := b.begin(ctx, cc, method)
-	s, err := streamer(ctx, desc, cc, method, opts...)
+	ctx, finish, pl, err := b.prepare(ctx, cc, method, c)
 	if err != nil {
+		finish()
 		end(c)
+		return nil, err
+	}
+	release := func() { finish(); end(c) }
+	c.Attempts = 1
+	var s grpc.ClientStream
+	if pl != nil && pl.retry != nil {
+		s, err = b.newRetryStream(ctx, desc, cc, method, streamer, opts, c, pl.retry)
+	} else {
+		s, err = streamer(ctx, desc, cc, method, opts...)
+	}
+	if err != nil {
+		release()
 		return nil, err
 	}
 	es := &endingStream{ClientStream: s}
 	es.stop = context.AfterFunc(ctx, es.finish)
-	es.end = func() { end(c) }
+	es.end = release
 	return es, nil
 }
 

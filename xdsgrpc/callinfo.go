@@ -34,6 +34,14 @@ func (c *CallInfo) Locality() (region, zone, subZone string) {
 	return l.Region, l.Zone, l.SubZone
 }
 
+// Attempts returns the number of attempts the RPC made: 1, or more when
+// its route's retry_policy retried it (0 when it was not sent).
+func (c *CallInfo) Attempts() int { return c.call.Attempts }
+
+// Fault returns the fault the fault injection filter put on the RPC:
+// "delay", "abort", "delay+abort", or "" for none.
+func (c *CallInfo) Fault() string { return c.call.Fault }
+
 // WithCallInfo returns a context for one RPC through an xdslens channel
 // that has the data plane record its decisions in info. Give each RPC a
 // CallInfo of its own.

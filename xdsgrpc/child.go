@@ -68,6 +68,13 @@ func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
 				h.LBMetric(mi)
 			}
 		},
+		Ejection: func(i clusterlb.EjectionInfo) {
+			if h := b.hooks.Load(); h != nil && h.Ejection != nil {
+				h.Ejection(EjectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Address: i.Address, Ejected: i.Ejected,
+					Algorithm: i.Algorithm, Successes: i.Successes, Failures: i.Failures, Threshold: i.Threshold, Multiplier: i.Multiplier,
+					EjectedEndpoints: i.EjectedEndpoints, Endpoints: i.Endpoints})
+			}
+		},
 		ConnectionChanged: func(i clusterlb.ConnectionInfo) {
 			if h := b.hooks.Load(); h != nil && h.ConnectionChanged != nil {
 				h.ConnectionChanged(ConnectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Locality: clusterlb.LocalityLabel(i.Locality),

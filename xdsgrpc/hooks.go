@@ -1,6 +1,7 @@
 package xdsgrpc
 
 import (
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -40,6 +41,61 @@ type Hooks struct {
 	// ConnectionChanged is called when a connection of a cluster's
 	// endpoint policy changes state, on the policy's goroutine.
 	ConnectionChanged func(ConnectionInfo)
+	// Ejection is called when outlier detection (gRFC A50) ejects an
+	// endpoint of a cluster, and when it returns it.
+	Ejection func(EjectionInfo)
+	// Retried is called, on the RPC's goroutine, when an RPC is attempted
+	// again under its route's retry_policy (gRFC A44).
+	Retried func(RetryInfo)
+	// FaultInjected is called, on the RPC's goroutine, when the fault
+	// injection filter (gRFC A33) delays or aborts an RPC.
+	FaultInjected func(FaultInfo)
+}
+
+// RetryInfo describes one retry of an RPC.
+type RetryInfo struct {
+	Target, Cluster, Method string
+	// Attempt is the number of the attempt about to be made (2 for the
+	// first retry).
+	Attempt int
+	// Code is the status code of the attempt that failed.
+	Code codes.Code
+}
+
+// FaultInfo describes a fault injected into an RPC.
+type FaultInfo struct {
+	Target, Cluster, Method string
+	// Filter is the HTTP filter's instance name.
+	Filter string
+	// Action is "delay" or "abort"; Detail the delay, or the status code.
+	Action, Detail string
+}
+
+// EjectionInfo describes an endpoint ejected by outlier detection, or
+// returned.
+type EjectionInfo struct {
+	Target string
+	// Cluster is the route-level cluster, Leaf the leaf cluster whose
+	// endpoint it is.
+	Cluster, Leaf string
+	// Address is the endpoint's address.
+	Address string
+	// Ejected is true for an ejection, false for a return.
+	Ejected bool
+	// Algorithm is "success_rate" or "failure_percentage" for an
+	// ejection, "" for a return.
+	Algorithm string
+	// Successes and Failures are the endpoint's RPCs in the interval that
+	// decided an ejection; Threshold the success rate (0 to 1) under
+	// which, or the failure percentage above which, an endpoint is
+	// ejected.
+	Successes, Failures int64
+	Threshold           float64
+	// Multiplier is the endpoint's ejection multiplier after the change.
+	Multiplier int
+	// EjectedEndpoints and Endpoints are, after the change, the leaf's
+	// endpoints ejected and those under outlier detection.
+	EjectedEndpoints, Endpoints int
 }
 
 // LBMetricInfo is one recording of a load-balancing metric of gRPC's
@@ -117,7 +173,9 @@ const (
 	PickNoRoute
 	// PickUnsupportedAction: the matching route's action cannot forward
 	// RPCs (non_forwarding_action, redirect, direct_response, or a cluster
-	// specifier plugin this data plane does not run).
+	// specifier plugin this data plane does not run), or the route asks
+	// for a deadline, retries or HTTP filters on a channel dialled without
+	// DialOptions' interceptors, which apply them.
 	PickUnsupportedAction
 	// PickClusterError: the route chose a cluster that cannot be used (its
 	// Cluster resource failed); Err says why.
@@ -210,6 +268,9 @@ func compose(hs []*Hooks) *Hooks {
 		out.CallFinished = chain(out.CallFinished, h.CallFinished)
 		out.LBMetric = chain(out.LBMetric, h.LBMetric)
 		out.ConnectionChanged = chain(out.ConnectionChanged, h.ConnectionChanged)
+		out.Ejection = chain(out.Ejection, h.Ejection)
+		out.Retried = chain(out.Retried, h.Retried)
+		out.FaultInjected = chain(out.FaultInjected, h.FaultInjected)
 	}
 	return out
 }

@@ -29,12 +29,14 @@ type picker struct {
 	state *channelState
 	table *routing.Table
 	slots []slot // by index in table.Clusters
+	plans map[planKey]*plan
 }
 
 // decision is the routing of one RPC by one picker.
 type decision struct {
 	route   int   // -1 when no route matched
 	slot    *slot // nil when the RPC fails before a cluster
+	plan    *plan // nil when the route's RPCs need nothing of the interceptors
 	err     error // what the RPC fails with, if it does
 	hash    uint64
 	hasHash bool
@@ -59,7 +61,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		return p.fail(info, "", PickConfigError, p.state.err)
 	}
 	d := p.route(info.Ctx, info.FullMethodName)
-	if c == nil && d.err == nil && !d.hasHash {
+	if c == nil && d.err == nil && !d.hasHash && d.plan == nil {
 		// The common case without interceptors and without a request
 		// hash: nothing is allocated unless the RPC must wait.
 		res, err := p.pickEntry(info, d.slot.entry)
@@ -105,6 +107,9 @@ func (p *picker) route(ctx context.Context, method string) decision {
 		return d
 	}
 	d.slot = &p.slots[rd.Cluster]
+	if pl := p.plans[planKey{rd.Route, d.slot.name}]; pl.needsInterceptors() {
+		d.plan = pl
+	}
 	if d.slot.err != nil {
 		d.err = d.slot.err
 		return d
@@ -125,6 +130,10 @@ func (p *picker) record(ctx context.Context, d decision, c *callctx.Call) {
 	}
 	c.Held, c.PickCtx = false, ctx
 	c.Decided, c.Channel, c.Route, c.Err, c.Hash, c.HasHash = true, p.r, d.route, d.err, d.hash, d.hasHash
+	c.Plan, c.PlanApplied = nil, false
+	if d.plan != nil {
+		c.Plan = d.plan
+	}
 	c.Cluster, c.Entry = "", nil
 	if d.slot != nil {
 		c.Cluster = d.slot.name
@@ -150,6 +159,9 @@ func releaseHeld(c *callctx.Call) {
 
 // pickCall picks for an RPC whose route c holds.
 func (p *picker) pickCall(info balancer.PickInfo, c *callctx.Call) (balancer.PickResult, error) {
+	if c.Plan != nil && !c.PlanApplied {
+		return p.fail(info, c.Cluster, PickUnsupportedAction, p.needsDialOptions(c))
+	}
 	if c.Err != nil {
 		o := PickClusterError
 		switch {
@@ -213,6 +225,15 @@ func (p *picker) unsupported(route int) error {
 	}
 	return status.Errorf(codes.Unavailable, "route %d of virtual host %q in %s matches the RPC, but its action (%s) cannot forward it (xDS node ID: %s)",
 		route, cfg.VirtualHost.Name, p.routeConfigName(), what, cfg.NodeID)
+}
+
+// needsDialOptions is the error of an RPC whose route asks for what only
+// the channel's interceptors do, on a channel dialled without them: it is
+// not sent rather than sent without its deadline, retries or filters.
+func (p *picker) needsDialOptions(c *callctx.Call) error {
+	cfg := p.state.config
+	return status.Errorf(codes.Unavailable, "route %d of virtual host %q in %s has a max_stream_duration, a retry_policy or HTTP filters, which this channel applies only when dialled with xdsgrpc.DialOptions (xDS node ID: %s)",
+		c.Route, cfg.VirtualHost.Name, p.routeConfigName(), cfg.NodeID)
 }
 
 func quote(s string) string { return strconv.Quote(s) }

@@ -46,6 +46,11 @@ type Builder struct {
 	// conns maps the *grpc.ClientConn of a channel to its resolver, once
 	// known (see channelOf).
 	conns sync.Map
+	// interceptors is set once DialOptions gave the interceptors out:
+	// channels without them cannot apply routes' deadlines, retries and
+	// filters, and are told so when they start (warned).
+	interceptors atomic.Bool
+	warned       atomic.Bool
 }
 
 // NewBuilder returns a Builder that gets its xDS clients from pool. Give
@@ -127,16 +132,21 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		authority = strings.TrimPrefix(path, "/")
 	}
 	r := &xdsResolver{
-		cc:        cc,
-		client:    client,
-		release:   release,
-		target:    key,
-		listener:  listener,
-		counters:  b.acquireCounters(client),
-		builder:   b,
-		hooks:     b.clusterHooks(key),
-		sc:        cc.ParseServiceConfig(routerServiceConfig),
-		channelID: rand.Uint64(),
+		cc:         cc,
+		client:     client,
+		release:    release,
+		target:     key,
+		listener:   listener,
+		counters:   b.acquireCounters(client),
+		builder:    b,
+		hooks:      b.clusterHooks(key),
+		sc:         cc.ParseServiceConfig(routerServiceConfig),
+		channelID:  rand.Uint64(),
+		configured: make(chan struct{}),
+	}
+	if !b.interceptors.Load() && !b.warned.Swap(true) {
+		client.Logger().Warn("xdslens channel dialled without xdsgrpc.DialOptions: its RPCs are routed, but the RPCs of routes with a max_stream_duration, a retry_policy or HTTP filters fail rather than go without them; dial with xdsgrpc.DialOptions(pool) to apply them",
+			"channel", key)
 	}
 	if handshake.Applies(bo.DialCreds) {
 		// The channel's credentials apply the TLS settings of clusters,
@@ -192,6 +202,10 @@ type xdsResolver struct {
 	channelID uint64
 	// router is the channel's routing policy, once it has one.
 	router atomic.Pointer[router]
+	// configured is closed once the channel has its first picker, which
+	// the interceptors wait for to route RPCs that start before it.
+	configured     chan struct{}
+	configuredOnce sync.Once
 	// certs holds the bootstrap's certificate providers when the
 	// channel's credentials apply clusters' TLS settings (xdscreds); nil
 	// otherwise. releaseCerts gives it back.

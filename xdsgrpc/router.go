@@ -67,6 +67,7 @@ type router struct {
 	state   *channelState // the resolver's last state
 	table   *routing.Table
 	slots   []slot                   // by index in table.Clusters
+	plans   map[planKey]*plan        // of the routes and clusters of the config
 	entries map[string]*clusterEntry // every cluster policy alive: in the config, or held by RPCs
 	closed  bool
 }
@@ -146,6 +147,7 @@ func (r *router) UpdateClientConnState(ccs balancer.ClientConnState) error {
 	cs.resolver.router.Store(r)
 	var table *routing.Table
 	var slots []slot
+	var plans map[planKey]*plan
 	updates := map[*clusterEntry][]*xdsconfig.ClusterConfig{}
 	var toClose []*clusterEntry
 	if cs.err == nil {
@@ -155,6 +157,7 @@ func (r *router) UpdateClientConnState(ccs balancer.ClientConnState) error {
 			return fmt.Errorf("xdslens: %w", err)
 		}
 		slots = make([]slot, len(table.Clusters))
+		plans = buildPlans(cs.config)
 	}
 	r.mu.Lock()
 	for _, e := range r.entries {
@@ -183,7 +186,7 @@ func (r *router) UpdateClientConnState(ccs balancer.ClientConnState) error {
 			toClose = append(toClose, e)
 		}
 	}
-	r.state, r.table, r.slots = cs, table, slots
+	r.state, r.table, r.slots, r.plans = cs, table, slots, plans
 	r.mu.Unlock()
 
 	for e, leaves := range updates {
@@ -245,12 +248,13 @@ func (r *router) updatePickerLocked() {
 		return
 	}
 	p := &picker{r: r, state: r.state}
+	defer r.state.resolver.configuredOnce.Do(func() { close(r.state.resolver.configured) })
 	if r.state.err != nil {
 		r.current.Store(p)
 		r.cc.UpdateState(balancer.State{ConnectivityState: connectivity.TransientFailure, Picker: p})
 		return
 	}
-	p.table, p.slots = r.table, r.slots
+	p.table, p.slots, p.plans = r.table, r.slots, r.plans
 	agg := connectivity.TransientFailure
 	for _, s := range r.slots {
 		if s.entry == nil {

@@ -48,6 +48,10 @@
 //	                         (default /grpc.health.v1.Health/Check)
 //	--rpc-header KEY=VALUE   a header sent as metadata with every RPC; repeatable
 //	--rpc-timeout DUR        the deadline of each RPC (default 1s)
+//	--serve HOST:PORT        run an xDS-enabled gRPC server there (the health service and
+//	                         grpc.testing.TestService), served as the Listener named by the
+//	                         bootstrap's server_listener_resource_name_template says;
+//	                         repeatable; a serving line per serving mode change
 //	--demo-tour              demo only: walk the demo control plane through every cache state,
 //	                         routing xds:///demo and showing what its RPCs see
 //	--demo-tour-step DUR     how long the tour shows each state (default 3s); unless given,
@@ -63,7 +67,15 @@
 // watches that listener, its route configuration, its cluster and the
 // cluster's endpoints, and the Listener of an xDS-enabled server on
 // 127.0.0.1:8443 (by the bootstrap's
-// server_listener_resource_name_template). The demo cluster reports load
+// server_listener_resource_name_template), or on each --serve address:
+// one filter chain under mTLS (a client certificate required) with an
+// RBAC filter that allows the health service to every client with a
+// certificate, TestService's EmptyCall to spiffe://xdswatch.demo/ns/demo/sa/client
+// alone, and denies the rest, auditing each denial. The demo makes the
+// certificates at start (a CA, the server's, a client's) in a temporary
+// directory, which its bootstrap's certificate_providers read; xdswatch
+// --serve 127.0.0.1:8443 serves that Listener, and prints a grpcurl
+// command with the client's certificate to try. The demo cluster reports load
 // to the demo server (lrs_server self), which serves LRS too: xdswatch
 // keeps a load report stream open, reporting no calls of its own (a
 // channel to xds:///demo reports its RPCs). With an argument, it watches
@@ -90,7 +102,7 @@
 // that channel itself) with an RPC every --rpc-interval, and walks the
 // client through the cases of gRFC A88 and A71, one step per
 // --demo-tour-step, each announced on standard error ("xdswatch: tour
-// N/9 ...") with every change it makes and what RPCs will see, and
+// N/12 ...") with every change it makes and what RPCs will see, and
 // followed by a "reached" line once the client shows the whole cache the
 // step announced (every entry, its state, the version it uses and the
 // server that sent it) and an RPC has shown the announced outcome, naming
@@ -112,6 +124,18 @@
 //	| fallback         | the primary stops; a new watch of cds           | secondary's version fallback-1;  | keep succeeding       |
 //	|                  | tour-timeout                                    | tour-timeout TIMEOUT             |                       |
 //	| switch back      | the primary returns with version 8              | version 8 from the primary       | keep succeeding       |
+//	| RBAC             | nothing: xdswatch calls the demo's xDS-enabled  | unchanged; the server SERVING    | EmptyCall OK,         |
+//	|                  | server under mTLS as the demo client            |                                  | UnaryCall denied      |
+//	|                  |                                                 |                                  | (PERMISSION_DENIED)   |
+//	| not serving      | version 9: the server's Listener names another  | every resource ACKED at 9; the   | keep succeeding       |
+//	|                  | port                                            | server NOT_SERVING               |                       |
+//	| serving again    | version 10: the Listener's address back         | ACKED at 10; the server SERVING  | keep succeeding       |
+//
+// The tour runs the demo's xDS-enabled server itself, on a loopback port
+// the system chooses (or the --serve addresses), and prints its serving
+// lines on standard output; the RBAC denial's audit line (gRFC A59's
+// stdout logger) goes to standard error, as every audit line of --serve
+// does, standard output being xdswatch's.
 //
 // Every version serves the whole demo configuration, the server Listener
 // and the cluster's lrs_server included, changed only as the table says;
@@ -240,6 +264,23 @@
 //
 // A leaf with no endpoints reads "eds, no endpoints"; an inline route
 // configuration reads "route config (inline)".
+//
+// # Servers
+//
+// Each --serve HOST:PORT is served by one xDS-enabled gRPC server (package
+// xdsserver, with the client of --target) with the health service and
+// grpc.testing.TestService, as the Listener the bootstrap's
+// server_listener_resource_name_template names for that address says;
+// a bootstrap without the template is a usage error. Every serving mode
+// change is a line:
+//
+//	{"ts":"…","event":"serving","address":"127.0.0.1:8443","mode":"SERVING"}
+//	{"ts":"…","event":"serving","address":"127.0.0.1:8443","mode":"NOT_SERVING","message":"Listener \"grpc/server?…\" has the address 127.0.0.1:8444, not the listening address 127.0.0.1:8443"}
+//	10:40:22.452 serving 127.0.0.1:8443 NOT_SERVING: Listener "grpc/server?…" has the address …
+//
+// An RPC that RBAC denies fails PERMISSION_DENIED at the client, as any
+// gRPC server's would. The server's metrics (telemetry.NewServerMetrics)
+// are served with the others.
 //
 // # Metrics
 //

@@ -20,12 +20,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/orca"
+	"google.golang.org/grpc/status"
 )
 
 // ServerHeader is the response header in which a backend names itself
@@ -45,6 +47,29 @@ type Backend struct {
 	// utilization and qps, when utilization is above 0, are reported with
 	// every TestService RPC in an ORCA per-call load report (gRFC A51).
 	utilization, qps atomic.Uint64 // math.Float64bits
+	// failure says how TestService RPCs fail; nil when they do not.
+	failure atomic.Pointer[Failure]
+	answers atomic.Int64 // the RPCs that Failure has seen
+}
+
+// Failure makes a backend fail some of its TestService RPCs, or answer
+// them late.
+type Failure struct {
+	// Every fails one RPC in Every (1: all of them, 2: every other one,
+	// starting with the first); 0 fails none.
+	Every int64
+	// Code is the status the failed RPCs end with, UNAVAILABLE when 0;
+	// they fail before any response header (a Trailers-Only response).
+	Code codes.Code
+	// Delay is how long every RPC waits before its answer (or failure).
+	Delay time.Duration
+}
+
+// Fail has the backend's later TestService RPCs fail, or wait, as f says;
+// Fail(Failure{}) ends it.
+func (b *Backend) Fail(f Failure) {
+	b.answers.Store(0)
+	b.failure.Store(&f)
 }
 
 // ReportLoad has every later TestService RPC report, in its trailers, an
@@ -76,6 +101,14 @@ func (b *Backend) serve(lis net.Listener) {
 	b.srv = srv
 	b.mu.Unlock()
 	go srv.Serve(lis)
+}
+
+// RegisterTestService registers on reg, a server that is not a Backend
+// (such as an xDS-enabled one), the grpc.testing.TestService that
+// backends serve, naming itself name in ServerHeader and in UnaryCall's
+// answer.
+func RegisterTestService(reg grpc.ServiceRegistrar, name string) {
+	testgrpc.RegisterTestServiceServer(reg, &service{b: &Backend{addr: name, changed: make(chan struct{})}})
 }
 
 // Addr returns the backend's address, "127.0.0.1:port"; it stays the same
@@ -173,6 +206,26 @@ func (b *Backend) WaitCalls(ctx context.Context, n int64) error {
 }
 
 func (s *service) answer(ctx context.Context) error {
+	if f := s.b.failure.Load(); f != nil {
+		n := s.b.answers.Add(1)
+		if f.Delay > 0 {
+			t := time.NewTimer(f.Delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		if f.Every > 0 && (n-1)%f.Every == 0 {
+			s.b.calls.Add(1)
+			code := f.Code
+			if code == codes.OK {
+				code = codes.Unavailable
+			}
+			return status.Errorf(code, "backend %s fails RPC %d", s.b.addr, n)
+		}
+	}
 	if u := math.Float64frombits(s.b.utilization.Load()); u > 0 {
 		rec := orca.CallMetricsRecorderFromContext(ctx)
 		rec.SetCPUUtilization(u)
@@ -199,6 +252,20 @@ func (s *service) EmptyCall(ctx context.Context, _ *testpb.Empty) (*testpb.Empty
 		return nil, err
 	}
 	return &testpb.Empty{}, nil
+}
+
+// StreamingOutputCall answers with one message per response parameter,
+// failing or waiting first as Fail says.
+func (s *service) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, stream testgrpc.TestService_StreamingOutputCallServer) error {
+	if err := s.answer(stream.Context()); err != nil {
+		return err
+	}
+	for range req.GetResponseParameters() {
+		if err := stream.Send(&testpb.StreamingOutputCallResponse{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *service) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {

@@ -1,7 +1,8 @@
-// Package certtest makes the certificates that tests of TLS need: a CA,
-// and certificates it signs with the SANs a test asks for, written as PEM
-// files that a file_watcher certificate provider reads, and rewritten to
-// rotate them.
+// Package certtest makes the certificates that tests of TLS and the
+// xdswatch demo need: a CA, and certificates it signs with the SANs asked
+// for, written as PEM files that a file_watcher certificate provider
+// reads, and rewritten to rotate them. The functions that take a
+// testing.TB fail the test on error; the others return it.
 package certtest
 
 import (
@@ -36,7 +37,19 @@ var serial atomic.Int64
 // NewCA makes a self-signed CA named name.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key := newKey(t)
+	ca, err := GenerateCA(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// GenerateCA makes a self-signed CA named name, valid for a day.
+func GenerateCA(name string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("certtest: CA %q key: %w", name, err)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(serial.Add(1)),
 		Subject:               pkix.Name{CommonName: name, Organization: []string{"xdslens tests"}},
@@ -48,13 +61,13 @@ func NewCA(t testing.TB, name string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("certtest: CA %q: %v", name, err)
+		return nil, fmt.Errorf("certtest: CA %q: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("certtest: CA %q: %v", name, err)
+		return nil, fmt.Errorf("certtest: CA %q: %w", name, err)
 	}
-	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 
 // Pool returns a pool holding the CA alone.
@@ -88,7 +101,20 @@ type Names struct {
 // names n.
 func (ca *CA) Issue(t testing.TB, n Names) *Leaf {
 	t.Helper()
-	key := newKey(t)
+	l, err := ca.Generate(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Generate signs a certificate for both server and client use with the
+// names n, valid for a day.
+func (ca *CA) Generate(n Names) (*Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("certtest: key: %w", err)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial.Add(1)),
 		Subject:      pkix.Name{CommonName: n.CommonName},
@@ -104,7 +130,7 @@ func (ca *CA) Issue(t testing.TB, n Names) *Leaf {
 	for _, u := range n.URIs {
 		parsed, err := url.Parse(u)
 		if err != nil {
-			t.Fatalf("certtest: URI SAN %q: %v", u, err)
+			return nil, fmt.Errorf("certtest: URI SAN %q: %w", u, err)
 		}
 		tmpl.URIs = append(tmpl.URIs, parsed)
 	}
@@ -113,15 +139,15 @@ func (ca *CA) Issue(t testing.TB, n Names) *Leaf {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatalf("certtest: issue %+v: %v", n, err)
+		return nil, fmt.Errorf("certtest: issue %+v: %w", n, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("certtest: issue %+v: %v", n, err)
+		return nil, fmt.Errorf("certtest: issue %+v: %w", n, err)
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatalf("certtest: key: %v", err)
+		return nil, fmt.Errorf("certtest: key: %w", err)
 	}
 	l := &Leaf{
 		Cert:    cert,
@@ -129,17 +155,9 @@ func (ca *CA) Issue(t testing.TB, n Names) *Leaf {
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}
 	if l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM); err != nil {
-		t.Fatalf("certtest: key pair: %v", err)
+		return nil, fmt.Errorf("certtest: key pair: %w", err)
 	}
-	return l
-}
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("certtest: key: %v", err)
-	}
-	return key
+	return l, nil
 }
 
 // Files are the PEM files of a file_watcher certificate provider
@@ -160,9 +178,18 @@ func WriteFiles(t testing.TB, leaf *Leaf, ca *CA) *Files {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &Files{Dir: dir}
-	f.Rotate(t, leaf, ca)
+	f, err := WriteFilesIn(dir, leaf, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return f
+}
+
+// WriteFilesIn writes leaf (nil for none) and the roots of ca (nil for
+// none) into dir, as certificate.pem, key.pem and ca.pem.
+func WriteFilesIn(dir string, leaf *Leaf, ca *CA) (*Files, error) {
+	f := &Files{Dir: dir}
+	return f, f.rotate(leaf, ca)
 }
 
 // Rotate replaces the files with leaf and the roots of ca, each by a
@@ -170,26 +197,39 @@ func WriteFiles(t testing.TB, leaf *Leaf, ca *CA) *Files {
 // before the certificate.
 func (f *Files) Rotate(t testing.TB, leaf *Leaf, ca *CA) {
 	t.Helper()
-	if leaf != nil {
-		f.Key = f.write(t, "key.pem", leaf.KeyPEM)
-		f.Cert = f.write(t, "certificate.pem", leaf.CertPEM)
-	}
-	if ca != nil {
-		f.CA = f.write(t, "ca.pem", ca.PEM)
+	if err := f.rotate(leaf, ca); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func (f *Files) write(t testing.TB, name string, data []byte) string {
-	t.Helper()
+func (f *Files) rotate(leaf *Leaf, ca *CA) error {
+	var err error
+	if leaf != nil {
+		if f.Key, err = f.write("key.pem", leaf.KeyPEM); err != nil {
+			return err
+		}
+		if f.Cert, err = f.write("certificate.pem", leaf.CertPEM); err != nil {
+			return err
+		}
+	}
+	if ca != nil {
+		if f.CA, err = f.write("ca.pem", ca.PEM); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *Files) write(name string, data []byte) (string, error) {
 	path := filepath.Join(f.Dir, name)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
+		return "", fmt.Errorf("certtest: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
+		return "", fmt.Errorf("certtest: %w", err)
 	}
-	return path
+	return path, nil
 }
 
 // FileWatcherJSON returns the bootstrap "config" of a file_watcher

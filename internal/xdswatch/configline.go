@@ -24,7 +24,43 @@ const (
 	eventConfigError = "config_error"
 	// eventRPC is one RPC made through the channel.
 	eventRPC = "rpc"
+	// eventEjection is an endpoint ejected by outlier detection, or
+	// returned.
+	eventEjection = "ejection"
 )
+
+// ejectionEvent is the JSON line of an ejection or a return.
+type ejectionEvent struct {
+	TS        string `json:"ts"`
+	Event     string `json:"event"`
+	Target    string `json:"target"`
+	Cluster   string `json:"cluster"`
+	Endpoint  string `json:"endpoint"`
+	Ejected   bool   `json:"ejected"`
+	Algorithm string `json:"algorithm,omitempty"`
+}
+
+// ejectionLine is the JSON line of i, on the channel of target; cluster
+// is the leaf cluster whose endpoint it is.
+func ejectionLine(ts time.Time, target string, i xdsgrpc.EjectionInfo) ejectionEvent {
+	return ejectionEvent{TS: ts.UTC().Format(time.RFC3339Nano), Event: eventEjection, Target: target,
+		Cluster: i.Leaf, Endpoint: i.Address, Ejected: i.Ejected, Algorithm: i.Algorithm}
+}
+
+// ejectionText is the text line of an ejection, without its time:
+//
+//	xds:///L ejection: cluster c1 endpoint 127.0.0.1:4001 ejected by failure_percentage (40 of 40 RPCs failed, threshold 50%), 1 of 3 endpoints ejected
+//	xds:///L ejection: cluster c1 endpoint 127.0.0.1:4001 returned, 0 of 3 endpoints ejected
+func ejectionText(e ejectionEvent, i xdsgrpc.EjectionInfo) string {
+	if !e.Ejected {
+		return fmt.Sprintf("%s ejection: cluster %s endpoint %s returned, %d of %d endpoints ejected", e.Target, e.Cluster, e.Endpoint, i.EjectedEndpoints, i.Endpoints)
+	}
+	why := fmt.Sprintf("%d of %d RPCs failed, threshold %g%%", i.Failures, i.Successes+i.Failures, i.Threshold)
+	if e.Algorithm == "success_rate" {
+		why = fmt.Sprintf("success rate %.3f of %d RPCs, under the threshold %.3f", float64(i.Successes)/float64(max(i.Successes+i.Failures, 1)), i.Successes+i.Failures, i.Threshold)
+	}
+	return fmt.Sprintf("%s ejection: cluster %s endpoint %s ejected by %s (%s), %d of %d endpoints ejected", e.Target, e.Cluster, e.Endpoint, e.Algorithm, why, i.EjectedEndpoints, i.Endpoints)
+}
 
 // configEvent is the JSON line of a config.
 type configEvent struct {
@@ -81,6 +117,11 @@ type rpcEvent struct {
 	Message string `json:"message"`
 	Peer    string `json:"peer"`
 	Cluster string `json:"cluster"`
+	// Attempts counts the RPC's attempts, 1 without retries.
+	Attempts int `json:"attempts"`
+	// Fault is the fault the fault injection filter put on the RPC,
+	// "delay", "abort" or "delay+abort"; absent when none.
+	Fault string `json:"fault,omitempty"`
 }
 
 // kindNames are the cluster types as config lines name them.
@@ -242,6 +283,12 @@ func rpcText(e rpcEvent) string {
 		peer = "peer " + e.Peer
 	}
 	s := fmt.Sprintf("%s rpc %s: %s, %s, %s", e.Target, e.Method, e.Code, cluster, peer)
+	if e.Attempts > 1 {
+		s += fmt.Sprintf(", %d attempts", e.Attempts)
+	}
+	if e.Fault != "" {
+		s += ", fault " + e.Fault
+	}
 	if e.Message != "" {
 		s += ": " + e.Message
 	}

@@ -41,6 +41,10 @@ type rpcResult struct {
 	// peer is the backend's address, "" when the RPC reached none;
 	// cluster the cluster its route chose, "" when none was.
 	peer, cluster string
+	// attempts counts the RPC's attempts (1 without retries); fault is
+	// the fault injected ("delay", "abort", "delay+abort"), "" for none.
+	attempts int
+	fault    string
 }
 
 // channelSet holds the xds:/// channels, oldest first for each target. Its
@@ -120,6 +124,7 @@ func (cs *channelSet) add(t target) error {
 	opts := []xdsgrpc.Option{xdsgrpc.WithPoolTarget(cs.client.Target()), xdsgrpc.WithHooks(&xdsgrpc.Hooks{
 		ConfigChanged: func(i xdsgrpc.ConfigInfo) { ch.config(i.Config) },
 		ConfigFailed:  func(i xdsgrpc.ConfigErrorInfo) { ch.configError(i.Err) },
+		Ejection:      ch.ejection,
 	})}
 	for _, mp := range cs.meters {
 		opts = append(opts, dataplane.WithMeterProvider(mp))
@@ -190,6 +195,18 @@ func (ch *channel) config(c *xdsconfig.Config) {
 	ch.configuredOnce.Do(func() { close(ch.configured) })
 }
 
+// ejection prints an endpoint's ejection by outlier detection, or its
+// return.
+func (ch *channel) ejection(i xdsgrpc.EjectionInfo) {
+	ts := ch.set.out.now()
+	e := ejectionLine(ts, ch.t.arg, i)
+	if ch.set.out.json {
+		ch.set.out.writeJSON(e)
+		return
+	}
+	ch.set.out.writeText(ts.Format(textTime) + " " + ejectionText(e, i))
+}
+
 // configError prints the error that failed the channel's whole config.
 func (ch *channel) configError(err error) {
 	ts := ch.set.out.now()
@@ -252,6 +269,17 @@ func sameConfig(s string) string {
 // prints each.
 func (ch *channel) makeRPCs(ctx context.Context) {
 	defer close(ch.rpcsDone)
+	var wg sync.WaitGroup
+	for range ch.set.rpc.concurrency - 1 {
+		wg.Go(func() { ch.rpcLoop(ctx) })
+	}
+	ch.rpcLoop(ctx)
+	wg.Wait()
+}
+
+// rpcLoop makes one RPC per interval until ctx ends (--rpc-concurrency
+// runs several at once).
+func (ch *channel) rpcLoop(ctx context.Context) {
 	r := ch.set.rpc
 	tick := time.NewTicker(r.interval)
 	defer tick.Stop()
@@ -303,7 +331,7 @@ func (ch *channel) call(ctx context.Context, r rpcConfig) rpcResult {
 	// Any response decodes as Empty: its fields are kept as unknown.
 	err := ch.conn.Invoke(xdsgrpc.WithCallInfo(ctx, &info), r.method, &emptypb.Empty{}, &emptypb.Empty{}, grpc.Peer(&p))
 	st := status.Convert(err)
-	res := rpcResult{target: ch.t.arg, code: st.Code(), message: st.Message(), cluster: info.Cluster}
+	res := rpcResult{target: ch.t.arg, code: st.Code(), message: st.Message(), cluster: info.Cluster, attempts: max(info.Attempts(), 1), fault: info.Fault()}
 	if p.Addr != nil {
 		res.peer = p.Addr.String()
 	}
@@ -316,7 +344,7 @@ func (cs *channelSet) rpcDone(r rpcResult) {
 	ts := o.now()
 	e := rpcEvent{
 		TS: ts.UTC().Format(time.RFC3339Nano), Event: eventRPC, Target: r.target, Method: cs.rpc.method,
-		Code: codeName(r.code), Message: r.message, Peer: r.peer, Cluster: r.cluster,
+		Code: codeName(r.code), Message: r.message, Peer: r.peer, Cluster: r.cluster, Attempts: r.attempts, Fault: r.fault,
 	}
 	if o.json {
 		o.writeJSON(e)

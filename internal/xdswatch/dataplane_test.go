@@ -43,13 +43,19 @@ type channelEvent struct {
 	Method      string                     `json:"method"`
 	Peer        *string                    `json:"peer"`
 	Cluster     *string                    `json:"cluster"`
+	Attempts    int                        `json:"attempts"`
+	Fault       string                     `json:"fault"`
+	Endpoint    string                     `json:"endpoint"`
+	Ejected     bool                       `json:"ejected"`
+	Algorithm   string                     `json:"algorithm"`
 }
 
 // channelKeys are the keys of each channel line, in order.
 var channelKeys = map[string][]string{
 	eventConfig:      {"ts", "event", "target", "listener", "route_config", "virtual_host", "clusters"},
 	eventConfigError: {"ts", "event", "target", "code", "message"},
-	eventRPC:         {"ts", "event", "target", "method", "code", "message", "peer", "cluster"},
+	eventRPC:         {"ts", "event", "target", "method", "code", "message", "peer", "cluster", "attempts"},
+	eventEjection:    {"ts", "event", "target", "cluster", "endpoint", "ejected", "algorithm"},
 }
 
 // channelEvent returns the next standard output line, which must be a
@@ -68,7 +74,11 @@ func parseChannelEvent(t *testing.T, line string) channelEvent {
 	if err := dec.Decode(&e); err != nil {
 		t.Fatalf("line %s: %v", line, err)
 	}
-	if want := channelKeys[e.Event]; !slices.Equal(topKeys(t, line), want) {
+	want := channelKeys[e.Event]
+	if e.Event == eventRPC && e.Fault != "" {
+		want = append(slices.Clip(want), "fault")
+	}
+	if !slices.Equal(topKeys(t, line), want) {
 		t.Fatalf("line %s: keys %q, want %q", line, topKeys(t, line), want)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, e.TS); err != nil {

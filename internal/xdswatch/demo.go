@@ -30,8 +30,8 @@ const (
 	demoVersion = "1"
 	// demoServerTemplate is the demo bootstrap's
 	// server_listener_resource_name_template (gRFC A36), and
-	// demoServerAddr the listening address of the demo's xDS-enabled
-	// server, whose Listener the demo serves.
+	// demoServerAddr the address of the demo's xDS-enabled server when
+	// --serve names none: xdswatch --serve 127.0.0.1:8443 serves it.
 	demoServerTemplate = "grpc/server?xds.resource.listening_address=%s"
 	demoServerAddr     = "127.0.0.1:8443"
 	// demoLoadInterval is the load_reporting_interval the demo's LRS
@@ -47,11 +47,16 @@ type demo struct {
 	addr string
 	// bootstrap is a bootstrap for one insecure server at addr.
 	bootstrap *bootstrap.Config
-	// specs are the demo's five resources: the listener, its route
+	// specs are the demo's resources: the listener, its route
 	// configuration, its cluster (with load reporting to the demo server)
-	// and the cluster's endpoints, and the Listener of an xDS-enabled
-	// server on demoServerAddr.
+	// and the cluster's endpoints, and the Listener of the demo's
+	// xDS-enabled server on each of serverAddrs.
 	specs []spec
+	// serverAddrs are the addresses of the demo's xDS-enabled server.
+	serverAddrs []string
+	// certs are the certificates of the xDS-enabled server and of a
+	// client of it.
+	certs *demoCerts
 	// resources are the configuration served (demoResources), with the
 	// backends' addresses as the cluster's endpoints.
 	resources []proto.Message
@@ -67,10 +72,16 @@ type demo struct {
 // startDemo starts two backends (package backends: the health service and
 // grpc.testing.TestService) on 127.0.0.1, and a control plane on a
 // loopback port serving the demo configuration (demoResources) with the
-// backends as the cluster's endpoints to every node, with opts; the same
-// gRPC server serves LRS.
-func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) {
-	d := &demo{}
+// backends as the cluster's endpoints and a server Listener for each of
+// serverAddrs to every node, with opts; the same gRPC server serves LRS.
+// It makes the certificates of the xDS-enabled server, which the demo's
+// bootstrap names.
+func startDemo(ctx context.Context, serverAddrs []string, opts ...controlplane.Option) (*demo, error) {
+	certs, err := makeDemoCerts()
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	d := &demo{serverAddrs: serverAddrs, certs: certs}
 	for range demoBackends {
 		b, err := backends.Start()
 		if err != nil {
@@ -95,11 +106,12 @@ func startDemo(ctx context.Context, opts ...controlplane.Option) (*demo, error) 
 	return d, nil
 }
 
-// stopBackends stops the demo's backends.
+// stopBackends stops the demo's backends and removes its certificates.
 func (d *demo) stopBackends() {
 	for _, b := range d.backends {
 		b.Stop()
 	}
+	d.certs.remove()
 }
 
 // demoServerOptions returns the options of the demo's control plane, a
@@ -113,17 +125,21 @@ func demoServerOptions(opts ...controlplane.Option) []controlplane.Option {
 // its route configuration sending every RPC to cluster demoCluster, the
 // cluster, which reports load to the server that sent it (lrs_server
 // self), its endpoints (one locality with endpoints, all HEALTHY), and the
-// Listener of an xDS-enabled server on demoServerAddr. Every configuration
-// the demo and its tour serve is made from it.
-func demoResources(endpoints []string) []proto.Message {
+// Listener of the demo's xDS-enabled server on each of serverAddrs, under
+// mTLS and RBAC (demoServerListener). Every configuration the demo and
+// its tour serve is made from it.
+func demoResources(endpoints, serverAddrs []string) []proto.Message {
 	route := demoListener + "-route"
-	return []proto.Message{
+	res := []proto.Message{
 		controlplane.Listener(demoListener, route),
 		controlplane.RouteConfig(route, []string{"*"}, demoCluster),
 		controlplane.ClusterWithLoadReporting(demoCluster, ""),
 		controlplane.Endpoints(demoCluster, endpoints...),
-		controlplane.ServerListener(fmt.Sprintf(demoServerTemplate, demoServerAddr), "127.0.0.1", 8443, route),
 	}
+	for _, a := range serverAddrs {
+		res = append(res, demoServerListener(a))
+	}
+	return res
 }
 
 // setUp loads the demo configuration, with d's backends as the cluster's
@@ -133,7 +149,7 @@ func (d *demo) setUp(ctx context.Context, srv *controlplane.Server) error {
 	for i, b := range d.backends {
 		addrs[i] = b.Addr()
 	}
-	d.addr, d.srv, d.resources = srv.Addr(), srv, demoResources(addrs)
+	d.addr, d.srv, d.resources = srv.Addr(), srv, demoResources(addrs, d.serverAddrs)
 	if err := srv.SetResources(ctx, "", demoVersion, d.resources...); err != nil {
 		return err
 	}
@@ -142,7 +158,7 @@ func (d *demo) setUp(ctx context.Context, srv *controlplane.Server) error {
 		return err
 	}
 	d.specs = specs
-	cfg, err := bootstrap.Parse(demoBootstrapJSON(demoServer{URI: d.addr}))
+	cfg, err := bootstrap.Parse(demoBootstrapJSON(d.certs, demoServer{URI: d.addr}))
 	if err != nil {
 		return err
 	}
@@ -182,8 +198,8 @@ type demoServer struct {
 }
 
 // demoBootstrapJSON returns a bootstrap for insecure servers, in priority
-// order.
-func demoBootstrapJSON(servers ...demoServer) []byte {
+// order, whose certificate_providers read certs.
+func demoBootstrapJSON(certs *demoCerts, servers ...demoServer) []byte {
 	type creds struct {
 		Type string `json:"type"`
 	}
@@ -200,13 +216,15 @@ func demoBootstrapJSON(servers ...demoServer) []byte {
 		list[i] = server{ServerURI: s.URI, ChannelCreds: []creds{{Type: "insecure"}}, ServerFeatures: s.Features}
 	}
 	b, _ := json.Marshal(struct {
-		XDSServers     []server `json:"xds_servers"`
-		Node           node     `json:"node"`
-		ServerTemplate string   `json:"server_listener_resource_name_template"`
+		XDSServers     []server        `json:"xds_servers"`
+		Node           node            `json:"node"`
+		ServerTemplate string          `json:"server_listener_resource_name_template"`
+		Providers      json.RawMessage `json:"certificate_providers"`
 	}{
 		XDSServers:     list,
 		Node:           node{ID: demoNodeID},
 		ServerTemplate: demoServerTemplate,
+		Providers:      certs.providersJSON(),
 	})
 	return b
 }

@@ -73,6 +73,8 @@ type config struct {
 	targets []target
 	// rpc is what the --rpc-* flags say.
 	rpc rpcConfig
+	// serve are the --serve addresses, in order.
+	serve serveFlag
 }
 
 // usageText is printed for -h and --help.
@@ -119,6 +121,12 @@ Flags:
   --rpc-header KEY=VALUE    send this header (metadata) with every RPC; repeatable
   --rpc-timeout DUR         deadline of each RPC (default 1s); one made before the
                             channel's first config waits for it up to this long
+  --rpc-concurrency N       RPC loops of each xds:/// channel, each making one RPC
+                            per interval and printing its own lines (default 1)
+  --serve HOST:PORT         run an xDS-enabled gRPC server there (the health service and
+                            grpc.testing.TestService), served as the Listener named by the
+                            bootstrap's server_listener_resource_name_template says;
+                            repeatable; prints a line per serving mode change (serving)
   --demo-tour               demo only: walk the demo control plane through every
                             cache state (version update, NACK, ignored deletion,
                             TP3 error, does-not-exist, recovery, fallback and
@@ -189,8 +197,40 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !useDemo && cfg.demoTour {
 		return failf(exitUsage, "--demo-tour runs the embedded demo control plane, which starts only without a bootstrap (--bootstrap, GRPC_XDS_BOOTSTRAP, GRPC_XDS_BOOTSTRAP_CONFIG)")
 	}
-	if !useDemo && len(cfg.specs) == 0 && len(cfg.targets) == 0 && !cfg.stdin {
+	if !useDemo && len(cfg.specs) == 0 && len(cfg.targets) == 0 && len(cfg.serve) == 0 && !cfg.stdin {
 		return failf(exitUsage, "no TYPE:NAME or xds:///LISTENER to watch (see xdswatch -h)")
+	}
+	if !useDemo && len(cfg.serve) > 0 && bc.ServerListenerResourceNameTemplate == "" {
+		return failf(exitUsage, "--serve: the bootstrap has no server_listener_resource_name_template")
+	}
+	// The --serve addresses are bound first: the demo serves a Listener
+	// for each. Without --serve, the tour serves the demo's server on a
+	// port the system chooses; the demo without the tour serves the
+	// Listener of demoServerAddr, for xdswatch --serve to serve.
+	serveAddrs := cfg.serve
+	if cfg.demoTour && len(serveAddrs) == 0 {
+		serveAddrs = []string{"127.0.0.1:0"}
+	}
+	serveLis, err := listenAll(serveAddrs)
+	if err != nil {
+		return failf(exitUsage, "%v", err)
+	}
+	// The listeners are closed here until the server takes them.
+	ownServeLis := true
+	defer func() {
+		if ownServeLis {
+			for _, l := range serveLis {
+				l.Close()
+			}
+		}
+	}()
+	boundServe := make([]string, len(serveLis))
+	for i, l := range serveLis {
+		boundServe[i] = l.Addr().String()
+	}
+	demoServers := boundServe
+	if len(demoServers) == 0 {
+		demoServers = []string{demoServerAddr}
 	}
 
 	var (
@@ -199,12 +239,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	)
 	if useDemo {
 		if cfg.demoTour {
-			tourDemo, err = startTourDemo(ctx)
+			tourDemo, err = startTourDemo(ctx, demoServers)
 			if err == nil {
 				d = tourDemo.demo
 			}
 		} else {
-			d, err = startDemo(ctx)
+			d, err = startDemo(ctx, demoServers)
 		}
 		if err != nil {
 			return startFailed("demo control plane: %v", err)
@@ -277,6 +317,19 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		servers.printTry(errw)
 	}
 
+	var served *xdsServing
+	if len(serveLis) > 0 {
+		ownServeLis = false
+		served, err = startXDSServing(pool, cfg.target, serveLis, out, servers.meters, errw, logger)
+		if err != nil {
+			return failf(exitUsage, "%v", err)
+		}
+		defer served.stop()
+		if cfg.output == outputText {
+			printServeTry(errw, boundServe, d)
+		}
+	}
+
 	channels := newChannelSet(pool, client, out, cfg.rpc, servers.meters)
 	watches := newWatchSet(client, out, channels)
 	// Deferred calls run last in, first out: channels close and watches
@@ -306,7 +359,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// cancelled and the client closes.
 	tourCmds := make(chan string)
 	if tourDemo != nil {
-		defer runTour(ctx, tourDemo, client, channels, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
+		defer runTour(ctx, tourDemo, client, served, channels, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
 	}
 	for {
 		select {
@@ -350,6 +403,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
 	fs.BoolVar(&cfg.demoTour, "demo-tour", false, "walk the demo control plane through every cache state")
 	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
+	fs.Var(&cfg.serve, "serve", "run an xDS-enabled server on HOST:PORT; repeatable")
 	cfg.rpc.register(fs)
 
 	var positional []string

@@ -65,6 +65,8 @@ const (
 	// defaultRPCMethod is --rpc-method's default: the health check, which
 	// every demo backend answers, with an empty request (every service).
 	defaultRPCMethod = "/grpc.health.v1.Health/Check"
+	// maxRPCConcurrency bounds --rpc-concurrency.
+	maxRPCConcurrency = 1000
 	// defaultRPCTimeout is --rpc-timeout's default.
 	defaultRPCTimeout = time.Second
 )
@@ -81,6 +83,8 @@ type rpcConfig struct {
 	timeout time.Duration
 	// headers are the --rpc-header values, sent as metadata.
 	headers headerFlag
+	// concurrency is --rpc-concurrency: the RPC loops of each channel.
+	concurrency int
 }
 
 // headerFlag collects repeated --rpc-header KEY=VALUE flags.
@@ -153,6 +157,7 @@ func (r *rpcConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.method, "rpc-method", defaultRPCMethod, "the RPCs' method")
 	fs.DurationVar(&r.timeout, "rpc-timeout", defaultRPCTimeout, "deadline of each RPC")
 	fs.Var(&r.headers, "rpc-header", "KEY=VALUE metadata of the RPCs (repeatable)")
+	fs.IntVar(&r.concurrency, "rpc-concurrency", 1, "RPC loops of each xds:/// channel, each printing its own lines")
 }
 
 // check checks the --rpc-* flags of cfg, whose targets and given flags are
@@ -163,6 +168,9 @@ func (r *rpcConfig) check(cfg *config) error {
 	}
 	if r.timeout <= 0 {
 		return fmt.Errorf("--rpc-timeout %v: must be positive", r.timeout)
+	}
+	if r.concurrency < 1 || r.concurrency > maxRPCConcurrency {
+		return fmt.Errorf("--rpc-concurrency %d: must be between 1 and %d", r.concurrency, maxRPCConcurrency)
 	}
 	if service, method, ok := strings.Cut(strings.TrimPrefix(r.method, "/"), "/"); !strings.HasPrefix(r.method, "/") || !ok ||
 		service == "" || method == "" || strings.Contains(method, "/") {
@@ -176,7 +184,7 @@ func (r *rpcConfig) check(cfg *config) error {
 		return nil
 	}
 	if !cfg.given["rpc-interval"] {
-		for _, f := range []string{"rpc-method", "rpc-header", "rpc-timeout"} {
+		for _, f := range []string{"rpc-method", "rpc-header", "rpc-timeout", "rpc-concurrency"} {
 			if cfg.given[f] {
 				return fmt.Errorf("--%s without --rpc-interval", f)
 			}

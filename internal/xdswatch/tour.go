@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsserver"
 )
 
 // tourStep is one step of the tour: what it does to the control plane or
@@ -36,6 +37,9 @@ type tourStep struct {
 type tourGoal struct {
 	// cache is every entry of the client's cache.
 	cache tourCache
+	// serving, when set, is the serving mode of the demo's xDS-enabled
+	// server.
+	serving *xdsserver.Mode
 	// rpc is the outcome of the last RPC through tourTarget.
 	rpc rpcGoal
 }
@@ -76,6 +80,9 @@ type tourView struct {
 	entries   map[resourceKey]xdsclient.EntrySnapshot
 	connected map[string]bool // by server URI
 	rpc       *rpcResult      // nil until one ended
+	// serving is the mode of each address of the demo's xDS-enabled
+	// server.
+	serving map[string]xdsserver.Mode
 }
 
 // tour walks the demo control plane through the cases of gRFC A88 and
@@ -87,7 +94,10 @@ type tour struct {
 	// start.
 	specs  []spec
 	client *xdsclient.Client
-	step   time.Duration
+	// server is the demo's xDS-enabled server, on serverAddr.
+	server     *xdsserver.Server
+	serverAddr string
+	step       time.Duration
 	// timeout is the client's base does-not-exist timer.
 	timeout time.Duration
 	out     io.Writer
@@ -105,9 +115,10 @@ type tour struct {
 // of channels through tourTarget, and sends watch commands on watch, which
 // the caller must keep reading until the returned func, which ends the
 // tour and waits for it, has returned.
-func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, channels *channelSet, step, timeout time.Duration, out io.Writer, watch chan<- string) (stop func()) {
+func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served *xdsServing, channels *channelSet, step, timeout time.Duration, out io.Writer, watch chan<- string) (stop func()) {
 	t := &tour{
-		demo: d, specs: d.specs, client: client, step: step, timeout: timeout, out: out, watch: watch,
+		demo: d, specs: d.specs, client: client, server: served.srv, serverAddr: d.serverAddrs[0],
+		step: step, timeout: timeout, out: out, watch: watch,
 		changed:   make(chan struct{}, 1),
 		connected: map[string]bool{},
 	}
@@ -128,6 +139,7 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, channel
 			poke()
 		},
 	})
+	removeServerHooks := t.server.AddHooks(&xdsserver.Hooks{ServingModeChanged: func(xdsserver.ServingModeChange) { poke() }})
 	removeObserver := channels.observeRPCs(func(r rpcResult) {
 		if r.target != tourTarget {
 			return
@@ -147,6 +159,7 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, channel
 		cancel()
 		<-done
 		removeObserver()
+		removeServerHooks()
 		removeHooks()
 	}
 }
@@ -165,13 +178,13 @@ func (t *tour) steps() []tourStep {
 	// shown: only REQUESTED entries are retried or timed.
 	missing := empty(xdsclient.StateDoesNotExist)
 	timedOut := empty(xdsclient.StateTimeout)
-	return []tourStep{{
+	steps := []tourStep{{
 		title: "start",
 		what: "the client subscribes (REQUESTED) to the demo's resources on the primary server, which serves them at version 1: " +
 			"listener demo, route configuration demo-route, cluster " + tourCluster + " (its load reported to the server that sent it: lrs_server self; " +
-			"xdswatch keeps that load report stream open), its endpoints (the demo's two backends), and the Listener of the demo's xDS-enabled server on " + demoServerAddr +
-			"; xdswatch routes a channel to " + tourTarget + " by them, whose RPCs succeed",
-		goals: []tourGoal{goal(at(demoVersion, primaryServer), ok)},
+			"xdswatch keeps that load report stream open), its endpoints (the demo's two backends), and the Listener of the demo's xDS-enabled server on " + t.serverAddr +
+			" (mTLS and RBAC), which then serves (SERVING); xdswatch routes a channel to " + tourTarget + " by them, whose RPCs succeed",
+		goals: []tourGoal{servingGoal(at(demoVersion, primaryServer), xdsserver.ModeServing)},
 	}, {
 		title: "version update",
 		what:  "version 2 takes one of the two endpoints out of " + tourCluster + "; every other resource stays as it was, now at version 2; RPCs succeed",
@@ -255,6 +268,7 @@ func (t *tour) steps() []tourStep {
 		},
 		goals: []tourGoal{goal(at("8", primaryServer).with(cds, tourTimeout, timedOut), ok)},
 	}}
+	return append(steps, t.serverSteps(serve)...)
 }
 
 // watchCmd returns an act that has the main loop run cmd.
@@ -310,14 +324,14 @@ func (t *tour) run(ctx context.Context) {
 			}
 			if err != nil {
 				g := s.goals[next]
-				t.say("tour %s not reached: %s; %v: %v", n, changes(shown, g.cache, t.specs, t.addr), g.rpc, err)
+				t.say("tour %s not reached: %s%s; %v: %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), g.rpc, err)
 				shown = g.cache
 				next++
 				continue
 			}
 			for ; next <= reached; next++ {
 				g := s.goals[next]
-				t.say("tour %s reached: %s; %v", n, changes(shown, g.cache, t.specs, t.addr), g.rpc)
+				t.say("tour %s reached: %s%s; %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), g.rpc)
 				shown = g.cache
 				if seen, ok := ctx.Value(goalSeenKey{}).(func(context.Context)); ok {
 					seen(ctx)
@@ -332,11 +346,14 @@ func (t *tour) run(ctx context.Context) {
 			return
 		}
 	}
-	t.say("tour over: every cache state was shown; xdswatch keeps watching (Ctrl-C ends it)")
+	t.say("tour over: every cache state and the server's serving modes were shown; xdswatch keeps watching (Ctrl-C ends it)")
 }
 
 // met reports whether the client shows g.
 func (t *tour) met(g tourGoal, v *tourView) bool {
+	if g.serving != nil && v.serving[t.serverAddr] != *g.serving {
+		return false
+	}
 	return g.cache.matches(v.entries, t.addr) && g.rpc.matches(v.rpc)
 }
 
@@ -384,6 +401,12 @@ func (t *tour) view() *tourView {
 	}
 	v.rpc = t.lastRPC
 	t.mu.Unlock()
+	if t.server != nil {
+		v.serving = map[string]xdsserver.Mode{}
+		for _, m := range t.server.ServingModes() {
+			v.serving[m.Address] = m.Mode
+		}
+	}
 	return v
 }
 

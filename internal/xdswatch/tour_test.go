@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,17 +140,21 @@ func TestDemoTour(t *testing.T) {
 		outW.Close()
 	}()
 
-	specs, err := specsOf(demoResources([]string{"127.0.0.1:1", "127.0.0.1:2"}), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := (&tour{specs: specs, timeout: step}).steps()
+	// The tour's steps name the demo's xDS-enabled server, whose port
+	// the demo learns at start: they are made once its line is read.
+	var (
+		specs []spec
+		steps []tourStep
+	)
 	var (
 		csdsClient statusv3.ClientStatusDiscoveryServiceClient
 		reached    = map[int]int{} // by step number: goals reached so far
 		stepOf     = 0             // the step whose lines are being read
 		fallback   []string        // the lines of the fallback step
 		nacks      int
+		// What the server showed: its serving lines, the RBAC step's RPCs
+		// and audit lines, summed up by serverLine.
+		serverLines []string
 		// The goal whose RPC outcome the RPCs show (step, goal, and the
 		// RPCs counted for it); step 0 for none.
 		rpcStep, rpcGoalAt, rpcs int
@@ -168,6 +173,14 @@ func TestDemoTour(t *testing.T) {
 	stepRE := regexp.MustCompile(`^xdswatch: tour (\d+)/\d+ [a-zA-Z0-9 -]+: `)
 	for {
 		line := nextLine(t, lines, "output")
+		if rest, ok := strings.CutPrefix(line, "xdswatch: xDS-enabled server on "); ok {
+			addr, _, _ := strings.Cut(rest, ",")
+			var err error
+			if specs, err = specsOf(demoResources([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{addr}), ""); err != nil {
+				t.Fatal(err)
+			}
+			steps = (&tour{specs: specs, timeout: step, serverAddr: addr}).steps()
+		}
 		if addr, ok := strings.CutPrefix(line, "xdswatch: admin port (CSDS, channelz, health, reflection) on "); ok {
 			addr, _, _ = strings.Cut(addr, ";")
 			csdsClient = statusv3.NewClientStatusDiscoveryServiceClient(dial(t, addr))
@@ -198,12 +211,13 @@ func TestDemoTour(t *testing.T) {
 			}
 			rpcs++
 		}
-		if steps[max(stepOf-1, 0)].title == "fallback" {
+		if stepOf > 0 && steps[stepOf-1].title == "fallback" {
 			fallback = append(fallback, line)
 		}
 		if strings.Contains(line, " cds "+tourCluster+" AMBIENT INVALID_ARGUMENT") {
 			nacks++
 		}
+		serverLines = append(serverLines, serverLine(line)...)
 		if strings.Contains(line, " cds "+tourCluster+" v") && !strings.HasSuffix(line, ", LRS") {
 			t.Errorf("the demo cluster without load reporting: %s", line)
 		}
@@ -256,6 +270,19 @@ func TestDemoTour(t *testing.T) {
 	if nacks != 1 {
 		t.Errorf("%d AMBIENT INVALID_ARGUMENT lines for cds %s, want 1 (one NACK)", nacks, tourCluster)
 	}
+	// The server's steps: its serving lines, the two RPCs of the RBAC
+	// step and the audit line of the denial, in order.
+	wantServer := []string{
+		"serving SERVING",
+		"rpc " + demoAllowedMethod + " OK",
+		"audit " + demoDeniedMethod + " " + demoClientID + " demo-authz false",
+		"rpc " + demoDeniedMethod + " PERMISSION_DENIED",
+		"serving NOT_SERVING",
+		"serving SERVING",
+	}
+	if !slices.Equal(serverLines, wantServer) {
+		t.Errorf("the server's lines: %q, want %q", serverLines, wantServer)
+	}
 
 	// The fallback step: one UNAVAILABLE line for each watch, and four
 	// warnings, two of them LRS failures, one UNIMPLEMENTED.
@@ -294,6 +321,39 @@ func TestDemoTour(t *testing.T) {
 	}
 }
 
+var (
+	servingLineRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} serving \S+ (SERVING|NOT_SERVING)`)
+	serverCallRE  = regexp.MustCompile(`^xdswatch: tour: (\S+) on \S+ as \S+: ([A-Z_]+) `)
+	auditLineRE   = regexp.MustCompile(`^\{"grpc_audit_log":`)
+)
+
+// serverLine sums up a line the demo's xDS-enabled server or the tour's
+// calls to it printed: "serving MODE", "rpc METHOD CODE", or "audit
+// METHOD PRINCIPAL POLICY AUTHORIZED"; nothing for another line.
+func serverLine(line string) []string {
+	if m := servingLineRE.FindStringSubmatch(line); m != nil {
+		return []string{"serving " + m[1]}
+	}
+	if m := serverCallRE.FindStringSubmatch(line); m != nil {
+		return []string{"rpc " + m[1] + " " + m[2]}
+	}
+	if auditLineRE.MatchString(line) {
+		var e struct {
+			Log struct {
+				RPCMethod  string `json:"rpc_method"`
+				Principal  string `json:"principal"`
+				PolicyName string `json:"policy_name"`
+				Authorized bool   `json:"authorized"`
+			} `json:"grpc_audit_log"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return []string{"audit line " + line + ": " + err.Error()}
+		}
+		return []string{fmt.Sprintf("audit %s %s %s %v", e.Log.RPCMethod, e.Log.Principal, e.Log.PolicyName, e.Log.Authorized)}
+	}
+	return nil
+}
+
 // TestRunTourInProcess runs the tour in this process, so the race detector
 // sees it, its channel and its RPCs, and ends it at the end of the tour and
 // in the middle of the fallback step (primary stopped, secondary in use):
@@ -315,7 +375,7 @@ func TestRunTourInProcess(t *testing.T) {
 		stop string // the stderr line prefix after which run is cancelled
 	}{
 		{"after the tour", "xdswatch: tour over"},
-		{"during the fallback", "xdswatch: tour 8/9 reached: every demo resource"},
+		{"during the fallback", "xdswatch: tour 8/12 reached: every demo resource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

@@ -65,8 +65,8 @@ type tourDemo struct {
 // serving at version tourFallbackVersion what the primary serves when the
 // tour falls back to it (tourConfig), with resource_timer_is_transient_error.
 // The bootstrap lists both.
-func startTourDemo(ctx context.Context) (*tourDemo, error) {
-	d, err := startDemo(ctx, tourCallbacks())
+func startTourDemo(ctx context.Context, serverAddrs []string) (*tourDemo, error) {
+	d, err := startDemo(ctx, serverAddrs, tourCallbacks())
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func startTourDemo(ctx context.Context) (*tourDemo, error) {
 		td.stop()
 		return nil, err
 	}
-	td.bootstrap, err = bootstrap.Parse(demoBootstrapJSON(
+	td.bootstrap, err = bootstrap.Parse(demoBootstrapJSON(d.certs,
 		demoServer{URI: d.addr},
 		demoServer{URI: secondary.Addr(), Features: []string{bootstrap.FeatureResourceTimerIsTransientError}},
 	))

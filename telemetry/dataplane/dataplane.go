@@ -140,6 +140,14 @@ func (c *instruments) counter(name, unit, desc string) metric.Int64Counter {
 	return i
 }
 
+func (c *instruments) syncGauge(name, unit, desc string) metric.Int64Gauge {
+	i, err := c.meter.Int64Gauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return i
+}
+
 func (c *instruments) gauge(name, unit, desc string) metric.Int64ObservableGauge {
 	i, err := c.meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	if err != nil {
@@ -159,6 +167,9 @@ func (m *Metrics) hooks() *xdsgrpc.Hooks {
 		CallFinished:      m.callFinished,
 		LBMetric:          m.lb.lbMetric,
 		ConnectionChanged: m.lb.connectionChanged,
+		Ejection:          m.lb.ejection,
+		Retried:           m.lb.retried,
+		FaultInjected:     m.lb.faulted,
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 type lbMetrics struct {
 	meter                          metric.Meter
 	disconnects, succeeded, failed metric.Int64Counter
+	ejections, retries, faults     metric.Int64Counter
+	ejected, odEndpoints           metric.Int64Gauge
 
 	mu     sync.Mutex
 	counts map[string]metric.Float64Counter   // gRPC's counters, by name
@@ -26,6 +28,11 @@ func newLBMetrics(c *instruments) *lbMetrics {
 	m.disconnects = c.counter(MetricPickFirstDisconnections, "{disconnection}", "Connections of the endpoint policies of xdslens channels that were READY and are not any more.")
 	m.succeeded = c.counter(MetricPickFirstConnectionAttemptsSucceeded, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that succeeded.")
 	m.failed = c.counter(MetricPickFirstConnectionAttemptsFailed, "{attempt}", "Connection attempts of the endpoint policies of xdslens channels that failed.")
+	m.ejections = c.counter(MetricEjections, "{ejection}", "Endpoints ejected by outlier detection, by algorithm.")
+	m.retries = c.counter(MetricRetries, "{attempt}", "Attempts made again under a route's retry_policy, by the code of the attempt that failed.")
+	m.faults = c.counter(MetricFaults, "{fault}", "Faults the fault injection filter put on RPCs, by kind.")
+	m.ejected = c.syncGauge(MetricEjectedEndpoints, "{endpoint}", "A cluster's endpoints ejected by outlier detection now.")
+	m.odEndpoints = c.syncGauge(MetricOutlierEndpoints, "{endpoint}", "A cluster's endpoints under outlier detection.")
 	return m
 }
 
@@ -81,4 +88,27 @@ func (m *lbMetrics) lbMetric(i xdsgrpc.LBMetricInfo) {
 		m.counts[i.Name] = c
 	}
 	c.Add(ctx, i.Value, opt)
+}
+
+// ejection counts an ejection, and sets the cluster's gauges.
+func (m *lbMetrics) ejection(i xdsgrpc.EjectionInfo) {
+	ctx := context.Background()
+	cluster := metric.WithAttributes(attribute.String(KeyTarget, i.Target), attribute.String(KeyBackendService, i.Leaf))
+	m.ejected.Record(ctx, int64(i.EjectedEndpoints), cluster)
+	m.odEndpoints.Record(ctx, int64(i.Endpoints), cluster)
+	if i.Ejected {
+		m.ejections.Add(ctx, 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target), attribute.String(KeyBackendService, i.Leaf), attribute.String(KeyAlgorithm, i.Algorithm)))
+	}
+}
+
+// retried counts a retry.
+func (m *lbMetrics) retried(i xdsgrpc.RetryInfo) {
+	m.retries.Add(context.Background(), 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target),
+		attribute.String(KeyBackendService, i.Cluster), attribute.String(KeyStatus, StatusName(i.Code))))
+}
+
+// faulted counts a fault.
+func (m *lbMetrics) faulted(i xdsgrpc.FaultInfo) {
+	m.faults.Add(context.Background(), 1, metric.WithAttributes(attribute.String(KeyTarget, i.Target),
+		attribute.String(KeyBackendService, i.Cluster), attribute.String(KeyFault, i.Action)))
 }

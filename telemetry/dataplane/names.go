@@ -51,6 +51,26 @@ const (
 	MetricWRREndpointWeightNotYetUsable        = "grpc.lb.wrr.endpoint_weight_not_yet_usable"
 	MetricWRREndpointWeightStale               = "grpc.lb.wrr.endpoint_weight_stale"
 	MetricWRREndpointWeights                   = "grpc.lb.wrr.endpoint_weights"
+
+	// MetricEjections is an Int64Counter, unit {ejection}: endpoints
+	// ejected by outlier detection (gRFC A50), by grpc.target,
+	// grpc.lb.backend_service (the leaf cluster) and KeyAlgorithm.
+	MetricEjections = "xdslens.data_plane.ejections"
+	// MetricEjectedEndpoints and MetricOutlierEndpoints are Int64Gauges,
+	// unit {endpoint}: a leaf cluster's endpoints ejected now, and those
+	// under outlier detection, as of its last ejection or return; by
+	// grpc.target and grpc.lb.backend_service.
+	MetricEjectedEndpoints = "xdslens.data_plane.ejected_endpoints"
+	MetricOutlierEndpoints = "xdslens.data_plane.outlier_detection_endpoints"
+	// MetricRetries is an Int64Counter, unit {attempt}: attempts made
+	// again under a route's retry_policy (gRFC A44), by grpc.target,
+	// grpc.lb.backend_service and grpc.status (the code of the attempt
+	// that failed).
+	MetricRetries = "xdslens.data_plane.retries"
+	// MetricFaults is an Int64Counter, unit {fault}: faults the fault
+	// injection filter put on RPCs (gRFC A33), by grpc.target,
+	// grpc.lb.backend_service and KeyFault.
+	MetricFaults = "xdslens.data_plane.faults"
 )
 
 // Labels of the instruments.
@@ -76,6 +96,11 @@ const (
 	KeyStatus = "grpc.status"
 	// KeyResult is config or error, on MetricConfigUpdates.
 	KeyResult = "result"
+	// KeyAlgorithm is the ejection algorithm of MetricEjections:
+	// success_rate or failure_percentage.
+	KeyAlgorithm = "xdslens.algorithm"
+	// KeyFault is the fault of MetricFaults: delay or abort.
+	KeyFault = "xdslens.fault"
 )
 
 // statusNames are the status codes as gRPC's own metrics label them

@@ -133,7 +133,8 @@ func registeredFilter(url string) httpfilter.Filter {
 // runsOn reports whether gRPC runs the filter of type ft on servers
 // (server true) or on clients: the built-in types as clientFilters and
 // serverFilters say, a registered filter on servers when it is an
-// httpfilter.ServerFilter. No registered filter runs on clients.
+// httpfilter.ServerFilter and on clients when it is an
+// httpfilter.ClientFilter.
 func (ft filterType) runsOn(server bool) bool {
 	if ft.registered == nil {
 		if server {
@@ -141,8 +142,12 @@ func (ft filterType) runsOn(server bool) bool {
 		}
 		return clientFilters[ft.url]
 	}
-	_, ok := ft.registered.(httpfilter.ServerFilter)
-	return server && ok
+	if server {
+		_, ok := ft.registered.(httpfilter.ServerFilter)
+		return ok
+	}
+	_, ok := ft.registered.(httpfilter.ClientFilter)
+	return ok
 }
 
 // FilterOverride is one entry of a typed_per_filter_config map (gRFC

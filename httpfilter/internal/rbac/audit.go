@@ -11,6 +11,7 @@ import (
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
 	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -18,12 +19,14 @@ import (
 
 // Type URLs of the audit logger configs.
 const (
-	// StdoutLoggerTypeURL is the logger gRPC always has, which writes one
-	// JSON line per event to standard output (gRFC A59).
-	StdoutLoggerTypeURL = "type.googleapis.com/envoy.extensions.rbac.audit_loggers.stream.v3.StdoutAuditLog"
-	xdsTypedStructURL   = "type.googleapis.com/xds.type.v3.TypedStruct"
-	udpaTypedStructURL  = "type.googleapis.com/udpa.type.v1.TypedStruct"
+	xdsTypedStructURL  = "type.googleapis.com/xds.type.v3.TypedStruct"
+	udpaTypedStructURL = "type.googleapis.com/udpa.type.v1.TypedStruct"
 )
+
+// StdoutLoggerTypeURL is the logger gRPC always has, which writes one JSON
+// line per event to standard output (gRFC A59). Its message is linked in,
+// so that a resource holding it prints as JSON.
+var StdoutLoggerTypeURL = "type.googleapis.com/" + string((&streamv3.StdoutAuditLog{}).ProtoReflect().Descriptor().FullName())
 
 // auditOptions are the parsed audit_logging_options of a rule set.
 type auditOptions struct {

@@ -45,6 +45,12 @@ type Call struct {
 	// meaningful when HasHash is set.
 	Hash    uint64
 	HasHash bool
+	// Plan is what the interceptors do for the RPC's route and cluster
+	// (its deadline, retries and filters), opaque here; nil when nothing.
+	// PlanApplied says that the interceptors applied it: an RPC routed
+	// after it started (by a pick) cannot have its deadline or filters.
+	Plan        any
+	PlanApplied bool
 
 	// Conn is the *grpc.ClientConn of an Owned Call, opaque here: the
 	// channel that decides it learns which ClientConn is its own.
@@ -63,6 +69,11 @@ type Call struct {
 	// of the endpoint that took it (zero when none did).
 	Leaf     string
 	Locality lrs.Locality
+	// Attempts counts the RPC's attempts (retries plus one), 0 before it
+	// is sent; Fault is the fault an HTTP filter injected into it ("delay",
+	// "abort" or "delay+abort"), "" when none.
+	Attempts int
+	Fault    string
 }
 
 type key struct{}

@@ -23,10 +23,11 @@ type Balancer struct {
 	cfg      *Config
 	own      *Counters // the counters used when the Config gives none
 	leaves   []*leaf
-	namers   map[string]*namer // by leaf name
-	order    []*child          // the priorities of the Config, highest first
-	children map[string]*child // by key: those of order, started or not
-	cur      *child            // the priority in use
+	namers   map[string]*namer   // by leaf name
+	order    []*child            // the priorities of the Config, highest first
+	children map[string]*child   // by key: those of order, started or not
+	cur      *child              // the priority in use
+	outliers map[string]*outlier // the outlier detection of each leaf that has one, by name
 	closed   bool
 }
 
@@ -117,6 +118,9 @@ func (b *Balancer) Close() {
 		for _, c := range b.children {
 			b.stop(c)
 		}
+		for _, o := range b.outliers {
+			o.stop()
+		}
 		b.children, b.order = nil, nil
 		for _, l := range b.leaves {
 			l.release()
@@ -139,12 +143,12 @@ func (b *Balancer) update(cfg *Config) {
 		counters = b.own
 	}
 	old := b.leaves
-	b.leaves = make([]*leaf, len(cfg.Leaves))
+	newLeaves := make([]*leaf, len(cfg.Leaves))
 	var specs []prioritySpec
 	namers := make(map[string]*namer, len(cfg.Leaves))
 	for i, slot := range cfg.Leaves {
 		l := newLeaf(cfg, counters, slot)
-		b.leaves[i] = l
+		newLeaves[i] = l
 		n := b.namers[slot.Name]
 		if n == nil {
 			n = &namer{}
@@ -153,6 +157,8 @@ func (b *Balancer) update(cfg *Config) {
 		specs = append(specs, l.priorities(slot, n)...)
 	}
 	b.namers = namers
+	b.leaves = newLeaves
+	b.updateOutliers(cfg, specs)
 
 	order := make([]*child, len(specs))
 	children := make(map[string]*child, len(specs))

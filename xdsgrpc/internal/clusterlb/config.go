@@ -128,6 +128,10 @@ type Hooks struct {
 	// registry (gRFC A78), such as weighted_round_robin's weights; on the
 	// policy's goroutine, not an RPC's.
 	Metric func(MetricInfo)
+	// Ejection is called when outlier detection ejects an endpoint of a
+	// leaf cluster, and when it returns it (gRFC A50); on the Balancer's
+	// goroutine.
+	Ejection func(EjectionInfo)
 	// ConnectionChanged is called when a connection of a leaf's endpoint
 	// policy changes state (what gRFC A78's pick_first metrics count:
 	// CONNECTING to READY, CONNECTING to TRANSIENT_FAILURE, READY to

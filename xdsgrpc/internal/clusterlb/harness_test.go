@@ -110,6 +110,7 @@ type backend struct {
 	open       atomic.Int32
 	entered    chan struct{} // receives when a blocking call arrives
 	release    chan struct{} // closed to let blocking calls return
+	failing    atomic.Bool   // UnaryCall fails with UNAVAILABLE while set
 
 	mu  sync.Mutex
 	srv *grpc.Server
@@ -216,6 +217,9 @@ func (s testService) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	if s.b.failing.Load() {
+		return nil, status.Error(codes.Unavailable, s.b.name+" is failing")
 	}
 	// Every call reports the ORCA named metric "calls" with value 1.
 	orca.CallMetricsRecorderFromContext(ctx).SetNamedMetric("calls", 1)

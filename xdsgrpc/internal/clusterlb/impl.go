@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc/balancer"
-	"google.golang.org/grpc/balancer/pickfirst"
 	"google.golang.org/grpc/connectivity"
 	estats "google.golang.org/grpc/experimental/stats"
 	"google.golang.org/grpc/resolver"
@@ -32,6 +31,7 @@ type impl struct {
 
 	mu        sync.Mutex
 	leaf      *leaf
+	od        *outlier // the leaf's outlier detection, nil without one
 	policyKey string
 	child     balancer.Balancer // the endpoint policy
 	childCC   *implCC           // the ClientConn of child; others are stale
@@ -52,13 +52,17 @@ func (i *impl) serialized(l func(balancer.SubConnState)) func(balancer.SubConnSt
 	return func(s balancer.SubConnState) { i.schedule(func() { l(s) }) }
 }
 
-// update gives the priority its leaf and endpoints. The endpoint policy is
-// built again only when the Cluster names another policy or config.
-func (i *impl) update(l *leaf, eps []resolver.Endpoint) error {
+// update gives the priority its leaf, its endpoints and the leaf's
+// outlier detection (nil for none); on the serializer. The endpoint
+// policy is built again only when the Cluster names another policy or
+// config.
+func (i *impl) update(l *leaf, eps []resolver.Endpoint, od *outlier) error {
 	i.mu.Lock()
-	i.leaf = l
+	i.leaf, i.od = l, od
+	scs := make([]*implSubConn, 0, len(i.subConns))
 	for sc := range i.subConns {
 		sc.refresh(l)
+		scs = append(scs, sc)
 	}
 	var old balancer.Balancer
 	if i.child == nil || i.policyKey != l.policy.key {
@@ -73,11 +77,17 @@ func (i *impl) update(l *leaf, eps []resolver.Endpoint) error {
 	}
 	child := i.child
 	i.mu.Unlock()
+	for _, sc := range scs {
+		sc.link(od)
+	}
 	if old != nil {
 		old.Close()
 	}
 	err := child.UpdateClientConnState(balancer.ClientConnState{
-		ResolverState:  pickfirst.EnableHealthListener(resolver.State{Endpoints: eps}),
+		// The policies that pick among endpoints ask their pick_first
+		// children for health themselves (and so see ejections); a
+		// pick_first named by the Cluster does not, as in gRPC.
+		ResolverState:  resolver.State{Endpoints: eps},
 		BalancerConfig: l.policy.config,
 	})
 	if err != nil {
@@ -177,7 +187,11 @@ func (cc *implCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnO
 	cc.i.mu.Lock()
 	w.refresh(cc.i.leaf)
 	cc.i.subConns[w] = struct{}{}
+	od := cc.i.od
 	cc.i.mu.Unlock()
+	if od != nil {
+		cc.i.schedule(func() { w.link(od) })
+	}
 	return w, nil
 }
 
@@ -190,18 +204,29 @@ func (cc *implCC) RemoveSubConn(sc balancer.SubConn) { sc.Shutdown() }
 type implSubConn struct {
 	balancer.SubConn
 	// real is the SubConn gRPC made, which a pick returns to it.
-	real     balancer.SubConn
-	i        *impl
-	addr     string
-	state    connectivity.State // the last state, on the serializer
-	locality lrs.Locality
-	st       atomic.Pointer[scState]
+	real  balancer.SubConn
+	i     *impl
+	addr  string
+	state connectivity.State // the last state, on the serializer
+
+	// ep is the connection's endpoint under outlier detection, nil when
+	// none; on the serializer.
+	ep *odEndpoint
+	// The health listener of the endpoint policy, which an ejection tells
+	// TRANSIENT_FAILURE (gRFC A50), and what it was last told.
+	hmu        sync.Mutex
+	health     func(balancer.SubConnState)
+	lastHealth *balancer.SubConnState
+	ejected    bool
+	locality   lrs.Locality
+	st         atomic.Pointer[scState]
 }
 
 // scState is what the RPCs of one SubConn record with one leaf.
 type scState struct {
 	leaf *leaf
 	info CallInfo
+	od   atomic.Pointer[odEndpoint] // counts the RPCs' results for outlier detection
 	done func(balancer.DoneInfo)
 }
 
@@ -211,7 +236,15 @@ func (w *implSubConn) refresh(l *leaf) {
 		return
 	}
 	st := &scState{leaf: l, info: CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: w.locality, Policy: l.policyName()}}
-	st.done = func(di balancer.DoneInfo) { l.finish(st.info, di) }
+	if old := w.st.Load(); old != nil {
+		st.od.Store(old.od.Load())
+	}
+	st.done = func(di balancer.DoneInfo) {
+		l.finish(st.info, di)
+		if ep := st.od.Load(); ep != nil {
+			ep.record(di.Err)
+		}
+	}
 	w.st.Store(st)
 }
 
@@ -231,14 +264,99 @@ func (w *implSubConn) changed(to connectivity.State) {
 	}
 }
 
-// RegisterHealthListener registers l to run on the serializer.
+// link puts the connection under the outlier detection od (nil: none):
+// its RPCs count for its endpoint, and it follows the endpoint's
+// ejections; on the serializer.
+func (w *implSubConn) link(od *outlier) {
+	ep := od.endpoint(w.addr)
+	if w.ep == ep {
+		return
+	}
+	if w.ep != nil {
+		delete(w.ep.subConns, w)
+	}
+	w.ep = ep
+	if st := w.st.Load(); st != nil {
+		st.od.Store(ep)
+	}
+	if ep != nil {
+		ep.subConns[w] = struct{}{}
+	}
+	w.setEjected(ep != nil && ep.ejected())
+}
+
+// setEjected ejects the connection, telling its health listener
+// TRANSIENT_FAILURE while it is (gRFC A50: the endpoint policy sees it
+// failing, and keeps the connection), or returns it, telling the listener
+// the health it would have had; on the serializer.
+func (w *implSubConn) setEjected(ejected bool) {
+	w.hmu.Lock()
+	if w.ejected == ejected {
+		w.hmu.Unlock()
+		return
+	}
+	w.ejected = ejected
+	l := w.health
+	s := ejectionState
+	if !ejected {
+		s = balancer.SubConnState{ConnectivityState: connectivity.Connecting}
+		if w.lastHealth != nil {
+			s = *w.lastHealth
+		}
+	}
+	w.hmu.Unlock()
+	if l != nil {
+		l(s)
+	}
+}
+
+// RegisterHealthListener registers l, to run on the serializer, and to be
+// told TRANSIENT_FAILURE while the connection is ejected.
 func (w *implSubConn) RegisterHealthListener(l func(balancer.SubConnState)) {
-	w.SubConn.RegisterHealthListener(w.i.serialized(l))
+	w.hmu.Lock()
+	w.health, w.lastHealth = l, nil
+	ejected := w.ejected
+	w.hmu.Unlock()
+	if l == nil {
+		w.SubConn.RegisterHealthListener(nil)
+		return
+	}
+	if ejected {
+		// A listener registered while the connection is ejected hears so
+		// first, after its registration has returned.
+		w.i.schedule(func() {
+			w.hmu.Lock()
+			tell := w.ejected && w.lastHealth == nil
+			w.hmu.Unlock()
+			if tell {
+				l(ejectionState)
+			}
+		})
+	}
+	w.SubConn.RegisterHealthListener(w.i.serialized(func(s balancer.SubConnState) {
+		w.hmu.Lock()
+		if w.health == nil {
+			w.hmu.Unlock()
+			return
+		}
+		w.lastHealth = &s
+		l, ejected := w.health, w.ejected
+		w.hmu.Unlock()
+		if !ejected {
+			l(s)
+		}
+	}))
 }
 
 func (w *implSubConn) Shutdown() {
 	w.i.mu.Lock()
 	delete(w.i.subConns, w)
 	w.i.mu.Unlock()
+	w.i.schedule(func() {
+		if w.ep != nil {
+			delete(w.ep.subConns, w)
+			w.ep = nil
+		}
+	})
 	w.SubConn.Shutdown()
 }

@@ -78,7 +78,7 @@ func (b *Balancer) start(c *child) {
 // updateImpl gives c's policy its spec; a policy that refuses it fails the
 // priority with its error.
 func (b *Balancer) updateImpl(c *child) {
-	if err := c.im.update(c.spec.leaf, c.spec.endpoints); err != nil {
+	if err := c.im.update(c.spec.leaf, c.spec.endpoints, b.outliers[c.spec.leaf.name]); err != nil {
 		c.im.close()
 		c.im = nil
 		c.state, c.picker = connectivity.TransientFailure, &picker{leaf: c.spec.leaf, err: status.Error(codes.Unavailable, err.Error()+c.spec.leaf.note)}

@@ -1,0 +1,106 @@
+package compare_test
+
+import (
+	"net"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+
+	"github.com/xdslens/xdslens/internal/serverres"
+	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/xdstest"
+)
+
+// servingChain is a plaintext chain named name matching m whose routes
+// serve the methods starting with prefix alone.
+func servingChain(name string, m *listenerv3.FilterChainMatch, prefix string) *listenerv3.FilterChain {
+	return serverres.Chain(name, m, serverres.InlineHCM(serverres.Routes(name+"-routes", serverres.Serve(prefix))), nil)
+}
+
+func cidrs(addr string, bits uint32) []*corev3.CidrRange {
+	return []*corev3.CidrRange{serverres.CIDR(addr, bits)}
+}
+
+// Each connection is served by the chain that matches it by source, the
+// most specific winning (source type, then prefix, then port), else the
+// default chain, else none: both servers pick the same chains.
+func TestSideBySideFilterChainsBySource(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint32(lis.Addr().(*net.TCPAddr).Port) // a source port for 127.0.0.3
+	lis.Close()
+	chains := func(def bool) listenerFunc {
+		return func(_ int, name, addr string) *listenerv3.Listener {
+			host, lport := servertest.HostPort(t, addr)
+			var d *listenerv3.FilterChain
+			if def {
+				d = servingChain("default", nil, healthCheck)
+			}
+			return serverres.Listener(name, host, lport, d,
+				servingChain("from-2", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.2", 32)}, emptyCall),
+				servingChain("from-24", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.0", 24)}, unaryCall),
+				servingChain("from-3-port", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.3", 32), SourcePorts: []uint32{port}}, "/"),
+				// A loopback peer is never EXTERNAL.
+				servingChain("external-4", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.4", 32), SourceType: listenerv3.FilterChainMatch_EXTERNAL}, "/"),
+			)
+		}
+	}
+	froms := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.1.1"}
+	for _, withDefault := range []bool{true, false} {
+		p.set(chains(withDefault))
+		p.waitModes(t, "SERVING", xdstest.Timeout)
+		p.eventually(t, "OK", plaintext, unaryCall)
+		for _, from := range froms {
+			for _, m := range []string{emptyCall, unaryCall, healthCheck} {
+				p.both(t, plaintext, from, m)
+			}
+		}
+	}
+	// Selected outcomes, without the default chain.
+	for _, c := range []struct{ from, method, want string }{
+		{"127.0.0.2", emptyCall, "OK"},            // from-2, more specific than from-24
+		{"127.0.0.2", unaryCall, "Unavailable"},   // not routed by from-2
+		{"127.0.0.1", unaryCall, "OK"},            // from-24
+		{"127.0.0.3", unaryCall, "Unavailable"},   // 127.0.0.3/32 wins, its port does not match: no backtracking to from-24
+		{"127.0.0.4", unaryCall, "OK"},            // not EXTERNAL: the ANY chains, of which from-24 holds it
+		{"127.0.1.1", healthCheck, "Unavailable"}, // no chain, no default
+	} {
+		if got := p.both(t, plaintext, c.from, c.method); got != c.want {
+			t.Errorf("%s from %s: both %s, want %s", c.method, c.from, got, c.want)
+		}
+	}
+}
+
+// A deliberate difference: destination prefixes. xdslens keeps the chains
+// whose destination prefix holds the connection's local address most
+// specifically before it looks at sources, as Envoy and gRPC C-core do
+// (and gRFC A36 asks); grpc-go considers destination prefixes only when
+// the server listens on a wildcard address, so on a loopback address it
+// picks by source alone.
+func TestSideBySideFilterChainsByDestination(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	p.set(func(_ int, name, addr string) *listenerv3.Listener {
+		host, port := servertest.HostPort(t, addr)
+		return serverres.Listener(name, host, port, nil,
+			servingChain("to-1", &listenerv3.FilterChainMatch{PrefixRanges: cidrs("127.0.0.1", 32)}, unaryCall),
+			servingChain("from-2", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.2", 32)}, emptyCall),
+		)
+	})
+	p.waitModes(t, "SERVING", xdstest.Timeout)
+	p.eventually(t, "OK", plaintext, unaryCall)
+	if got := p.call(t, ours, plaintext, "127.0.0.2", emptyCall); got != "Unavailable" {
+		t.Errorf("xdslens: EmptyCall from 127.0.0.2: %s, want Unavailable (chain to-1, the destination's)", got)
+	}
+	if got := p.call(t, ours, plaintext, "127.0.0.2", unaryCall); got != "OK" {
+		t.Errorf("xdslens: UnaryCall from 127.0.0.2: %s, want OK (chain to-1)", got)
+	}
+	if got := p.call(t, theirs, plaintext, "127.0.0.2", emptyCall); got != "OK" {
+		t.Errorf("grpc-go: EmptyCall from 127.0.0.2: %s, want OK (chain from-2; if grpc-go now matches destinations, this difference is gone)", got)
+	}
+}

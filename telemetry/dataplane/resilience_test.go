@@ -1,0 +1,65 @@
+package dataplane_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"google.golang.org/grpc/codes"
+
+	"github.com/xdslens/xdslens/internal/backends"
+	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/metrictest"
+	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/telemetry/dataplane"
+)
+
+// TestResilienceMetrics counts a retry (by cluster and code), an injected
+// abort (by cluster and kind) and an ejection by outlier detection (by
+// cluster and algorithm, with the gauges of ejected endpoints).
+func TestResilienceMetrics(t *testing.T) {
+	e := rpctest.NewEnv(t, 3)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	dp, err := dataplane.New(e.Builder, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	e.Set(rpctest.ListenerWithFault("L", "R", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
+		rpctest.RouteConfig("R",
+			rpctest.WithFaultOverride(rpctest.Route(rpctest.PrefixMatch("/grpc.testing.TestService/"),
+				rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 1, time.Millisecond, time.Millisecond)), rpctest.FaultAbort(0, 0)),
+			rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
+		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
+		controlplane.Endpoints("c", e.Addr(0), e.Addr(1), e.Addr(2)))
+	conn := e.Dial("xdslens:///L")
+	ctx := xdstest.Context(t)
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, conn, "/other.S/M").Err != nil }) {
+		t.Fatal("no RPC was aborted")
+	}
+	e.Backends[2].Fail(backends.Failure{Every: 1})
+	for {
+		rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall")
+		rm := metrictest.Collect(t, reader)
+		ej := metrictest.Series(rm, dataplane.MetricEjections)
+		if ej[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.algorithm", "failure_percentage")] >= 1 {
+			if got := metrictest.Series(rm, dataplane.MetricRetries); got[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.status", "UNAVAILABLE", "grpc.target", "xdslens:///L")] < 1 {
+				t.Errorf("%s = %s, want a retry after UNAVAILABLE in c", dataplane.MetricRetries, metrictest.Show(got))
+			}
+			if got := metrictest.Series(rm, dataplane.MetricFaults); got[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L", "xdslens.fault", "abort")] < 1 {
+				t.Errorf("%s = %s, want an abort in c", dataplane.MetricFaults, metrictest.Show(got))
+			}
+			if got := metrictest.Series(rm, dataplane.MetricEjectedEndpoints); got[metrictest.Lbl("grpc.lb.backend_service", "c", "grpc.target", "xdslens:///L")] != 1 {
+				t.Errorf("%s = %s, want 1 endpoint of c ejected", dataplane.MetricEjectedEndpoints, metrictest.Show(got))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no ejection counted: %s", metrictest.Show(ej))
+		}
+	}
+}

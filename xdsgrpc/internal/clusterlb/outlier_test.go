@@ -1,0 +1,241 @@
+package clusterlb_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
+)
+
+// ejections records the Ejection hook's calls.
+type ejections struct {
+	mu   sync.Mutex
+	seen []clusterlb.EjectionInfo
+}
+
+func (e *ejections) hook(i clusterlb.EjectionInfo) {
+	e.mu.Lock()
+	e.seen = append(e.seen, i)
+	e.mu.Unlock()
+	xdstest.Notify()
+}
+
+func (e *ejections) all() []clusterlb.EjectionInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]clusterlb.EjectionInfo(nil), e.seen...)
+}
+
+// failurePercentage is an outlier_detection running the failure
+// percentage algorithm every 50ms, with the given ejection times.
+func failurePercentage(base, maxTime time.Duration) *clusterv3.OutlierDetection {
+	return &clusterv3.OutlierDetection{
+		Interval:                       durationpb.New(50 * time.Millisecond),
+		BaseEjectionTime:               durationpb.New(base),
+		MaxEjectionTime:                durationpb.New(maxTime),
+		MaxEjectionPercent:             wrapperspb.UInt32(50),
+		EnforcingSuccessRate:           wrapperspb.UInt32(0),
+		EnforcingFailurePercentage:     wrapperspb.UInt32(100),
+		FailurePercentageThreshold:     wrapperspb.UInt32(50),
+		FailurePercentageMinimumHosts:  wrapperspb.UInt32(3),
+		FailurePercentageRequestVolume: wrapperspb.UInt32(5),
+	}
+}
+
+// callsFailing makes n calls that wait for a connection and counts those
+// that failed.
+func callsFailing(t *testing.T, ctx context.Context, ch *channel, n int) int {
+	t.Helper()
+	failed := 0
+	for range n {
+		if _, err := ch.call(ctx); err != nil {
+			failed++
+		}
+	}
+	return failed
+}
+
+// TestOutlierDetectionEjects has one of three backends fail every RPC:
+// outlier detection (failure percentage) ejects it, RPCs stop failing,
+// the hook names it and the algorithm, and it is returned after the
+// ejection time.
+func TestOutlierDetectionEjects(t *testing.T) {
+	ctx := xdstest.Context(t)
+	bs := startBackends(t, "a", "b", "bad")
+	bs[2].failing.Store(true)
+	leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs...)), func(c *xdsresource.Cluster) {
+		c.OutlierDetection = failurePercentage(300*time.Millisecond, time.Second)
+	})
+	var ej ejections
+	cfg := config("c1", leaf)
+	cfg.Hooks = &clusterlb.Hooks{Ejection: ej.hook}
+	ch := dial(t, cfg)
+	for len(ej.all()) == 0 {
+		callsFailing(t, ctx, ch, 30)
+		if ctx.Err() != nil {
+			t.Fatal("the failing backend was never ejected")
+		}
+	}
+	first := ej.all()[0]
+	if first.Address != bs[2].addr || !first.Ejected || first.Algorithm != clusterlb.AlgorithmFailurePercentage || first.Failures == 0 || first.Multiplier != 1 {
+		t.Errorf("first ejection %+v, want %s ejected by failure_percentage with its failures counted", first, bs[2].addr)
+	}
+	if n := callsFailing(t, ctx, ch, 60); n != 0 {
+		t.Errorf("%d of 60 RPCs failed with the failing backend ejected, want 0", n)
+	}
+	// It comes back after its ejection time, and fails again.
+	xdstest.WaitFor(t, ctx, "the return of the failing backend", func() bool {
+		for _, i := range ej.all() {
+			if !i.Ejected && i.Address == bs[2].addr {
+				return true
+			}
+		}
+		return false
+	})
+	if callsFailing(t, ctx, ch, 30) == 0 {
+		t.Error("no RPC failed once the failing backend returned")
+	}
+}
+
+// TestOutlierDetectionDisabledReturns ejects a failing backend, then
+// updates the cluster without outlier detection: the backend returns at
+// once, and its failures show again.
+func TestOutlierDetectionDisabledReturns(t *testing.T) {
+	ctx := xdstest.Context(t)
+	bs := startBackends(t, "a", "b", "bad")
+	bs[2].failing.Store(true)
+	leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs...)), func(c *xdsresource.Cluster) {
+		c.OutlierDetection = failurePercentage(time.Hour, time.Hour)
+	})
+	var ej ejections
+	cfg := config("c1", leaf)
+	cfg.Hooks = &clusterlb.Hooks{Ejection: ej.hook}
+	ch := dial(t, cfg)
+	for len(ej.all()) == 0 && ctx.Err() == nil {
+		callsFailing(t, ctx, ch, 30)
+	}
+	if callsFailing(t, ctx, ch, 30) != 0 {
+		t.Fatal("RPCs fail with the failing backend ejected")
+	}
+	plain := edsCluster("c1", locality("z", 0, 1, bs...))
+	cfg2 := config("c1", plain)
+	cfg2.Hooks = cfg.Hooks
+	ch.update(cfg2)
+	xdstest.WaitFor(t, ctx, "the return of the ejected backend", func() bool {
+		all := ej.all()
+		return !all[len(all)-1].Ejected
+	})
+	if callsFailing(t, ctx, ch, 30) == 0 {
+		t.Error("no RPC failed once outlier detection was removed")
+	}
+}
+
+// TestOutlierDetectionMaxEjectionPercent has two of three backends fail:
+// with max_ejection_percent 30, only one is ejected: as in Envoy, an
+// endpoint is ejected while the share already ejected is below it (0 of
+// 3, then 1 of 3 is 33%).
+func TestOutlierDetectionMaxEjectionPercent(t *testing.T) {
+	ctx := xdstest.Context(t)
+	bs := startBackends(t, "a", "bad1", "bad2")
+	bs[1].failing.Store(true)
+	bs[2].failing.Store(true)
+	leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs...)), func(c *xdsresource.Cluster) {
+		c.OutlierDetection = failurePercentage(time.Hour, time.Hour)
+		c.OutlierDetection.MaxEjectionPercent = wrapperspb.UInt32(30)
+	})
+	var ej ejections
+	cfg := config("c1", leaf)
+	cfg.Hooks = &clusterlb.Hooks{Ejection: ej.hook}
+	ch := dial(t, cfg)
+	for len(ej.all()) == 0 && ctx.Err() == nil {
+		callsFailing(t, ctx, ch, 30)
+	}
+	// Several more intervals: still one ejected.
+	for range 5 {
+		callsFailing(t, ctx, ch, 30)
+		// An interval passes, in which a second ejection must not happen:
+		// the clock is all there is to wait on.
+		time.Sleep(60 * time.Millisecond)
+	}
+	if n := len(ej.all()); n != 1 {
+		t.Errorf("%d ejections %+v, want 1 (max_ejection_percent 30 of 3)", n, ej.all())
+	}
+}
+
+// TestOutlierDetectionSuccessRate has one of five backends fail every
+// RPC: the success rate algorithm (its defaults but a request volume of
+// 10) finds it an outlier and ejects it.
+func TestOutlierDetectionSuccessRate(t *testing.T) {
+	ctx := xdstest.Context(t)
+	bs := startBackends(t, "a", "b", "c", "d", "bad")
+	bs[4].failing.Store(true)
+	leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs...)), func(c *xdsresource.Cluster) {
+		c.OutlierDetection = &clusterv3.OutlierDetection{
+			Interval:                 durationpb.New(50 * time.Millisecond),
+			BaseEjectionTime:         durationpb.New(time.Hour),
+			SuccessRateRequestVolume: wrapperspb.UInt32(10),
+		}
+	})
+	var ej ejections
+	cfg := config("c1", leaf)
+	cfg.Hooks = &clusterlb.Hooks{Ejection: ej.hook}
+	ch := dial(t, cfg)
+	for len(ej.all()) == 0 {
+		callsFailing(t, ctx, ch, 100)
+		if ctx.Err() != nil {
+			t.Fatal("the failing backend was never ejected")
+		}
+	}
+	if got := ej.all()[0]; got.Address != bs[4].addr || got.Algorithm != clusterlb.AlgorithmSuccessRate || got.Threshold <= 0 {
+		t.Errorf("ejection %+v, want %s by success_rate with its threshold", got, bs[4].addr)
+	}
+}
+
+// TestOutlierDetectionUnderPolicies ejects a failing backend under every
+// endpoint policy that picks among endpoints: the ejection reaches the
+// policy through its health listener, and RPCs stop failing. (pick_first
+// named by the Cluster does not watch health, and so, as in gRPC-Go and
+// C-core, keeps its endpoint whatever outlier detection says.)
+func TestOutlierDetectionUnderPolicies(t *testing.T) {
+	for _, pol := range []struct {
+		name string
+		set  func(*xdsresource.Cluster)
+	}{
+		{"round_robin", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRoundRobin }},
+		{"least_request", func(c *xdsresource.Cluster) { c.LBPolicy, c.LeastRequestChoiceCount = xdsresource.LBLeastRequest, 2 }},
+		{"ring_hash", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRingHash }},
+		{"weighted_round_robin", func(c *xdsresource.Cluster) {
+			c.LBPolicy, c.WeightedRoundRobin = xdsresource.LBWeightedRoundRobin, &xdsresource.WeightedRoundRobinConfig{
+				BlackoutPeriod: time.Second, WeightExpirationPeriod: time.Minute, WeightUpdatePeriod: time.Second, ErrorUtilizationPenalty: 1}
+		}},
+	} {
+		t.Run(pol.name, func(t *testing.T) {
+			ctx := xdstest.Context(t)
+			bs := startBackends(t, "bad", "a", "b")
+			bs[0].failing.Store(true)
+			leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs...)), func(c *xdsresource.Cluster) {
+				pol.set(c)
+				c.OutlierDetection = failurePercentage(time.Hour, time.Hour)
+			})
+			var ej ejections
+			cfg := config("c1", leaf)
+			cfg.Hooks = &clusterlb.Hooks{Ejection: ej.hook}
+			ch := dial(t, cfg)
+			for len(ej.all()) == 0 {
+				callsFailing(t, ctx, ch, 30)
+				if ctx.Err() != nil {
+					t.Fatal("the failing backend was never ejected")
+				}
+			}
+			xdstest.WaitFor(t, ctx, "RPCs that stop failing", func() bool { return callsFailing(t, ctx, ch, 30) == 0 })
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package xdsserver
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xdslens/xdslens/httpfilter"
+)
+
+// serverConn is an accepted connection, bound to the filter chain that
+// serves it.
+type serverConn struct {
+	net.Conn // as accepted
+	s        *Server
+	ls       *listenerState
+	// key is what RemoteAddr returns, a pointer made for this connection:
+	// gRPC gives it to each RPC in its peer, and the server looks the
+	// connection up by it.
+	key           *net.TCPAddr
+	local, remote netip.AddrPort
+
+	chain atomic.Pointer[chain]
+	// info and out are set by the handshake: the connection as filters
+	// see it, and the conn gRPC writes HTTP/2 frames to.
+	info atomic.Pointer[httpfilter.Conn]
+	out  atomic.Pointer[frameConn]
+
+	closeOnce sync.Once
+	timerMu   sync.Mutex
+	timer     *time.Timer // closes a drained connection at the grace time
+	closed    bool
+}
+
+func (s *Server) newConn(ls *listenerState, raw net.Conn, c *chain, local, remote netip.AddrPort) *serverConn {
+	key := &net.TCPAddr{IP: remote.Addr().AsSlice(), Port: int(remote.Port())}
+	if t, ok := raw.RemoteAddr().(*net.TCPAddr); ok {
+		k := *t
+		key = &k
+	}
+	sc := &serverConn{Conn: raw, s: s, ls: ls, key: key, local: local, remote: remote}
+	sc.chain.Store(c)
+	sc.info.Store(httpfilter.NewConn(local, remote, nil))
+	s.conns.Store(net.Addr(key), sc)
+	return sc
+}
+
+// RemoteAddr returns the peer's address, the same pointer every time.
+func (sc *serverConn) RemoteAddr() net.Addr { return sc.key }
+
+// Close closes the connection and forgets it.
+func (sc *serverConn) Close() error {
+	err := sc.Conn.Close()
+	sc.closeOnce.Do(func() {
+		sc.s.conns.Delete(net.Addr(sc.key))
+		sc.ls.forget(sc)
+		sc.timerMu.Lock()
+		sc.closed = true
+		if sc.timer != nil {
+			sc.timer.Stop()
+		}
+		sc.timerMu.Unlock()
+		if h := sc.s.hooks.Load(); h != nil && h.ConnectionClosed != nil {
+			h.ConnectionClosed(sc.connInfo())
+		}
+	})
+	return err
+}
+
+func (sc *serverConn) connInfo() ConnInfo {
+	c := sc.chain.Load()
+	return ConnInfo{Address: sc.ls.addr, Local: sc.local, Remote: sc.remote, Chain: c.label(), DefaultChain: c.isDefault, TLS: c.fc.Security != nil}
+}
+
+// drainFunc returns the call that drains the connection: a GOAWAY now
+// (once the HTTP/2 frames written so far are whole), the connection
+// closed at the drain grace time if the client has not closed it. A
+// connection still in its handshake is closed at once: it has no RPC.
+func (sc *serverConn) drainFunc(notServing bool, why error) func() {
+	return func() {
+		if h := sc.s.hooks.Load(); h != nil && h.ConnectionDrained != nil {
+			h.ConnectionDrained(ConnDrainInfo{ConnInfo: sc.connInfo(), NotServing: notServing, Err: why})
+		}
+		out := sc.out.Load()
+		if out == nil {
+			sc.Close()
+			return
+		}
+		sc.timerMu.Lock()
+		if !sc.closed && sc.timer == nil {
+			sc.timer = time.AfterFunc(sc.s.cfg.drainGrace, func() { sc.Close() })
+		}
+		sc.timerMu.Unlock()
+		out.goAway.Store(true)
+		sc.s.bg.Add(1)
+		go func() {
+			defer sc.s.bg.Done()
+			out.flushGoAway()
+		}()
+	}
+}
+
+// frameConn is the conn gRPC writes HTTP/2 frames to. It follows the
+// frame boundaries of what is written, so that a GOAWAY can be put
+// between two frames when the connection is drained: grpc-go's public
+// server API has no way to drain one connection.
+type frameConn struct {
+	net.Conn // the handshake's conn (TLS, or the accepted one)
+
+	goAway atomic.Bool // a GOAWAY is wanted
+	mu     sync.Mutex  // held while writing
+	frames frameTracker
+	sent   bool // the GOAWAY was written
+}
+
+func (f *frameConn) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	n, err := f.Conn.Write(p)
+	f.frames.consume(p[:n])
+	f.maybeGoAwayLocked()
+	f.mu.Unlock()
+	if f.goAway.Load() && !f.sentLoad() {
+		f.flushGoAway()
+	}
+	return n, err
+}
+
+func (f *frameConn) sentLoad() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sent
+}
+
+// flushGoAway writes the GOAWAY if one is wanted and the writes so far end
+// on a frame boundary; otherwise the write that ends the frame will.
+func (f *frameConn) flushGoAway() {
+	if !f.mu.TryLock() {
+		return // the writer holding the lock looks again when it is done
+	}
+	f.maybeGoAwayLocked()
+	f.mu.Unlock()
+}
+
+func (f *frameConn) maybeGoAwayLocked() {
+	if f.sent || !f.goAway.Load() || !f.frames.atBoundary() {
+		return
+	}
+	f.sent = true
+	f.Conn.Write(goAwayFrame) //nolint:errcheck // a failed write is a failed connection, which gRPC sees on its next write
+}
+
+// goAwayFrame is an HTTP/2 GOAWAY (RFC 9113, 6.8) whose last stream ID is
+// the largest: the client starts no new stream on the connection and
+// finishes those it has (the first GOAWAY of a graceful shutdown), then
+// closes it.
+var goAwayFrame = func() []byte {
+	debug := []byte("xds: server configuration changed")
+	b := make([]byte, 9+8+len(debug))
+	n := 8 + len(debug)
+	b[0], b[1], b[2] = byte(n>>16), byte(n>>8), byte(n)
+	b[3] = 0x7 // GOAWAY; flags 0, stream 0
+	binary.BigEndian.PutUint32(b[9:], 1<<31-1)
+	binary.BigEndian.PutUint32(b[13:], 0) // NO_ERROR
+	copy(b[17:], debug)
+	return b
+}()
+
+// frameTracker follows the HTTP/2 frames of a byte stream: the 9-byte
+// header of each, then its payload.
+type frameTracker struct {
+	header  [9]byte
+	nHeader int // bytes of the current header seen
+	payload int // payload bytes still to come
+}
+
+func (t *frameTracker) consume(p []byte) {
+	for len(p) > 0 {
+		if t.payload > 0 {
+			n := min(t.payload, len(p))
+			t.payload -= n
+			p = p[n:]
+			continue
+		}
+		n := copy(t.header[t.nHeader:], p)
+		t.nHeader += n
+		p = p[n:]
+		if t.nHeader == len(t.header) {
+			t.payload = int(t.header[0])<<16 | int(t.header[1])<<8 | int(t.header[2])
+			t.nHeader = 0
+		}
+	}
+}
+
+func (t *frameTracker) atBoundary() bool { return t.nHeader == 0 && t.payload == 0 }

@@ -1,0 +1,201 @@
+package xdsserver
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// Mode is the serving mode of one listening address (gRFC A36).
+type Mode uint8
+
+// Serving modes.
+const (
+	// ModeStarting: no Listener has been heard of yet; connections are
+	// closed as they come.
+	ModeStarting Mode = iota
+	// ModeServing: the Listener is valid; connections are served by its
+	// filter chains.
+	ModeServing
+	// ModeNotServing: the Listener cannot be used (it does not exist, was
+	// rejected, was deleted, or its address is not the listening one);
+	// connections are closed as they come, and those open are drained.
+	ModeNotServing
+)
+
+// String returns "STARTING", "SERVING" or "NOT_SERVING".
+func (m Mode) String() string {
+	switch m {
+	case ModeStarting:
+		return "STARTING"
+	case ModeServing:
+		return "SERVING"
+	case ModeNotServing:
+		return "NOT_SERVING"
+	}
+	return "UNKNOWN"
+}
+
+// ServingModeChange is a change of the serving mode of one listening
+// address.
+type ServingModeChange struct {
+	// Address is the listening address, "host:port" as Serve's listener
+	// gives it.
+	Address string
+	// Listener is the name of the Listener resource the address is
+	// served by.
+	Listener string
+	Mode     Mode
+	// Err says why the address is not serving; nil when serving.
+	Err error
+}
+
+// Hooks report what an xDS-enabled server does, in the style of
+// xdsclient.Hooks: each field is an optional func called when its event
+// happens, and a nil field costs nothing. Hooks run on the goroutine of
+// the event (accepting, the TLS handshake, the RPC, the xDS watch); they
+// must be cheap and must not block. The fields of their Info values may be
+// added to in later versions.
+type Hooks struct {
+	// ServingModeChanged is called with ModeStarting when Serve starts
+	// serving an address, then whenever the address changes its serving
+	// mode or stays not serving for a new reason, and with ModeNotServing
+	// when Serve returns (ErrStopped after Stop).
+	ServingModeChanged func(ServingModeChange)
+	// ListenerChanged is called when a listening address starts using a
+	// new version of its Listener (after its route configurations came),
+	// with what became of the connections open.
+	ListenerChanged func(ListenerChangeInfo)
+	// ConnectionAccepted is called when a new connection is matched to a
+	// filter chain, before its handshake.
+	ConnectionAccepted func(ConnInfo)
+	// ConnectionRefused is called when a new connection is closed at once:
+	// the address is not serving, or no filter chain matches it.
+	ConnectionRefused func(ConnRefusedInfo)
+	// ConnectionClosed is called when an accepted connection closes.
+	ConnectionClosed func(ConnInfo)
+	// ConnectionDrained is called when a connection is told to go away
+	// (HTTP/2 GOAWAY) because its filter chain changed or the address
+	// stopped serving; it closes when its RPCs are done, or at the drain
+	// grace time.
+	ConnectionDrained func(ConnDrainInfo)
+	// HandshakeFailed is called when the TLS (or fallback credentials')
+	// handshake of a connection fails.
+	HandshakeFailed func(HandshakeInfo)
+	// AuthzDecision is called with every decision of an authorization
+	// filter (RBAC), on the RPC's goroutine.
+	AuthzDecision func(AuthzInfo)
+}
+
+// ListenerChangeInfo describes a new version of a Listener in use.
+type ListenerChangeInfo struct {
+	Address, Listener string
+	// Chains is the number of filter chains, the default one included.
+	Chains int
+	// Kept is the number of open connections whose chain did not change,
+	// which go on; Drained those told to go away.
+	Kept, Drained int
+}
+
+// ConnInfo describes a connection of a listening address.
+type ConnInfo struct {
+	// Address is the listening address.
+	Address string
+	// Local and Remote are the connection's addresses.
+	Local, Remote netip.AddrPort
+	// Chain is the name of the filter chain serving it ("" when unnamed);
+	// DefaultChain says it is the Listener's default_filter_chain.
+	Chain        string
+	DefaultChain bool
+	// TLS says whether the chain applies TLS.
+	TLS bool
+}
+
+// ConnRefusedInfo describes a connection closed as it came.
+type ConnRefusedInfo struct {
+	Address       string
+	Local, Remote netip.AddrPort
+	// NotServing is true when the address was not serving; otherwise no
+	// filter chain matched the connection.
+	NotServing bool
+	// Err says why.
+	Err error
+}
+
+// ConnDrainInfo describes a connection told to go away.
+type ConnDrainInfo struct {
+	ConnInfo
+	// NotServing is true when the address stopped serving; otherwise the
+	// Listener changed the connection's chain.
+	NotServing bool
+	// Err says why.
+	Err error
+}
+
+// HandshakeInfo describes a failed handshake. It carries no key material:
+// Err is the handshake's error, as crypto/tls gives it.
+type HandshakeInfo struct {
+	ConnInfo
+	// Side is "server": the handshake of the server's side of the
+	// connection.
+	Side string
+	Err  error
+}
+
+// AuthzInfo describes a decision of an authorization filter.
+type AuthzInfo struct {
+	// Address and Chain name where the RPC came in.
+	Address, Chain string
+	// Filter is the filter's instance name; Method the RPC's full method
+	// name.
+	Filter, Method string
+	// Allowed says whether the RPC went on; Policy is the policy that
+	// matched ("" when none did); Deny is true when the rules' action is
+	// DENY.
+	Allowed bool
+	Policy  string
+	Deny    bool
+}
+
+// compose returns hooks that call every non-nil one of hs, nil when there
+// are none, so that each event costs one nil check.
+func compose(hs []*Hooks) *Hooks {
+	live := slices.DeleteFunc(slices.Clone(hs), func(h *Hooks) bool { return h == nil })
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	return &Hooks{
+		ServingModeChanged: joinHook(live, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
+		ListenerChanged:    joinHook(live, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
+		ConnectionAccepted: joinHook(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
+		ConnectionRefused:  joinHook(live, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
+		ConnectionClosed:   joinHook(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
+		ConnectionDrained:  joinHook(live, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
+		HandshakeFailed:    joinHook(live, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
+		AuthzDecision:      joinHook(live, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
+	}
+}
+
+// joinHook returns one func that calls the field of each of hs that is
+// set, nil when none is.
+func joinHook[T any](hs []*Hooks, field func(*Hooks) func(T)) func(T) {
+	var fs []func(T)
+	for _, h := range hs {
+		if f := field(h); f != nil {
+			fs = append(fs, f)
+		}
+	}
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return func(v T) {
+		for _, f := range fs {
+			f(v)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package xdsserver_test
+
+import (
+	"strings"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/serverres"
+	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsserver"
+)
+
+// A chain under mTLS with RBAC: the TestService is allowed to the client
+// identity alone; the health service to anyone, through an RBACPerRoute
+// override that turns RBAC off on its route. Decisions reach the hooks,
+// denials the stdout audit logger.
+func TestRBACOnServer(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	var stdout xdstest.SyncBuffer
+	s := serve(t, env.Pool(), xdsserver.WithStdout(&stdout))
+	rules := &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
+		Action: rbacconfigv3.RBAC_ALLOW,
+		Policies: map[string]*rbacconfigv3.Policy{
+			"test-service-client": serverres.Policy(serverres.PathPrefix("/grpc.testing.TestService/"), serverres.PrincipalExact(servertest.ClientSPIFFE)),
+		},
+		AuditLoggingOptions: &rbacconfigv3.RBAC_AuditLoggingOptions{
+			AuditCondition: rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY,
+			LoggerConfigs: []*rbacconfigv3.RBAC_AuditLoggingOptions_AuditLoggerConfig{{AuditLogger: &corev3.TypedExtensionConfig{
+				Name: "stdout", TypedConfig: &anypb.Any{TypeUrl: "type.googleapis.com/envoy.extensions.rbac.audit_loggers.stream.v3.StdoutAuditLog"},
+			}}},
+		},
+	}}
+	health := serverres.Serve("/grpc.health.v1.Health/")
+	health.TypedPerFilterConfig = map[string]*anypb.Any{"authz": serverres.MustAny(&rbacv3.RBACPerRoute{})}
+	routes := serverres.Routes("r", health, serverres.Serve("/"))
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("mtls", nil, serverres.InlineHCM(routes, serverres.Filter("authz", rules)), serverres.TLS(servertest.Provider, servertest.Provider, true))))
+	waitMode(t, s, xdsserver.ModeServing, "")
+
+	ctx := ctxT(t)
+	allowed := servertest.Dial(t, s.addr, grpc.WithTransportCredentials(env.ClientTLS(&certtest.Names{URIs: []string{servertest.ClientSPIFFE}})))
+	other := servertest.Dial(t, s.addr, grpc.WithTransportCredentials(env.ClientTLS(&certtest.Names{URIs: []string{"spiffe://example.org/ns/default/sa/other"}})))
+	for _, tc := range []struct {
+		name   string
+		conn   *grpc.ClientConn
+		method string
+		want   codes.Code
+	}{
+		{"allowed identity", allowed, emptyCall, codes.OK},
+		{"other identity", other, emptyCall, codes.PermissionDenied},
+		{"health, RBAC off on its route", other, healthCheck, codes.OK},
+	} {
+		if err := servertest.Call(ctx, tc.conn, tc.method); status.Code(err) != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	s.ev.mu.Lock()
+	got := s.ev.authz
+	s.ev.mu.Unlock()
+	want := []xdsserver.AuthzInfo{
+		{Address: s.addr, Chain: "mtls", Filter: "authz", Method: emptyCall, Allowed: true, Policy: "test-service-client"},
+		{Address: s.addr, Chain: "mtls", Filter: "authz", Method: emptyCall, Allowed: false},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("decisions %+v, want %+v", got, want)
+	}
+	line := stdout.String()
+	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `"rpc_method":"`+emptyCall+`","principal":"spiffe://example.org/ns/default/sa/other","policy_name":"authz","matched_rule":"","authorized":false`) {
+		t.Errorf("audit output %q, want one denial line", line)
+	}
+}
