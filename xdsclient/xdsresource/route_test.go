@@ -31,6 +31,7 @@ func weighted(ws ...any) *routev3.Route_Route {
 
 func TestRouteConfigRoundTrip(t *testing.T) {
 	headerRoute := &routev3.Route{
+		Name: "by-header",
 		Match: &routev3.RouteMatch{
 			PathSpecifier: &routev3.RouteMatch_Path{Path: "/svc/Method"},
 			CaseSensitive: wrapperspb.Bool(false),
@@ -105,6 +106,7 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 				Domains: []string{"svc.example.com", "*.example.com", "svc.*"},
 				Routes: []Route{
 					{
+						Name:            "by-header",
 						PathMatch:       PathExact,
 						Path:            "/svc/Method",
 						CaseInsensitive: true,
@@ -126,12 +128,14 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 						// AutoHostRewrite stays false: the server is not trusted.
 					},
 					{
+						Index:     1,
 						PathMatch: PathRegex,
 						SafeRegex: "/a/.*",
 						Action:    RouteAction{Kind: ActionWeightedClusters, WeightedClusters: []WeightedCluster{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}},
 					},
-					{PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
-					{PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},
+					// The route that matches on query parameters, at 2, is left out.
+					{Index: 3, PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
+					{Index: 4, PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},
 				},
 			},
 			{
