@@ -188,7 +188,8 @@ func (m *Manager) build() *Config {
 		rdsName = m.rds.name
 	}
 	if l := m.last; l != nil && !m.lastFailed && reused == len(l.Clusters) && reused == len(m.slots) &&
-		l.Listener == m.lis && l.RouteConfig == m.rc && l.VirtualHost == m.vh && l.RouteConfigName == rdsName {
+		l.Listener == m.lis && l.RouteConfig == m.rc && l.VirtualHost == m.vh && l.RouteConfigName == rdsName &&
+		l.ListenerVersion == m.lisVersion && l.RouteConfigVersion == m.rcVersion {
 		return nil
 	}
 	var clusters map[string]*ClusterConfig
@@ -212,13 +213,15 @@ func (m *Manager) build() *Config {
 	}
 	clear(m.slots) // keep no slot alive through the scratch slice
 	return &Config{
-		ListenerName:    m.listener,
-		Listener:        m.lis,
-		RouteConfigName: rdsName,
-		RouteConfig:     m.rc,
-		VirtualHost:     m.vh,
-		Clusters:        clusters,
-		NodeID:          m.msg.nodeID,
+		ListenerName:       m.listener,
+		Listener:           m.lis,
+		ListenerVersion:    m.lisVersion,
+		RouteConfigName:    rdsName,
+		RouteConfig:        m.rc,
+		RouteConfigVersion: m.rcVersion,
+		VirtualHost:        m.vh,
+		Clusters:           clusters,
+		NodeID:             m.msg.nodeID,
 	}
 }
 

@@ -20,12 +20,18 @@ type Config struct {
 	ListenerName string
 	// Listener is the client-side Listener (an api_listener).
 	Listener *xdsresource.Listener
+	// ListenerVersion is the version_info of the response that carried
+	// Listener (xdsclient.Resource.Version).
+	ListenerVersion string
 	// RouteConfigName is the name of the RouteConfiguration fetched with
 	// RDS, "" when the route configuration is inline in the Listener.
 	RouteConfigName string
 	// RouteConfig is the route configuration in use, fetched with RDS or
 	// inline.
 	RouteConfig *xdsresource.RouteConfiguration
+	// RouteConfigVersion is the version_info of the response that carried
+	// RouteConfig: of the RDS resource, or of the Listener when inline.
+	RouteConfigVersion string
 	// VirtualHost is the virtual host of RouteConfig whose domains match
 	// the channel's authority best (gRFC A27 domain matching); it points
 	// into RouteConfig.VirtualHosts.

@@ -82,10 +82,10 @@ func (m *Manager) onListener(r *xdsclient.Resource, err error) {
 		m.fail("LDS", m.listener, nil, "not an API listener")
 		return
 	}
-	m.lis, m.ldsNote = l, ""
+	m.lis, m.lisVersion, m.ldsNote = l, r.Version, ""
 	if l.InlineRouteConfig != nil {
 		m.dropRDS()
-		m.setRouteConfig(l.InlineRouteConfig)
+		m.setRouteConfig(l.InlineRouteConfig, r.Version)
 		return
 	}
 	if m.rds == nil || m.rds.name != l.RouteConfigName {
@@ -128,12 +128,13 @@ func (m *Manager) onRouteConfig(st *watchState, r *xdsclient.Resource, err error
 		m.fail("RDS", st.name, err, "")
 		return
 	}
-	m.setRouteConfig(rc)
+	m.setRouteConfig(rc, r.Version)
 }
 
 // setRouteConfig uses rc, from RDS or inline in the listener, if it has a
-// virtual host for the authority.
-func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration) {
+// virtual host for the authority; version is that of the resource that
+// carried it.
+func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration, version string) {
 	i := FindVirtualHost(rc.VirtualHosts, m.authority)
 	if i < 0 {
 		m.rc, m.vh, m.roots = nil, nil, nil
@@ -144,7 +145,7 @@ func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration) {
 		m.fail(kind, name, nil, fmt.Sprintf("could not find VirtualHost for %q in RouteConfiguration", m.authority))
 		return
 	}
-	m.rc, m.vh, m.rdsNote = rc, &rc.VirtualHosts[i], ""
+	m.rc, m.rcVersion, m.vh, m.rdsNote = rc, version, &rc.VirtualHosts[i], ""
 	m.roots = clustersOf(m.vh, m.roots[:0])
 }
 
