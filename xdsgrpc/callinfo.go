@@ -55,6 +55,8 @@ func WithCallInfo(ctx context.Context, info *CallInfo) context.Context {
 // where its last pick sent it: what a per-call observer (a trace, a
 // per-call metric) reads with RoutingOf.
 type Routing struct {
+	// Target is the channel's target, as hooks name it.
+	Target string
 	// Listener is the name of the Listener resource and ListenerVersion
 	// the version of the response that carried it.
 	Listener, ListenerVersion string
@@ -93,7 +95,7 @@ func RoutingOf(ctx context.Context) (Routing, bool) {
 	if c == nil || !c.Decided {
 		return Routing{}, false
 	}
-	r := Routing{RouteIndex: -1, Cluster: c.Cluster, Leaf: c.Leaf, Policy: c.Policy, Locality: c.Locality, Address: c.Address}
+	r := Routing{Target: c.Target, RouteIndex: -1, Cluster: c.Cluster, Leaf: c.Leaf, Policy: c.Policy, Locality: c.Locality, Address: c.Address}
 	if cfg := c.Config; cfg != nil {
 		r.Listener, r.ListenerVersion = cfg.ListenerName, cfg.ListenerVersion
 		r.RouteConfig, r.RouteConfigVersion = cfg.RouteConfigName, cfg.RouteConfigVersion

@@ -131,7 +131,7 @@ func (p *picker) record(ctx context.Context, d decision, c *callctx.Call) {
 	}
 	c.Held, c.PickCtx = false, ctx
 	c.Decided, c.Channel, c.Route, c.Err, c.Hash, c.HasHash = true, p.r, d.route, d.err, d.hash, d.hasHash
-	c.Config = p.state.config
+	c.Config, c.Target = p.state.config, p.state.target
 	c.Plan, c.PlanApplied = nil, false
 	if d.plan != nil {
 		c.Plan = d.plan

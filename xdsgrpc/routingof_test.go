@@ -96,6 +96,7 @@ func TestRoutingOfEachAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := xdsgrpc.Routing{
+		Target:   "xdslens:///L",
 		Listener: "L", ListenerVersion: "1", RouteConfig: "R", RouteConfigVersion: "1", VirtualHost: "R-vh",
 		RouteIndex: 1, RouteName: "testing", Cluster: "c", Leaf: "c", Policy: "round_robin",
 		Locality: lrs.Locality{Region: "r", Zone: "z1"}, Address: e.Addr(0),

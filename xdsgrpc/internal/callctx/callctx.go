@@ -33,9 +33,11 @@ type Call struct {
 	// opaque here: a decision is only reused by the channel that made it.
 	Channel any
 	// Route is the index of the route in the virtual host, -1 when none
-	// matched; Config is the config of the picker that decided.
+	// matched; Config is the config of the picker that decided, and
+	// Target its channel's target.
 	Route  int
 	Config *xdsconfig.Config
+	Target string
 	// Cluster is the route-level cluster chosen ("" when none was); Entry
 	// is the routing policy's handle on it, opaque here, which keeps the
 	// cluster's policy alive while the RPC holds it.
