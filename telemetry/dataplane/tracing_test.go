@@ -16,10 +16,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental/opentelemetry"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
+	grpcotel "google.golang.org/grpc/stats/opentelemetry"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -28,6 +31,7 @@ import (
 	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/telemetry/dataplane"
+	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
 // attrs renders a span's or an event's attributes by key.
@@ -199,5 +203,114 @@ func TestTracing(t *testing.T) {
 	checkAttrs(t, "fault event", fault, map[string]string{"xds.filter": rpctest.FaultFilterName, "xds.fault.action": "abort", "xds.cluster": "c"})
 	if st := aborted[0].Status(); st.Code != otelcodes.Error {
 		t.Errorf("aborted RPC: status %v, want an error", st)
+	}
+}
+
+// TestTracingEjection keeps a streaming RPC's attempt in flight while
+// outlier detection ejects the endpoint that fails every RPC: its span
+// gets the ejection as an event, naming the endpoint and the algorithm.
+func TestTracingEjection(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	defer tp.Shutdown(context.Background())
+	ejected := make(chan xdsgrpc.EjectionInfo, 10)
+	e := rpctest.NewEnv(t, 3, dataplane.WithTracerProvider(tp), xdsgrpc.WithHooks(&xdsgrpc.Hooks{Ejection: func(i xdsgrpc.EjectionInfo) {
+		select {
+		case ejected <- i:
+		default:
+		}
+	}}))
+	e.Set(controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
+		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
+		controlplane.Endpoints("c", e.Addr(0), e.Addr(1), e.Addr(2)))
+	conn := e.Dial("xdslens:///L")
+	client := testgrpc.NewTestServiceClient(conn)
+	ctx := xdstest.Context(t)
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil }) {
+		t.Fatal("no RPC succeeded")
+	}
+	// The client does not read the stream's end: its attempt stays in
+	// flight.
+	stream, err := client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{ResponseParameters: []*testpb.ResponseParameters{{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Backends[2].Fail(backends.Failure{Every: 1})
+	var first xdsgrpc.EjectionInfo
+	for first.Address == "" {
+		rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall")
+		select {
+		case first = <-ejected:
+		case <-ctx.Done():
+			t.Fatal("no endpoint was ejected")
+		default:
+		}
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+	}
+	attempts := spansNamed(sr, "Attempt.grpc.testing.TestService.StreamingOutputCall")
+	if len(attempts) != 1 {
+		t.Fatalf("%d attempt spans of the stream, want 1", len(attempts))
+	}
+	ev, ok := event(attempts[0], dataplane.EventEjection)
+	if !ok {
+		t.Fatalf("the stream's attempt span has no %s event: %v", dataplane.EventEjection, attempts[0].Events())
+	}
+	checkAttrs(t, "ejection event", ev, map[string]string{"xds.endpoint": e.Addr(2), "xds.ejected": "true",
+		"xds.ejection.algorithm": "failure_percentage", "xds.leaf_cluster": "c"})
+	if first.Address != e.Addr(2) {
+		t.Errorf("first ejection of %s, want %s", first.Address, e.Addr(2))
+	}
+}
+
+// TestRoutingOnSpans traces an xdslens channel with gRPC-Go's
+// OpenTelemetry plugin, its DialOption first: its call span covers the
+// retried RPC, with the retry as an event, and each of its two attempt
+// spans carries the routing decision; xdslens makes no span of its own.
+func TestRoutingOnSpans(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	defer tp.Shutdown(context.Background())
+	e := rpctest.NewEnv(t, 1, dataplane.WithRoutingOnSpans())
+	e.Set(controlplane.Listener("L", "R"),
+		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
+	plugin := grpcotel.DialOption(grpcotel.Options{TraceOptions: opentelemetry.TraceOptions{TracerProvider: tp, TextMapPropagator: propagation.TraceContext{}}})
+	conn, err := grpc.NewClient("xdslens:///L", append([]grpc.DialOption{plugin}, append(e.Builder.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := testgrpc.NewTestServiceClient(conn)
+	ctx := xdstest.Context(t)
+	if _, err := client.EmptyCall(ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
+		t.Fatal(err)
+	}
+	sr.Reset()
+	e.Backends[0].Fail(backends.Failure{Every: 2})
+	if _, err := client.EmptyCall(ctx, &testpb.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sr.Ended() {
+		if s.InstrumentationScope().Name != "grpc-go" {
+			t.Errorf("span %s of scope %s, want only gRPC-Go's", s.Name(), s.InstrumentationScope().Name)
+		}
+	}
+	calls := spansNamed(sr, "Sent.grpc.testing.TestService.EmptyCall")
+	attempts := spansNamed(sr, "Attempt.grpc.testing.TestService.EmptyCall")
+	if len(calls) != 1 || len(attempts) != 2 {
+		t.Fatalf("%d call spans and %d attempt spans, want 1 and 2", len(calls), len(attempts))
+	}
+	if retry, ok := event(calls[0], dataplane.EventRetry); !ok || retry["xds.attempt"] != "2" {
+		t.Errorf("gRPC-Go's call span: retry event %v, %v; want the second attempt", retry, ok)
+	}
+	for i, a := range attempts {
+		checkAttrs(t, "gRPC-Go's attempt span", attrs(a.Attributes()), map[string]string{
+			"xds.listener": "L", "xds.route_config": "R", "xds.virtual_host": "R-vh", "xds.route.index": "0",
+			"xds.cluster": "c", "xds.leaf_cluster": "c", "xds.endpoint": e.Addr(0), "previous-rpc-attempts": []string{"0", "1"}[i],
+		})
 	}
 }
