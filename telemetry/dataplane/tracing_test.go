@@ -226,7 +226,9 @@ func TestTracingEjection(t *testing.T) {
 	conn := e.Dial("xdslens:///L")
 	client := testgrpc.NewTestServiceClient(conn)
 	ctx := xdstest.Context(t)
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil }) {
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil
+	}) {
 		t.Fatal("no RPC succeeded")
 	}
 	// The client does not read the stream's end: its attempt stays in
