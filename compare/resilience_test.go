@@ -17,8 +17,6 @@ import (
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 
-const emptyCall = "/grpc.testing.TestService/EmptyCall"
-
 // call makes one EmptyCall on conn with md as metadata pairs and returns
 // its status code and how long it took.
 func call(ctx context.Context, conn *grpc.ClientConn, md ...string) (codes.Code, time.Duration) {
