@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -209,5 +210,41 @@ func TestPerCallMetricsNilProvider(t *testing.T) {
 	with := xdsgrpc.NewBuilder(nil, dataplane.WithPerCallMetrics(nil)).DialOptions()
 	if len(with) != len(plain) {
 		t.Errorf("WithPerCallMetrics(nil) gives %d dial options, want %d, as without it", len(with), len(plain))
+	}
+}
+
+// BenchmarkRPCWithoutProviders makes unary RPCs over loopback through two
+// xdslens channels, one dialled with DialOptions(pool) alone and one with
+// WithPerCallMetrics(nil) and WithTracerProvider(nil) too: without
+// providers, per-call metrics and traces add nothing to an RPC. Compare
+// with benchstat -col /options.
+func BenchmarkRPCWithoutProviders(b *testing.B) {
+	e := rpctest.NewEnv(b, 1)
+	e.Set(controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
+	for _, c := range []struct {
+		name string
+		opts []xdsgrpc.Option
+	}{
+		{"none", nil},
+		{"nil-providers", []xdsgrpc.Option{dataplane.WithPerCallMetrics(nil), dataplane.WithTracerProvider(nil)}},
+	} {
+		conn, err := grpc.NewClient("xdslens:///L", append(xdsgrpc.DialOptions(e.Pool, c.opts...), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		client := testgrpc.NewTestServiceClient(conn)
+		if _, err := client.EmptyCall(xdstest.Context(b), &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("options="+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.EmptyCall(context.Background(), &testpb.Empty{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
