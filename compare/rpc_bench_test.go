@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -69,7 +70,8 @@ func BenchmarkRPC(b *testing.B) {
 // with xdslens's per-call metrics or traces (telemetry/dataplane), or with
 // gRPC-Go's OpenTelemetry plugin doing the same (its optional labels on),
 // all on the OpenTelemetry SDK (a ManualReader that is never read; a
-// TracerProvider that samples every span and exports none). Compare with
+// TracerProvider that samples every span and exports none; W3C trace
+// context propagation). Compare with
 // benchstat -col /telemetry (-count 6 or more).
 func BenchmarkRPCTelemetry(b *testing.B) {
 	e := rpctest.NewEnv(b, 2)
@@ -80,6 +82,9 @@ func BenchmarkRPCTelemetry(b *testing.B) {
 	defer mp.Shutdown(context.Background())
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())
+	// Both propagate each attempt's span context in W3C's traceparent.
+	defer otel.SetTextMapPropagator(otel.GetTextMapPropagator())
+	otel.SetTextMapPropagator(propagation.TraceContext{})
 	plugin := func(o grpcotel.Options) []grpc.DialOption { return []grpc.DialOption{grpcotel.DialOption(o)} }
 	for _, c := range []struct {
 		name   string

@@ -46,15 +46,14 @@ const (
 // The routing decision on attempt spans, and the events of the data
 // plane, in the xds namespace.
 const (
-	// Attributes of an attempt span: the listener and the route
-	// configuration, with the versions of the responses that carried
-	// them (KeyRouteConfig is "" when the route configuration is inline in
-	// the listener), the virtual host, the route (its index among the
+	// Attributes of an attempt span: the listener, the route
+	// configuration (KeyRouteConfig is "" when it is inline in the
+	// listener) with the version of the response that carried it, the
+	// virtual host, the route (its index among the
 	// virtual host's routes as received, and its name when it has one),
 	// the cluster the route chose, the leaf cluster, its endpoint policy,
 	// and the locality and address of the endpoint the attempt went to.
 	KeyListener           = "xds.listener"
-	KeyListenerVersion    = "xds.listener.version"
 	KeyRouteConfig        = "xds.route_config"
 	KeyRouteConfigVersion = "xds.route_config.version"
 	KeyVirtualHost        = "xds.virtual_host"
@@ -185,11 +184,22 @@ type traceAttempt struct {
 	// recording span of the attempt's context (nil when none).
 	span       trace.Span
 	sent, rcvd atomic.Int64 // messages, for their sequence numbers
-	// routed says that the routing decision is on the span; key is where
-	// the attempt is in inFlight, if it is.
-	routed bool
-	key    leafKey
+	// previous and transparent are gRFC A72's attributes, begun says
+	// that they are known; the span gets them with the routing decision,
+	// in one call, and routed says that it got them. key is where the
+	// attempt is in inFlight, if it is.
+	previous    int64
+	transparent bool
+	begun       bool
+	routed      bool
+	key         leafKey
 }
+
+// attemptAttributes holds the attributes of an attempt span while they
+// are given to it, in one call: gRFC A72's two and the routing
+// decision's eleven at most. The span copies them, so the buffers are
+// reused.
+var attemptAttributes = sync.Pool{New: func() any { return new([13]attribute.KeyValue) }}
 
 type traceAttemptKey struct{}
 
@@ -231,7 +241,7 @@ func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 			}
 			return
 		}
-		a.span.SetAttributes(attribute.Int64(KeyPreviousAttempts, a.call.attempts.Add(1)-1), attribute.Bool(KeyTransparentRetry, s.IsTransparentRetryAttempt))
+		a.previous, a.transparent, a.begun = a.call.attempts.Add(1)-1, s.IsTransparentRetryAttempt, true
 	case *stats.DelayedPickComplete:
 		if a.call != nil {
 			a.span.AddEvent(EventPickDelayed)
@@ -265,22 +275,31 @@ func messageAttributes(seq int64, size, compressed int) []attribute.KeyValue {
 	return []attribute.KeyValue{attribute.Int64(KeySequenceNumber, seq), attribute.Int64(KeyMessageSize, int64(size))}
 }
 
-// route puts the routing decision of attempt a, once, on its span, and,
-// when its pick sent it (sent), has it hear the ejections of its leaf
-// cluster until it ends.
+// route puts the routing decision of attempt a, once, on its span, with
+// the attributes kept until then, and, when its pick sent it (sent), has it
+// hear the ejections of its leaf cluster until it ends. An attempt that
+// ends unrouted gets the attributes kept alone.
 func (t *tracing) route(ctx context.Context, a *traceAttempt, sent bool) {
 	if a.span == nil || a.routed {
 		return
 	}
 	r, ok := xdsgrpc.RoutingOf(ctx)
-	if !ok {
+	if !ok && (sent || !a.begun) {
 		return
 	}
 	a.routed = true
-	kvs := make([]attribute.KeyValue, 0, 13)
-	kvs = append(kvs, attribute.String(KeyListener, r.Listener), attribute.String(KeyListenerVersion, r.ListenerVersion),
-		attribute.String(KeyRouteConfig, r.RouteConfig), attribute.String(KeyRouteConfigVersion, r.RouteConfigVersion),
-		attribute.String(KeyVirtualHost, r.VirtualHost))
+	buf := attemptAttributes.Get().(*[13]attribute.KeyValue)
+	defer attemptAttributes.Put(buf)
+	kvs := buf[:0]
+	if a.begun {
+		kvs = append(kvs, attribute.Int64(KeyPreviousAttempts, a.previous), attribute.Bool(KeyTransparentRetry, a.transparent))
+	}
+	if !ok {
+		a.span.SetAttributes(kvs...)
+		return
+	}
+	kvs = append(kvs, attribute.String(KeyListener, r.Listener), attribute.String(KeyRouteConfig, r.RouteConfig),
+		attribute.String(KeyRouteConfigVersion, r.RouteConfigVersion), attribute.String(KeyVirtualHost, r.VirtualHost))
 	if r.RouteIndex >= 0 {
 		kvs = append(kvs, attribute.Int(KeyRouteIndex, r.RouteIndex))
 		if r.RouteName != "" {
@@ -356,15 +375,11 @@ func (f *inFlight) add(k leafKey, a *traceAttempt) {
 	s[a] = struct{}{}
 }
 
+// remove takes a out; the set of k stays, for the next attempts.
 func (f *inFlight) remove(k leafKey, a *traceAttempt) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s := f.attempts[k]; s != nil {
-		delete(s, a)
-		if len(s) == 0 {
-			delete(f.attempts, k)
-		}
-	}
+	delete(f.attempts[k], a)
 }
 
 // each calls do with every attempt in flight on k, under the lock.

@@ -153,7 +153,7 @@ func TestTracing(t *testing.T) {
 	}
 	checkAttrs(t, "retry event", retry, map[string]string{"xds.attempt": "2", "grpc.status": "UNAVAILABLE", "xds.cluster": "c"})
 	routing := map[string]string{
-		"xds.listener": "L", "xds.listener.version": "1", "xds.route_config": "R", "xds.route_config.version": "1",
+		"xds.listener": "L", "xds.route_config": "R", "xds.route_config.version": "1",
 		"xds.virtual_host": "R-vh", "xds.route.index": "1", "xds.route.name": "testing", "xds.cluster": "c",
 		"xds.leaf_cluster": "c", "xds.lb_policy": "round_robin", "xds.locality": `{region="r", zone="z1", sub_zone=""}`,
 		"xds.endpoint": e.Addr(0), "transparent-retry": "false",
