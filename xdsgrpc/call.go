@@ -112,6 +112,7 @@ func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method strin
 	}
 	target := cc.CanonicalTarget()
 	for _, f := range pl.filters {
+		rpcCtx := ctx // the RPC's context as this filter gets it; the closure keeps its own copy
 		call := &httpfilter.ClientCall{Method: method, Cluster: c.Cluster, Report: func(e httpfilter.ClientEvent) {
 			if c.Fault == "" {
 				c.Fault = e.Action
@@ -119,7 +120,7 @@ func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method strin
 				c.Fault += "+" + e.Action
 			}
 			if h := b.hooks.Load(); h != nil && h.FaultInjected != nil {
-				h.FaultInjected(FaultInfo{Context: ctx, Target: target, Cluster: c.Cluster, Method: method, Filter: f.name, Action: e.Action, Detail: e.Detail})
+				h.FaultInjected(FaultInfo{Context: rpcCtx, Target: target, Cluster: c.Cluster, Method: method, Filter: f.name, Action: e.Action, Detail: e.Detail})
 			}
 		}}
 		var done func()
