@@ -104,7 +104,7 @@ func WithTracerProvider(tp trace.TracerProvider) xdsgrpc.Option {
 	if tp == nil {
 		return xdsgrpc.JoinOptions()
 	}
-	t := &tracing{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(xdsclient.Version))}
+	t := newTracing(tp.Tracer(ScopeName, trace.WithInstrumentationVersion(xdsclient.Version)))
 	return xdsgrpc.JoinOptions(xdsgrpc.WithHooks(t.hooks()),
 		xdsgrpc.WithDialOptions(grpc.WithChainUnaryInterceptor(t.unary), grpc.WithChainStreamInterceptor(t.stream), grpc.WithStatsHandler(t)))
 }
@@ -118,7 +118,7 @@ func WithTracerProvider(tp trace.TracerProvider) xdsgrpc.Option {
 // sees it (gRPC-Go's call span, when the plugin's DialOption comes before
 // DialOptions').
 func WithRoutingOnSpans() xdsgrpc.Option {
-	t := &tracing{}
+	t := newTracing(nil)
 	return xdsgrpc.JoinOptions(xdsgrpc.WithHooks(t.hooks()), xdsgrpc.WithDialOptions(grpc.WithStatsHandler(t)))
 }
 
@@ -129,8 +129,22 @@ type tracing struct {
 	names      spanNames
 	localities localityLabels
 	inFlight   inFlight
+	// buffers holds the attributes of an attempt span while they are
+	// given to it, in one call: gRFC A72's two and the routing decision's
+	// eleven at most (*[13]attribute.KeyValue). The span copies them, so
+	// the buffers are reused.
+	buffers sync.Pool
 }
 
+// newTracing returns a tracing whose spans come from tracer, or, with a
+// nil tracer, one that adds to the spans of another.
+func newTracing(tracer trace.Tracer) *tracing {
+	t := &tracing{tracer: tracer}
+	t.buffers.New = func() any { return new([13]attribute.KeyValue) }
+	return t
+}
+
+// callSpanOptions are the options of a call span.
 var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
 // traceCall is one RPC's call span.
@@ -194,12 +208,6 @@ type traceAttempt struct {
 	routed      bool
 	key         leafKey
 }
-
-// attemptAttributes holds the attributes of an attempt span while they
-// are given to it, in one call: gRFC A72's two and the routing
-// decision's eleven at most. The span copies them, so the buffers are
-// reused.
-var attemptAttributes = sync.Pool{New: func() any { return new([13]attribute.KeyValue) }}
 
 type traceAttemptKey struct{}
 
@@ -288,8 +296,8 @@ func (t *tracing) route(ctx context.Context, a *traceAttempt, sent bool) {
 		return
 	}
 	a.routed = true
-	buf := attemptAttributes.Get().(*[13]attribute.KeyValue)
-	defer attemptAttributes.Put(buf)
+	buf := t.buffers.Get().(*[13]attribute.KeyValue)
+	defer t.buffers.Put(buf)
 	kvs := buf[:0]
 	if a.begun {
 		kvs = append(kvs, attribute.Int64(KeyPreviousAttempts, a.previous), attribute.Bool(KeyTransparentRetry, a.transparent))
