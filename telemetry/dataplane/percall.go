@@ -84,6 +84,7 @@ func WithPerCallMetrics(mp metric.MeterProvider) xdsgrpc.Option {
 // once each and kept, so that recording allocates nothing once they have
 // been seen.
 type callMetrics struct {
+	connsIgnored
 	started                  metric.Int64Counter
 	attemptDuration, callDur metric.Float64Histogram
 	sent, rcvd               metric.Int64Histogram
@@ -253,8 +254,12 @@ func (m *callMetrics) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	}
 }
 
-// TagConn is part of stats.Handler; connections are not measured.
-func (m *callMetrics) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+// connsIgnored is the part of a stats.Handler that connections go to:
+// per-call metrics and traces do not observe them.
+type connsIgnored struct{}
 
-// HandleConn is part of stats.Handler; connections are not measured.
-func (m *callMetrics) HandleConn(context.Context, stats.ConnStats) {}
+// TagConn returns ctx.
+func (connsIgnored) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+// HandleConn does nothing.
+func (connsIgnored) HandleConn(context.Context, stats.ConnStats) {}

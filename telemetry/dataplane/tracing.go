@@ -125,6 +125,7 @@ func WithRoutingOnSpans() xdsgrpc.Option {
 // tracing makes the spans of RPCs, or, without a tracer, adds to the spans
 // of others.
 type tracing struct {
+	connsIgnored
 	tracer     trace.Tracer // nil: the spans are another tracer's
 	names      spanNames
 	localities localityLabels
@@ -329,12 +330,6 @@ func (t *tracing) route(ctx context.Context, a *traceAttempt, sent bool) {
 		t.inFlight.add(a.key, a)
 	}
 }
-
-// TagConn is part of stats.Handler; connections are not traced.
-func (t *tracing) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-
-// HandleConn is part of stats.Handler; connections are not traced.
-func (t *tracing) HandleConn(context.Context, stats.ConnStats) {}
 
 // hooks put the data plane's events on the spans.
 func (t *tracing) hooks() *xdsgrpc.Hooks {
