@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/xds"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/xdstest"
@@ -84,7 +85,9 @@ func perCallSeries(t *testing.T, r *sdkmetric.ManualReader) map[string]map[strin
 // scheme. The RPCs go to two clusters in two localities, one through an
 // aggregate cluster (whose leaf names the attempts, gRFC A89), by
 // generated stubs (grpc.method by name) and by Invoke (grpc.method
-// "other"), answered OK and UNIMPLEMENTED.
+// "other"), answered OK and RESOURCE_EXHAUSTED. (Not UNIMPLEMENTED: on
+// grpc-go's xDS channel, an attempt answered so is now and then recorded
+// as OK by gRPC-Go's plugin.)
 func TestSideBySidePerCallLabels(t *testing.T) {
 	e := rpctest.NewEnv(t, 2)
 	e.Set(controlplane.Listener("svc", "svc-route"),
@@ -133,10 +136,15 @@ func TestSideBySidePerCallLabels(t *testing.T) {
 			t.Fatalf("%s: UnaryCall: %v", name, err)
 		}
 		for range 2 {
-			if err := conn.Invoke(ctx, "/pkg.S/M", &emptypb.Empty{}, &emptypb.Empty{}); status.Code(err) != codes.Unimplemented {
-				t.Fatalf("%s: /pkg.S/M: %v, want UNIMPLEMENTED from the backend", name, err)
+			if err := conn.Invoke(ctx, "/grpc.testing.TestService/UnaryCall", &emptypb.Empty{}, &emptypb.Empty{}); err != nil {
+				t.Fatalf("%s: UnaryCall without grpc.StaticMethod: %v", name, err)
 			}
 		}
+		e.Backends[1].Fail(backends.Failure{Every: 1, Code: codes.ResourceExhausted})
+		if _, err := client.UnaryCall(ctx, &testpb.SimpleRequest{}); status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("%s: UnaryCall: %v, want RESOURCE_EXHAUSTED from the backend", name, err)
+		}
+		e.Backends[1].Fail(backends.Failure{})
 	}
 
 	got, want := perCallSeries(t, ourReader), perCallSeries(t, theirReader)
