@@ -47,7 +47,9 @@ func TestRetriesReported(t *testing.T) {
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn := e.Dial("xdslens:///L")
 	ctx := xdstest.Context(t)
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil }) {
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil
+	}) {
 		t.Fatal("no RPC succeeded")
 	}
 	e.Backends[0].Fail(backends.Failure{Every: 2})
@@ -75,7 +77,9 @@ func TestStreamRetried(t *testing.T) {
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn := e.Dial("xdslens:///L")
 	ctx := xdstest.Context(t)
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil }) {
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil
+	}) {
 		t.Fatal("no RPC succeeded")
 	}
 	e.Backends[0].Fail(backends.Failure{Every: 2})
