@@ -33,14 +33,16 @@ func DialOptions(pool *xdsclient.Pool, opts ...Option) []grpc.DialOption {
 }
 
 // DialOptions returns the options that make a channel resolve "xdslens:"
-// targets with the Builder, and route each RPC with its interceptors.
+// targets with the Builder, and route each RPC with its interceptors, with
+// those WithDialOptions gave before them.
 func (b *Builder) DialOptions() []grpc.DialOption {
 	b.interceptors.Store(true)
-	return []grpc.DialOption{
-		grpc.WithResolvers(b),
+	opts := make([]grpc.DialOption, 0, 3+len(b.opts.dialOptions))
+	opts = append(opts, grpc.WithResolvers(b))
+	opts = append(opts, b.opts.dialOptions...)
+	return append(opts,
 		grpc.WithChainUnaryInterceptor(b.unaryInterceptor),
-		grpc.WithChainStreamInterceptor(b.streamInterceptor),
-	}
+		grpc.WithChainStreamInterceptor(b.streamInterceptor))
 }
 
 // begin starts the Call of an RPC on cc: it routes the RPC with the
@@ -113,6 +115,7 @@ func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method strin
 	}
 	target := cc.CanonicalTarget()
 	for _, f := range pl.filters {
+		rpcCtx := ctx // the RPC's context as this filter gets it; the closure keeps its own copy
 		call := &httpfilter.ClientCall{Method: method, Cluster: c.Cluster, Report: func(e httpfilter.ClientEvent) {
 			if c.Fault == "" {
 				c.Fault = e.Action
@@ -120,7 +123,7 @@ func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method strin
 				c.Fault += "+" + e.Action
 			}
 			if h := b.hooks.Load(); h != nil && h.FaultInjected != nil {
-				h.FaultInjected(FaultInfo{Target: target, Cluster: c.Cluster, Method: method, Filter: f.name, Action: e.Action, Detail: e.Detail})
+				h.FaultInjected(FaultInfo{Context: rpcCtx, Target: target, Cluster: c.Cluster, Method: method, Filter: f.name, Action: e.Action, Detail: e.Detail})
 			}
 		}}
 		var done func()
@@ -160,7 +163,7 @@ func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, repl
 		if err == nil || attempt >= rp.maxAttempts || len(a.hdr) > 0 || !rp.codes[status.Code(err)] || ctx.Err() != nil {
 			return err
 		}
-		b.retried(cc, c, method, attempt+1, err)
+		b.retried(ctx, cc, c, method, attempt+1, err)
 		if !sleep(ctx, rp.backoff(attempt)) {
 			return err
 		}
@@ -220,9 +223,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // retried reports a retry to the hooks.
-func (b *Builder) retried(cc *grpc.ClientConn, c *callctx.Call, method string, attempt int, err error) {
+func (b *Builder) retried(ctx context.Context, cc *grpc.ClientConn, c *callctx.Call, method string, attempt int, err error) {
 	if h := b.hooks.Load(); h != nil && h.Retried != nil {
-		h.Retried(RetryInfo{Target: cc.CanonicalTarget(), Cluster: c.Cluster, Method: method, Attempt: attempt, Code: status.Code(err)})
+		h.Retried(RetryInfo{Context: ctx, Target: cc.CanonicalTarget(), Cluster: c.Cluster, Method: method, Attempt: attempt, Code: status.Code(err)})
 	}
 }
 

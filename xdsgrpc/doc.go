@@ -104,9 +104,13 @@
 //
 // Hooks report every new config (with what changed), every failed config,
 // the outcome of every pick, the end of every RPC sent, each retry, each
-// injected fault and each ejection; package telemetry turns them into
-// metrics. WithCallInfo tells one RPC's caller
-// which cluster, leaf cluster and locality its RPC went to.
+// injected fault and each ejection; package telemetry/dataplane turns
+// them into metrics. WithCallInfo tells one RPC's caller which cluster,
+// leaf cluster and locality its RPC went to; RoutingOf tells an
+// interceptor or a stats.Handler the whole routing decision of an RPC or
+// of one of its attempts, and WithDialOptions puts such observers around
+// the channel's own interceptors (package telemetry/dataplane's per-call
+// metrics and traces are two).
 //
 // # Explain and config history
 //

@@ -71,11 +71,14 @@ type Explanation struct {
 
 // RouteTrial says how one route fared against the RPC.
 type RouteTrial struct {
-	// Index is the route's position in the virtual host's routes as gRPC
-	// uses them (routes gRPC ignores, such as those matching query
-	// parameters, are not counted); Name is its name, "" when it has none.
+	// Index is the route's position in the virtual host's routes as
+	// received, routes gRPC ignores (such as those matching query
+	// parameters) counted, as in the span attribute xds.route.index and
+	// the config history; Name is its name, "" when it has none.
 	Index int
 	Name  string
+	// pos is its position among the routes gRPC uses.
+	pos int
 	// Match and Action describe the route's matchers and what it does.
 	Match, Action string
 	// Matched says whether its path and header matchers all match.
@@ -179,7 +182,7 @@ func explain(cfg *xdsconfig.Config, table *routing.Table, plans map[planKey]*pla
 	for _, tr := range table.Explain(ctx, method) {
 		rt := &routes[tr.Route]
 		e.Trials = append(e.Trials, RouteTrial{
-			Index: tr.Route, Name: rt.Name, Match: routing.DescribeMatch(rt), Action: routing.DescribeAction(rt),
+			Index: rt.Index, pos: tr.Route, Name: rt.Name, Match: routing.DescribeMatch(rt), Action: routing.DescribeAction(rt),
 			Matched: tr.Path && tr.Header < 0 && !tr.Ignored, Chance: float64(tr.Chance) / routing.Certain, Why: why(rt, tr),
 		})
 	}
@@ -195,7 +198,7 @@ func explain(cfg *xdsconfig.Config, table *routing.Table, plans map[planKey]*pla
 		e.Reason = reason(e)
 		return e
 	}
-	i := e.Route.Index
+	i := e.Route.pos
 	rt := &routes[i]
 	switch rt.Action.Kind {
 	case xdsresource.ActionCluster, xdsresource.ActionWeightedClusters:

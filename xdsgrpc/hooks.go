@@ -1,6 +1,8 @@
 package xdsgrpc
 
 import (
+	"context"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 
@@ -55,6 +57,9 @@ type Hooks struct {
 
 // RetryInfo describes one retry of an RPC.
 type RetryInfo struct {
+	// Context is the RPC's context, with what its caller and the
+	// interceptors outside xdslens's put in it (a span, for instance).
+	Context                 context.Context
 	Target, Cluster, Method string
 	// Attempt is the number of the attempt about to be made (2 for the
 	// first retry).
@@ -65,6 +70,8 @@ type RetryInfo struct {
 
 // FaultInfo describes a fault injected into an RPC.
 type FaultInfo struct {
+	// Context is the RPC's context, as in RetryInfo.
+	Context                 context.Context
 	Target, Cluster, Method string
 	// Filter is the HTTP filter's instance name.
 	Filter string

@@ -3,6 +3,8 @@ package xdsgrpc
 import (
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc/history"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
@@ -27,6 +29,7 @@ type options struct {
 	configOptions   []xdsconfig.Option
 	poolTarget      string
 	observers       []func(*Builder)
+	dialOptions     []grpc.DialOption
 	// For tests: deterministic random sources of routing and drops.
 	routingOptions []routing.Option
 	rand           func(n uint32) uint32
@@ -76,4 +79,23 @@ func WithPoolTarget(target string) Option {
 // it measures every channel that DialOptions(pool, opts...) makes.
 func WithObserver(attach func(*Builder)) Option {
 	return optionFunc(func(o *options) { o.observers = append(o.observers, attach) })
+}
+
+// WithDialOptions has DialOptions give opts too, before the Builder's
+// interceptors: an interceptor among them sees each RPC whole (its
+// routing, its deadline, its HTTP filters and all its retries), and a
+// stats.Handler sees each attempt, whose routing decision RoutingOf
+// reads. It may be given several times. Package telemetry/dataplane's
+// per-call metrics and traces are given this way.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return optionFunc(func(o *options) { o.dialOptions = append(o.dialOptions, opts...) })
+}
+
+// JoinOptions returns an Option that applies each of opts in order.
+func JoinOptions(opts ...Option) Option {
+	return optionFunc(func(o *options) {
+		for _, opt := range opts {
+			opt.apply(o)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
@@ -130,6 +131,7 @@ func (p *picker) record(ctx context.Context, d decision, c *callctx.Call) {
 	}
 	c.Held, c.PickCtx = false, ctx
 	c.Decided, c.Channel, c.Route, c.Err, c.Hash, c.HasHash = true, p.r, d.route, d.err, d.hash, d.hasHash
+	c.Config, c.Target = p.state.config, p.state.target
 	c.Plan, c.PlanApplied = nil, false
 	if d.plan != nil {
 		c.Plan = d.plan
@@ -159,6 +161,7 @@ func releaseHeld(c *callctx.Call) {
 
 // pickCall picks for an RPC whose route c holds.
 func (p *picker) pickCall(info balancer.PickInfo, c *callctx.Call) (balancer.PickResult, error) {
+	c.Leaf, c.Policy, c.Locality, c.Address = "", "", lrs.Locality{}, ""
 	if c.Plan != nil && !c.PlanApplied {
 		return p.fail(info, c.Cluster, PickUnsupportedAction, p.needsDialOptions(c))
 	}

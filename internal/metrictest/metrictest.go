@@ -78,6 +78,10 @@ func Series(rm metricdata.ResourceMetrics, name string) map[string]float64 {
 		for _, p := range d.DataPoints {
 			out[Labels(p.Attributes)] = float64(p.Count)
 		}
+	case metricdata.Histogram[int64]:
+		for _, p := range d.DataPoints {
+			out[Labels(p.Attributes)] = float64(p.Count)
+		}
 	}
 	return out
 }

@@ -31,6 +31,8 @@ func TestSeries(t *testing.T) {
 	histo, _ := meter.Float64Histogram("histo")
 	histo.Record(ctx, 7, at)
 	histo.Record(ctx, 9, at)
+	sizes, _ := meter.Int64Histogram("sizes")
+	sizes.Record(ctx, 100, at)
 	gauge, _ := meter.Int64ObservableGauge("gauge", metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(4, at)
 		return nil
@@ -42,7 +44,7 @@ func TestSeries(t *testing.T) {
 	if key != "a=b,k=v" {
 		t.Errorf("Lbl = %q, want the keys in order", key)
 	}
-	for name, want := range map[string]float64{"ints": 2, "floats": 1.5, "histo": 2, "gauge": 4} {
+	for name, want := range map[string]float64{"ints": 2, "floats": 1.5, "histo": 2, "sizes": 1, "gauge": 4} {
 		if got := metrictest.Series(rm, name); !metrictest.Equal(got, map[string]float64{key: want}) {
 			t.Errorf("Series(%s) = %s, want %v at %s", name, metrictest.Show(got), want, key)
 		}

@@ -86,8 +86,45 @@
 // TRANSIENT_FAILURE) and disconnections (READY to anything else); the
 // three series of a cluster and locality are born together, at zero.
 //
+// # Retries, faults and ejections
+//
+//	name                                          kind          unit        labels
+//	xdslens.data_plane.retries                    Int64Counter  {attempt}   grpc.target, grpc.lb.backend_service, grpc.status
+//	xdslens.data_plane.faults                     Int64Counter  {fault}     grpc.target, grpc.lb.backend_service, xdslens.fault
+//	xdslens.data_plane.ejections                  Int64Counter  {ejection}  grpc.target, grpc.lb.backend_service, xdslens.algorithm
+//	xdslens.data_plane.ejected_endpoints          Int64Gauge    {endpoint}  grpc.target, grpc.lb.backend_service
+//	xdslens.data_plane.outlier_detection_endpoints Int64Gauge   {endpoint}  grpc.target, grpc.lb.backend_service
+//
+// retries counts the attempts made again under a route's retry_policy
+// (gRFC A44), by the code of the attempt that failed; faults the delays
+// and aborts of the fault injection filter (gRFC A33); ejections the
+// endpoints outlier detection ejected (gRFC A50), by algorithm
+// (success_rate, failure_percentage), with grpc.lb.backend_service the
+// leaf cluster; the two gauges give a leaf cluster's ejected endpoints
+// and those under outlier detection as of its last ejection or return.
+//
 // Through the OpenTelemetry Prometheus exporter (package exporters),
 // xdslens.data_plane.picks becomes xdslens_data_plane_picks_total and
 // grpc.lb.backend_service becomes grpc_lb_backend_service; package
 // dashboards draws them.
+//
+// # Per-call metrics and traces
+//
+// WithPerCallMetrics records gRFC A66's per-call instruments
+// (grpc.client.attempt.started, grpc.client.attempt.duration, the two
+// message-size histograms and grpc.client.call.duration) with A66's
+// names, units, buckets and labels, each attempt labelled with the leaf
+// cluster and the locality of its last pick (grpc.lb.backend_service,
+// gRFC A89; grpc.lb.locality, A78), which gRPC-Go's own OpenTelemetry
+// plugin cannot see on an xdslens channel. WithTracerProvider traces each
+// RPC with gRFC A72's call and attempt spans, named as gRPC-Go's plugin
+// names them, each attempt span carrying the routing decision
+// (xdsgrpc.RoutingOf) in the xds namespace (KeyListener ... KeyEndpoint),
+// the call span the retries and faults (EventRetry, EventFault), and the
+// attempts in flight the ejections of their leaf cluster
+// (EventEjection). WithRoutingOnSpans puts the same on the spans of
+// gRPC-Go's plugin instead. Both observe a channel through
+// xdsgrpc.WithDialOptions: an interceptor outside the data plane's, which
+// sees each RPC whole, and a stats.Handler, which sees each attempt; with
+// no provider they add nothing.
 package dataplane

@@ -188,7 +188,8 @@ func (m *Manager) build() *Config {
 		rdsName = m.rds.name
 	}
 	if l := m.last; l != nil && !m.lastFailed && reused == len(l.Clusters) && reused == len(m.slots) &&
-		l.Listener == m.lis && l.RouteConfig == m.rc && l.VirtualHost == m.vh && l.RouteConfigName == rdsName {
+		l.Listener == m.lis && l.RouteConfig == m.rc && l.VirtualHost == m.vh && l.RouteConfigName == rdsName &&
+		l.ListenerVersion == m.lisVersion && l.RouteConfigVersion == m.rcVersion {
 		return nil
 	}
 	var clusters map[string]*ClusterConfig

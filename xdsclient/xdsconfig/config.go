@@ -20,18 +20,20 @@ type Config struct {
 	ListenerName string
 	// Listener is the client-side Listener (an api_listener).
 	Listener *xdsresource.Listener
+	// ListenerVersion is the version_info of the response that carried
+	// Listener (xdsclient.Resource.Version).
+	ListenerVersion string
 	// RouteConfigName is the name of the RouteConfiguration fetched with
 	// RDS, "" when the route configuration is inline in the Listener.
 	RouteConfigName string
 	// RouteConfig is the route configuration in use, fetched with RDS or
 	// inline.
 	RouteConfig *xdsresource.RouteConfiguration
-	// ListenerVersion and RouteConfigVersion are the version_info of the
-	// responses that brought the Listener and the RouteConfiguration in
-	// use (RouteConfigVersion is "" for an inline route configuration). A
-	// response that resends a resource unchanged does not change it, so a
-	// version here may be older than the one CSDS shows for the resource.
-	ListenerVersion, RouteConfigVersion string
+	// RouteConfigVersion is the version_info of the response that carried
+	// RouteConfig: of the RDS resource, or of the Listener when inline. A
+	// response that resends a resource unchanged changes neither version,
+	// so either may be older than the one CSDS shows for the resource.
+	RouteConfigVersion string
 	// VirtualHost is the virtual host of RouteConfig whose domains match
 	// the channel's authority best (gRFC A27 domain matching); it points
 	// into RouteConfig.VirtualHosts.

@@ -92,6 +92,35 @@ func TestConfigRDS(t *testing.T) {
 	}
 }
 
+// TestConfigVersions: a config names the versions of the responses that
+// carried its listener and route configuration, RDS or inline.
+func TestConfigVersions(t *testing.T) {
+	f := newCP(t)
+	f.set("1",
+		controlplane.Listener("L", "R"),
+		controlplane.RouteConfig("R", []string{"*"}, "C"),
+		controlplane.Cluster("C", ""), controlplane.Endpoints("C", "127.0.0.1:4001"))
+	_, r := start(t, f.c, "L", "svc")
+	if c := r.config(); c.ListenerVersion != "1" || c.RouteConfigVersion != "1" {
+		t.Errorf("versions: listener %q, route config %q; want 1 and 1", c.ListenerVersion, c.RouteConfigVersion)
+	}
+	f.set("2",
+		controlplane.Listener("L", "R"),
+		controlplane.RouteConfig("R", []string{"*"}, "D"),
+		controlplane.Cluster("D", ""), controlplane.Endpoints("D", "127.0.0.1:4002"))
+	c := r.until("route config version 2", func(c *xdsconfig.Config) bool { return c.Clusters["D"] != nil })
+	if c.RouteConfigVersion != "2" {
+		t.Errorf("route config version %q, want 2", c.RouteConfigVersion)
+	}
+	f.set("3",
+		controlplane.ListenerInlineRoute("L", controlplane.RouteConfig("inline", []string{"*"}, "D")),
+		controlplane.Cluster("D", ""), controlplane.Endpoints("D", "127.0.0.1:4002"))
+	c = r.until("the inline route config", func(c *xdsconfig.Config) bool { return c.RouteConfigName == "" })
+	if c.ListenerVersion != "3" || c.RouteConfigVersion != "3" {
+		t.Errorf("versions: listener %q, inline route config %q; want 3 and 3", c.ListenerVersion, c.RouteConfigVersion)
+	}
+}
+
 func TestConfigAggregateChain(t *testing.T) {
 	f := newCP(t)
 	f.set("1",

@@ -84,11 +84,11 @@ type Manager struct {
 	dirtyCDS   []*clusterState
 	lds        *watchState
 	lis        *xdsresource.Listener // nil until a valid API listener
-	lisVersion string                // the version of lis
+	lisVersion string                // the version of the response that carried lis
 	ldsNote    string                // the Listener's ambient error
 	rds        *watchState           // nil while the route config is inline
 	rc         *xdsresource.RouteConfiguration
-	rcVersion  string                   // the version of rc, "" when inline
+	rcVersion  string                   // the version of the response that carried rc
 	vh         *xdsresource.VirtualHost // nil until rc has a virtual host for authority
 	roots      []string                 // the clusters vh's routes name
 	rdsNote    string                   // the RouteConfiguration's ambient error

@@ -85,7 +85,7 @@ func (m *Manager) onListener(r *xdsclient.Resource, err error) {
 	m.lis, m.lisVersion, m.ldsNote = l, r.Version, ""
 	if l.InlineRouteConfig != nil {
 		m.dropRDS()
-		m.setRouteConfig(l.InlineRouteConfig, "")
+		m.setRouteConfig(l.InlineRouteConfig, r.Version)
 		return
 	}
 	if m.rds == nil || m.rds.name != l.RouteConfigName {
@@ -131,8 +131,9 @@ func (m *Manager) onRouteConfig(st *watchState, r *xdsclient.Resource, err error
 	m.setRouteConfig(rc, r.Version)
 }
 
-// setRouteConfig uses rc, from RDS (of version) or inline in the listener
-// (version ""), if it has a virtual host for the authority.
+// setRouteConfig uses rc, from RDS or inline in the listener, if it has a
+// virtual host for the authority; version is that of the resource that
+// carried it.
 func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration, version string) {
 	i := FindVirtualHost(rc.VirtualHosts, m.authority)
 	if i < 0 {

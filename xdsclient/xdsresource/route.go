@@ -75,10 +75,11 @@ func (k PathMatchKind) String() string {
 // optional cluster_specifier_plugin of a type other than RLS, is left out of
 // its VirtualHost rather than rejected.
 type Route struct {
-	// Name is the route's name, "" when the resource gives none: it names
-	// the route in explanations and config histories, and has no effect on
-	// routing.
-	Name string
+	// Name is the route's name, "" when it has none; Index is its
+	// position in the virtual host's routes as received, routes gRPC
+	// ignores included: together they say which route an RPC took.
+	Name  string
+	Index int
 	// PathMatch says which of Prefix, Path and SafeRegex applies.
 	PathMatch PathMatchKind
 	// Prefix, Path and SafeRegex hold the path matcher; only the one named
@@ -213,6 +214,7 @@ func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, 
 			return vh, fmt.Errorf("%s.routes[%d]: %v", at, i, err)
 		}
 		if keep {
+			route.Name, route.Index = r.GetName(), i
 			vh.Routes = append(vh.Routes, route)
 		}
 	}

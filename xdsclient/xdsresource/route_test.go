@@ -128,12 +128,14 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 						// AutoHostRewrite stays false: the server is not trusted.
 					},
 					{
+						Index:     1,
 						PathMatch: PathRegex,
 						SafeRegex: "/a/.*",
 						Action:    RouteAction{Kind: ActionWeightedClusters, WeightedClusters: []WeightedCluster{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}},
 					},
-					{PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
-					{PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},
+					// The route that matches on query parameters, at 2, is left out.
+					{Index: 3, PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
+					{Index: 4, PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},
 				},
 			},
 			{

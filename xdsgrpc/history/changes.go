@@ -281,14 +281,14 @@ func diffRoutes(l *changeList, ra, rb []xdsresource.Route) {
 				if after == a[i].text {
 					after += " (HTTP filter override configs changed)"
 				}
-				l.add("route", label(&rb[j], j), OpChanged, a[i].text, after)
+				l.add("route", label(&rb[j]), OpChanged, a[i].text, after)
 			}
 		}
 		for ; i < iEnd; i++ {
-			l.add("route", label(&ra[i], i), OpRemoved, a[i].text, "")
+			l.add("route", label(&ra[i]), OpRemoved, a[i].text, "")
 		}
 		for ; j < jEnd; j++ {
-			l.add("route", label(&rb[j], j), OpAdded, "", b[j].text)
+			l.add("route", label(&rb[j]), OpAdded, "", b[j].text)
 		}
 	}
 	if len(a) > maxAlignedRoutes || len(b) > maxAlignedRoutes {
@@ -333,10 +333,11 @@ func diffRoutes(l *changeList, ra, rb []xdsresource.Route) {
 	gap(len(a), len(b))
 }
 
-// label names route r at index i: its name, or "#i".
-func label(r *xdsresource.Route, i int) string {
+// label names route r: its name, or "#INDEX", its position in the
+// virtual host's routes as received.
+func label(r *xdsresource.Route) string {
 	if r.Name != "" {
 		return r.Name
 	}
-	return "#" + strconv.Itoa(i)
+	return "#" + strconv.Itoa(r.Index)
 }

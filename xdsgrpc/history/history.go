@@ -104,7 +104,8 @@ type Change struct {
 	Kind string `json:"kind"`
 	// Name names what changed: a resource, the virtual host, a cluster,
 	// or a route by its name or "#INDEX" (its position in the virtual
-	// host's routes; in the new config, or in the old one when removed).
+	// host's routes as received, as in explain and on spans; in the new
+	// config, or in the old one when removed).
 	Name string `json:"name"`
 	// Op is "added", "removed" or "changed".
 	Op string `json:"op"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,12 @@ func toCluster(name, prefix string) xdsresource.Route {
 // config returns a config of routes over EDS clusters with one endpoint
 // each, named by the routes.
 func config(routes ...xdsresource.Route) *xdsconfig.Config {
+	// Each route's index as received is its position, as when gRPC keeps
+	// every route of the resource.
+	routes = slices.Clone(routes)
+	for i := range routes {
+		routes[i].Index = i
+	}
 	vh := &xdsresource.VirtualHost{Name: "vh", Domains: []string{"*"}, Routes: routes}
 	c := &xdsconfig.Config{ListenerName: "L", Listener: &xdsresource.Listener{Name: "L", RouteConfigName: "R"}, ListenerVersion: "1",
 		RouteConfigName: "R", RouteConfig: &xdsresource.RouteConfiguration{Name: "R"}, RouteConfigVersion: "1", VirtualHost: vh,

@@ -14,6 +14,7 @@ import (
 	"context"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
+	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 )
 
 // Call is the state of one RPC. The routing fields are written by the pick
@@ -32,8 +33,11 @@ type Call struct {
 	// opaque here: a decision is only reused by the channel that made it.
 	Channel any
 	// Route is the index of the route in the virtual host, -1 when none
-	// matched.
-	Route int
+	// matched; Config is the config of the picker that decided, and
+	// Target its channel's target.
+	Route  int
+	Config *xdsconfig.Config
+	Target string
 	// Cluster is the route-level cluster chosen ("" when none was); Entry
 	// is the routing policy's handle on it, opaque here, which keeps the
 	// cluster's policy alive while the RPC holds it.
@@ -65,10 +69,13 @@ type Call struct {
 	// (the caller's xdsgrpc.CallInfo).
 	ClusterOut *string
 
-	// Leaf is the leaf cluster the RPC was given to; Locality the locality
-	// of the endpoint that took it (zero when none did).
-	Leaf     string
-	Locality lrs.Locality
+	// Leaf is the leaf cluster the RPC was given to and Policy its
+	// endpoint policy's name; Locality and Address the locality and
+	// address of the endpoint that took it (zero when none did). Each
+	// pick sets them anew.
+	Leaf, Policy string
+	Locality     lrs.Locality
+	Address      string
 	// Attempts counts the RPC's attempts (retries plus one), 0 before it
 	// is sent; Fault is the fault an HTTP filter injected into it ("delay",
 	// "abort" or "delay+abort"), "" when none.

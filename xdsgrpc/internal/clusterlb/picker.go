@@ -35,7 +35,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	l := p.leaf
 	rec := callctx.From(info.Ctx)
 	if rec != nil {
-		rec.Leaf, rec.Locality = l.name, lrs.Locality{}
+		rec.Leaf, rec.Policy, rec.Locality, rec.Address = l.name, l.policyName(), lrs.Locality{}, ""
 	}
 	for i := range l.drops {
 		d := &l.drops[i]
@@ -90,7 +90,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		h(st.info)
 	}
 	if rec != nil {
-		rec.Locality = st.info.Locality
+		rec.Locality, rec.Address = st.info.Locality, sc.addr
 	}
 	done := st.done
 	if st.leaf != l {
