@@ -249,26 +249,29 @@ func (b *Builder) streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, 
 		release()
 		return nil, err
 	}
-	es := &endingStream{ClientStream: s}
+	es := &endingStream{ClientStream: s, serverStreams: desc.ServerStreams}
 	es.stop = context.AfterFunc(ctx, es.finish)
 	es.end = release
 	return es, nil
 }
 
 // endingStream ends the Call of a streaming RPC when the stream ends: when
-// RecvMsg (or Header) fails, io.EOF included, or when its context is done.
+// RecvMsg (or Header) fails, io.EOF included, when RecvMsg returns the
+// response of an RPC whose server does not stream (the RPC is then over,
+// as gRPC's ClientStream says), or when its context is done.
 type endingStream struct {
 	grpc.ClientStream
-	once sync.Once
-	stop func() bool
-	end  func()
+	serverStreams bool
+	once          sync.Once
+	stop          func() bool
+	end           func()
 }
 
 func (s *endingStream) finish() { s.once.Do(s.end) }
 
 func (s *endingStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err != nil {
+	if err != nil || !s.serverStreams {
 		s.stop()
 		s.finish()
 	}

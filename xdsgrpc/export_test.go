@@ -9,3 +9,6 @@ func WithRoutingRand(rnd func(n uint32) uint32) Option {
 		o.routingOptions = append(o.routingOptions, routing.WithRand(rnd))
 	})
 }
+
+// CallHeld reports whether the RPC of info still holds its cluster.
+func CallHeld(info *CallInfo) bool { return info.call.Held }

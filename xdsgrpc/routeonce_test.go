@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -191,5 +193,31 @@ func TestRemovedClusterServesRoutedRPCs(t *testing.T) {
 				t.Errorf("the RPC went to cluster %q, backend %v; want A at %s", info.Cluster, p.Addr, e.Addr(0))
 			}
 		})
+	}
+}
+
+// TestClientStreamReleasesCluster makes a client-streaming RPC whose
+// context outlives it: the RPC gives back its cluster when its response
+// comes, as it is then over, not when its context ends.
+func TestClientStreamReleasesCluster(t *testing.T) {
+	e := rpctest.NewEnv(t, 1)
+	e.Set(controlplane.Listener("L", "R"),
+		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
+	client := testgrpc.NewTestServiceClient(e.Dial("xdslens:///L"))
+	ctx := xdstest.Context(t) // not done before the test ends
+	var info xdsgrpc.CallInfo
+	stream, err := client.StreamingInputCall(xdsgrpc.WithCallInfo(ctx, &info), grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&testpb.StreamingInputCallRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.CloseAndRecv(); err != nil {
+		t.Fatal(err)
+	}
+	if info.Cluster != "c" || xdsgrpc.CallHeld(&info) {
+		t.Errorf("after its response, the RPC to cluster %q holds it: %v, want false", info.Cluster, xdsgrpc.CallHeld(&info))
 	}
 }

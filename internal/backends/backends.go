@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"sync"
@@ -266,6 +267,24 @@ func (s *service) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, st
 		}
 	}
 	return nil
+}
+
+// StreamingInputCall reads the client's messages to their end and answers
+// with their count, failing or waiting first as Fail says.
+func (s *service) StreamingInputCall(stream testgrpc.TestService_StreamingInputCallServer) error {
+	if err := s.answer(stream.Context()); err != nil {
+		return err
+	}
+	var n int32
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if err == io.EOF {
+				return stream.SendAndClose(&testpb.StreamingInputCallResponse{AggregatedPayloadSize: n})
+			}
+			return err
+		}
+		n++
+	}
 }
 
 func (s *service) UnaryCall(ctx context.Context, _ *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
