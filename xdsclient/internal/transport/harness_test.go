@@ -130,6 +130,8 @@ type rig struct {
 	h    *handler
 	// backoffs are the retries Config.Backoff was asked about, in order.
 	backoffs chan int
+	// close closes the Conn and waits for its goroutines to end.
+	close func()
 }
 
 // option changes the Config of a rig's Conn.
@@ -166,11 +168,12 @@ func newRig(t *testing.T, delta bool, opts ...option) *rig {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	r.close = sync.OnceFunc(func() {
 		conn.Close()
 		cancel()
 		wg.Wait()
 	})
+	t.Cleanup(r.close)
 	r.conn, r.srv = conn, net.Server(cfg.Server.URI)
 	return r
 }
@@ -216,4 +219,23 @@ func deltaResponse(typeURL, nonce, version string, resources []*anypb.Any, names
 		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: names[i], Version: version, Resource: a})
 	}
 	return resp
+}
+
+// req is a request of either protocol, as a test that runs over both
+// reads it: its type, the names it subscribes, its nonce.
+type req struct {
+	typeURL string
+	names   []string
+	nonce   string
+}
+
+// anyRequest reads the next request of st, of st's protocol.
+func anyRequest(t testing.TB, st *transporttest.Stream) req {
+	t.Helper()
+	if st.Delta {
+		r := st.DeltaRequest(t)
+		return req{r.GetTypeUrl(), r.GetResourceNamesSubscribe(), r.GetResponseNonce()}
+	}
+	r := st.Request(t)
+	return req{r.GetTypeUrl(), r.GetResourceNames(), r.GetResponseNonce()}
 }

@@ -177,6 +177,16 @@ func (st *Stream) WaitReading(t testing.TB, n int) {
 	}
 }
 
+// Holds fails t unless the client has read n responses and neither reads
+// nor waits to read another for d: flow control.
+func (st *Stream) Holds(t testing.TB, n int, d time.Duration) {
+	t.Helper()
+	if st.wait(d, func() bool { return st.taken != n || st.reading }) {
+		got, reading := st.Taken()
+		t.Fatalf("stream to %s: the client read %d responses (waiting for more: %v), want %d and not reading", st.s.uri, got, reading, n)
+	}
+}
+
 // WaitClosed waits until the client ended the stream.
 func (st *Stream) WaitClosed(t testing.TB) {
 	t.Helper()

@@ -189,6 +189,17 @@ func (s *Server) Refuse(t testing.TB, err error) {
 	s.next(t).answer <- err
 }
 
+// NoAttempt fails t if a stream is attempted on s within d.
+func (s *Server) NoAttempt(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case a := <-s.attempts:
+		a.answer <- status.Error(codes.Unavailable, "transporttest: no stream expected")
+		t.Fatalf("server %s: a stream attempt, where none was expected", s.uri)
+	case <-time.After(d):
+	}
+}
+
 // channel is one channel to a Server: a transport.Channel.
 type channel struct {
 	s      *Server
