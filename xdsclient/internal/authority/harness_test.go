@@ -475,5 +475,5 @@ func failed(name string, code codes.Code) note {
 }
 
 // saying is n with part of its error's message.
-func (n note) saying(part string) note { n.msg = part; return n }
+func (n note) saying(part string) note          { n.msg = part; return n }
 func ambient(name string, code codes.Code) note { return note{name: name, code: code, ambient: true} }
