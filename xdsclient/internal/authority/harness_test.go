@@ -72,11 +72,12 @@ type events struct {
 	failures chan string
 	closed   chan string
 	logs     chan string
+	timers   chan string // "start NAME on URI", "stop NAME on URI"
 }
 
 func newEvents() *events {
 	const n = 256
-	return &events{switches: make(chan switched, n), failures: make(chan string, n), closed: make(chan string, n), logs: make(chan string, n)}
+	return &events{switches: make(chan switched, n), failures: make(chan string, n), closed: make(chan string, n), logs: make(chan string, n), timers: make(chan string, n)}
 }
 
 func (r *events) AuthorityServer(_ *txn.Tx, _ *authority.Server, a *authority.Authority, s *authority.Server, prev string, priority int, _ string) {
@@ -91,14 +92,18 @@ func (r *events) ChannelClosed(_ *txn.Tx, s *authority.Server, _ error) { r.clos
 func (r *events) Log(_ *txn.Tx, s *authority.Server, _ slog.Level, msg string, _ ...any) {
 	r.logs <- s.URI() + ": " + msg
 }
-func (*events) Connectivity(*txn.Tx, *authority.Server, connectivity.State)                 {}
-func (*events) Connected(*txn.Tx, *authority.Server, bool, error)                           {}
-func (*events) StreamStarted(*txn.Tx, *authority.Server, int)                               {}
-func (*events) StreamEnded(*txn.Tx, *authority.Server, bool, bool, error, time.Duration)    {}
-func (*events) RequestSent(*txn.Tx, *authority.Server, transport.Request)                   {}
-func (*events) StateChanged(*txn.Tx, *cache.Entry, cache.State, bool)                       {}
-func (*events) TimerStarted(*txn.Tx, *cache.Entry, *cache.Source)                           {}
-func (*events) TimerStopped(*txn.Tx, *cache.Entry, *cache.Source)                           {}
+func (*events) Connectivity(*txn.Tx, *authority.Server, connectivity.State)              {}
+func (*events) Connected(*txn.Tx, *authority.Server, bool, error)                        {}
+func (*events) StreamStarted(*txn.Tx, *authority.Server, int)                            {}
+func (*events) StreamEnded(*txn.Tx, *authority.Server, bool, bool, error, time.Duration) {}
+func (*events) RequestSent(*txn.Tx, *authority.Server, transport.Request)                {}
+func (*events) StateChanged(*txn.Tx, *cache.Entry, cache.State, bool)                    {}
+func (r *events) TimerStarted(_ *txn.Tx, e *cache.Entry, src *cache.Source) {
+	r.timers <- "start " + e.Name() + " on " + src.URI
+}
+func (r *events) TimerStopped(_ *txn.Tx, e *cache.Entry, src *cache.Source) {
+	r.timers <- "stop " + e.Name() + " on " + src.URI
+}
 func (*events) Logged(*txn.Tx, *cache.Entry, *cache.Source, cache.Log, string)              {}
 func (*events) Applied(*txn.Tx, *cache.Source, string, string, string, bool, cache.Applied) {}
 
@@ -421,6 +426,36 @@ func wantChannels(uri string, made, open int) step {
 			m, o := srv.Dials()
 			return m == made && o == open
 		})
+	}
+}
+
+// setState makes the channels to uri report state.
+func setState(uri string, state connectivity.State) step {
+	return func(r *rig) { r.net.Server(uri).SetState(state) }
+}
+
+// wantTimers checks the does-not-exist timers started and stopped since
+// the last check, in order ("start c1 on primary.test:443").
+func wantTimers(want ...string) step {
+	return func(r *rig) {
+		r.t.Helper()
+		var got []string
+		for len(got) < len(want) {
+			select {
+			case s := <-r.ev.timers:
+				got = append(got, s)
+				continue
+			case <-time.After(transporttest.Timeout):
+			}
+			break
+		}
+		r.settled()
+		for len(r.ev.timers) > 0 {
+			got = append(got, <-r.ev.timers)
+		}
+		if !slices.Equal(got, want) {
+			r.t.Fatalf("timers %q, want %q", got, want)
+		}
 	}
 }
 
