@@ -36,10 +36,7 @@ type rig struct {
 	cds, eds *cache.Kind
 	entries  map[string]*cache.Entry
 	ev       *observer
-
-	notesMu sync.Mutex
-	notes   []string
-	noted   chan string
+	noted    chan string // what watchers heard, not yet read
 }
 
 // observer records the cache's timer events and log lines.
@@ -150,9 +147,6 @@ func (r *rig) run(w *cache.Watcher, payload any, err error, ambient bool) {
 	default:
 		line = fmt.Sprintf("%s error %v", name, status.Code(err))
 	}
-	r.notesMu.Lock()
-	r.notes = append(r.notes, line)
-	r.notesMu.Unlock()
 	r.noted <- line
 }
 
@@ -164,12 +158,9 @@ func (r *rig) heard() []string {
 	done := r.src.Lane.Barrier(tx)
 	tx.Unlock()
 	<-done
-	r.notesMu.Lock()
-	out := r.notes
-	r.notes = nil
-	r.notesMu.Unlock()
+	var out []string
 	for len(r.noted) > 0 {
-		<-r.noted
+		out = append(out, <-r.noted)
 	}
 	slices.SortStableFunc(out, func(a, b string) int { return strings.Compare(strings.Fields(a)[0], strings.Fields(b)[0]) })
 	return out
