@@ -43,11 +43,8 @@ func (st *Stream) changedLocked() {
 }
 
 // wait waits until cond, called with st.mu held, holds, or until d passes
-// (false); d 0 is Timeout.
+// (false); d 0 or less looks once.
 func (st *Stream) wait(d time.Duration, cond func() bool) bool {
-	if d == 0 {
-		d = Timeout
-	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for {
@@ -69,7 +66,7 @@ func (st *Stream) wait(d time.Duration, cond func() bool) bool {
 func (st *Stream) next(t testing.TB) []byte {
 	t.Helper()
 	var b []byte
-	if !st.wait(0, func() bool {
+	if !st.wait(Timeout, func() bool {
 		if len(st.requests) == 0 {
 			return false
 		}
@@ -110,7 +107,7 @@ func (st *Stream) DeltaRequest(t testing.TB) *discoveryv3.DeltaDiscoveryRequest 
 }
 
 // NoRequest fails t if the client writes a request within d (or has
-// written one not yet read).
+// written one not yet read; d 0 looks only at that).
 func (st *Stream) NoRequest(t testing.TB, d time.Duration) {
 	t.Helper()
 	var first []byte
@@ -165,16 +162,6 @@ func (st *Stream) Taken() (n int, reading bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.taken, st.reading
-}
-
-// WaitReading waits until the client has read n responses and waits in
-// Recv for the next.
-func (st *Stream) WaitReading(t testing.TB, n int) {
-	t.Helper()
-	if !st.wait(0, func() bool { return st.taken == n && st.reading && len(st.responses) == 0 }) {
-		got, reading := st.Taken()
-		t.Fatalf("stream to %s: the client read %d responses (waiting for more: %v), want %d and waiting", st.s.uri, got, reading, n)
-	}
 }
 
 // Holds fails t unless the client has read n responses and neither reads

@@ -23,7 +23,6 @@ package transporttest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -88,9 +87,6 @@ type Server struct {
 	dials, open int
 	refuseDials error
 }
-
-// URI returns the server's URI.
-func (s *Server) URI() string { return s.uri }
 
 // changedLocked wakes whoever waits for a change of s.
 func (s *Server) changedLocked() {
@@ -259,6 +255,3 @@ func (c *channel) Close() {
 		c.s.changedLocked()
 	}
 }
-
-// String names the channel in a test's messages.
-func (c *channel) String() string { return fmt.Sprintf("channel to %s", c.s.uri) }
