@@ -41,6 +41,12 @@ const (
 
 var cdsURL = xdsresource.ClusterType.TypeURL()
 
+// switched is one AuthorityServer event.
+type switched struct {
+	authority, server, prev string
+	priority                int
+}
+
 // note is one watcher callback: a resource (from server), or an error
 // with its code, ambient or not.
 type note struct {
