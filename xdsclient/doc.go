@@ -89,12 +89,20 @@
 //	xdsclient           the public Client, Pool and Hooks; the one place where hooks are called
 //	internal/authority  gRFC A71: the server each authority uses; each server's events and health
 //	internal/cache      the entries, transition (gRFC A88), the timers; Apply, a response into the cache
-//	internal/transport  one server: its gRPC channel, ADS stream (State of the World or delta), requests
+//	internal/transport  one server: its ADS stream (State of the World or delta), requests, backoff,
+//	                    over a Channel: gRPC's, or transporttest's in memory for the tests
 //	internal/health     gRFC A57, as a function
 //	internal/lane, txn  the lanes that run callbacks; the lock as a value
 //	internal/xdstp, xerr, backoff, goid  names in canonical form; errors and their bounds;
 //	                    the retry delays; goroutine IDs (is a call, made while a
 //	                    callback runs, from inside that callback?)
+//
+// Each layer's rules have their own table tests: the transport's and the
+// authorities' over in-memory channels that a test drives (a stream
+// accepted or refused, a request read, a response scripted, a
+// connectivity state set), the cache's on the updates it is handed, the
+// health and transition functions as tables; the loopback tests of this
+// package test the layers together, over real gRPC.
 //
 // Beside them, package lrs (the load store and the LRS stream) knows
 // nothing of the client: a Client starts its reporters for ReportLoad,

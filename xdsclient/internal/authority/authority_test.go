@@ -3,13 +3,11 @@ package authority_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/grpc/connectivity"
 
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
@@ -20,42 +18,6 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
-
-// switched is one AuthorityServer event.
-type switched struct {
-	authority, server, prev string
-	priority                int
-}
-
-// recorder is the Observer of the cache and the authorities: it records
-// the authorities' server switches and the servers' failures.
-type recorder struct {
-	switches chan switched
-	failures chan string
-}
-
-func (r *recorder) AuthorityServer(_ *txn.Tx, _ *authority.Server, a *authority.Authority, s *authority.Server, prev string, priority int, _ string) {
-	sw := switched{authority: a.Name(), prev: prev, priority: priority}
-	if s != nil {
-		sw.server = s.URI()
-	}
-	r.switches <- sw
-}
-
-func (r *recorder) ServerFailure(_ *txn.Tx, s *authority.Server, _ error) { r.failures <- s.URI() }
-
-func (*recorder) Connectivity(*txn.Tx, *authority.Server, connectivity.State)                 {}
-func (*recorder) Connected(*txn.Tx, *authority.Server, bool, error)                           {}
-func (*recorder) StreamStarted(*txn.Tx, *authority.Server, int)                               {}
-func (*recorder) StreamEnded(*txn.Tx, *authority.Server, bool, bool, error, time.Duration)    {}
-func (*recorder) RequestSent(*txn.Tx, *authority.Server, transport.Request)                   {}
-func (*recorder) ChannelClosed(*txn.Tx, *authority.Server, error)                             {}
-func (*recorder) Log(*txn.Tx, *authority.Server, slog.Level, string, ...any)                  {}
-func (*recorder) StateChanged(*txn.Tx, *cache.Entry, cache.State, bool)                       {}
-func (*recorder) TimerStarted(*txn.Tx, *cache.Entry, *cache.Source)                           {}
-func (*recorder) TimerStopped(*txn.Tx, *cache.Entry, *cache.Source)                           {}
-func (*recorder) Logged(*txn.Tx, *cache.Entry, *cache.Source, cache.Log, string)              {}
-func (*recorder) Applied(*txn.Tx, *cache.Source, string, string, string, bool, cache.Applied) {}
 
 // gRFC A71: a resource wanted from an authority whose primary server
 // cannot be reached is asked of the next server, over real connections:
@@ -74,7 +36,7 @@ func TestFallbackWhenThePrimaryIsUnreachable(t *testing.T) {
 		wg    sync.WaitGroup
 		lanes lane.Set
 	)
-	rec := &recorder{switches: make(chan switched, 10), failures: make(chan string, 10)}
+	rec := newEvents()
 	c := cache.New(cache.Config{Mutex: &mu, NodeID: "n", Observer: rec,
 		Deliver: func(int) func(int, cache.Delivery) any { return func(_ int, d cache.Delivery) any { return d } }})
 	as := authority.New(authority.Config{

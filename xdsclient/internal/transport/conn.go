@@ -2,14 +2,13 @@ package transport
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/health"
@@ -36,6 +35,8 @@ type Config struct {
 	// Group, if not nil, counts the Conn's goroutines, so that the client
 	// can wait for them when it closes.
 	Group *sync.WaitGroup
+	// Dial makes the channel to Server; nil is DialGRPC.
+	Dial Dialer
 }
 
 // Handler is told what happens on a Conn (see the package doc).
@@ -107,7 +108,7 @@ type End struct {
 type Conn struct {
 	cfg    Config
 	h      Handler
-	cc     *grpc.ClientConn
+	ch     Channel
 	ctx    context.Context
 	cancel context.CancelFunc
 	wake   chan struct{} // a request is due
@@ -135,35 +136,20 @@ type subscriptions struct {
 	seq    uint64       // streams started
 }
 
-// Dial makes a gRPC channel to the xDS server s: its channel and call
-// credentials, keepalive, and the limit on a received message.
-func Dial(s *bootstrap.ServerConfig, keepaliveTime, keepaliveTimeout time.Duration, maxResponseSize int) (*grpc.ClientConn, error) {
-	opts, err := s.DialOptions()
-	if err != nil {
-		return nil, xerr.Redacted(fmt.Errorf("xDS server %s: %w", xerr.Shown(s.ShownURI()), err), s.Redact)
-	}
-	opts = append(opts,
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)))
-	// The one place the real URI is used: the dial. Everything else shows
-	// it with its credentials hidden.
-	cc, err := grpc.NewClient(s.URI, opts...)
-	if err != nil {
-		return nil, xerr.Redacted(fmt.Errorf("xDS server %s: %w", xerr.Shown(s.ShownURI()), err), s.Redact)
-	}
-	return cc, nil
-}
-
-// New dials cfg.Server and starts following its connectivity; a stream
-// starts once something is subscribed. The Conn ends when ctx is done or
-// Close is called.
+// New dials cfg.Server (cfg.Dial) and starts following its connectivity;
+// a stream starts once something is subscribed. The Conn ends when ctx is
+// done or Close is called.
 func New(ctx context.Context, cfg Config, h Handler) (*Conn, error) {
-	cc, err := Dial(cfg.Server, cfg.KeepaliveTime, cfg.KeepaliveTimeout, cfg.MaxResponseSize)
+	dial := cfg.Dial
+	if dial == nil {
+		dial = DialGRPC
+	}
+	ch, err := dial(cfg)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Conn{cfg: cfg, h: h, cc: cc, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+	c := &Conn{cfg: cfg, h: h, ch: ch, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	c.goroutine(c.watchConnectivity)
 	c.goroutine(c.runStreams)
 	return c, nil
@@ -187,7 +173,7 @@ func (c *Conn) Delta() bool { return c.cfg.Delta }
 // may block while the channel closes: call it with no lock held.
 func (c *Conn) Close() {
 	c.cancel()
-	c.cc.Close()
+	c.ch.Close()
 }
 
 func signal(ch chan struct{}) {
@@ -201,7 +187,7 @@ func signal(ch chan struct{}) {
 // channel, from the first.
 func (c *Conn) watchConnectivity() {
 	state := c.tellState()
-	for c.cc.WaitForStateChange(c.ctx, state) {
+	for c.ch.WaitForStateChange(c.ctx, state) {
 		state = c.tellState()
 	}
 }
@@ -211,7 +197,7 @@ func (c *Conn) watchConnectivity() {
 func (c *Conn) tellState() connectivity.State {
 	c.told.Lock()
 	defer c.told.Unlock()
-	state := c.cc.GetState()
+	state := c.ch.State()
 	c.h.Connectivity(state)
 	return state
 }
@@ -274,7 +260,7 @@ func (c *Conn) runStreams() {
 func (c *Conn) runStream() (id uint64, responded bool, err error) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	stream, err := c.open(ctx)
+	stream, err := c.ch.NewStream(ctx, c.cfg.Delta)
 	if err != nil {
 		return 0, false, err
 	}
@@ -307,7 +293,7 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 		<-sendDone
 	}()
 	for {
-		u, err := stream.receive()
+		u, err := c.receive(stream)
 		if err != nil {
 			return id, responded, err
 		}
@@ -355,7 +341,7 @@ func (c *Conn) acknowledge(id uint64, u *Update, res Result) {
 
 // sendLoop writes the requests that are due whenever wake says some are,
 // until the stream ends.
-func (c *Conn) sendLoop(ctx context.Context, stream adsStream, id uint64) {
+func (c *Conn) sendLoop(ctx context.Context, stream Stream, id uint64) {
 	first := true
 	for {
 		select {
@@ -365,10 +351,27 @@ func (c *Conn) sendLoop(ctx context.Context, stream adsStream, id uint64) {
 		}
 		for _, r := range c.requests(id, &first) {
 			c.h.Sending(id, r.info.TypeURL, r.fresh, r.resumed)
-			if err := stream.send(r); err != nil {
+			if err := stream.Send(r.message()); err != nil {
 				return
 			}
 			c.h.Sent(id, r.info)
 		}
 	}
+}
+
+// receive reads the next response of stream, of the Conn's protocol.
+func (c *Conn) receive(stream Stream) (*Update, error) {
+	b, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	parse := ParseSotW
+	if c.cfg.Delta {
+		parse = ParseDelta
+	}
+	u, err := parse(b)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
+	}
+	return u, nil
 }

@@ -27,4 +27,11 @@
 // at a time, never with the Conn's own lock held; the Conn's methods may be
 // called from inside them, and under the client's lock (which is taken
 // before the Conn's).
+//
+// Under the Conn is a Channel (channel.go): a stream opened, a request
+// sent, a response received as its bytes, the channel's connectivity. The
+// client's is gRPC's (DialGRPC, grpc.go); package transporttest has one in
+// memory that a test drives, so that the Conn's rules, and those of the
+// layers above it, are tested each on its own, with no server and no
+// network; the loopback tests of package xdsclient test them together.
 package transport

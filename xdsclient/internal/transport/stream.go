@@ -1,12 +1,8 @@
 package transport
 
 import (
-	"context"
-
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
@@ -83,57 +79,4 @@ func resourceErrors(errs []*discoveryv3.ResourceError) []ResourceError {
 		out[i] = ResourceError{Name: xdstp.Received(re.GetResourceName().GetName()), Code: codes.Code(st.GetCode()), Message: xerr.Bound(st.GetMessage())}
 	}
 	return out
-}
-
-// adsStream is one ADS stream, State of the World or delta.
-type adsStream interface {
-	receive() (*Update, error)
-	send(r outgoing) error
-}
-
-// The ADS methods, and what a stream of each is.
-var (
-	sotwDesc  = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
-	deltaDesc = &grpc.StreamDesc{StreamName: "DeltaAggregatedResources", ServerStreams: true, ClientStreams: true}
-)
-
-const (
-	sotwMethod  = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
-	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
-)
-
-// open opens an ADS stream of the server's protocol, with the Conn's codec.
-func (c *Conn) open(ctx context.Context) (adsStream, error) {
-	if c.cfg.Delta {
-		st, err := c.cc.NewStream(ctx, deltaDesc, deltaMethod, grpc.ForceCodecV2(codec{}))
-		return grpcStream{st, ParseDelta}, err
-	}
-	st, err := c.cc.NewStream(ctx, sotwDesc, sotwMethod, grpc.ForceCodecV2(codec{}))
-	return grpcStream{st, ParseSotW}, err
-}
-
-// grpcStream is an ADS stream of either protocol: parse reads its
-// responses.
-type grpcStream struct {
-	st    grpc.ClientStream
-	parse func([]byte) (*Update, error)
-}
-
-func (s grpcStream) receive() (*Update, error) {
-	var f frame
-	if err := s.st.RecvMsg(&f); err != nil {
-		return nil, err
-	}
-	u, err := s.parse(f.b)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
-	}
-	return u, nil
-}
-
-func (s grpcStream) send(r outgoing) error {
-	if r.sotw != nil {
-		return s.st.SendMsg(r.sotw)
-	}
-	return s.st.SendMsg(r.delta)
 }

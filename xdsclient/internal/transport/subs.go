@@ -8,6 +8,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 )
 
 // typeState is what is subscribed of one type on the server, and what the
@@ -358,6 +359,14 @@ func (c *Conn) deltaRequest(ts *typeState, versions map[string]string) (outgoing
 		info: Request{TypeURL: ts.url, Names: len(req.ResourceNamesSubscribe), Unsubscribed: len(req.ResourceNamesUnsubscribe), Nonce: ts.nonce}}
 	ts.nonce = "" // a nonce is acknowledged once
 	return r, true
+}
+
+// message is the request as it is written.
+func (r *outgoing) message() proto.Message {
+	if r.sotw != nil {
+		return r.sotw
+	}
+	return r.delta
 }
 
 func isIn(set map[string]struct{}, name string) bool {
