@@ -239,7 +239,8 @@ func dataPlaneRules(o AlertOptions, s func(string, ...string) string, runbook fu
 // endpointsEjectedRule returns the alert on the share of a cluster's
 // endpoints that outlier detection keeps ejected in a channel: the most
 // ejected within EjectedWindow over those under outlier detection (none
-// once its outlier detection is off).
+// once its outlier detection is off), while the channel sends RPCs to
+// the cluster.
 func endpointsEjectedRule(d DataPlaneAlertOptions, s func(string, ...string) string, runbook func(string) string) Rule {
 	window := promDuration(d.EjectedWindow)
 	percent := strconv.FormatFloat(d.EjectedRatio*100, 'g', -1, 64) + "%"
@@ -247,7 +248,8 @@ func endpointsEjectedRule(d DataPlaneAlertOptions, s func(string, ...string) str
 		Alert: AlertEndpointsEjected,
 		Expr: withoutScope("max", "max_over_time("+s(MetricDataPlaneEjectedEndpoints)+"["+window+"])") +
 			" / " + withoutScope("max", s(MetricDataPlaneOutlierEndpoints)+" > 0") +
-			" > " + strconv.FormatFloat(d.EjectedRatio, 'g', -1, 64),
+			" > " + strconv.FormatFloat(d.EjectedRatio, 'g', -1, 64) +
+			" and " + sendingTo(s(MetricDataPlaneCalls), promDuration(d.RateWindow)),
 		For:      d.EjectedFor,
 		Severity: "warning",
 		Summary:  "Outlier detection ejects {{ $value | humanizePercentage }} of cluster {{ $labels.grpc_lb_backend_service }}",
@@ -256,7 +258,8 @@ func endpointsEjectedRule(d DataPlaneAlertOptions, s func(string, ...string) str
 			", so that an endpoint back between two ejections counts as ejected) for more than " + promDuration(d.EjectedFor) +
 			", above " + percent + ": those endpoints fail the RPCs sent to them, or succeed less than the others, and the " +
 			"endpoints left take their load. gRFC A50's defaults (max_ejection_percent 10, minimum_hosts 5) never eject " +
-			"that many: the cluster's outlier_detection allows it.",
+			"that many: the cluster's outlier_detection allows it. Only while the channel sends RPCs to the cluster (within " +
+			promDuration(d.RateWindow) + "): the gauges of a closed channel keep their last values.",
 		RunbookURL: runbook(AlertEndpointsEjected),
 	}
 }

@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -64,10 +65,26 @@ func (g *gen) ejections() cog.Builder[dashboard.Panel] {
 
 // ejectedShareOf is the share of the endpoints under outlier detection
 // that are ejected, per process, channel and leaf cluster of the selected
-// processes and targets; a cluster whose outlier detection is off (no
-// endpoint under it) has none.
+// processes and targets, while the channel sends RPCs to the cluster; a
+// cluster whose outlier detection is off (no endpoint under it) has none.
 func (g *gen) ejectedShareOf() string {
-	return g.sel(MetricDataPlaneEjectedEndpoints, mTarget) + " / (" + g.sel(MetricDataPlaneOutlierEndpoints, mTarget) + " > 0)"
+	return g.sel(MetricDataPlaneEjectedEndpoints, mTarget) + " / (" + g.sel(MetricDataPlaneOutlierEndpoints, mTarget) + " > 0)" +
+		" and " + sendingTo(g.sel(MetricDataPlaneCalls, mTarget), promDuration(g.alerts.DataPlane.RateWindow))
+}
+
+// sendingTo returns an "ignoring (...)" matching and the channels that
+// sent RPCs to each leaf cluster within window (calls selects
+// MetricDataPlaneCalls), with the leaf cluster as grpc_lb_backend_service,
+// the label the ejection gauges give it. "x and sendingTo(...)" keeps the
+// series of x of a channel and leaf cluster with RPCs: the ejection
+// gauges of a channel that was closed, or of a cluster that left its
+// config, keep their last values, which no ejection or return changes any
+// more.
+func sendingTo(calls, window string) string {
+	return fmt.Sprintf(`ignoring (%s, %s, %s) label_replace(sum without (%s, %s, %s, %s) (rate(%s[%s])) > 0, "%s", "$1", "%s", "(.*)")`,
+		LabelLeafCluster, LabelScopeName, LabelScopeVersion,
+		LabelScopeName, LabelScopeVersion, LabelBackendService, LabelStatus, calls, window,
+		LabelBackendService, LabelLeafCluster)
 }
 
 func (g *gen) ejectedShare() cog.Builder[dashboard.Panel] {
