@@ -125,7 +125,7 @@ func (g *gen) retries() cog.Builder[dashboard.Panel] {
 }
 
 func (g *gen) retryShare() cog.Builder[dashboard.Panel] {
-	calls := g.increaseBy(MetricDataPlaneCalls, LabelBackendService)
+	calls := g.callsOf()
 	return timeSeries("Retries as a share of calls",
 		"Retries as a share of the calls sent to each cluster, over the selected processes and targets "+
 			"(`xdslens.data_plane.retries` / `calls`, both counted from a series' first event). Every attempt sent to "+

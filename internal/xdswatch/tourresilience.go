@@ -44,13 +44,13 @@ func (t *tour) resilienceSteps(serve func(string, func([]proto.Message) []proto.
 	return []tourStep{{
 		title: "resilience",
 		what: fmt.Sprintf("version 11 adds to cluster %s a third endpoint, a backend that fails every RPC with UNAVAILABLE, and gives the cluster "+
-			"outlier detection (gRFC A50: failure_percentage every tour step, ejecting an endpoint that fails more than half of its RPCs, "+
+			"outlier detection (gRFC A50: failure_percentage every two tour steps, ejecting an endpoint that fails more than half of its RPCs, "+
 			"at most half of the endpoints), the route a retry_policy (gRFC A44: retry_on unavailable, %d retries) and the listener the fault "+
 			"injection filter (gRFC A33), which delays every RPC by %v: an RPC that reaches the failing backend is retried on another one and "+
 			"succeeds (its rpc line shows 2 attempts, every line fault delay), and at the end of an interval outlier detection ejects the "+
 			"failing backend (an ejection line): 1 of the cluster's 3 endpoints, which the dashboards' Resilience row shows with the retries "+
 			"and faults; every resource is ACKED at version 11", tourCluster, tourRetries, tourFaultDelay),
-		act:   serve("11", func([]proto.Message) []proto.Message { return t.demo.resilienceConfig(t.step) }),
+		act:   serve("11", func([]proto.Message) []proto.Message { return t.demo.resilienceConfig(2 * t.step) }),
 		goals: []tourGoal{{cache: at("11"), rpc: ok, ejected: &one}},
 	}, {
 		title: "healthy again",
@@ -103,9 +103,12 @@ func (td *tourDemo) resilienceConfig(interval time.Duration) []proto.Message {
 				// gRFC A50's default base ejection time (30s) keeps the
 				// backend out for the rest of the step.
 				c := rpctest.WithOutlierDetection(proto.Clone(r).(*clusterv3.Cluster), interval, 30*time.Second)
-				// The demo's RPCs are few: the failing backend has one or
-				// more in an interval.
-				c.OutlierDetection.FailurePercentageRequestVolume = wrapperspb.UInt32(1)
+				// The demo's RPCs are few: the failing backend has about
+				// three in an interval, of which two are enough. (Two, not
+				// one: a status's calls series is born with its first
+				// call, which a rate cannot count, and the dashboards
+				// should see the failing backend's calls.)
+				c.OutlierDetection.FailurePercentageRequestVolume = wrapperspb.UInt32(2)
 				m = c
 			}
 		case *endpointv3.ClusterLoadAssignment:
