@@ -333,6 +333,11 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricDataPlaneConfigs:               {dashboards.LabelTarget, dashboards.LabelChannelTarget, dashboards.LabelResult},
 	dashboards.MetricDataPlaneInFlight:              {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
 	dashboards.MetricDataPlaneMaxRequests:           {dashboards.LabelTarget, dashboards.LabelLeafCluster, dashboards.LabelEDSService},
+	dashboards.MetricDataPlaneEjections:             {dashboards.LabelTarget, dashboards.LabelChannelTarget, dashboards.LabelBackendService, dashboards.LabelAlgorithm},
+	dashboards.MetricDataPlaneEjectedEndpoints:      {dashboards.LabelTarget, dashboards.LabelChannelTarget, dashboards.LabelBackendService},
+	dashboards.MetricDataPlaneOutlierEndpoints:      {dashboards.LabelTarget, dashboards.LabelChannelTarget, dashboards.LabelBackendService},
+	dashboards.MetricDataPlaneRetries:               {dashboards.LabelTarget, dashboards.LabelChannelTarget, dashboards.LabelBackendService, dashboards.LabelStatus},
+	dashboards.MetricDataPlaneFaults:                {dashboards.LabelTarget, dashboards.LabelChannelTarget, dashboards.LabelBackendService, dashboards.LabelFault},
 	dashboards.RecordConnected:                      {dashboards.LabelTarget, dashboards.LabelServer},
 	dashboards.RecordResources:                      {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelCacheState, dashboards.LabelResourceType},
 	dashboards.RecordAuthorityServer:                {dashboards.LabelTarget, dashboards.LabelAuthority, dashboards.LabelServer, dashboards.LabelPriority},
@@ -457,7 +462,7 @@ func TestAlertRules(t *testing.T) {
 		dashboards.AlertResourcesError, dashboards.AlertOnFallback,
 		dashboards.AlertFetchLatencyHigh, dashboards.AlertLoadReportingFailing,
 		dashboards.AlertRPCsFailing, dashboards.AlertBackendErrors, dashboards.AlertRPCsDropped,
-		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
+		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests, dashboards.AlertEndpointsEjected,
 		dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerDenialSpike,
 	}
 	var got []string

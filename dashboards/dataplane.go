@@ -105,10 +105,12 @@ func (g *gen) callsByStatus() cog.Builder[dashboard.Panel] {
 		OverrideByRegexp(stateRegexp("OK"), []dashboard.DynamicConfigValue{fixedColor("green")})
 }
 
-// callsOf is the rate of the calls of the selected processes and targets
-// whose status matches, by cluster.
+// callsOf is the increase of the calls of the selected processes and
+// targets whose status matches, by cluster, over each interval of the
+// graph: a status's series is born with its first call, which counts too
+// (increaseFromBirth), so that a cluster's first failures show.
 func (g *gen) callsOf(status ...string) string {
-	return sumBy(rate(g.sel(MetricDataPlaneCalls, append([]string{mTarget}, status...)...)), LabelBackendService)
+	return sumBy(increaseFromBirth(g.sel(MetricDataPlaneCalls, append([]string{mTarget}, status...)...), rateInterval), LabelBackendService)
 }
 
 func (g *gen) backendErrorShare() cog.Builder[dashboard.Panel] {
@@ -118,7 +120,7 @@ func (g *gen) backendErrorShare() cog.Builder[dashboard.Panel] {
 		"The share of the RPCs sent to an endpoint that ended with a status other than "+strings.Join(d.BackendOKStatuses, ", ")+
 			", by cluster, over the selected processes and targets (`xdslens.data_plane.calls`): what "+
 			"`XdsClientBackendErrors` watches, whose threshold is the red line. A cluster with no failed call "+
-			"reads 0.\n\n"+
+			"reads 0; the first calls of a status count too (its series is born with them).\n\n"+
 			"**Bad**: a share that stays above the line: the backends of that cluster fail the RPCs (UNAVAILABLE, "+
 			"DEADLINE_EXCEEDED) or answer with errors (UNIMPLEMENTED: a method they do not serve, a deployment that "+
 			"does not match the route).\n\n"+

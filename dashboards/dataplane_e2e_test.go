@@ -1,8 +1,10 @@
 package dashboards_test
 
-// The end-to-end test of the Data plane row and the data-plane alerts:
-// xdswatch makes RPCs through one xds:/// channel per outcome against a
-// go-control-plane management server and real gRPC backends on loopback,
+// The end-to-end test of the Data plane and Resilience rows and the
+// data-plane alerts: xdswatch makes RPCs through one xds:/// channel per
+// outcome, and through channels with outlier detection, retries and
+// faults, against a go-control-plane management server and real gRPC
+// backends on loopback,
 // a real Prometheus scrapes it, and every data-plane panel query and alert
 // expression is evaluated through Prometheus's HTTP API.
 
@@ -40,7 +42,7 @@ import (
 // TestDataPlaneOnPrometheus checks.
 var dataPlaneAlerts = []string{
 	dashboards.AlertRPCsFailing, dashboards.AlertBackendErrors, dashboards.AlertRPCsDropped,
-	dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests,
+	dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests, dashboards.AlertEndpointsEjected,
 }
 
 // readsDataPlane reports whether a query reads the data-plane series
@@ -76,11 +78,12 @@ var dataPlaneListeners = []string{
 
 // dataPlaneResources returns the configuration of the scenario: a
 // listener, route configuration, cluster and endpoints for each channel
-// but absent, with okAddr, heldAddr, flakyAddr and plainAddr (which
-// reports no load) as backends and downAddr an address where nothing
-// listens.
-func dataPlaneResources(okAddr, heldAddr, flakyAddr, plainAddr, downAddr string) []proto.Message {
-	var res []proto.Message
+// but absent, with okAddr, heldAddr, flakyAddr, plainAddr (which reports
+// no load) and sickAddr (which fails every RPC) as backends and downAddr
+// an address where nothing listens; the resilience channels' too
+// (resilienceResources).
+func dataPlaneResources(okAddr, heldAddr, flakyAddr, plainAddr, sickAddr, downAddr string) []proto.Message {
+	res := resilienceResources(okAddr, plainAddr, sickAddr)
 	routeTo := func(listener, cluster string) *routev3.RouteConfiguration {
 		rc := controlplane.RouteConfig(listener+"-route", []string{"*"}, cluster)
 		res = append(res, controlplane.Listener(listener, listener+"-route"), rc)
@@ -154,6 +157,12 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(plain.Stop)
+	sick, err := backends.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sick.Stop)
+	sick.Fail(backends.Failure{Every: 1})
 	down, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +174,7 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
-	if err := cp.SetResources(ctx, "", "1", dataPlaneResources(ok.Addr(), held.Addr(), flaky.Addr(), plain.Addr(), downAddr)...); err != nil {
+	if err := cp.SetResources(ctx, "", "1", dataPlaneResources(ok.Addr(), held.Addr(), flaky.Addr(), plain.Addr(), sick.Addr(), downAddr)...); err != nil {
 		t.Fatal(err)
 	}
 	bootstrapFile := filepath.Join(dir, "bootstrap.json")
@@ -178,7 +187,7 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	args := []string{"--bootstrap", bootstrapFile, "--target", "dp", "--metrics-addr", "127.0.0.1:0", "--output", "json",
 		"--resource-timeout", "1s", "--rpc-interval", "100ms", "--rpc-timeout", "300ms",
 		"--rpc-method", "/grpc.testing.TestService/EmptyCall"}
-	for _, l := range dataPlaneListeners {
+	for _, l := range append(slices.Clone(dataPlaneListeners), resilienceListeners...) {
 		args = append(args, "xds:///"+l)
 	}
 	watch := startXdswatch(t, args...)
@@ -231,6 +240,8 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	prom.ExpectLabels(t, "calls failing at backends", panelExpr(t, "Calls failing at backends by cluster", fleet)+" == 1",
 		dashboards.LabelBackendService, "busy")
 
+	expectResiliencePanels(t, prom, fleet)
+
 	// Load reports of cluster lrs go to the control plane, which does not
 	// serve LRS: its streams fail, and no report goes out.
 	prom.ExpectLabels(t, "LRS stream failures", panelExpr(t, "LRS stream failures", fleet)+" > 0", dashboards.LabelServer, cp.Addr())
@@ -245,6 +256,8 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 		dashboards.AlertRPCsDropped:     {dashboards.LabelCategory, []string{"throttle"}},
 		dashboards.AlertCircuitBreaking: {dashboards.LabelBackendService, []string{"full"}},
 		dashboards.AlertNearMaxRequests: {dashboards.LabelLeafCluster, []string{"busy"}},
+		// A third of cluster outlier's endpoints ejected, over 30 %.
+		dashboards.AlertEndpointsEjected: {dashboards.LabelBackendService, []string{"outlier"}},
 		// The load reporting alert is the xDS client's, not the RPCs'.
 		dashboards.AlertLoadReportingFailing: {dashboards.LabelServer, []string{cp.Addr()}},
 	}
@@ -258,7 +271,7 @@ func TestDataPlaneOnPrometheus(t *testing.T) {
 	// Cluster noep gets an endpoint: the RPCs of xds:///noep succeed, and
 	// its XdsClientRPCsFailing resolves within the short window and an
 	// evaluation of the last failure, by Prometheus's own clock.
-	fixed := dataPlaneResources(ok.Addr(), held.Addr(), flaky.Addr(), plain.Addr(), downAddr)
+	fixed := dataPlaneResources(ok.Addr(), held.Addr(), flaky.Addr(), plain.Addr(), sick.Addr(), downAddr)
 	for i, r := range fixed {
 		if e, isEDS := r.(*endpointv3.ClusterLoadAssignment); isEDS && e.GetClusterName() == "noep" {
 			fixed[i] = controlplane.Endpoints("noep", ok.Addr())

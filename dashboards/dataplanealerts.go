@@ -24,6 +24,9 @@ const (
 	// AlertNearMaxRequests: RPCs in flight to a cluster near its
 	// max_requests.
 	AlertNearMaxRequests = "XdsClientInFlightNearMaxRequests"
+	// AlertEndpointsEjected: outlier detection keeps a large share of a
+	// cluster's endpoints ejected.
+	AlertEndpointsEjected = "XdsClientEndpointsEjected"
 )
 
 // DataPlaneAlertOptions are the thresholds of the data-plane alerts, part
@@ -71,6 +74,24 @@ type DataPlaneAlertOptions struct {
 	// NearMaxRequestsFor.
 	NearMaxRequestsRatio float64
 	NearMaxRequestsFor   time.Duration
+	// EjectedRatio and EjectedFor: XdsClientEndpointsEjected fires when
+	// more than EjectedRatio of the endpoints of a cluster under outlier
+	// detection stay ejected in a channel for EjectedFor. The default,
+	// 30%, is above what gRFC A50's defaults ever eject: with
+	// max_ejection_percent 10 and minimum_hosts 5, outlier detection
+	// ejects while fewer than 10% of the endpoints are out, so at most one
+	// endpoint of 5 to 10 (20%) and 10 to 20% of a larger cluster. Above
+	// 30%, the control plane let it eject more (a higher
+	// max_ejection_percent, fewer minimum hosts) and it did: the endpoints
+	// left carry a third of the load more, or worse.
+	EjectedRatio float64
+	EjectedFor   time.Duration
+	// EjectedWindow is how far back XdsClientEndpointsEjected looks for
+	// the most endpoints ejected: an endpoint whose ejection time is over
+	// comes back for an outlier detection interval (10s by default) before
+	// it is ejected again if it still fails, which must not restart
+	// EjectedFor. It should hold the clusters' interval and two scrapes.
+	EjectedWindow time.Duration
 }
 
 // defaultDataPlaneAlertOptions are the data-plane thresholds of the
@@ -89,6 +110,9 @@ func defaultDataPlaneAlertOptions() DataPlaneAlertOptions {
 		CircuitBreakingFor:   5 * time.Minute,
 		NearMaxRequestsRatio: 0.9,
 		NearMaxRequestsFor:   10 * time.Minute,
+		EjectedRatio:         0.3,
+		EjectedFor:           5 * time.Minute,
+		EjectedWindow:        time.Minute,
 	}
 }
 
@@ -208,5 +232,34 @@ func dataPlaneRules(o AlertOptions, s func(string, ...string) string, runbook fu
 				" (the threshold is " + percent(d.NearMaxRequestsRatio) + "): a little more load and the circuit breaker fails RPCs (gRFC A32).",
 			RunbookURL: runbook(AlertNearMaxRequests),
 		},
+		endpointsEjectedRule(d, s, runbook),
+	}
+}
+
+// endpointsEjectedRule returns the alert on the share of a cluster's
+// endpoints that outlier detection keeps ejected in a channel: the most
+// ejected within EjectedWindow over those under outlier detection (none
+// once its outlier detection is off), while the channel sends RPCs to
+// the cluster.
+func endpointsEjectedRule(d DataPlaneAlertOptions, s func(string, ...string) string, runbook func(string) string) Rule {
+	window := promDuration(d.EjectedWindow)
+	percent := strconv.FormatFloat(d.EjectedRatio*100, 'g', -1, 64) + "%"
+	return Rule{
+		Alert: AlertEndpointsEjected,
+		Expr: withoutScope("max", "max_over_time("+s(MetricDataPlaneEjectedEndpoints)+"["+window+"])") +
+			" / " + withoutScope("max", s(MetricDataPlaneOutlierEndpoints)+" > 0") +
+			" > " + strconv.FormatFloat(d.EjectedRatio, 'g', -1, 64) +
+			" and " + sendingTo(s(MetricDataPlaneCalls), promDuration(d.RateWindow)),
+		For:      d.EjectedFor,
+		Severity: "warning",
+		Summary:  "Outlier detection ejects {{ $value | humanizePercentage }} of cluster {{ $labels.grpc_lb_backend_service }}",
+		Description: "Outlier detection (gRFC A50) in the xdslens " + channelWhere + " has kept {{ $value | humanizePercentage }} " +
+			"of the endpoints of cluster {{ $labels.grpc_lb_backend_service }} ejected (the most within any " + window +
+			", so that an endpoint back between two ejections counts as ejected) for more than " + promDuration(d.EjectedFor) +
+			", above " + percent + ": those endpoints fail the RPCs sent to them, or succeed less than the others, and the " +
+			"endpoints left take their load. gRFC A50's defaults (max_ejection_percent 10, minimum_hosts 5) never eject " +
+			"that many: the cluster's outlier_detection allows it. Only while the channel sends RPCs to the cluster (within " +
+			promDuration(d.RateWindow) + "): the gauges of a closed channel keep their last values.",
+		RunbookURL: runbook(AlertEndpointsEjected),
 	}
 }

@@ -14,7 +14,10 @@
 //     notifications, the data plane (the RPCs of the xdslens channels the
 //     clients route, from package telemetry/dataplane: RPCs by cluster and
 //     outcome, failed picks, calls by status code, drops, in-flight RPCs
-//     against max_requests, config updates and errors), xDS-enabled servers
+//     against max_requests, config updates and errors), resilience
+//     (ejections by outlier detection and the share of each cluster's
+//     endpoints ejected, retries by code and as a share of calls, injected
+//     faults), xDS-enabled servers
 //     (from telemetry.NewServerMetrics: serving state by address,
 //     connections by filter chain, refused and drained connections,
 //     handshake failures, RBAC decisions by policy), and load reporting

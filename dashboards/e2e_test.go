@@ -435,7 +435,7 @@ func e2eRules() dashboards.RuleGroup {
 	o.LoadReportingWindow, o.LoadReportingFor = time.Minute, 0
 	d := &o.DataPlane
 	d.RateWindow, d.ShortWindow = time.Minute, e2eShortWindow
-	d.FailingFor, d.BackendErrorFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor = 0, 0, 0, 0, 0
+	d.FailingFor, d.BackendErrorFor, d.DroppedFor, d.CircuitBreakingFor, d.NearMaxRequestsFor, d.EjectedFor = 0, 0, 0, 0, 0, 0
 	v := &o.Server
 	v.RateWindow = time.Minute
 	v.NotServingFor, v.HandshakeFailuresFor, v.DenialSpikeFor = 0, 0, 0

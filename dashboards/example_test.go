@@ -52,6 +52,7 @@ func ExampleAlertRules() {
 	// XdsClientRPCsDropped warning
 	// XdsClientCircuitBreaking warning
 	// XdsClientInFlightNearMaxRequests warning
+	// XdsClientEndpointsEjected warning
 	// XdsServerNotServing critical
 	// XdsServerHandshakeFailures warning
 	// XdsServerRBACDenialSpike warning

@@ -172,8 +172,10 @@ func variableQueries(t testing.TB) map[string]string {
 	return out
 }
 
-// varRE matches a Grafana template variable: $name or ${name}.
-var varRE = regexp.MustCompile(`\$\{?(\w+)\}?`)
+// varRE matches a Grafana template variable: $name or ${name}. A name
+// starts with a letter or an underscore: "$1", label_replace's first
+// capture group, is no variable, and Grafana leaves it as it is.
+var varRE = regexp.MustCompile(`\$\{?([A-Za-z_]\w*)\}?`)
 
 // grafanaValues are the values Grafana gives its built-in variables for
 // a time range of window (a Prometheus duration of whole seconds, such as

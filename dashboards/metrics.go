@@ -98,6 +98,34 @@ const (
 	// xdslens.data_plane.max_requests: the cluster's max_requests, with
 	// the labels of [MetricDataPlaneInFlight].
 	MetricDataPlaneMaxRequests = "xdslens_data_plane_max_requests"
+	// MetricDataPlaneEjections is the counter xdslens.data_plane.ejections:
+	// endpoints outlier detection ejected (gRFC A50), by
+	// [LabelBackendService] (the leaf cluster) and [LabelAlgorithm]. A
+	// series is born with its first ejection.
+	MetricDataPlaneEjections = "xdslens_data_plane_ejections_total"
+	// MetricDataPlaneEjectedEndpoints is the gauge
+	// xdslens.data_plane.ejected_endpoints: a leaf cluster's endpoints
+	// ejected now, in one channel, by [LabelBackendService] (the leaf
+	// cluster), as of its last ejection or return (no series before the
+	// first ejection).
+	MetricDataPlaneEjectedEndpoints = "xdslens_data_plane_ejected_endpoints"
+	// MetricDataPlaneOutlierEndpoints is the gauge
+	// xdslens.data_plane.outlier_detection_endpoints: the endpoints of the
+	// leaf cluster under outlier detection, with the labels and the
+	// moments of [MetricDataPlaneEjectedEndpoints]; 0 once the cluster's
+	// outlier detection is off.
+	MetricDataPlaneOutlierEndpoints = "xdslens_data_plane_outlier_detection_endpoints"
+	// MetricDataPlaneRetries is the counter xdslens.data_plane.retries:
+	// attempts made again under a route's retry_policy (gRFC A44), by
+	// [LabelBackendService] (the cluster the route chose) and
+	// [LabelStatus], the code of the attempt that failed. A series is born
+	// with its first retry.
+	MetricDataPlaneRetries = "xdslens_data_plane_retries_total"
+	// MetricDataPlaneFaults is the counter xdslens.data_plane.faults: the
+	// faults the fault injection filter put on RPCs (gRFC A33), by
+	// [LabelBackendService] and [LabelFault]. A series is born with its
+	// first fault.
+	MetricDataPlaneFaults = "xdslens_data_plane_faults_total"
 
 	// MetricPickFirstAttemptsSucceeded, MetricPickFirstAttemptsFailed and
 	// MetricPickFirstDisconnections are gRFC A78's pick_first counters
@@ -173,13 +201,21 @@ const (
 	// circuit breaker.
 	LabelEDSService = "xdslens_eds_service"
 	// LabelStatus is grpc.status on [MetricDataPlaneCalls]: the status
-	// code name the RPC ended with, such as OK or UNAVAILABLE.
+	// code name the RPC ended with, such as OK or UNAVAILABLE; on
+	// [MetricDataPlaneRetries], that of the attempt that was retried.
 	LabelStatus = "grpc_status"
 	// LabelCategory is the drop_overloads category on
 	// [MetricDataPlaneDrops].
 	LabelCategory = "category"
 	// LabelResult is config or error on [MetricDataPlaneConfigs].
 	LabelResult = "result"
+	// LabelAlgorithm is xdslens.algorithm on [MetricDataPlaneEjections]:
+	// the outlier detection algorithm that ejected the endpoint,
+	// success_rate or failure_percentage.
+	LabelAlgorithm = "xdslens_algorithm"
+	// LabelFault is xdslens.fault on [MetricDataPlaneFaults]: delay or
+	// abort.
+	LabelFault = "xdslens_fault"
 	// LabelScopeName and LabelScopeVersion are the OpenTelemetry
 	// instrumentation scope that the exporter adds to every series. The
 	// rules and dashboards aggregate them away: they say nothing about the

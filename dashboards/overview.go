@@ -83,6 +83,7 @@ func (g *gen) overview() (dashboard.Dashboard, error) {
 			{g.fetchOutcomes(), 24, 8, []string{AlertResourcesDoesNotExist}},
 		}},
 		g.dataPlaneRow(),
+		g.resilienceRow(),
 		g.loadBalancingRow(),
 		g.serverRow(),
 		g.loadReportingRow(),

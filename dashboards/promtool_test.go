@@ -158,6 +158,7 @@ func ruleTests(o dashboards.AlertOptions) []ruleTest {
 	}
 	tests = append(tests, loadReportingTest(o))
 	tests = append(tests, dataPlaneTests(o)...)
+	tests = append(tests, endpointsEjectedTests(o)...)
 	tests = append(tests, serverTests(o)...)
 	return append(tests, scrapeTests(o)...)
 }

@@ -80,6 +80,7 @@ func TestPanelsLinkRunbooks(t *testing.T) {
 		dashboards.AlertFetchLatencyHigh:      "Fetch latency p50 / p99 by type",
 		dashboards.AlertLoadReportingFailing:  "LRS stream failures",
 		dashboards.AlertBackendErrors:         "Calls failing at backends by cluster",
+		dashboards.AlertEndpointsEjected:      "Ejected endpoints by cluster",
 	} {
 		if !slices.Contains(links[alert], panel) {
 			t.Errorf("panel %q does not link to the runbook of %s (linked from %q)", panel, alert, links[alert])

@@ -59,7 +59,8 @@
 //	                         bootstrap's server_listener_resource_name_template says;
 //	                         repeatable; a serving line per serving mode change
 //	--demo-tour              demo only: walk the demo control plane through every cache state,
-//	                         routing xds:///demo and showing what its RPCs see
+//	                         outlier detection, retries and faults, routing xds:///demo and
+//	                         showing what its RPCs see
 //	--demo-tour-step DUR     how long the tour shows each state (default 3s); unless given,
 //	                         --resource-timeout is the same
 //	--method /S/M            explain: the RPC's method
@@ -110,7 +111,7 @@
 // that channel itself) with an RPC every --rpc-interval, and walks the
 // client through the cases of gRFC A88 and A71, one step per
 // --demo-tour-step, each announced on standard error ("xdswatch: tour
-// N/12 ...") with every change it makes and what RPCs will see, and
+// N/14 ...") with every change it makes and what RPCs will see, and
 // followed by a "reached" line once the client shows the whole cache the
 // step announced (every entry, its state, the version it uses and the
 // server that sent it) and an RPC has shown the announced outcome, naming
@@ -138,6 +139,12 @@
 //	| not serving      | version 9: the server's Listener names another  | every resource ACKED at 9; the   | keep succeeding       |
 //	|                  | port                                            | server NOT_SERVING               |                       |
 //	| serving again    | version 10: the Listener's address back         | ACKED at 10; the server SERVING  | keep succeeding       |
+//	| resilience       | version 11: a backend failing every RPC added   | ACKED at 11; the failing backend | succeed, some at a    |
+//	|                  | to the cluster under outlier detection, a       | ejected (an ejection line)       | second attempt, each  |
+//	|                  | retry_policy on the route, a fault filter that  |                                  | delayed (fault delay) |
+//	|                  | delays every RPC                                |                                  |                       |
+//	| healthy again    | version 12: version 10 again                    | ACKED at 12; the endpoint        | succeed in one        |
+//	|                  |                                                 | returned                         | attempt, no fault     |
 //
 // The tour runs the demo's xDS-enabled server itself, on a loopback port
 // the system chooses (or the --serve addresses), and prints its serving

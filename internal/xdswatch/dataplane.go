@@ -64,8 +64,11 @@ type channelSet struct {
 	// histories keep the channels' config histories for the admin port.
 	histories *historySet
 
-	mu        sync.Mutex // guards observers
-	observers map[*func(rpcResult)]bool
+	// rpcObservers are called with every RPC's outcome,
+	// ejectionObservers with the channel's argument and every ejection or
+	// return of outlier detection.
+	rpcObservers      observerSet[func(rpcResult)]
+	ejectionObservers observerSet[func(string, xdsgrpc.EjectionInfo)]
 }
 
 // newChannelSet returns an empty set of channels through the pool's client
@@ -73,20 +76,54 @@ type channelSet struct {
 // reporting each channel's data plane (package telemetry/dataplane) to every one of
 // meters.
 func newChannelSet(pool *xdsclient.Pool, client *xdsclient.Client, out *output, rpc rpcConfig, meters meters) *channelSet {
-	return &channelSet{pool: pool, client: client, out: out, rpc: rpc, meters: meters, byKey: map[string][]*channel{}, observers: map[*func(rpcResult)]bool{}}
+	return &channelSet{pool: pool, client: client, out: out, rpc: rpc, meters: meters, byKey: map[string][]*channel{}}
 }
 
 // observeRPCs has f called with the outcome of every RPC from now on,
 // after its line is printed, until the returned func is called.
 func (cs *channelSet) observeRPCs(f func(rpcResult)) (remove func()) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.observers[&f] = true
-	return func() {
-		cs.mu.Lock()
-		defer cs.mu.Unlock()
-		delete(cs.observers, &f)
+	return cs.rpcObservers.add(f)
+}
+
+// observeEjections has f called with the channel's argument and every
+// ejection and return of outlier detection in a channel from now on,
+// after its line is printed, until the returned func is called.
+func (cs *channelSet) observeEjections(f func(target string, i xdsgrpc.EjectionInfo)) (remove func()) {
+	return cs.ejectionObservers.add(f)
+}
+
+// observerSet holds the funcs that observe one kind of event, added and
+// removed from any goroutine.
+type observerSet[F any] struct {
+	mu  sync.Mutex
+	fns map[*F]bool
+}
+
+// add adds f until the returned func is called.
+func (s *observerSet[F]) add(f F) (remove func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fns == nil {
+		s.fns = map[*F]bool{}
 	}
+	s.fns[&f] = true
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.fns, &f)
+	}
+}
+
+// list returns the funcs added and not removed, to be called without the
+// lock.
+func (s *observerSet[F]) list() []F {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]F, 0, len(s.fns))
+	for f := range s.fns {
+		out = append(out, *f)
+	}
+	return out
 }
 
 // channel is one xds:/// argument: a gRPC channel routed by package
@@ -208,9 +245,12 @@ func (ch *channel) ejection(i xdsgrpc.EjectionInfo) {
 	e := ejectionLine(ts, ch.t.arg, i)
 	if ch.set.out.json {
 		ch.set.out.writeJSON(e)
-		return
+	} else {
+		ch.set.out.writeText(ts.Format(textTime) + " " + ejectionText(e, i))
 	}
-	ch.set.out.writeText(ts.Format(textTime) + " " + ejectionText(e, i))
+	for _, f := range ch.set.ejectionObservers.list() {
+		f(ch.t.arg, i)
+	}
 }
 
 // configError prints the error that failed the channel's whole config.
@@ -357,13 +397,7 @@ func (cs *channelSet) rpcDone(r rpcResult) {
 	} else {
 		o.writeText(ts.Format(textTime) + " " + rpcText(e))
 	}
-	cs.mu.Lock()
-	observers := make([]func(rpcResult), 0, len(cs.observers))
-	for f := range cs.observers {
-		observers = append(observers, *f)
-	}
-	cs.mu.Unlock()
-	for _, f := range observers {
+	for _, f := range cs.rpcObservers.list() {
 		f(r)
 	}
 }

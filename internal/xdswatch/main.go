@@ -151,7 +151,9 @@ Flags:
   --demo-tour               demo only: walk the demo control plane through every
                             cache state (version update, NACK, ignored deletion,
                             TP3 error, does-not-exist, recovery, fallback and
-                            switch back), one step on standard error at a time,
+                            switch back), then a failing backend under outlier
+                            detection, retries and faults, one step on standard
+                            error at a time,
                             routing xds:///demo and showing what its RPCs see
   --demo-tour-step DUR      how long the tour shows each state (default 3s); unless
                             given, --resource-timeout is the same

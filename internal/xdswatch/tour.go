@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsgrpc"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 
@@ -42,6 +43,9 @@ type tourGoal struct {
 	serving *xdsserver.Mode
 	// rpc is the outcome of the last RPC through tourTarget.
 	rpc rpcGoal
+	// ejected, when set, is how many endpoints outlier detection has
+	// ejected in the channel to tourTarget.
+	ejected *int
 }
 
 // rpcGoal is the outcome of an RPC the tour announces: its code, and what
@@ -50,12 +54,14 @@ type rpcGoal struct {
 	code codes.Code
 	// names are strings the message contains.
 	names []string
+	// plain RPCs take one attempt and no fault.
+	plain bool
 }
 
 // matches reports whether r, the last RPC (nil when none ended yet), is
 // what g announces.
 func (g rpcGoal) matches(r *rpcResult) bool {
-	if r == nil || r.code != g.code {
+	if r == nil || r.code != g.code || g.plain && (r.attempts > 1 || r.fault != "") {
 		return false
 	}
 	for _, n := range g.names {
@@ -68,7 +74,10 @@ func (g rpcGoal) matches(r *rpcResult) bool {
 
 // String describes g for the tour's lines.
 func (g rpcGoal) String() string {
-	if g.code == codes.OK {
+	switch {
+	case g.code == codes.OK && g.plain:
+		return "RPCs through " + tourTarget + " succeed in one attempt, without fault"
+	case g.code == codes.OK:
 		return "RPCs through " + tourTarget + " succeed"
 	}
 	return fmt.Sprintf("RPCs through %s fail %s, naming %s", tourTarget, codeName(g.code), strings.Join(g.names, " and "))
@@ -83,6 +92,8 @@ type tourView struct {
 	// serving is the mode of each address of the demo's xDS-enabled
 	// server.
 	serving map[string]xdsserver.Mode
+	// ejected counts the endpoints ejected in the channel to tourTarget.
+	ejected int
 }
 
 // tour walks the demo control plane through the cases of gRFC A88 and
@@ -106,9 +117,12 @@ type tour struct {
 
 	changed chan struct{} // receives a value after each client event and RPC
 
-	mu        sync.Mutex // guards connected and lastRPC
+	mu        sync.Mutex // guards connected, lastRPC and ejected
 	connected map[string]bool
 	lastRPC   *rpcResult
+	// ejected says, by address, whether outlier detection has ejected an
+	// endpoint in the channel to tourTarget.
+	ejected map[string]bool
 }
 
 // runTour starts the tour in a goroutine. It reads the outcomes of the RPCs
@@ -121,6 +135,7 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served 
 		step: step, timeout: timeout, out: out, watch: watch,
 		changed:   make(chan struct{}, 1),
 		connected: map[string]bool{},
+		ejected:   map[string]bool{},
 	}
 	poke := func() {
 		select {
@@ -149,6 +164,15 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served 
 		t.mu.Unlock()
 		poke()
 	})
+	removeEjections := channels.observeEjections(func(target string, i xdsgrpc.EjectionInfo) {
+		if target != tourTarget {
+			return
+		}
+		t.mu.Lock()
+		t.ejected[i.Address] = i.Ejected
+		t.mu.Unlock()
+		poke()
+	})
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -159,6 +183,7 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served 
 		cancel()
 		<-done
 		removeObserver()
+		removeEjections()
 		removeServerHooks()
 		removeHooks()
 	}
@@ -268,7 +293,8 @@ func (t *tour) steps() []tourStep {
 		},
 		goals: []tourGoal{goal(at("8", primaryServer).with(cds, tourTimeout, timedOut), ok)},
 	}}
-	return append(steps, t.serverSteps(serve)...)
+	steps = append(steps, t.serverSteps(serve)...)
+	return append(steps, t.resilienceSteps(serve)...)
 }
 
 // watchCmd returns an act that has the main loop run cmd.
@@ -324,14 +350,14 @@ func (t *tour) run(ctx context.Context) {
 			}
 			if err != nil {
 				g := s.goals[next]
-				t.say("tour %s not reached: %s%s; %v: %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), g.rpc, err)
+				t.say("tour %s not reached: %s%s%s; %v: %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), ejectedText(g), g.rpc, err)
 				shown = g.cache
 				next++
 				continue
 			}
 			for ; next <= reached; next++ {
 				g := s.goals[next]
-				t.say("tour %s reached: %s%s; %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), g.rpc)
+				t.say("tour %s reached: %s%s%s; %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), ejectedText(g), g.rpc)
 				shown = g.cache
 				if seen, ok := ctx.Value(goalSeenKey{}).(func(context.Context)); ok {
 					seen(ctx)
@@ -346,12 +372,15 @@ func (t *tour) run(ctx context.Context) {
 			return
 		}
 	}
-	t.say("tour over: every cache state and the server's serving modes were shown; xdswatch keeps watching (Ctrl-C ends it)")
+	t.say("tour over: every cache state, the server's serving modes, outlier detection, retries and faults were shown; xdswatch keeps watching (Ctrl-C ends it)")
 }
 
 // met reports whether the client shows g.
 func (t *tour) met(g tourGoal, v *tourView) bool {
 	if g.serving != nil && v.serving[t.serverAddr] != *g.serving {
+		return false
+	}
+	if g.ejected != nil && v.ejected != *g.ejected {
 		return false
 	}
 	return g.cache.matches(v.entries, t.addr) && g.rpc.matches(v.rpc)
@@ -400,6 +429,11 @@ func (t *tour) view() *tourView {
 		v.connected[s] = c
 	}
 	v.rpc = t.lastRPC
+	for _, e := range t.ejected {
+		if e {
+			v.ejected++
+		}
+	}
 	t.mu.Unlock()
 	if t.server != nil {
 		v.serving = map[string]xdsserver.Mode{}

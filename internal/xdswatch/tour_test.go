@@ -77,7 +77,7 @@ func cacheDiff(got, want tourCache) string {
 }
 
 // tourRPCRE matches the text line of an RPC through the tour's channel.
-var tourRPCRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + tourTarget + ` rpc /grpc\.health\.v1\.Health/Check: ([A-Z_]+), (?:no cluster|cluster \S+), (?:no peer|peer \S+)(?:: (.*))?$`)
+var tourRPCRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + tourTarget + ` rpc /grpc\.health\.v1\.Health/Check: ([A-Z_]+), (?:no cluster|cluster \S+), (?:no peer|peer \S+)(?:, (\d+) attempts)?(?:, fault (\S+))?(?:: (.*))?$`)
 
 // parseTourRPC returns the RPC of line, nil when line is not the line of
 // an RPC through the tour's channel.
@@ -91,7 +91,11 @@ func parseTourRPC(t *testing.T, line string) *rpcResult {
 	if err := json.Unmarshal([]byte(`"`+m[1]+`"`), &code); err != nil {
 		t.Fatalf("line %q: code: %v", line, err)
 	}
-	return &rpcResult{target: tourTarget, code: code, message: m[2]}
+	attempts := 1
+	if m[2] != "" {
+		attempts, _ = strconv.Atoi(m[2])
+	}
+	return &rpcResult{target: tourTarget, code: code, attempts: attempts, fault: m[3], message: m[4]}
 }
 
 // TestDemoTour runs the tour in this process (so the race detector sees
@@ -151,6 +155,8 @@ func TestDemoTour(t *testing.T) {
 		reached    = map[int]int{} // by step number: goals reached so far
 		stepOf     = 0             // the step whose lines are being read
 		fallback   []string        // the lines of the fallback step
+		// The lines of the resilience steps, by title.
+		resilience = map[string][]string{}
 		nacks      int
 		// What the server showed: its serving lines, the RBAC step's RPCs
 		// and audit lines, summed up by serverLine.
@@ -213,6 +219,9 @@ func TestDemoTour(t *testing.T) {
 		}
 		if stepOf > 0 && steps[stepOf-1].title == "fallback" {
 			fallback = append(fallback, line)
+		}
+		if stepOf > 0 && (steps[stepOf-1].title == "resilience" || steps[stepOf-1].title == "healthy again") {
+			resilience[steps[stepOf-1].title] = append(resilience[steps[stepOf-1].title], line)
 		}
 		if strings.Contains(line, " cds "+tourCluster+" AMBIENT INVALID_ARGUMENT") {
 			nacks++
@@ -315,9 +324,36 @@ func TestDemoTour(t *testing.T) {
 		t.Errorf("the fallback step does not say where the load reports go: %.300q", fallback)
 	}
 
+	checkResilienceSteps(t, resilience["resilience"], resilience["healthy again"])
+
 	cancel()
 	expectCleanReturn(t, result)
 	for range lines {
+	}
+}
+
+// checkResilienceSteps checks the lines of the resilience step and of the
+// step after it: RPCs retried off the failing backend (2 attempts) and
+// delayed by the fault filter, its ejection by failure_percentage, then
+// its return. (That RPCs take one attempt and no fault once the last
+// step is reached is its goal, which every RPC then is checked against.)
+func checkResilienceSteps(t *testing.T, resilience, healthy []string) {
+	t.Helper()
+	ejection := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + tourTarget + ` ejection: cluster ` + tourCluster + ` endpoint (\S+) (ejected by failure_percentage|returned)`)
+	var ejected, returned []string
+	for _, l := range append(slices.Clone(resilience), healthy...) {
+		if m := ejection.FindStringSubmatch(l); m != nil && m[2] == "returned" {
+			returned = append(returned, m[1])
+		} else if m != nil {
+			ejected = append(ejected, m[1])
+		}
+	}
+	if len(ejected) != 1 || !slices.Equal(returned, ejected) {
+		t.Errorf("resilience steps: endpoints ejected %q and returned %q, want one ejected, then returned:\n%s\n%s",
+			ejected, returned, strings.Join(resilience, "\n"), strings.Join(healthy, "\n"))
+	}
+	if !slices.ContainsFunc(resilience, func(l string) bool { return strings.Contains(l, ", 2 attempts, fault delay") }) {
+		t.Errorf("resilience step: no RPC retried under the fault filter's delay:\n%s", strings.Join(resilience, "\n"))
 	}
 }
 
@@ -375,7 +411,7 @@ func TestRunTourInProcess(t *testing.T) {
 		stop string // the stderr line prefix after which run is cancelled
 	}{
 		{"after the tour", "xdswatch: tour over"},
-		{"during the fallback", "xdswatch: tour 8/12 reached: every demo resource"},
+		{"during the fallback", "xdswatch: tour 8/14 reached: every demo resource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

@@ -55,6 +55,8 @@ type tourDemo struct {
 	secondary *controlplane.Server
 	// base is the demo configuration of version 1 (demo.resources).
 	base []proto.Message
+	// sick is the backend of the resilience step, which fails every RPC.
+	sick *sickBackend
 
 	mu      sync.Mutex // guards primary
 	primary *controlplane.Server
@@ -63,8 +65,9 @@ type tourDemo struct {
 // startTourDemo starts the demo's primary server, which adds a TP3 error to
 // the CDS response of version tourTP3Version, and a secondary server
 // serving at version tourFallbackVersion what the primary serves when the
-// tour falls back to it (tourConfig), with resource_timer_is_transient_error.
-// The bootstrap lists both.
+// tour falls back to it (tourConfig), with resource_timer_is_transient_error,
+// and the failing backend of the resilience step. The bootstrap lists both
+// servers.
 func startTourDemo(ctx context.Context, serverAddrs []string) (*tourDemo, error) {
 	d, err := startDemo(ctx, serverAddrs, tourCallbacks())
 	if err != nil {
@@ -78,6 +81,10 @@ func startTourDemo(ctx context.Context, serverAddrs []string) (*tourDemo, error)
 		return nil, err
 	}
 	td.secondary = secondary
+	if td.sick, err = startSickBackend(); err != nil {
+		td.stop()
+		return nil, err
+	}
 	if err := secondary.SetResources(ctx, "", tourFallbackVersion, tourConfig(td.base)...); err != nil {
 		td.stop()
 		return nil, err
@@ -148,6 +155,9 @@ func (td *tourDemo) stopServers() {
 	td.stopPrimary()
 	if td.secondary != nil {
 		td.secondary.Stop()
+	}
+	if td.sick != nil {
+		td.sick.stop()
 	}
 	td.stopBackends()
 }
