@@ -120,6 +120,10 @@ type EjectionInfo struct {
 type outlier struct {
 	b    *Balancer
 	leaf string
+	// via is the leaf the Ejection hook was last called for: it reports
+	// the returns of a leaf that has left the config, or of a closed
+	// Balancer, whose hook and names stay those of its last leaf.
+	via *leaf
 
 	mu        sync.Mutex // guards cfg and eps for NewSubConn, which may run off the serializer
 	cfg       *odConfig
@@ -196,8 +200,8 @@ func (o *outlier) update(cfg *odConfig, addrs map[string]bool) {
 	}
 	o.eps = eps
 	o.mu.Unlock()
-	for a, e := range old {
-		if eps[a] != e && e.ejected() {
+	for _, e := range sortedEjected(old) {
+		if eps[e.addr] != e {
 			o.uneject(e)
 		}
 	}
@@ -232,7 +236,32 @@ func (o *outlier) arm(d time.Duration) {
 }
 
 // stop stops the timer; the endpoints keep their state.
-func (o *outlier) stop() { stopTimer(&o.timer) }
+// stop stops the detection of a closed Balancer: its ejected endpoints are
+// reported returned, so that whoever counts ejections does not keep them
+// ejected; their connections are closing and are not told.
+func (o *outlier) stop() {
+	stopTimer(&o.timer)
+	o.mu.Lock()
+	eps := o.eps
+	o.eps = map[string]*odEndpoint{}
+	o.mu.Unlock()
+	for _, e := range sortedEjected(eps) {
+		e.ejectedAt = time.Time{}
+		o.report(e, false, EjectionInfo{})
+	}
+}
+
+// sortedEjected returns the ejected endpoints of eps, by address.
+func sortedEjected(eps map[string]*odEndpoint) []*odEndpoint {
+	var out []*odEndpoint
+	for _, e := range eps {
+		if e.ejected() {
+			out = append(out, e)
+		}
+	}
+	sortCounts(out, func(e *odEndpoint) string { return e.addr })
+	return out
+}
 
 // sweep is one interval's analysis (gRFC A50): the counters are swapped,
 // the algorithms run, ejection multipliers decay and ejections end.
@@ -345,7 +374,17 @@ func (o *outlier) setEjected(e *odEndpoint, ejected bool, info EjectionInfo) {
 	for w := range e.subConns {
 		w.setEjected(ejected)
 	}
+	o.report(e, ejected, info)
+}
+
+// report calls the Ejection hook of the leaf, or of its last leaf when it
+// has left the config.
+func (o *outlier) report(e *odEndpoint, ejected bool, info EjectionInfo) {
 	l := o.b.leafNamed(o.leaf)
+	if l == nil {
+		l = o.via
+	}
+	o.via = l
 	if l == nil || l.hooks.Ejection == nil {
 		return
 	}

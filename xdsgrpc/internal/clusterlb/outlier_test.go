@@ -239,3 +239,45 @@ func TestOutlierDetectionUnderPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestOutlierDetectionEndReported ejects a failing backend, then ends its
+// leaf's outlier detection without a config of the leaf to say so: the
+// leaf leaves the config, or the Balancer closes. The hook hears the
+// endpoint return, with no endpoint left ejected or under detection, so
+// that gauges made from it do not keep the ejection.
+func TestOutlierDetectionEndReported(t *testing.T) {
+	for _, how := range []string{"leaf removed", "closed"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := xdstest.Context(t)
+			bs := startBackends(t, "a", "b", "bad", "other")
+			bs[2].failing.Store(true)
+			leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs[:3]...)), func(c *xdsresource.Cluster) {
+				c.OutlierDetection = failurePercentage(time.Hour, time.Hour)
+			})
+			var ej ejections
+			cfg := config("c1", leaf)
+			cfg.Hooks = &clusterlb.Hooks{Ejection: ej.hook}
+			ch := dial(t, cfg)
+			for len(ej.all()) == 0 && ctx.Err() == nil {
+				callsFailing(t, ctx, ch, 30)
+			}
+			switch how {
+			case "leaf removed":
+				other := config("c2", edsCluster("c2", locality("z", 0, 1, bs[3])))
+				other.Hooks = cfg.Hooks
+				ch.update(other)
+			case "closed":
+				ch.cc.Close()
+			}
+			xdstest.WaitFor(t, ctx, "the return of the ejected backend", func() bool {
+				all := ej.all()
+				last := all[len(all)-1]
+				return !last.Ejected && last.Address == bs[2].addr
+			})
+			all := ej.all()
+			if last := all[len(all)-1]; last.Leaf != "c1" || last.EjectedEndpoints != 0 || last.Endpoints != 0 {
+				t.Errorf("return %+v, want leaf c1 with 0 endpoints ejected of 0", last)
+			}
+		})
+	}
+}
