@@ -55,6 +55,13 @@ type ServingModeChange struct {
 // the event (accepting, the TLS handshake, the RPC, the xDS watch); they
 // must be cheap and must not block. The fields of their Info values may be
 // added to in later versions.
+//
+// The hooks of one connection come in order, whichever goroutines report
+// them: ConnectionAccepted first, then HandshakeFailed or
+// ConnectionDrained, then ConnectionClosed, and nothing after it; a
+// handshake cut short because the server closed the connection is not
+// reported as failed. Hooks given to WithHooks and AddHooks are called in
+// the order they were given.
 type Hooks struct {
 	// ServingModeChanged is called with ModeStarting when Serve starts
 	// serving an address, then whenever the address changes its serving
