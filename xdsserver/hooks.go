@@ -3,6 +3,8 @@ package xdsserver
 import (
 	"net/netip"
 	"slices"
+
+	"github.com/xdslens/xdslens/internal/hookset"
 )
 
 // Mode is the serving mode of one listening address (gRFC A36).
@@ -163,8 +165,9 @@ type AuthzInfo struct {
 	Deny    bool
 }
 
-// compose returns hooks that call every non-nil one of hs, nil when there
-// are none, so that each event costs one nil check.
+// compose returns hooks that call every non-nil one of hs, in order, nil
+// when there are none, so that each event costs one nil check (package
+// hookset).
 func compose(hs []*Hooks) *Hooks {
 	live := slices.DeleteFunc(slices.Clone(hs), func(h *Hooks) bool { return h == nil })
 	switch len(live) {
@@ -174,35 +177,13 @@ func compose(hs []*Hooks) *Hooks {
 		return live[0]
 	}
 	return &Hooks{
-		ServingModeChanged: joinHook(live, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
-		ListenerChanged:    joinHook(live, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
-		ConnectionAccepted: joinHook(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
-		ConnectionRefused:  joinHook(live, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
-		ConnectionClosed:   joinHook(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
-		ConnectionDrained:  joinHook(live, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
-		HandshakeFailed:    joinHook(live, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
-		AuthzDecision:      joinHook(live, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
-	}
-}
-
-// joinHook returns one func that calls the field of each of hs that is
-// set, nil when none is.
-func joinHook[T any](hs []*Hooks, field func(*Hooks) func(T)) func(T) {
-	var fs []func(T)
-	for _, h := range hs {
-		if f := field(h); f != nil {
-			fs = append(fs, f)
-		}
-	}
-	switch len(fs) {
-	case 0:
-		return nil
-	case 1:
-		return fs[0]
-	}
-	return func(v T) {
-		for _, f := range fs {
-			f(v)
-		}
+		ServingModeChanged: hookset.Join(live, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
+		ListenerChanged:    hookset.Join(live, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
+		ConnectionAccepted: hookset.Join(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
+		ConnectionRefused:  hookset.Join(live, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
+		ConnectionClosed:   hookset.Join(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
+		ConnectionDrained:  hookset.Join(live, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
+		HandshakeFailed:    hookset.Join(live, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
+		AuthzDecision:      hookset.Join(live, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
 	}
 }
