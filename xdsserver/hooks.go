@@ -2,7 +2,6 @@ package xdsserver
 
 import (
 	"net/netip"
-	"slices"
 
 	"github.com/xdslens/xdslens/internal/hookset"
 )
@@ -165,25 +164,17 @@ type AuthzInfo struct {
 	Deny    bool
 }
 
-// compose returns hooks that call every non-nil one of hs, in order, nil
-// when there are none, so that each event costs one nil check (package
-// hookset).
+// compose returns hooks whose every func calls the funcs of hs that set
+// it, in order (package hookset), so that each event costs one nil check.
 func compose(hs []*Hooks) *Hooks {
-	live := slices.DeleteFunc(slices.Clone(hs), func(h *Hooks) bool { return h == nil })
-	switch len(live) {
-	case 0:
-		return nil
-	case 1:
-		return live[0]
-	}
 	return &Hooks{
-		ServingModeChanged: hookset.Join(live, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
-		ListenerChanged:    hookset.Join(live, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
-		ConnectionAccepted: hookset.Join(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
-		ConnectionRefused:  hookset.Join(live, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
-		ConnectionClosed:   hookset.Join(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
-		ConnectionDrained:  hookset.Join(live, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
-		HandshakeFailed:    hookset.Join(live, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
-		AuthzDecision:      hookset.Join(live, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
+		ServingModeChanged: hookset.Join(hs, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
+		ListenerChanged:    hookset.Join(hs, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
+		ConnectionAccepted: hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
+		ConnectionRefused:  hookset.Join(hs, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
+		ConnectionClosed:   hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
+		ConnectionDrained:  hookset.Join(hs, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
+		HandshakeFailed:    hookset.Join(hs, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
+		AuthzDecision:      hookset.Join(hs, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
 	}
 }
