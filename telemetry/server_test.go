@@ -2,13 +2,13 @@ package telemetry_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -36,7 +36,7 @@ func TestServerMetrics(t *testing.T) {
 		HandshakeFailed:    func(xdsserver.HandshakeInfo) { xdstest.Notify() },
 		AuthzDecision:      func(xdsserver.AuthzInfo) { xdstest.Notify() },
 	}
-	srv, err := xdsserver.New(env.Pool(), xdsserver.WithHooks(notify), xdsserver.WithDrainGraceTime(time.Minute))
+	srv, err := xdsserver.New(env.Pool(), xdsserver.WithDrainGraceTime(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,10 @@ func TestServerMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	// The waits below read the instruments when notify wakes them: it
+	// runs after the metrics' hooks, which are added first, so that a
+	// wake-up always finds the count its event changed.
+	defer srv.AddHooks(notify)()
 	lis := servertest.Listen(t)
 	addr := lis.Addr().String()
 	served := make(chan error, 1)
@@ -60,9 +64,12 @@ func TestServerMetrics(t *testing.T) {
 	name := servertest.ListenerName(addr)
 	a := func(kv ...string) string { return lbl(append([]string{telemetry.KeyAddress, addr}, kv...)...) }
 
-	// Not serving yet: a connection is refused.
-	plain := servertest.Dial(t, addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	plain.Connect()
+	// Not serving yet: a connection is refused. It is one TCP
+	// connection, not a gRPC client's, which would connect again.
+	plain, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitSeries(t, ctx, reader, telemetry.MetricServerConnectionsRefused, map[string]float64{a(telemetry.KeyReason, "not_serving"): 1, a(telemetry.KeyReason, "no_filter_chain"): 0})
 	waitSeries(t, ctx, reader, telemetry.MetricServerServing, map[string]float64{a(telemetry.KeyListener, name): 0})
 	plain.Close()

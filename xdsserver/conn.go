@@ -33,6 +33,67 @@ type serverConn struct {
 	timerMu   sync.Mutex
 	timer     *time.Timer // closes a drained connection at the grace time
 	closed    bool
+
+	hooks hookLane
+}
+
+// hookLane puts the hooks of one connection in order, whichever
+// goroutines report them: ConnectionAccepted first (a drain or a close
+// reported while Accept is still reporting the connection waits for it),
+// ConnectionClosed last. Once the server closes the connection, what the
+// close cuts short (a handshake) is not reported.
+type hookLane struct {
+	mu       sync.Mutex // held while a hook of the connection runs, but ConnectionAccepted
+	accepted bool       // ConnectionAccepted has returned
+	closing  bool       // Close was called
+	pending  []func(*Hooks)
+}
+
+// report calls hook with the server's hooks once ConnectionAccepted has
+// been called; not at all once the connection is closing, unless closes
+// says that hook reports the close.
+func (sc *serverConn) report(hook func(*Hooks), closes bool) {
+	l := &sc.hooks
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing && !closes {
+		return
+	}
+	if !l.accepted {
+		l.pending = append(l.pending, hook)
+		return
+	}
+	if h := sc.s.hooks.Load(); h != nil {
+		hook(h)
+	}
+}
+
+// beginClose marks the connection closing: from now on only its close is
+// reported.
+func (sc *serverConn) beginClose() {
+	sc.hooks.mu.Lock()
+	sc.hooks.closing = true
+	sc.hooks.mu.Unlock()
+}
+
+// announce calls ConnectionAccepted, then the hooks reported meanwhile,
+// and reports whether the connection was closed meanwhile (drained before
+// Accept could hand it over).
+func (sc *serverConn) announce() (closed bool) {
+	if h := sc.s.hooks.Load(); h != nil && h.ConnectionAccepted != nil {
+		h.ConnectionAccepted(sc.connInfo())
+	}
+	l := &sc.hooks
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.accepted = true
+	if h := sc.s.hooks.Load(); h != nil {
+		for _, hook := range l.pending {
+			hook(h)
+		}
+	}
+	l.pending = nil
+	return l.closing
 }
 
 func (s *Server) newConn(ls *listenerState, raw net.Conn, c *chain, local, remote netip.AddrPort) *serverConn {
@@ -53,6 +114,7 @@ func (sc *serverConn) RemoteAddr() net.Addr { return sc.key }
 
 // Close closes the connection and forgets it.
 func (sc *serverConn) Close() error {
+	sc.beginClose()
 	err := sc.Conn.Close()
 	sc.closeOnce.Do(func() {
 		sc.s.conns.Delete(net.Addr(sc.key))
@@ -63,9 +125,11 @@ func (sc *serverConn) Close() error {
 			sc.timer.Stop()
 		}
 		sc.timerMu.Unlock()
-		if h := sc.s.hooks.Load(); h != nil && h.ConnectionClosed != nil {
-			h.ConnectionClosed(sc.connInfo())
-		}
+		sc.report(func(h *Hooks) {
+			if h.ConnectionClosed != nil {
+				h.ConnectionClosed(sc.connInfo())
+			}
+		}, true)
 	})
 	return err
 }
@@ -81,9 +145,11 @@ func (sc *serverConn) connInfo() ConnInfo {
 // connection still in its handshake is closed at once: it has no RPC.
 func (sc *serverConn) drainFunc(notServing bool, why error) func() {
 	return func() {
-		if h := sc.s.hooks.Load(); h != nil && h.ConnectionDrained != nil {
-			h.ConnectionDrained(ConnDrainInfo{ConnInfo: sc.connInfo(), NotServing: notServing, Err: why})
-		}
+		sc.report(func(h *Hooks) {
+			if h.ConnectionDrained != nil {
+				h.ConnectionDrained(ConnDrainInfo{ConnInfo: sc.connInfo(), NotServing: notServing, Err: why})
+			}
+		}, false)
 		out := sc.out.Load()
 		if out == nil {
 			sc.Close()

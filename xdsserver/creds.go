@@ -27,9 +27,11 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 	}
 	conn, auth, state, err := c.handshake(sc, sc.chain.Load().fc.Security)
 	if err != nil {
-		if h := c.s.hooks.Load(); h != nil && h.HandshakeFailed != nil {
-			h.HandshakeFailed(HandshakeInfo{ConnInfo: sc.connInfo(), Side: "server", Err: err})
-		}
+		sc.report(func(h *Hooks) {
+			if h.HandshakeFailed != nil {
+				h.HandshakeFailed(HandshakeInfo{ConnInfo: sc.connInfo(), Side: "server", Err: err})
+			}
+		}, false)
 		return nil, nil, err
 	}
 	sc.info.Store(httpfilter.NewConn(sc.local, sc.remote, state))

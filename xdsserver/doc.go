@@ -67,9 +67,13 @@
 //
 // Each RPC is routed by its connection's chain: the virtual host for its
 // :authority (gRFC A27's domain matching), then the first route whose
-// path, header and runtime-fraction matchers match (header matchers read
-// the RPC's metadata as gRPC C-core's routing does: a "-bin" header is
-// never present, "content-type" is "application/grpc"). Then the chain's
+// path, header and runtime-fraction matchers match. The matchers are the
+// client's (package internal/routematch), as gRFC A36 asks and as gRPC
+// C-core runs one matcher for both sides; only their input differs: the
+// header matchers read the RPC's incoming metadata, with C-core's rules
+// (a "-bin" header is never present, "content-type" is
+// "application/grpc", a header sent several times has its values joined
+// with ","). Then the chain's
 // HTTP filters run in order, each built for the route with its most
 // specific typed_per_filter_config override (the route's, else the
 // virtual host's; a disabled one leaves the filter out), from the filters

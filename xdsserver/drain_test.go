@@ -10,6 +10,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/grpc/connectivity"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xdslens/xdslens/internal/serverres"
@@ -68,7 +69,8 @@ func TestDrainOnChainChange(t *testing.T) {
 	s.ev.wait(t, "the second Listener", func(e *events) bool { return len(e.changes) == 2 })
 	// c1 changed (an RBAC filter added): both connections are drained.
 	env.Set(serverres.Listener(s.name(), s.host, s.port, nil, plainChain("c1", nil, true)))
-	s.ev.wait(t, "two drained connections", func(e *events) bool { return len(e.drained) == 2 })
+	// The Listener's change is reported after the drains it makes.
+	s.ev.wait(t, "two drained connections", func(e *events) bool { return len(e.drained) == 2 && len(e.changes) == 3 })
 	s.ev.mu.Lock()
 	changes := s.ev.changes
 	s.ev.mu.Unlock()
@@ -89,7 +91,14 @@ func TestDrainOnChainChange(t *testing.T) {
 	if st, err := next(); err != nil || st != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("the stream in progress after the drain: %v, %v; want NOT_SERVING", st, err)
 	}
-	// A new RPC on the drained channel goes to a new connection.
+	// A new RPC on the drained channel goes to a new connection, once the
+	// client has read the GOAWAY (the hook comes before it is sent, and
+	// a stream the client opens before reading it is served).
+	for conn.GetState() == connectivity.Ready {
+		if !conn.WaitForStateChange(ctxT(t), connectivity.Ready) {
+			t.Fatal("the drained channel stayed READY: no GOAWAY read")
+		}
+	}
 	if err := servertest.Call(ctxT(t), conn, emptyCall); err != nil {
 		t.Errorf("an RPC after the drain: %v", err)
 	}

@@ -2,7 +2,8 @@ package xdsserver
 
 import (
 	"net/netip"
-	"slices"
+
+	"github.com/xdslens/xdslens/internal/hookset"
 )
 
 // Mode is the serving mode of one listening address (gRFC A36).
@@ -55,6 +56,13 @@ type ServingModeChange struct {
 // the event (accepting, the TLS handshake, the RPC, the xDS watch); they
 // must be cheap and must not block. The fields of their Info values may be
 // added to in later versions.
+//
+// The hooks of one connection come in order, whichever goroutines report
+// them: ConnectionAccepted first, then HandshakeFailed or
+// ConnectionDrained, then ConnectionClosed, and nothing after it; a
+// handshake cut short because the server closed the connection is not
+// reported as failed. Hooks given to WithHooks and AddHooks are called in
+// the order they were given.
 type Hooks struct {
 	// ServingModeChanged is called with ModeStarting when Serve starts
 	// serving an address, then whenever the address changes its serving
@@ -156,46 +164,17 @@ type AuthzInfo struct {
 	Deny    bool
 }
 
-// compose returns hooks that call every non-nil one of hs, nil when there
-// are none, so that each event costs one nil check.
+// compose returns hooks whose every func calls the funcs of hs that set
+// it, in order (package hookset), so that each event costs one nil check.
 func compose(hs []*Hooks) *Hooks {
-	live := slices.DeleteFunc(slices.Clone(hs), func(h *Hooks) bool { return h == nil })
-	switch len(live) {
-	case 0:
-		return nil
-	case 1:
-		return live[0]
-	}
 	return &Hooks{
-		ServingModeChanged: joinHook(live, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
-		ListenerChanged:    joinHook(live, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
-		ConnectionAccepted: joinHook(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
-		ConnectionRefused:  joinHook(live, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
-		ConnectionClosed:   joinHook(live, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
-		ConnectionDrained:  joinHook(live, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
-		HandshakeFailed:    joinHook(live, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
-		AuthzDecision:      joinHook(live, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
-	}
-}
-
-// joinHook returns one func that calls the field of each of hs that is
-// set, nil when none is.
-func joinHook[T any](hs []*Hooks, field func(*Hooks) func(T)) func(T) {
-	var fs []func(T)
-	for _, h := range hs {
-		if f := field(h); f != nil {
-			fs = append(fs, f)
-		}
-	}
-	switch len(fs) {
-	case 0:
-		return nil
-	case 1:
-		return fs[0]
-	}
-	return func(v T) {
-		for _, f := range fs {
-			f(v)
-		}
+		ServingModeChanged: hookset.Join(hs, func(h *Hooks) func(ServingModeChange) { return h.ServingModeChanged }),
+		ListenerChanged:    hookset.Join(hs, func(h *Hooks) func(ListenerChangeInfo) { return h.ListenerChanged }),
+		ConnectionAccepted: hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
+		ConnectionRefused:  hookset.Join(hs, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
+		ConnectionClosed:   hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
+		ConnectionDrained:  hookset.Join(hs, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
+		HandshakeFailed:    hookset.Join(hs, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
+		AuthzDecision:      hookset.Join(hs, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
 	}
 }

@@ -387,15 +387,14 @@ func (l *servingListener) Accept() (net.Conn, error) {
 			refused.Err = errors.New("no filter chain matches the connection, and the Listener has no default_filter_chain")
 		}
 		ls.mu.Unlock()
-		h := ls.s.hooks.Load()
 		if sc != nil {
-			if h != nil && h.ConnectionAccepted != nil {
-				h.ConnectionAccepted(sc.connInfo())
+			if closed := sc.announce(); !closed {
+				return sc, nil
 			}
-			return sc, nil
+			continue // drained (the address stopped serving) as it was reported
 		}
 		raw.Close()
-		if h != nil && h.ConnectionRefused != nil {
+		if h := ls.s.hooks.Load(); h != nil && h.ConnectionRefused != nil {
 			h.ConnectionRefused(refused)
 		}
 	}

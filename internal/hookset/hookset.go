@@ -4,7 +4,8 @@
 // structs set, in the order the structs were given. The composition is
 // made once, when hooks are attached, so that an event costs a single nil
 // check however many observers there are, and a func no struct sets stays
-// nil. xdsclient.Hooks and xdsgrpc.Hooks are composed with it.
+// nil. xdsclient.Hooks, xdsgrpc.Hooks and xdsserver.Hooks are composed
+// with it.
 package hookset
 
 // Join returns a func that calls, in the order of hs, the func that field

@@ -3,7 +3,7 @@ package routing
 import (
 	"context"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/internal/routematch"
 )
 
 // Certain is the Chance of a route that takes every RPC its path and
@@ -42,8 +42,8 @@ type Trial struct {
 // as a Chance, and the routes after it are evaluated too.
 func (t *Table) Explain(ctx context.Context, method string) []Trial {
 	var trials []Trial
-	for i := range t.routes {
-		tr := t.trial(ctx, i, method)
+	for i := range t.match.Len() {
+		tr := trial(ctx, t.match.Route(i), i, method)
 		trials = append(trials, tr)
 		if tr.Chance >= Certain {
 			break
@@ -52,28 +52,22 @@ func (t *Table) Explain(ctx context.Context, method string) []Trial {
 	return trials
 }
 
-// trial evaluates route i for an RPC of method.
-func (t *Table) trial(ctx context.Context, i int, method string) Trial {
-	r := &t.routes[i]
+// trial evaluates route r, of index i, for an RPC of method.
+func trial(ctx context.Context, r *routematch.Route, i int, method string) Trial {
 	tr := Trial{Route: i, Header: -1}
-	if r.action == xdsresource.ActionClusterHeader {
+	if r.Ignored() {
 		tr.Ignored = true
 		return tr
 	}
-	if tr.Path = r.path.match(method); !tr.Path {
+	if tr.Path = r.MatchPath(method); !tr.Path {
 		return tr
 	}
-	for k := range r.headers {
-		h := &r.headers[k]
-		if !h.match(ctx) {
-			tr.Header = k
-			tr.HeaderValue, tr.HeaderPresent = h.lookup(ctx)
-			return tr
-		}
+	if tr.Header, tr.HeaderValue, tr.HeaderPresent = r.FailedHeader(ctx); tr.Header >= 0 {
+		return tr
 	}
 	tr.Chance = Certain
-	if r.fraction >= 0 {
-		tr.Chance = min(r.fraction, Certain)
+	if f := r.Fraction(); f >= 0 {
+		tr.Chance = min(f, Certain)
 	}
 	return tr
 }
@@ -91,10 +85,10 @@ type Choice struct {
 // draw, with their weights: one Choice of weight 1 for a route to one
 // cluster, none for a route that does not forward.
 func (t *Table) Choices(i int) []Choice {
-	if i < 0 || i >= len(t.routes) {
+	if i < 0 || i >= len(t.actions) {
 		return nil
 	}
-	r := &t.routes[i]
+	r := &t.actions[i]
 	out := make([]Choice, 0, len(r.targets))
 	var prev uint32
 	for _, tg := range r.targets {

@@ -44,7 +44,7 @@ func compileHashPolicies(ps []xdsresource.HashPolicy) ([]hashPolicy, error) {
 
 // HasHashPolicies reports whether route i has hash policies.
 func (t *Table) HasHashPolicies(i int) bool {
-	return i >= 0 && i < len(t.routes) && len(t.routes[i].hashes) > 0
+	return i >= 0 && i < len(t.actions) && len(t.actions[i].hashes) > 0
 }
 
 // Hash computes the request hash of an RPC that route i matched, from the
@@ -57,11 +57,11 @@ func (t *Table) HasHashPolicies(i int) bool {
 // policy that produced a hash ends the evaluation. ok is false when no
 // policy produced a hash.
 func (t *Table) Hash(ctx context.Context, i int, channelID uint64) (hash uint64, ok bool) {
-	if i < 0 || i >= len(t.routes) {
+	if i < 0 || i >= len(t.actions) {
 		return 0, false
 	}
-	for k := range t.routes[i].hashes {
-		p := &t.routes[i].hashes[k]
+	for k := range t.actions[i].hashes {
+		p := &t.actions[i].hashes[k]
 		var h uint64
 		switch p.kind {
 		case xdsresource.HashHeader:

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"google.golang.org/grpc/metadata"
-
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
@@ -67,81 +65,6 @@ func TestPathMatching(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(tbl.Clusters), "[exact exact-ci regex prefix-ci prefix]"; got != want {
 		t.Errorf("Clusters = %s, want %s", got, want)
-	}
-}
-
-func TestHeaderMatching(t *testing.T) {
-	h := func(m xdsresource.HeaderMatcher, name string) xdsresource.Route {
-		r := prefix("", cluster(name))
-		r.Headers = []xdsresource.HeaderMatcher{m}
-		return r
-	}
-	type kv = []string
-	for _, tc := range []struct {
-		name string
-		m    xdsresource.HeaderMatcher
-		md   kv
-		want bool
-	}{
-		{"exact", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "canary"}, true},
-		{"exact other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "prod"}, false},
-		{"exact absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, nil, false},
-		{"exact inverted absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, nil, false},
-		{"exact inverted other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
-		{"exact ignore case", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
-		{"upper-case key in metadata", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a"}, kv{"X-Env", "a"}, true},
-		{"several values joined", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderExact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
-		{"prefix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "ab"}, kv{"x-v", "abc"}, true},
-		{"prefix ignore case", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
-		{"suffix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abc"}, true},
-		{"suffix no", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abd"}, false},
-		{"contains", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderContains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
-		{"regex full", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "a.c"}, kv{"x-v", "abc"}, true},
-		{"regex partial", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "b"}, kv{"x-v", "abc"}, false},
-		{"range in", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
-		{"range end excluded", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
-		{"range not a number", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
-		{"present", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-p", ""}, true},
-		{"present absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, nil, false},
-		{"present false absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, nil, true},
-		{"present inverted absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, nil, true},
-		{"binary header never present", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-b-bin", "\x01"}, false},
-		{"binary header absent inverted", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
-		{"binary header present_match false", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-b-bin", "\x01"}, true},
-		{"binary header exact never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderExact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
-		{"binary header prefix inverted never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPrefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
-		{"present_match false on an empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-p", ""}, false},
-		{"exact empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderExact, Value: ""}, kv{"x-p", ""}, true},
-		{"content-type is application/grpc", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "application/grpc"}, nil, true},
-		{"content-type from metadata ignored", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tbl, err := routing.Compile(&xdsresource.VirtualHost{Routes: []xdsresource.Route{h(tc.m, "match")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			if tc.md != nil {
-				ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs(tc.md...))
-			}
-			if got := route(t, tbl, ctx, "/s/m") == "match"; got != tc.want {
-				t.Errorf("matched = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestHeaderAppendedMetadata(t *testing.T) {
-	r := prefix("", cluster("c"))
-	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a,b"}}
-	tbl, err := routing.Compile(&xdsresource.VirtualHost{Routes: []xdsresource.Route{r}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-env", "a"))
-	ctx = metadata.AppendToOutgoingContext(ctx, "X-Env", "b")
-	if got := route(t, tbl, ctx, "/s/m"); got != "c" {
-		t.Errorf("routed to %s, want c (values of NewOutgoingContext and AppendToOutgoingContext joined)", got)
 	}
 }
 
@@ -222,53 +145,6 @@ func BenchmarkRoute(b *testing.B) {
 	for b.Loop() {
 		if d := tbl.Route(ctx, "/svc.S999/Method"); d.Outcome != routing.Routed {
 			b.Fatal(d)
-		}
-	}
-}
-
-// TestRememberedMethodsAgree checks that routing a method again, from the
-// remembered path matches, decides as the first routing did, including
-// when header matchers pass over some of the routes, and when more routes
-// match a path than are remembered.
-func TestRememberedMethodsAgree(t *testing.T) {
-	vh := &xdsresource.VirtualHost{}
-	for i := range 200 {
-		r := prefix(fmt.Sprintf("/svc.S%d/", i%7), cluster(fmt.Sprintf("c%d", i)))
-		if i%3 == 0 {
-			r.Headers = []xdsresource.HeaderMatcher{{Name: "x-k", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i % 5)}}
-		}
-		vh.Routes = append(vh.Routes, r)
-	}
-	for i := range 100 { // 100 catch-all routes: more than MaxRememberedRoutes match every path
-		r := prefix("/", cluster(fmt.Sprintf("all%d", i)))
-		r.Headers = []xdsresource.HeaderMatcher{{Name: "x-all", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i)}}
-		vh.Routes = append(vh.Routes, r)
-	}
-	tbl, err := routing.Compile(vh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for round := range 2 {
-		for s := range 8 {
-			for k := range 6 {
-				ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-k", fmt.Sprint(k), "x-all", fmt.Sprint(k*17)))
-				method := fmt.Sprintf("/svc.S%d/M", s)
-				want := "no_route"
-				// The reference: the first route in order whose matchers all match.
-				for i, r := range vh.Routes {
-					if len(method) < len(r.Prefix) || method[:len(r.Prefix)] != r.Prefix {
-						continue
-					}
-					if len(r.Headers) > 0 && metadata.ValueFromOutgoingContext(ctx, r.Headers[0].Name)[0] != r.Headers[0].Value {
-						continue
-					}
-					want = vh.Routes[i].Action.Cluster
-					break
-				}
-				if got := route(t, tbl, ctx, method); got != want {
-					t.Errorf("round %d: %s with x-k=%d: routed to %s, want %s", round, method, k, got, want)
-				}
-			}
 		}
 	}
 }

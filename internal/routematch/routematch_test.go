@@ -1,0 +1,198 @@
+package routematch_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/xdslens/xdslens/internal/routematch"
+	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+)
+
+// TestMain ends the test binary without the race detector's pause at exit.
+func TestMain(m *testing.M) { testmain.Run(m) }
+
+var serve = xdsresource.RouteAction{Kind: xdsresource.ActionNonForwarding}
+
+func prefix(p string) xdsresource.Route {
+	return xdsresource.Route{PathMatch: xdsresource.PathPrefix, Prefix: p, Action: serve}
+}
+
+// sides are a client's and a server's view of the same metadata.
+var sides = []struct {
+	name string
+	md   routematch.Metadata
+	ctx  func(metadata.MD) context.Context
+}{
+	{"outgoing", routematch.Outgoing, func(md metadata.MD) context.Context { return metadata.NewOutgoingContext(context.Background(), md) }},
+	{"incoming", routematch.Incoming, func(md metadata.MD) context.Context { return metadata.NewIncomingContext(context.Background(), md) }},
+}
+
+// Each header matcher decides alike on a client's outgoing metadata and
+// on a server's incoming metadata (gRFC A36: a server's routes match as
+// a client's do), with C-core's rules for -bin headers, content-type,
+// empty values and headers sent several times.
+func TestHeaderMatchingBothSides(t *testing.T) {
+	type kv = []string
+	for _, tc := range []struct {
+		name string
+		m    xdsresource.HeaderMatcher
+		md   kv
+		want bool
+	}{
+		{"exact", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "canary"}, true},
+		{"exact other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "prod"}, false},
+		{"exact absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, nil, false},
+		{"exact inverted absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, nil, false},
+		{"exact inverted other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
+		{"exact ignore case", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
+		{"upper-case key in metadata", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a"}, kv{"X-Env", "a"}, true},
+		{"several values joined", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderExact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
+		{"prefix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "ab"}, kv{"x-v", "abc"}, true},
+		{"prefix ignore case", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"suffix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abc"}, true},
+		{"suffix no", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abd"}, false},
+		{"contains", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderContains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"regex full", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "a.c"}, kv{"x-v", "abc"}, true},
+		{"regex partial", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "b"}, kv{"x-v", "abc"}, false},
+		{"range in", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
+		{"range end excluded", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
+		{"range not a number", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
+		{"present", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-p", ""}, true},
+		{"present absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, nil, false},
+		{"present false absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, nil, true},
+		{"present inverted absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, nil, true},
+		{"binary header never present", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header absent inverted", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header present_match false", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header exact never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderExact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header prefix inverted never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPrefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
+		{"present_match false on an empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-p", ""}, false},
+		{"exact empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderExact, Value: ""}, kv{"x-p", ""}, true},
+		{"content-type is application/grpc", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "application/grpc"}, nil, true},
+		{"content-type from metadata ignored", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
+	} {
+		for _, side := range sides {
+			t.Run(side.name+"/"+tc.name, func(t *testing.T) {
+				r := prefix("")
+				r.Headers = []xdsresource.HeaderMatcher{tc.m}
+				tbl, err := routematch.Compile([]xdsresource.Route{r}, side.md)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				if tc.md != nil {
+					ctx = side.ctx(metadata.Pairs(tc.md...))
+				}
+				if got := tbl.Match(ctx, "/s/m") == 0; got != tc.want {
+					t.Errorf("matched = %v, want %v", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// A table reads the metadata of its side only: a client's header matchers
+// do not see the metadata the RPC came with, a server's do not see what it
+// sends.
+func TestMetadataOfItsSide(t *testing.T) {
+	r := prefix("")
+	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}}
+	md := metadata.Pairs("x-env", "canary")
+	for _, tc := range []struct {
+		name string
+		md   routematch.Metadata
+		ctx  context.Context
+		want int
+	}{
+		{"outgoing table, outgoing metadata", routematch.Outgoing, metadata.NewOutgoingContext(context.Background(), md), 0},
+		{"outgoing table, incoming metadata", routematch.Outgoing, metadata.NewIncomingContext(context.Background(), md), -1},
+		{"incoming table, incoming metadata", routematch.Incoming, metadata.NewIncomingContext(context.Background(), md), 0},
+		{"incoming table, outgoing metadata", routematch.Incoming, metadata.NewOutgoingContext(context.Background(), md), -1},
+	} {
+		tbl, err := routematch.Compile([]xdsresource.Route{r}, tc.md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tbl.Match(tc.ctx, "/s/m"); got != tc.want {
+			t.Errorf("%s: route %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The values given by NewOutgoingContext and AppendToOutgoingContext are
+// one header's values, joined.
+func TestHeaderAppendedMetadata(t *testing.T) {
+	r := prefix("")
+	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a,b"}}
+	tbl, err := routematch.Compile([]xdsresource.Route{r}, routematch.Outgoing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-env", "a"))
+	ctx = metadata.AppendToOutgoingContext(ctx, "X-Env", "b")
+	if got := tbl.Match(ctx, "/s/m"); got != 0 {
+		t.Errorf("route %d, want 0 (values of NewOutgoingContext and AppendToOutgoingContext joined)", got)
+	}
+}
+
+// A regular expression that does not compile fails the table, naming the
+// route and the matcher.
+func TestCompileErrorNamesTheRoute(t *testing.T) {
+	r := prefix("")
+	r.Headers = []xdsresource.HeaderMatcher{{Name: "x", Kind: xdsresource.HeaderRegex, Value: "("}}
+	_, err := routematch.Compile([]xdsresource.Route{prefix("/"), r}, routematch.Incoming)
+	if err == nil || err.Error() != `routes[1]: headers[0] safe_regex "(": error parsing regexp: missing closing ): `+"`^(?:()$`" {
+		t.Errorf("Compile: %v", err)
+	}
+}
+
+// TestRememberedMethodsAgree checks that routing a method again, from the
+// remembered path matches, decides as the first routing did, including
+// when header matchers pass over some of the routes, and when more routes
+// match a path than are remembered.
+func TestRememberedMethodsAgree(t *testing.T) {
+	vh := &xdsresource.VirtualHost{}
+	for i := range 200 {
+		r := prefix(fmt.Sprintf("/svc.S%d/", i%7))
+		if i%3 == 0 {
+			r.Headers = []xdsresource.HeaderMatcher{{Name: "x-k", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i % 5)}}
+		}
+		vh.Routes = append(vh.Routes, r)
+	}
+	for i := range 100 { // 100 catch-all routes: more than MaxRememberedRoutes match every path
+		r := prefix("/")
+		r.Headers = []xdsresource.HeaderMatcher{{Name: "x-all", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i)}}
+		vh.Routes = append(vh.Routes, r)
+	}
+	tbl, err := routematch.Compile(vh.Routes, routematch.Outgoing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		for s := range 8 {
+			for k := range 6 {
+				ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-k", fmt.Sprint(k), "x-all", fmt.Sprint(k*17)))
+				method := fmt.Sprintf("/svc.S%d/M", s)
+				want := -1
+				// The reference: the first route in order whose matchers all match.
+				for i, r := range vh.Routes {
+					if len(method) < len(r.Prefix) || method[:len(r.Prefix)] != r.Prefix {
+						continue
+					}
+					if len(r.Headers) > 0 && metadata.ValueFromOutgoingContext(ctx, r.Headers[0].Name)[0] != r.Headers[0].Value {
+						continue
+					}
+					want = i
+					break
+				}
+				if got := tbl.Match(ctx, method); got != want {
+					t.Errorf("round %d: %s with x-k=%d: route %d, want %d", round, method, k, got, want)
+				}
+			}
+		}
+	}
+}
