@@ -3,7 +3,7 @@ package compare_test
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"go.uber.org/goleak"
 )
 

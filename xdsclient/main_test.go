@@ -3,7 +3,7 @@ package xdsclient_test
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 

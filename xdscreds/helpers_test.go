@@ -24,7 +24,7 @@ import (
 	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/handshake"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdscreds"

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // TestWatch runs watch against a control plane on loopback: it prints the

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 

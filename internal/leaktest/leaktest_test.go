@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/internal/leaktest"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 func TestMain(m *testing.M) { testmain.Run(m) }

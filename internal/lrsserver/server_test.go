@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xdslens/xdslens/internal/lrsserver"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"go.uber.org/goleak"
 )

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/servertest"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(testmain.Exit)) }

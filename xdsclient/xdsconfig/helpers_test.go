@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/internal/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // TestRun prints the table from a file and from standard input alike, and

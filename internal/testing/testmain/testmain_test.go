@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // exitEnv, when set, makes this test binary write a line and end through
