@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/leaktest"
+	"github.com/xdslens/xdslens/internal/testing/leaktest"
 )
 
 func testContext(t *testing.T) context.Context {

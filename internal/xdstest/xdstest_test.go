@@ -24,7 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/leaktest"
+	"github.com/xdslens/xdslens/internal/testing/leaktest"
 	"github.com/xdslens/xdslens/internal/xdstest"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/leaktest"
+	"github.com/xdslens/xdslens/internal/testing/leaktest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
