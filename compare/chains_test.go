@@ -9,7 +9,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // servingChain is a plaintext chain named name matching m whose routes

@@ -21,7 +21,7 @@ import (
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // recorder is an audit logger registered with grpc-go's authz/audit

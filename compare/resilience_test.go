@@ -14,7 +14,7 @@ import (
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // call makes one EmptyCall on conn with md as metadata pairs and returns

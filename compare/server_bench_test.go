@@ -12,7 +12,7 @@ import (
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // BenchmarkServerMTLS measures, in one run, xdslens's xDS-enabled server

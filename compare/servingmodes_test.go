@@ -8,7 +8,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/testing/testmain"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/metrictest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"

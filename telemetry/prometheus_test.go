@@ -13,7 +13,7 @@ import (
 
 	"github.com/xdslens/xdslens/exporters"
 	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/testing/testmain"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // TestMain runs the parallel tests, which wait on loopback servers and

@@ -26,7 +26,7 @@ import (
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"

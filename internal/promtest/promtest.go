@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // Deadline bounds every wait on Prometheus.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // TestRunTakesAnotherAddress gives Run an address another listener holds

@@ -8,7 +8,7 @@ import (
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/rpctest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"go.uber.org/goleak"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 

@@ -11,7 +11,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/xdslens/xdslens/internal/lrsserver"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"

@@ -10,7 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/balancer"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )

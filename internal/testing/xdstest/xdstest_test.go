@@ -25,7 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/testing/leaktest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 const (
@@ -311,7 +311,7 @@ func TestStopAndRestart(t *testing.T) {
 	if err := first.Send(xdstest.Response(ldsType, "1")); err == nil {
 		t.Error("Send on a stream of a stopped server succeeded")
 	}
-	if g := leaktest.Left(ctx, "github.com/xdslens/xdslens/internal/xdstest"); len(g) > 0 {
+	if g := leaktest.Left(ctx, "github.com/xdslens/xdslens/internal/testing/xdstest"); len(g) > 0 {
 		t.Errorf("goroutines of package xdstest left after Stop:\n%s", strings.Join(g, "\n\n"))
 	}
 	srv.Stop() // stopping again does nothing
