@@ -32,7 +32,7 @@ import (
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/rpctest"
 )
 

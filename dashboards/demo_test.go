@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/servertest"
 )

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 )
 
 // TestRun runs Prometheus scraping itself, and checks that the helpers see
