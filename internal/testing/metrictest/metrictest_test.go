@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/xdslens/xdslens/internal/metrictest"
+	"github.com/xdslens/xdslens/internal/testing/metrictest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
