@@ -17,7 +17,7 @@ import (
 
 	"github.com/xdslens/xdslens/admin"
 	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsgrpc"
 	"github.com/xdslens/xdslens/xdsgrpc/history"

@@ -33,7 +33,7 @@ import (
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/testing/promtest"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
 )
 
 // dataPlaneAlerts are the alerts on the RPCs of xdslens channels, which

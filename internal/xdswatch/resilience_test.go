@@ -9,7 +9,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/backends"
 	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
 )
 
 // TestRPCLinesAttemptsAndFaults: an rpc line counts the RPC's attempts
