@@ -7,7 +7,7 @@ import (
 
 	"github.com/xdslens/xdslens/admin"
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsserver"
 )

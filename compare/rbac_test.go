@@ -20,7 +20,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 

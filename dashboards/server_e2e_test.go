@@ -24,7 +24,7 @@ import (
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 )
 
 // serverAlerts are the alerts on xDS-enabled servers, which

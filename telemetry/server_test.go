@@ -14,7 +14,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsserver"

@@ -13,7 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsserver"

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsserver"

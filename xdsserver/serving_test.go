@@ -15,7 +15,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsserver"
