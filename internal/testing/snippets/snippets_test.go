@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/snippets"
+	"github.com/xdslens/xdslens/internal/testing/snippets"
 )
 
 // root is the module root, from this package's directory.
