@@ -389,7 +389,7 @@ func FuzzClusterWire(f *testing.F) {
 }
 
 // BenchmarkDecodeCluster decodes the EDS cluster of the performance
-// benchmarks (internal/perfbench) and one with the fields of real
+// benchmarks (internal/testing/perfbench) and one with the fields of real
 // clusters, most of them left to the runtime.
 func BenchmarkDecodeCluster(b *testing.B) {
 	eds := controlplane.Cluster("c1", "c1")

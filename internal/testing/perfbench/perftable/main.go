@@ -2,8 +2,8 @@
 // scale, with its ratios to the raw-ADS and unmarshal floors, from the
 // output of the perfbench benchmarks:
 //
-//	go test -run '^$' -bench BenchmarkPerf -benchmem -count 6 ./internal/perfbench > perf.txt
-//	go run ./internal/perfbench/perftable perf.txt
+//	go test -run '^$' -bench BenchmarkPerf -benchmem -count 6 ./internal/testing/perfbench > perf.txt
+//	go run ./internal/testing/perfbench/perftable perf.txt
 //
 // With no file arguments it reads standard input. The values are the
 // medians of all runs of each benchmark.
@@ -14,7 +14,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/xdslens/xdslens/internal/perfbench"
+	"github.com/xdslens/xdslens/internal/testing/perfbench"
 )
 
 func main() {

@@ -37,9 +37,9 @@
 //
 // or by hand:
 //
-//	go test -run '^$' -bench BenchmarkPerf -benchmem -count 6 ./internal/perfbench | tee perf.txt
+//	go test -run '^$' -bench BenchmarkPerf -benchmem -count 6 ./internal/testing/perfbench | tee perf.txt
 //	benchstat perf.txt
-//	go run ./internal/perfbench/perftable perf.txt
+//	go run ./internal/testing/perfbench/perftable perf.txt
 //
 // TestRetainedHeap checks the heap the client retains once it holds 10,000
 // clusters against the size of the response on the wire, and
