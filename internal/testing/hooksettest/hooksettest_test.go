@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/hookset"
-	"github.com/xdslens/xdslens/internal/hookset/hooksettest"
+	"github.com/xdslens/xdslens/internal/testing/hooksettest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
