@@ -22,8 +22,8 @@ import (
 
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/serverres"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
 )
 
