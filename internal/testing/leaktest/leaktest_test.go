@@ -21,7 +21,7 @@ func park(stop <-chan struct{}, stopped chan<- struct{}) {
 // Left reports a goroutine while it runs, waits for one that is ending,
 // and gives up when its context ends.
 func TestLeft(t *testing.T) {
-	const pkg = "github.com/xdslens/xdslens/internal/leaktest_test"
+	const pkg = "github.com/xdslens/xdslens/internal/testing/leaktest_test"
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go park(stop, stopped)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)

@@ -12,7 +12,7 @@ import (
 )
 
 // root is the module root, from this package's directory.
-const root = "../.."
+const root = "../../.."
 
 // TestMarkdownQuotesCompiledCode checks every Markdown file of the
 // module: each Go block is a quotation of compiled code, equal to it.
