@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // TestRPCLinesAttemptsAndFaults: an rpc line counts the RPC's attempts

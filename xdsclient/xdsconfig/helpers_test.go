@@ -273,7 +273,7 @@ func addrs(s *xdsconfig.ClusterConfig) []string {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// Resource builders beyond those of internal/controlplane.
+// Resource builders beyond those of internal/xdswatch/demo/controlplane.
 
 // logicalDNS returns a LOGICAL_DNS cluster of host:port.
 func logicalDNS(name, host string, port uint32) *clusterv3.Cluster {

@@ -6,5 +6,5 @@
 // Call makes one RPC and says which backend and cluster answered; Poll
 // repeats RPCs until a condition holds. The rest builds the route and
 // endpoint resources that data-plane scenarios serve, beside the plainer
-// ones of internal/controlplane.
+// ones of internal/xdswatch/demo/controlplane.
 package rpctest

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/testing/leaktest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -202,7 +202,7 @@ func TestStopEndsOpenStream(t *testing.T) {
 		t.Fatal("Stop did not return")
 	}
 	srv.Stop() // a second Stop is a no-op
-	if g := leaktest.Left(ctx, "github.com/xdslens/xdslens/internal/controlplane"); len(g) > 0 {
+	if g := leaktest.Left(ctx, "github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"); len(g) > 0 {
 		t.Errorf("goroutines left in package controlplane after Stop:\n%s", strings.Join(g, "\n\n"))
 	}
 }
