@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/xdslens/xdslens/internal/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
