@@ -22,9 +22,9 @@ import (
 
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 )
 
 // serverAlerts are the alerts on xDS-enabled servers, which

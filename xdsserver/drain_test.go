@@ -12,8 +12,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 

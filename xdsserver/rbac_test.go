@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 

@@ -17,7 +17,7 @@ import (
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
 
 	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/serverres"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 )
 
 // Names of the demo's xDS-enabled server.

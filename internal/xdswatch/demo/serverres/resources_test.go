@@ -10,8 +10,8 @@ import (
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"go.uber.org/goleak"
 
-	"github.com/xdslens/xdslens/internal/serverres"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
