@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/xds"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/testing/rpctest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"

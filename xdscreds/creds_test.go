@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/internal/certstore"
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 

@@ -16,7 +16,7 @@ import (
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
 
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/certs"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 )
 
@@ -43,7 +43,7 @@ const (
 // client's, for mTLS to the demo's xDS-enabled server.
 type demoCerts struct {
 	dir   string
-	files *certtest.Files
+	files *certs.Files
 	// clientCert and clientKey are the client's files; clientTLS the
 	// client's TLS config.
 	clientCert, clientKey string
@@ -53,15 +53,15 @@ type demoCerts struct {
 // makeDemoCerts makes a CA, a server and a client certificate, and
 // writes them in a new temporary directory.
 func makeDemoCerts() (*demoCerts, error) {
-	ca, err := certtest.GenerateCA("xdswatch demo CA")
+	ca, err := certs.GenerateCA("xdswatch demo CA")
 	if err != nil {
 		return nil, err
 	}
-	server, err := ca.Generate(certtest.Names{CommonName: "xdswatch demo server", DNS: []string{demoServerName}, IPs: []string{"127.0.0.1"}})
+	server, err := ca.Generate(certs.Names{CommonName: "xdswatch demo server", DNS: []string{demoServerName}, IPs: []string{"127.0.0.1"}})
 	if err != nil {
 		return nil, err
 	}
-	client, err := ca.Generate(certtest.Names{CommonName: "xdswatch demo client", URIs: []string{demoClientID}})
+	client, err := ca.Generate(certs.Names{CommonName: "xdswatch demo client", URIs: []string{demoClientID}})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func makeDemoCerts() (*demoCerts, error) {
 	}
 	c := &demoCerts{dir: dir, clientCert: filepath.Join(dir, "client.pem"), clientKey: filepath.Join(dir, "client-key.pem")}
 	c.clientTLS = &tls.Config{Certificates: []tls.Certificate{client.TLS}, RootCAs: ca.Pool(), ServerName: demoServerName}
-	if c.files, err = certtest.WriteFilesIn(dir, server, ca); err == nil {
+	if c.files, err = certs.WriteFilesIn(dir, server, ca); err == nil {
 		if err = os.WriteFile(c.clientCert, client.CertPEM, 0o600); err == nil {
 			err = os.WriteFile(c.clientKey, client.KeyPEM, 0o600)
 		}

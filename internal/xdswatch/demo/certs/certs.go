@@ -1,9 +1,9 @@
-// Package certtest makes the certificates that tests of TLS and the
-// xdswatch demo need: a CA, and certificates it signs with the SANs asked
-// for, written as PEM files that a file_watcher certificate provider
-// reads, and rewritten to rotate them. The functions that take a
-// testing.TB fail the test on error; the others return it.
-package certtest
+// Package certs makes the certificates that the xdswatch demo serves its
+// xDS-enabled server and calls it with: a CA, and certificates it signs
+// with the SANs asked for, written as PEM files that a file_watcher
+// certificate provider reads, and rewritten to rotate them. The tests of
+// TLS make theirs with it too, through package certtest.
+package certs
 
 import (
 	"crypto/ecdsa"
@@ -20,11 +20,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
-// CA is a certificate authority made for one test.
+// CA is a certificate authority, made for one demo or one test.
 type CA struct {
 	Cert *x509.Certificate
 	key  *ecdsa.PrivateKey
@@ -34,21 +33,11 @@ type CA struct {
 
 var serial atomic.Int64
 
-// NewCA makes a self-signed CA named name.
-func NewCA(t testing.TB, name string) *CA {
-	t.Helper()
-	ca, err := GenerateCA(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca
-}
-
 // GenerateCA makes a self-signed CA named name, valid for a day.
 func GenerateCA(name string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: CA %q key: %w", name, err)
+		return nil, fmt.Errorf("certs: CA %q key: %w", name, err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(serial.Add(1)),
@@ -61,11 +50,11 @@ func GenerateCA(name string) (*CA, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: CA %q: %w", name, err)
+		return nil, fmt.Errorf("certs: CA %q: %w", name, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: CA %q: %w", name, err)
+		return nil, fmt.Errorf("certs: CA %q: %w", name, err)
 	}
 	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
@@ -97,23 +86,12 @@ type Names struct {
 	IPs  []string
 }
 
-// Issue signs a certificate for both server and client use with the
-// names n.
-func (ca *CA) Issue(t testing.TB, n Names) *Leaf {
-	t.Helper()
-	l, err := ca.Generate(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // Generate signs a certificate for both server and client use with the
 // names n, valid for a day.
 func (ca *CA) Generate(n Names) (*Leaf, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: key: %w", err)
+		return nil, fmt.Errorf("certs: key: %w", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial.Add(1)),
@@ -130,7 +108,7 @@ func (ca *CA) Generate(n Names) (*Leaf, error) {
 	for _, u := range n.URIs {
 		parsed, err := url.Parse(u)
 		if err != nil {
-			return nil, fmt.Errorf("certtest: URI SAN %q: %w", u, err)
+			return nil, fmt.Errorf("certs: URI SAN %q: %w", u, err)
 		}
 		tmpl.URIs = append(tmpl.URIs, parsed)
 	}
@@ -139,15 +117,15 @@ func (ca *CA) Generate(n Names) (*Leaf, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: issue %+v: %w", n, err)
+		return nil, fmt.Errorf("certs: issue %+v: %w", n, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: issue %+v: %w", n, err)
+		return nil, fmt.Errorf("certs: issue %+v: %w", n, err)
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("certtest: key: %w", err)
+		return nil, fmt.Errorf("certs: key: %w", err)
 	}
 	l := &Leaf{
 		Cert:    cert,
@@ -155,7 +133,7 @@ func (ca *CA) Generate(n Names) (*Leaf, error) {
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}
 	if l.TLS, err = tls.X509KeyPair(l.CertPEM, l.KeyPEM); err != nil {
-		return nil, fmt.Errorf("certtest: key pair: %w", err)
+		return nil, fmt.Errorf("certs: key pair: %w", err)
 	}
 	return l, nil
 }
@@ -169,40 +147,17 @@ type Files struct {
 	Cert, Key, CA string
 }
 
-// WriteFiles writes leaf (nil for none) and the roots of ca (nil for none)
-// into a new directory of the test's temporary directory, as
-// certificate.pem, key.pem and ca.pem.
-func WriteFiles(t testing.TB, leaf *Leaf, ca *CA) *Files {
-	t.Helper()
-	dir, err := os.MkdirTemp(t.TempDir(), "certs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := WriteFilesIn(dir, leaf, ca)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // WriteFilesIn writes leaf (nil for none) and the roots of ca (nil for
 // none) into dir, as certificate.pem, key.pem and ca.pem.
 func WriteFilesIn(dir string, leaf *Leaf, ca *CA) (*Files, error) {
 	f := &Files{Dir: dir}
-	return f, f.rotate(leaf, ca)
+	return f, f.Rotate(leaf, ca)
 }
 
-// Rotate replaces the files with leaf and the roots of ca, each by a
-// rename, so that a reader never sees half a file. The key is written
-// before the certificate.
-func (f *Files) Rotate(t testing.TB, leaf *Leaf, ca *CA) {
-	t.Helper()
-	if err := f.rotate(leaf, ca); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (f *Files) rotate(leaf *Leaf, ca *CA) error {
+// Rotate replaces the files with leaf (nil for none) and the roots of ca
+// (nil for none), each by a rename, so that a reader never sees half a
+// file. The key is written before the certificate.
+func (f *Files) Rotate(leaf *Leaf, ca *CA) error {
 	var err error
 	if leaf != nil {
 		if f.Key, err = f.write("key.pem", leaf.KeyPEM); err != nil {
@@ -224,10 +179,10 @@ func (f *Files) write(name string, data []byte) (string, error) {
 	path := filepath.Join(f.Dir, name)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return "", fmt.Errorf("certtest: %w", err)
+		return "", fmt.Errorf("certs: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("certtest: %w", err)
+		return "", fmt.Errorf("certs: %w", err)
 	}
 	return path, nil
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 )
 
 func TestLeafNamesAndChain(t *testing.T) {
