@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -87,6 +88,12 @@ func (cs *channelSet) observeRPCs(f func(rpcResult)) (remove func()) {
 		defer cs.mu.Unlock()
 		delete(cs.observers, &f)
 	}
+}
+
+// observeTourRPCs is observeRPCs for the tour, which reads an RPC's
+// target, code and message.
+func (cs *channelSet) observeTourRPCs(f func(demo.RPC)) (remove func()) {
+	return cs.observeRPCs(func(r rpcResult) { f(demo.RPC{Target: r.target, Code: r.code, Message: r.message}) })
 }
 
 // channel is one xds:/// argument: a gRPC channel routed by package

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -361,19 +362,19 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 	p.listening(t)
 	cfg := p.channelEvent(t)
 	var slot struct{ Priorities [][]string }
-	if err := json.Unmarshal(cfg.Clusters[demoCluster], &slot); err != nil || cfg.Event != eventConfig || len(slot.Priorities) != 1 || len(slot.Priorities[0]) != 2 {
+	if err := json.Unmarshal(cfg.Clusters[demo.Cluster], &slot); err != nil || cfg.Event != eventConfig || len(slot.Priorities) != 1 || len(slot.Priorities[0]) != 2 {
 		t.Fatalf("first line %+v (%v), want the demo's config with two endpoints", cfg, err)
 	}
 	addrs := slot.Priorities[0]
 	okRPC := func(e channelEvent) bool {
 		return e.Event == eventRPC && e.Target == "xds:///demo" && e.Method == defaultRPCMethod && e.Code == "OK" &&
-			*e.Message == "" && *e.Cluster == demoCluster && slices.Contains(addrs, *e.Peer)
+			*e.Message == "" && *e.Cluster == demo.Cluster && slices.Contains(addrs, *e.Peer)
 	}
 	var peers []string
 	for len(peers) < 12 {
 		e := p.channelEvent(t)
 		if !okRPC(e) {
-			t.Fatalf("line %+v, want an rpc line: OK from one of %q in cluster %s", e, addrs, demoCluster)
+			t.Fatalf("line %+v, want an rpc line: OK from one of %q in cluster %s", e, addrs, demo.Cluster)
 		}
 		peers = append(peers, *e.Peer)
 	}

@@ -48,7 +48,7 @@ func topKeys(t *testing.T, line string) []string {
 	return keys
 }
 
-// demoServerListener is the name of the demo's server Listener.
+// demoServerListenerName is the name of the demo's server Listener.
 const demoServerListenerName = "grpc/server?xds.resource.listening_address=127.0.0.1:8443"
 
 // TestDemoJSON runs without a bootstrap: the listening line carries the

@@ -1,4 +1,4 @@
-package xdswatch
+package demo
 
 import (
 	"fmt"
@@ -10,73 +10,90 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
-// serverRole names a server of the tour's bootstrap.
-type serverRole string
+// Key identifies one resource: its type URL and name.
+type Key struct {
+	TypeURL, Name string
+}
+
+// String names the resource as the tour does: "cds demo-cluster".
+func (k Key) String() string {
+	if typ := xdsresource.ByTypeURL(k.TypeURL); typ != nil {
+		return typ.ShortName() + " " + k.Name
+	}
+	return k.TypeURL + " " + k.Name
+}
+
+// keyOf is the key of r.
+func keyOf(r Resource) Key { return Key{TypeURL: r.Type.TypeURL(), Name: r.Name} }
+
+// Role names a server of the tour's bootstrap.
+type Role string
 
 // The servers of the tour.
 const (
-	// primaryServer is listed first in the bootstrap.
-	primaryServer serverRole = "primary"
-	// secondaryServer is listed second: the fallback.
-	secondaryServer serverRole = "secondary"
+	// Primary is listed first in the bootstrap.
+	Primary Role = "primary"
+	// Secondary is listed second: the fallback.
+	Secondary Role = "secondary"
 )
 
-// tourEntry is what the tour says one cache entry of the client shows, as
+// Entry is what the tour says one cache entry of the client shows, as
 // CSDS shows it: its state and the version of the resource it holds.
-type tourEntry struct {
-	state xdsclient.CacheState
-	// version is that of the resource in use, "" when the entry holds none.
-	version string
-	// from is the server that sent the resource in use, "" when the entry
+type Entry struct {
+	State xdsclient.CacheState
+	// Version is that of the resource in use, "" when the entry holds
+	// none.
+	Version string
+	// From is the server that sent the resource in use, "" when the entry
 	// holds none.
-	from serverRole
+	From Role
 }
 
 // held is an entry in state that holds a resource of version from server.
-func held(state xdsclient.CacheState, version string, from serverRole) tourEntry {
-	return tourEntry{state: state, version: version, from: from}
+func held(state xdsclient.CacheState, version string, from Role) Entry {
+	return Entry{State: state, Version: version, From: from}
 }
 
 // empty is an entry in state that holds no resource.
-func empty(state xdsclient.CacheState) tourEntry { return tourEntry{state: state} }
+func empty(state xdsclient.CacheState) Entry { return Entry{State: state} }
 
-// tourCache is the whole cache the tour announces after a step: every
+// Cache is the whole cache the tour announces after a step: every
 // entry of the client, by resource. The tour waits until the client shows
 // exactly this, and says so.
-type tourCache map[resourceKey]tourEntry
+type Cache map[Key]Entry
 
 // with returns a copy of c whose entry for typ and name is e.
-func (c tourCache) with(typ xdsresource.Type, name string, e tourEntry) tourCache {
+func (c Cache) with(typ xdsresource.Type, name string, e Entry) Cache {
 	out := maps.Clone(c)
 	if out == nil {
-		out = tourCache{}
+		out = Cache{}
 	}
-	out[spec{typ: typ, name: name}.key()] = e
+	out[Key{TypeURL: typ.TypeURL(), Name: name}] = e
 	return out
 }
 
 // allAt returns a cache in which every one of specs is ACKED, holding
 // version from server.
-func allAt(specs []spec, version string, from serverRole) tourCache {
-	c := tourCache{}
+func allAt(specs []Resource, version string, from Role) Cache {
+	c := Cache{}
 	for _, s := range specs {
-		c[s.key()] = held(xdsclient.StateACKed, version, from)
+		c[keyOf(s)] = held(xdsclient.StateACKed, version, from)
 	}
 	return c
 }
 
 // matches reports whether the client's entries are exactly c, the servers
 // of the roles being at the addresses addr gives.
-func (c tourCache) matches(entries map[resourceKey]xdsclient.EntrySnapshot, addr func(serverRole) string) bool {
+func (c Cache) matches(entries map[Key]xdsclient.EntrySnapshot, addr func(Role) string) bool {
 	if len(entries) != len(c) {
 		return false
 	}
 	for k, want := range c {
 		e, ok := entries[k]
-		if !ok || e.State != want.state || e.Cached != (want.version != "") {
+		if !ok || e.State != want.State || e.Cached != (want.Version != "") {
 			return false
 		}
-		if e.Cached && (e.Version != want.version || e.ResourceServer != addr(want.from)) {
+		if e.Cached && (e.Version != want.Version || e.ResourceServer != addr(want.From)) {
 			return false
 		}
 	}
@@ -91,14 +108,14 @@ var typeOrder = map[string]int{
 	xdsresource.EndpointsType.TypeURL():   3,
 }
 
-// sortedKeys returns the keys of c, listener first, then by name.
-func (c tourCache) sortedKeys() []resourceKey {
+// SortedKeys returns the keys of c, listener first, then by name.
+func (c Cache) SortedKeys() []Key {
 	keys := slices.Collect(maps.Keys(c))
-	slices.SortFunc(keys, func(a, b resourceKey) int {
-		if d := typeOrder[a.typeURL] - typeOrder[b.typeURL]; d != 0 {
+	slices.SortFunc(keys, func(a, b Key) int {
+		if d := typeOrder[a.TypeURL] - typeOrder[b.TypeURL]; d != 0 {
 			return d
 		}
-		return strings.Compare(a.name, b.name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return keys
 }
@@ -108,20 +125,20 @@ func (c tourCache) sortedKeys() []resourceKey {
 // or "every other demo resource" when the group is all of demoSpecs that
 // the other groups leave, the server named when it is not the one the
 // entries had.
-func changes(prev, next tourCache, demoSpecs []spec, addr func(serverRole) string) string {
+func changes(prev, next Cache, demoSpecs []Resource, addr func(Role) string) string {
 	type group struct {
-		entry   tourEntry
+		entry   Entry
 		newFrom bool
-		keys    []resourceKey
+		keys    []Key
 	}
 	var groups []*group
-	for _, k := range next.sortedKeys() {
+	for _, k := range next.SortedKeys() {
 		e := next[k]
 		old, had := prev[k]
 		if had && old == e {
 			continue
 		}
-		newFrom := e.from != "" && (!had || old.from != e.from)
+		newFrom := e.From != "" && (!had || old.From != e.From)
 		i := slices.IndexFunc(groups, func(g *group) bool { return g.entry == e && g.newFrom == newFrom })
 		if i < 0 {
 			groups = append(groups, &group{entry: e, newFrom: newFrom})
@@ -132,16 +149,16 @@ func changes(prev, next tourCache, demoSpecs []spec, addr func(serverRole) strin
 	if len(groups) == 0 {
 		return "no change"
 	}
-	demos := map[resourceKey]bool{}
+	demos := map[Key]bool{}
 	for _, s := range demoSpecs {
-		demos[s.key()] = true
+		demos[keyOf(s)] = true
 	}
 	var parts, rest []string
 	for _, g := range groups {
 		names := make([]string, len(g.keys))
 		allDemos := len(g.keys) > 1
 		for i, k := range g.keys {
-			names[i] = keyLabel(k)
+			names[i] = k.String()
 			allDemos = allDemos && demos[k]
 		}
 		subject := strings.Join(names, ", ")
@@ -162,12 +179,12 @@ func changes(prev, next tourCache, demoSpecs []spec, addr func(serverRole) strin
 				subject = "every other demo resource"
 			}
 		}
-		s := subject + " " + g.entry.state.String()
-		if g.entry.version != "" {
-			s += ", using version " + g.entry.version
+		s := subject + " " + g.entry.State.String()
+		if g.entry.Version != "" {
+			s += ", using version " + g.entry.Version
 		}
 		if g.newFrom {
-			s += fmt.Sprintf(", from the %s server %s", g.entry.from, addr(g.entry.from))
+			s += fmt.Sprintf(", from the %s server %s", g.entry.From, addr(g.entry.From))
 		}
 		if strings.HasPrefix(subject, "every other") {
 			// Said after the entries it excludes.
@@ -177,19 +194,10 @@ func changes(prev, next tourCache, demoSpecs []spec, addr func(serverRole) strin
 		parts = append(parts, s)
 	}
 	parts = append(parts, rest...)
-	for _, k := range prev.sortedKeys() {
+	for _, k := range prev.SortedKeys() {
 		if _, ok := next[k]; !ok {
-			parts = append(parts, keyLabel(k)+" no longer in the cache")
+			parts = append(parts, k.String()+" no longer in the cache")
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// keyLabel is how the tour names a resource: "cds demo-cluster".
-func keyLabel(k resourceKey) string {
-	typ, err := resolveType(k.typeURL)
-	if err != nil {
-		return k.typeURL + " " + k.name
-	}
-	return typeLabel(typ) + " " + k.name
 }

@@ -1,4 +1,4 @@
-package xdswatch
+package demo
 
 import (
 	"crypto/tls"
@@ -22,20 +22,20 @@ import (
 
 // Names of the demo's xDS-enabled server.
 const (
-	// demoCertsInstance is the certificate provider instance of the demo
+	// certsInstance is the certificate provider instance of the demo
 	// bootstrap: the server's certificate and the demo CA's roots.
-	demoCertsInstance = "demo-certs"
-	// demoServerName is the DNS SAN of the server's certificate.
-	demoServerName = "xdswatch.demo"
-	// demoClientID is the identity (URI SAN) of the demo's client
+	certsInstance = "demo-certs"
+	// ServerName is the DNS SAN of the server's certificate.
+	ServerName = "xdswatch.demo"
+	// ClientID is the identity (URI SAN) of the demo's client
 	// certificate, the one RBAC lets call TestService's EmptyCall.
-	demoClientID = "spiffe://xdswatch.demo/ns/demo/sa/client"
-	// demoAuthzFilter is the name of the RBAC filter.
-	demoAuthzFilter = "demo-authz"
-	// demoAllowedMethod and demoDeniedMethod are the TestService methods
+	ClientID = "spiffe://xdswatch.demo/ns/demo/sa/client"
+	// authzFilter is the name of the RBAC filter.
+	authzFilter = "demo-authz"
+	// AllowedMethod and DeniedMethod are the TestService methods
 	// RBAC allows to the demo client, and denies.
-	demoAllowedMethod = "/grpc.testing.TestService/EmptyCall"
-	demoDeniedMethod  = "/grpc.testing.TestService/UnaryCall"
+	AllowedMethod = "/grpc.testing.TestService/EmptyCall"
+	DeniedMethod  = "/grpc.testing.TestService/UnaryCall"
 )
 
 // demoCerts are the certificates the demo makes at start, in a temporary
@@ -57,11 +57,11 @@ func makeDemoCerts() (*demoCerts, error) {
 	if err != nil {
 		return nil, err
 	}
-	server, err := ca.Generate(certs.Names{CommonName: "xdswatch demo server", DNS: []string{demoServerName}, IPs: []string{"127.0.0.1"}})
+	server, err := ca.Generate(certs.Names{CommonName: "xdswatch demo server", DNS: []string{ServerName}, IPs: []string{"127.0.0.1"}})
 	if err != nil {
 		return nil, err
 	}
-	client, err := ca.Generate(certs.Names{CommonName: "xdswatch demo client", URIs: []string{demoClientID}})
+	client, err := ca.Generate(certs.Names{CommonName: "xdswatch demo client", URIs: []string{ClientID}})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func makeDemoCerts() (*demoCerts, error) {
 		return nil, err
 	}
 	c := &demoCerts{dir: dir, clientCert: filepath.Join(dir, "client.pem"), clientKey: filepath.Join(dir, "client-key.pem")}
-	c.clientTLS = &tls.Config{Certificates: []tls.Certificate{client.TLS}, RootCAs: ca.Pool(), ServerName: demoServerName}
+	c.clientTLS = &tls.Config{Certificates: []tls.Certificate{client.TLS}, RootCAs: ca.Pool(), ServerName: ServerName}
 	if c.files, err = certs.WriteFilesIn(dir, server, ca); err == nil {
 		if err = os.WriteFile(c.clientCert, client.CertPEM, 0o600); err == nil {
 			err = os.WriteFile(c.clientKey, client.KeyPEM, 0o600)
@@ -89,16 +89,16 @@ func (c *demoCerts) remove() { os.RemoveAll(c.dir) }
 // providersJSON is the bootstrap's certificate_providers: one file_watcher
 // instance reading the server's files.
 func (c *demoCerts) providersJSON() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{%q: {"plugin_name": "file_watcher", "config": %s}}`, demoCertsInstance, c.files.FileWatcherJSON(time.Minute)))
+	return json.RawMessage(fmt.Sprintf(`{%q: {"plugin_name": "file_watcher", "config": %s}}`, certsInstance, c.files.FileWatcherJSON(time.Minute)))
 }
 
-// demoServerListener is the Listener of the demo's xDS-enabled server on
+// serverListener is the Listener of the demo's xDS-enabled server on
 // addr: one filter chain under mTLS (the identity and the client roots of
-// demoCertsInstance, a client certificate required) whose routes serve
+// certsInstance, a client certificate required) whose routes serve
 // every method, and whose RBAC filter allows the health service to every
-// client with a certificate, TestService's EmptyCall to demoClientID alone,
+// client with a certificate, TestService's EmptyCall to ClientID alone,
 // and denies the rest, each denial audited by the stdout logger.
-func demoServerListener(addr string) *listenerv3.Listener {
+func serverListener(addr string) *listenerv3.Listener {
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	authenticated := &rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_Authenticated_{Authenticated: &rbacconfigv3.Principal_Authenticated{}}}
@@ -106,7 +106,7 @@ func demoServerListener(addr string) *listenerv3.Listener {
 		Action: rbacconfigv3.RBAC_ALLOW,
 		Policies: map[string]*rbacconfigv3.Policy{
 			"health-checks":   serverres.Policy(serverres.PathPrefix("/grpc.health.v1.Health/"), authenticated),
-			"demo-empty-call": serverres.Policy(serverres.PathPrefix(demoAllowedMethod), serverres.PrincipalExact(demoClientID)),
+			"demo-empty-call": serverres.Policy(serverres.PathPrefix(AllowedMethod), serverres.PrincipalExact(ClientID)),
 		},
 		AuditLoggingOptions: &rbacconfigv3.RBAC_AuditLoggingOptions{
 			AuditCondition: rbacconfigv3.RBAC_AuditLoggingOptions_ON_DENY,
@@ -116,7 +116,7 @@ func demoServerListener(addr string) *listenerv3.Listener {
 			}}},
 		},
 	}}
-	hcm := serverres.InlineHCM(serverres.Routes("demo-server-routes", serverres.Serve("/")), serverres.Filter(demoAuthzFilter, rules))
-	chain := serverres.Chain("demo-mtls", nil, hcm, serverres.TLS(demoCertsInstance, demoCertsInstance, true))
-	return serverres.Listener(fmt.Sprintf(demoServerTemplate, addr), host, uint32(p), nil, chain)
+	hcm := serverres.InlineHCM(serverres.Routes("demo-server-routes", serverres.Serve("/")), serverres.Filter(authzFilter, rules))
+	chain := serverres.Chain("demo-mtls", nil, hcm, serverres.TLS(certsInstance, certsInstance, true))
+	return serverres.Listener(fmt.Sprintf(serverTemplate, addr), host, uint32(p), nil, chain)
 }

@@ -1,10 +1,9 @@
-package xdswatch
+package demo
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,53 +12,63 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 
-// tourStep is one step of the tour: what it does to the control plane or
+// Step is one step of the tour: what it does to the control plane or
 // the watches, and what the client shows once it took effect.
-type tourStep struct {
-	title string
+type Step struct {
+	Title string
 	// what is printed when the step starts: everything the step changes.
 	what string
 	// act makes the change; nil for none.
 	act func(ctx context.Context) error
-	// goals are what the client shows afterwards, in order; the tour
+	// Goals are what the client shows afterwards, in order; the tour
 	// prints each when reached, with what changed since the one before,
 	// and holds the last for one step interval.
-	goals []tourGoal
+	Goals []Goal
 }
 
-// tourGoal is what the client shows at one point of the tour: its cache,
-// and what the RPCs through tourTarget see.
-type tourGoal struct {
-	// cache is every entry of the client's cache.
-	cache tourCache
-	// serving, when set, is the serving mode of the demo's xDS-enabled
+// Goal is what the client shows at one point of the tour: its cache,
+// and what the RPCs through Target see.
+type Goal struct {
+	// Cache is every entry of the client's cache.
+	Cache Cache
+	// Serving, when set, is the serving mode of the demo's xDS-enabled
 	// server.
-	serving *xdsserver.Mode
-	// rpc is the outcome of the last RPC through tourTarget.
-	rpc rpcGoal
+	Serving *xdsserver.Mode
+	// RPC is the outcome of the last RPC through Target.
+	RPC RPCGoal
 }
 
-// rpcGoal is the outcome of an RPC the tour announces: its code, and what
+// RPCGoal is the outcome of an RPC the tour announces: its code, and what
 // its message names.
-type rpcGoal struct {
-	code codes.Code
-	// names are strings the message contains.
-	names []string
+type RPCGoal struct {
+	Code codes.Code
+	// Names are strings the message contains.
+	Names []string
 }
 
-// matches reports whether r, the last RPC (nil when none ended yet), is
+// RPC is the outcome of one RPC through a channel of xdswatch.
+type RPC struct {
+	// Target is the channel's argument, such as Target.
+	Target string
+	Code   codes.Code
+	// Message is the status message, "" with OK.
+	Message string
+}
+
+// Matches reports whether r, the last RPC (nil when none ended yet), is
 // what g announces.
-func (g rpcGoal) matches(r *rpcResult) bool {
-	if r == nil || r.code != g.code {
+func (g RPCGoal) Matches(r *RPC) bool {
+	if r == nil || r.Code != g.Code {
 		return false
 	}
-	for _, n := range g.names {
-		if !strings.Contains(r.message, n) {
+	for _, n := range g.Names {
+		if !strings.Contains(r.Message, n) {
 			return false
 		}
 	}
@@ -67,19 +76,19 @@ func (g rpcGoal) matches(r *rpcResult) bool {
 }
 
 // String describes g for the tour's lines.
-func (g rpcGoal) String() string {
-	if g.code == codes.OK {
-		return "RPCs through " + tourTarget + " succeed"
+func (g RPCGoal) String() string {
+	if g.Code == codes.OK {
+		return "RPCs through " + Target + " succeed"
 	}
-	return fmt.Sprintf("RPCs through %s fail %s, naming %s", tourTarget, codeName(g.code), strings.Join(g.names, " and "))
+	return fmt.Sprintf("RPCs through %s fail %s, naming %s", Target, dataplane.StatusName(g.Code), strings.Join(g.Names, " and "))
 }
 
 // tourView is what a goal reads: the client's cache entries, whether it
-// is connected to each server, and the last RPC through tourTarget.
+// is connected to each server, and the last RPC through Target.
 type tourView struct {
-	entries   map[resourceKey]xdsclient.EntrySnapshot
+	entries   map[Key]xdsclient.EntrySnapshot
 	connected map[string]bool // by server URI
-	rpc       *rpcResult      // nil until one ended
+	rpc       *RPC            // nil until one ended
 	// serving is the mode of each address of the demo's xDS-enabled
 	// server.
 	serving map[string]xdsserver.Mode
@@ -92,7 +101,7 @@ type tour struct {
 	demo *tourDemo
 	// specs are the demo's resources, which the client watches from the
 	// start.
-	specs  []spec
+	specs  []Resource
 	client *xdsclient.Client
 	// server is the demo's xDS-enabled server, on serverAddr.
 	server     *xdsserver.Server
@@ -100,7 +109,8 @@ type tour struct {
 	step       time.Duration
 	// timeout is the client's base does-not-exist timer.
 	timeout time.Duration
-	out     io.Writer
+	// say prints one line.
+	say func(line string)
 	// watch asks the main loop to run a watch command (+TYPE:NAME).
 	watch chan<- string
 
@@ -108,17 +118,44 @@ type tour struct {
 
 	mu        sync.Mutex // guards connected and lastRPC
 	connected map[string]bool
-	lastRPC   *rpcResult
+	lastRPC   *RPC
 }
 
-// runTour starts the tour in a goroutine. It reads the outcomes of the RPCs
-// of channels through tourTarget, and sends watch commands on watch, which
-// the caller must keep reading until the returned func, which ends the
-// tour and waits for it, has returned.
-func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served *xdsServing, channels *channelSet, step, timeout time.Duration, out io.Writer, watch chan<- string) (stop func()) {
+// TourEnv is what the tour runs with: the program around the demo.
+type TourEnv struct {
+	// Client is the client that watches the demo's resources and routes
+	// Target.
+	Client *xdsclient.Client
+	// Server is the demo's xDS-enabled server, serving the first address
+	// the demo was started with.
+	Server *xdsserver.Server
+	// Step is how long the tour holds each state it reached; Timeout is
+	// the client's base does-not-exist timer.
+	Step, Timeout time.Duration
+	// Say prints one line of the tour, for people.
+	Say func(line string)
+	// Watch takes the watch commands (+TYPE:NAME) the tour asks the
+	// program to run.
+	Watch chan<- string
+	// ObserveRPCs has f called with the outcome of every RPC of the
+	// program's channels from now on, until the returned func is called.
+	ObserveRPCs func(f func(RPC)) (remove func())
+}
+
+// RunTour starts the tour in a goroutine: it walks the demo control plane
+// through the cases of gRFC A88 and A71, and its xDS-enabled server
+// through RBAC and serving modes, printing each step on env.Out, and waits
+// at each step until env.Client (its cache), env.Server (its serving mode)
+// and the RPCs through Target show what the step announced. It sends
+// watch commands on env.Watch, which the caller must keep reading until
+// the returned func, which ends the tour and waits for it, has returned.
+// The demo must have been started with the tour.
+func (d *Demo) RunTour(ctx context.Context, env TourEnv) (stop func()) {
+	td := d.tour
+	client := env.Client
 	t := &tour{
-		demo: d, specs: d.specs, client: client, server: served.srv, serverAddr: d.serverAddrs[0],
-		step: step, timeout: timeout, out: out, watch: watch,
+		demo: td, specs: td.specs, client: client, server: env.Server, serverAddr: td.serverAddrs[0],
+		step: env.Step, timeout: env.Timeout, say: env.Say, watch: env.Watch,
 		changed:   make(chan struct{}, 1),
 		connected: map[string]bool{},
 	}
@@ -140,8 +177,8 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served 
 		},
 	})
 	removeServerHooks := t.server.AddHooks(&xdsserver.Hooks{ServingModeChanged: func(xdsserver.ServingModeChange) { poke() }})
-	removeObserver := channels.observeRPCs(func(r rpcResult) {
-		if r.target != tourTarget {
+	removeObserver := env.ObserveRPCs(func(r RPC) {
+		if r.Target != Target {
 			return
 		}
 		t.mu.Lock()
@@ -166,80 +203,80 @@ func runTour(ctx context.Context, d *tourDemo, client *xdsclient.Client, served 
 
 // steps returns the tour. The goals depend on t.specs and t.timeout
 // alone; the acts run against t.demo.
-func (t *tour) steps() []tourStep {
+func (t *tour) steps() []Step {
 	serve := func(version string, config func(base []proto.Message) []proto.Message) func(context.Context) error {
 		return func(ctx context.Context) error { return t.demo.setPrimary(ctx, version, config(t.demo.base)) }
 	}
 	cds := xdsresource.ClusterType
-	ok := rpcGoal{code: codes.OK}
-	goal := func(c tourCache, r rpcGoal) tourGoal { return tourGoal{cache: c, rpc: r} }
-	at := func(version string, from serverRole) tourCache { return allAt(t.specs, version, from) }
+	ok := RPCGoal{Code: codes.OK}
+	goal := func(c Cache, r RPCGoal) Goal { return Goal{Cache: c, RPC: r} }
+	at := func(version string, from Role) Cache { return allAt(t.specs, version, from) }
 	// The entries the tour adds stay as they are once they have been
 	// shown: only REQUESTED entries are retried or timed.
 	missing := empty(xdsclient.StateDoesNotExist)
 	timedOut := empty(xdsclient.StateTimeout)
-	steps := []tourStep{{
-		title: "start",
+	steps := []Step{{
+		Title: "start",
 		what: "the client subscribes (REQUESTED) to the demo's resources on the primary server, which serves them at version 1: " +
-			"listener demo, route configuration demo-route, cluster " + tourCluster + " (its load reported to the server that sent it: lrs_server self; " +
+			"listener demo, route configuration demo-route, cluster " + Cluster + " (its load reported to the server that sent it: lrs_server self; " +
 			"xdswatch keeps that load report stream open), its endpoints (the demo's two backends), and the Listener of the demo's xDS-enabled server on " + t.serverAddr +
-			" (mTLS and RBAC), which then serves (SERVING); xdswatch routes a channel to " + tourTarget + " by them, whose RPCs succeed",
-		goals: []tourGoal{servingGoal(at(demoVersion, primaryServer), xdsserver.ModeServing)},
+			" (mTLS and RBAC), which then serves (SERVING); xdswatch routes a channel to " + Target + " by them, whose RPCs succeed",
+		Goals: []Goal{servingGoal(at(version1, Primary), xdsserver.ModeServing)},
 	}, {
-		title: "version update",
-		what:  "version 2 takes one of the two endpoints out of " + tourCluster + "; every other resource stays as it was, now at version 2; RPCs succeed",
+		Title: "version update",
+		what:  "version 2 takes one of the two endpoints out of " + Cluster + "; every other resource stays as it was, now at version 2; RPCs succeed",
 		act:   serve("2", tourConfig),
-		goals: []tourGoal{goal(at("2", primaryServer), ok)},
+		Goals: []Goal{goal(at("2", Primary), ok)},
 	}, {
-		title: "NACK",
-		what: "version 3 makes cluster " + tourCluster + " STATIC, a type gRPC does not support: the client rejects it (NACK) and keeps version 2; " +
+		Title: "NACK",
+		what: "version 3 makes cluster " + Cluster + " STATIC, a type gRPC does not support: the client rejects it (NACK) and keeps version 2; " +
 			"every other resource stays as it was, now at version 3; RPCs keep succeeding on version 2 of the cluster",
 		act: serve("3", func(base []proto.Message) []proto.Message {
-			return withCluster(tourConfig(base), tourCluster, unsupportedCluster(tourCluster))
+			return withCluster(tourConfig(base), Cluster, unsupportedCluster(Cluster))
 		}),
-		goals: []tourGoal{goal(at("3", primaryServer).with(cds, tourCluster, held(xdsclient.StateNACKed, "2", primaryServer)), ok)},
+		Goals: []Goal{goal(at("3", Primary).with(cds, Cluster, held(xdsclient.StateNACKed, "2", Primary)), ok)},
 	}, {
-		title: "ignored deletion",
-		what: "version 4 leaves cluster " + tourCluster + " out: gRFC A88 keeps a deleted cluster in use and tells its watchers NOT_FOUND as an ambient error; " +
+		Title: "ignored deletion",
+		what: "version 4 leaves cluster " + Cluster + " out: gRFC A88 keeps a deleted cluster in use and tells its watchers NOT_FOUND as an ambient error; " +
 			"every other resource stays as it was, now at version 4; RPCs keep succeeding on the cluster kept",
 		act:   serve("4", withoutCluster),
-		goals: []tourGoal{goal(at("4", primaryServer).with(cds, tourCluster, held(xdsclient.StateDoesNotExist, "2", primaryServer)), ok)},
+		Goals: []Goal{goal(at("4", Primary).with(cds, Cluster, held(xdsclient.StateDoesNotExist, "2", Primary)), ok)},
 	}, {
-		title: "TP3 error",
-		what: "version " + tourTP3Version + " answers cluster " + tourCluster + " with an UNAVAILABLE error in resource_errors (xRFC TP3): " +
+		Title: "TP3 error",
+		what: "version " + tourTP3Version + " answers cluster " + Cluster + " with an UNAVAILABLE error in resource_errors (xRFC TP3): " +
 			"the client keeps the cluster and reports the error; every other resource stays as it was, now at version " + tourTP3Version +
 			"; RPCs keep succeeding on the cluster kept",
 		act:   serve(tourTP3Version, withoutCluster),
-		goals: []tourGoal{goal(at(tourTP3Version, primaryServer).with(cds, tourCluster, held(xdsclient.StateReceivedError, "2", primaryServer)), ok)},
+		Goals: []Goal{goal(at(tourTP3Version, Primary).with(cds, Cluster, held(xdsclient.StateReceivedError, "2", Primary)), ok)},
 	}, {
-		title: "does-not-exist",
+		Title: "does-not-exist",
 		what: fmt.Sprintf("version 6 serves cluster %s again, as version 2 had it (ACKED: its watchers hear that the error is over), "+
 			"and has route demo-route send every RPC to cluster %s, which no server has: the client asks for it (REQUESTED) "+
 			"and RPCs keep going to %s until its does-not-exist timer fires (after --resource-timeout, %v), since a route is used only "+
 			"once every cluster it names has been heard from (gRFC A74); then %s is DOES_NOT_EXIST and RPCs fail UNAVAILABLE, "+
 			"naming cds %s and the node ID; every other resource stays as it was, now at version 6",
-			tourCluster, tourMissing, tourCluster, t.timeout, tourMissing, tourMissing),
+			Cluster, tourMissing, Cluster, t.timeout, tourMissing, tourMissing),
 		act: serve("6", func(base []proto.Message) []proto.Message { return withRoute(tourConfig(base), tourMissing) }),
-		goals: []tourGoal{
-			goal(at("6", primaryServer).with(cds, tourMissing, empty(xdsclient.StateRequested)), ok),
-			goal(at("6", primaryServer).with(cds, tourMissing, missing),
-				rpcGoal{code: codes.Unavailable, names: []string{strconv.Quote(tourMissing), strconv.Quote(demoNodeID)}}),
+		Goals: []Goal{
+			goal(at("6", Primary).with(cds, tourMissing, empty(xdsclient.StateRequested)), ok),
+			goal(at("6", Primary).with(cds, tourMissing, missing),
+				RPCGoal{Code: codes.Unavailable, Names: []string{strconv.Quote(tourMissing), strconv.Quote(NodeID)}}),
 		},
 	}, {
-		title: "recovery",
-		what: "version 7 has route demo-route send RPCs to cluster " + tourCluster + " again: RPCs succeed, and the client no longer " +
+		Title: "recovery",
+		what: "version 7 has route demo-route send RPCs to cluster " + Cluster + " again: RPCs succeed, and the client no longer " +
 			"subscribes to " + tourMissing + ", which nothing uses any more; every other resource stays as it was, now at version 7",
 		act:   serve("7", tourConfig),
-		goals: []tourGoal{goal(at("7", primaryServer), ok)},
+		Goals: []Goal{goal(at("7", Primary), ok)},
 	}, {
-		title: "fallback",
+		Title: "fallback",
 		what: "the primary server goes away: every watcher hears UNAVAILABLE once and keeps what it has, RPCs keep succeeding on the cached resources, " +
 			"and the load report stream to the primary fails: the client logs its first failure as a warning and retries with backoff. " +
-			"With every watched resource cached the client stays with the primary (gRFC A71), so a new watch of cds " + tourTimeout +
+			"With every watched resource cached the client stays with the primary (gRFC A71), so a new watch of cds " + TimeoutCluster +
 			" makes it fall back to the secondary server, which serves the same resources as version 7, at version " + tourFallbackVersion +
-			", and declares resource_timer_is_transient_error: the client takes every resource from it, RPCs keep succeeding, and " + tourTimeout +
+			", and declares resource_timer_is_transient_error: the client takes every resource from it, RPCs keep succeeding, and " + TimeoutCluster +
 			", which the secondary does not have either, times out (TIMEOUT, UNAVAILABLE). " +
-			"The channel now has cluster " + tourCluster + " from the secondary, so its load (lrs_server self) is reported to the secondary, " +
+			"The channel now has cluster " + Cluster + " from the secondary, so its load (lrs_server self) is reported to the secondary, " +
 			"which does not serve LRS: those streams fail UNIMPLEMENTED, the first failure logged as a warning and every one counted " +
 			"(xdslens_xds_client_lrs_stream_failures_total; the alert XdsClientLoadReportingFailing fires if no report goes out for minutes), " +
 			"and the load recorded meanwhile waits for a stream that works",
@@ -251,14 +288,14 @@ func (t *tour) steps() []tourStep {
 			}); err != nil {
 				return err
 			}
-			return t.watchCmd("+cds:" + tourTimeout)(ctx)
+			return t.watchCmd("+cds:" + TimeoutCluster)(ctx)
 		},
-		goals: []tourGoal{
-			goal(at(tourFallbackVersion, secondaryServer).with(cds, tourTimeout, empty(xdsclient.StateRequested)), ok),
-			goal(at(tourFallbackVersion, secondaryServer).with(cds, tourTimeout, timedOut), ok),
+		Goals: []Goal{
+			goal(at(tourFallbackVersion, Secondary).with(cds, TimeoutCluster, empty(xdsclient.StateRequested)), ok),
+			goal(at(tourFallbackVersion, Secondary).with(cds, TimeoutCluster, timedOut), ok),
 		},
 	}, {
-		title: "switch back",
+		Title: "switch back",
 		what: "the primary server comes back with version 8, the same resources as version 7: once the client reconnects " +
 			"(gRPC's reconnect backoff may take a few seconds) it switches back to the primary, takes every resource from it " +
 			"and closes the secondary's channel; load reports go to the primary again, and the reporting to the secondary ends " +
@@ -266,7 +303,7 @@ func (t *tour) steps() []tourStep {
 		act: func(ctx context.Context) error {
 			return t.demo.restartPrimary(ctx, "8", tourConfig(t.demo.base))
 		},
-		goals: []tourGoal{goal(at("8", primaryServer).with(cds, tourTimeout, timedOut), ok)},
+		Goals: []Goal{goal(at("8", Primary).with(cds, TimeoutCluster, timedOut), ok)},
 	}}
 	return append(steps, t.serverSteps(serve)...)
 }
@@ -283,36 +320,52 @@ func (t *tour) watchCmd(cmd string) func(context.Context) error {
 	}
 }
 
-// goalSeenKey is the key of a context value that the tour calls, as
-// func(context.Context), after each line that says a goal was reached, and
-// goes on once it has returned: a caller that checks each announced state
-// (this package's tests) does so while the tour waits, however short the
-// step.
+// goalSeenKey is the key of the context value of WithGoalReached.
 type goalSeenKey struct{}
+
+// WithGoalReached returns a context under which RunTour calls f after
+// each line that says a goal was reached, and goes on once f has
+// returned: a caller that checks each announced state (the command's
+// tests) does so while the tour waits, however short the step.
+func WithGoalReached(ctx context.Context, f func(context.Context)) context.Context {
+	return context.WithValue(ctx, goalSeenKey{}, f)
+}
+
+// Plan returns what the tour shows, for a program that checks it against
+// what the client shows: the demo's resources, with the demo's
+// xDS-enabled server on serverAddr, and the tour's steps with the goals
+// each waits for, with timeout as the client's does-not-exist timer.
+func Plan(serverAddr string, timeout time.Duration) ([]Resource, []Step, error) {
+	specs, err := resourcesOf(config([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{serverAddr}), "")
+	if err != nil {
+		return nil, nil, err
+	}
+	return specs, (&tour{specs: specs, timeout: timeout, serverAddr: serverAddr}).steps(), nil
+}
 
 // run walks the steps until the end or until ctx is done.
 func (t *tour) run(ctx context.Context) {
 	steps := t.steps()
-	var shown tourCache // what the last goal reached showed
+	var shown Cache // what the last goal reached showed
 	for i, s := range steps {
 		n := fmt.Sprintf("%d/%d", i+1, len(steps))
-		t.say("tour %s %s: %s", n, s.title, s.what)
+		t.sayf("tour %s %s: %s", n, s.Title, s.what)
 		if s.act != nil {
 			if err := s.act(ctx); err != nil {
 				if ctx.Err() == nil {
-					t.say("tour %s %s: %v; the tour ends here", n, s.title, err)
+					t.sayf("tour %s %s: %v; the tour ends here", n, s.Title, err)
 				}
 				return
 			}
 		}
-		for next := 0; next < len(s.goals); {
+		for next := 0; next < len(s.Goals); {
 			// A goal may be passed before the tour looks (a short
 			// does-not-exist timer): a later goal met means the earlier
 			// ones were reached on the way.
 			var reached int
 			err := t.await(ctx, fmt.Sprintf("what step %s announced", n), func(v *tourView) bool {
-				for j := len(s.goals) - 1; j >= next; j-- {
-					if t.met(s.goals[j], v) {
+				for j := len(s.Goals) - 1; j >= next; j-- {
+					if t.met(s.Goals[j], v) {
 						reached = j
 						return true
 					}
@@ -323,16 +376,16 @@ func (t *tour) run(ctx context.Context) {
 				return
 			}
 			if err != nil {
-				g := s.goals[next]
-				t.say("tour %s not reached: %s%s; %v: %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), g.rpc, err)
-				shown = g.cache
+				g := s.Goals[next]
+				t.sayf("tour %s not reached: %s%s; %v: %v", n, changes(shown, g.Cache, t.specs, t.addr), t.servingText(g), g.RPC, err)
+				shown = g.Cache
 				next++
 				continue
 			}
 			for ; next <= reached; next++ {
-				g := s.goals[next]
-				t.say("tour %s reached: %s%s; %v", n, changes(shown, g.cache, t.specs, t.addr), t.servingText(g), g.rpc)
-				shown = g.cache
+				g := s.Goals[next]
+				t.sayf("tour %s reached: %s%s; %v", n, changes(shown, g.Cache, t.specs, t.addr), t.servingText(g), g.RPC)
+				shown = g.Cache
 				if seen, ok := ctx.Value(goalSeenKey{}).(func(context.Context)); ok {
 					seen(ctx)
 				}
@@ -346,23 +399,23 @@ func (t *tour) run(ctx context.Context) {
 			return
 		}
 	}
-	t.say("tour over: every cache state and the server's serving modes were shown; xdswatch keeps watching (Ctrl-C ends it)")
+	t.sayf("tour over: every cache state and the server's serving modes were shown; xdswatch keeps watching (Ctrl-C ends it)")
 }
 
 // met reports whether the client shows g.
-func (t *tour) met(g tourGoal, v *tourView) bool {
-	if g.serving != nil && v.serving[t.serverAddr] != *g.serving {
+func (t *tour) met(g Goal, v *tourView) bool {
+	if g.Serving != nil && v.serving[t.serverAddr] != *g.Serving {
 		return false
 	}
-	return g.cache.matches(v.entries, t.addr) && g.rpc.matches(v.rpc)
+	return g.Cache.matches(v.entries, t.addr) && g.RPC.Matches(v.rpc)
 }
 
 // addr returns the address of the server of role.
-func (t *tour) addr(role serverRole) string {
+func (t *tour) addr(role Role) string {
 	switch role {
-	case primaryServer:
+	case Primary:
 		return t.demo.addr
-	case secondaryServer:
+	case Secondary:
 		return t.demo.secondary.Addr()
 	}
 	return ""
@@ -391,9 +444,9 @@ func (t *tour) await(ctx context.Context, what string, cond func(*tourView) bool
 
 // view reads the client's state.
 func (t *tour) view() *tourView {
-	v := &tourView{entries: map[resourceKey]xdsclient.EntrySnapshot{}, connected: map[string]bool{}}
+	v := &tourView{entries: map[Key]xdsclient.EntrySnapshot{}, connected: map[string]bool{}}
 	for _, e := range t.client.Dump() {
-		v.entries[resourceKey{typeURL: e.TypeURL, name: e.Name}] = e
+		v.entries[Key{TypeURL: e.TypeURL, Name: e.Name}] = e
 	}
 	t.mu.Lock()
 	for s, c := range t.connected {
@@ -410,7 +463,5 @@ func (t *tour) view() *tourView {
 	return v
 }
 
-// say prints one line on t.out.
-func (t *tour) say(format string, args ...any) {
-	fmt.Fprintf(t.out, "xdswatch: %s\n", oneLine(fmt.Sprintf(format, args...)))
-}
+// sayf prints one line, made as fmt.Sprintf makes it.
+func (t *tour) sayf(format string, args ...any) { t.say(fmt.Sprintf(format, args...)) }

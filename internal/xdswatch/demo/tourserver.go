@@ -1,4 +1,4 @@
-package xdswatch
+package demo
 
 import (
 	"context"
@@ -14,53 +14,54 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsserver"
 )
 
-// servingGoal is a goal of cache c, RPCs through tourTarget succeeding,
+// servingGoal is a goal of cache c, RPCs through Target succeeding,
 // and the demo's xDS-enabled server in mode m.
-func servingGoal(c tourCache, m xdsserver.Mode) tourGoal {
-	return tourGoal{cache: c, serving: &m, rpc: rpcGoal{code: codes.OK}}
+func servingGoal(c Cache, m xdsserver.Mode) Goal {
+	return Goal{Cache: c, Serving: &m, RPC: RPCGoal{Code: codes.OK}}
 }
 
 // servingText describes g's serving mode for the tour's lines, "" when
 // g says nothing of it.
-func (t *tour) servingText(g tourGoal) string {
-	if g.serving == nil {
+func (t *tour) servingText(g Goal) string {
+	if g.Serving == nil {
 		return ""
 	}
-	return fmt.Sprintf("; the xDS-enabled server on %s is %s", t.serverAddr, *g.serving)
+	return fmt.Sprintf("; the xDS-enabled server on %s is %s", t.serverAddr, *g.Serving)
 }
 
 // serverSteps are the tour's steps on the demo's xDS-enabled server, after
 // the switch back to the primary (version 8): RBAC allowing and denying
 // RPCs under mTLS, then a Listener the server cannot serve, then its
 // return.
-func (t *tour) serverSteps(serve func(string, func([]proto.Message) []proto.Message) func(context.Context) error) []tourStep {
+func (t *tour) serverSteps(serve func(string, func([]proto.Message) []proto.Message) func(context.Context) error) []Step {
 	cds := xdsresource.ClusterType
-	at := func(version string) tourCache {
-		return allAt(t.specs, version, primaryServer).with(cds, tourTimeout, empty(xdsclient.StateTimeout))
+	at := func(version string) Cache {
+		return allAt(t.specs, version, Primary).with(cds, TimeoutCluster, empty(xdsclient.StateTimeout))
 	}
-	return []tourStep{{
-		title: "RBAC",
+	return []Step{{
+		Title: "RBAC",
 		what: fmt.Sprintf("xdswatch calls the demo's xDS-enabled server on %s under mTLS, as %s: %s is allowed (RBAC policy demo-empty-call), "+
 			"%s matches no policy, so RBAC denies it with PERMISSION_DENIED and the stdout audit logger writes the denial (on standard error)",
-			t.serverAddr, demoClientID, demoAllowedMethod, demoDeniedMethod),
+			t.serverAddr, ClientID, AllowedMethod, DeniedMethod),
 		act:   t.callServer,
-		goals: []tourGoal{servingGoal(at("8"), xdsserver.ModeServing)},
+		Goals: []Goal{servingGoal(at("8"), xdsserver.ModeServing)},
 	}, {
-		title: "not serving",
+		Title: "not serving",
 		what: fmt.Sprintf("version 9 gives the server's Listener another port than %s: the address stops serving (NOT_SERVING, gRFC A36), "+
-			"closes every new connection as it comes and drains the open ones; every resource is ACKED at version 9; RPCs through %s succeed", t.serverAddr, tourTarget),
+			"closes every new connection as it comes and drains the open ones; every resource is ACKED at version 9; RPCs through %s succeed", t.serverAddr, Target),
 		act:   serve("9", func(base []proto.Message) []proto.Message { return withServerPort(tourConfig(base), 1) }),
-		goals: []tourGoal{servingGoal(at("9"), xdsserver.ModeNotServing)},
+		Goals: []Goal{servingGoal(at("9"), xdsserver.ModeNotServing)},
 	}, {
-		title: "serving again",
+		Title: "serving again",
 		what:  "version 10 gives the Listener back its address: the server serves again (SERVING); every resource is ACKED at version 10",
 		act:   serve("10", tourConfig),
-		goals: []tourGoal{servingGoal(at("10"), xdsserver.ModeServing)},
+		Goals: []Goal{servingGoal(at("10"), xdsserver.ModeServing)},
 	}}
 }
 
@@ -76,14 +77,14 @@ func (t *tour) callServer(ctx context.Context) error {
 	for _, c := range []struct {
 		method string
 		want   codes.Code
-	}{{demoAllowedMethod, codes.OK}, {demoDeniedMethod, codes.PermissionDenied}} {
+	}{{AllowedMethod, codes.OK}, {DeniedMethod, codes.PermissionDenied}} {
 		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := conn.Invoke(callCtx, c.method, &emptypb.Empty{}, &emptypb.Empty{})
 		cancel()
 		st := status.Convert(err)
-		t.say("tour: %s on %s as %s: %s %s", c.method, t.serverAddr, demoClientID, codeName(st.Code()), st.Message())
+		t.sayf("tour: %s on %s as %s: %s %s", c.method, t.serverAddr, ClientID, dataplane.StatusName(st.Code()), st.Message())
 		if st.Code() != c.want {
-			return fmt.Errorf("%s: %s, announced %s", c.method, codeName(st.Code()), codeName(c.want))
+			return fmt.Errorf("%s: %s, announced %s", c.method, dataplane.StatusName(st.Code()), dataplane.StatusName(c.want))
 		}
 	}
 	return nil

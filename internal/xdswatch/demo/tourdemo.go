@@ -1,4 +1,4 @@
-package xdswatch
+package demo
 
 import (
 	"context"
@@ -23,22 +23,19 @@ import (
 
 // Names and versions of the demo tour.
 const (
-	// tourCluster is the demo cluster the tour breaks and repairs.
-	tourCluster = demoCluster
-	// tourTarget is the channel whose RPCs the tour shows.
-	tourTarget = "xds:///" + demoListener
 	// tourMissing is a cluster no server has, which the route names for
 	// a step.
 	tourMissing = "tour-missing"
-	// tourTimeout is a cluster no server has, watched on the secondary.
-	tourTimeout = "tour-timeout"
+	// TimeoutCluster is a cluster no server has, which the tour watches
+	// on the secondary.
+	TimeoutCluster = "tour-timeout"
 	// tourTP3Version is the version whose CDS response carries a TP3 error
-	// for tourCluster.
+	// for Cluster.
 	tourTP3Version = "5"
 	// tourFallbackVersion is the version the secondary serves.
 	tourFallbackVersion = "fallback-1"
-	// defaultTourStep is how long the tour shows each state.
-	defaultTourStep = 3 * time.Second
+	// DefaultTourStep is how long the tour shows each state.
+	DefaultTourStep = 3 * time.Second
 	// minTourWait bounds from below how long the tour waits for the client
 	// to show a step's effect before it says so and moves on.
 	minTourWait = 30 * time.Second
@@ -82,9 +79,9 @@ func startTourDemo(ctx context.Context, serverAddrs []string) (*tourDemo, error)
 		td.stop()
 		return nil, err
 	}
-	td.bootstrap, err = bootstrap.Parse(demoBootstrapJSON(d.certs,
-		demoServer{URI: d.addr},
-		demoServer{URI: secondary.Addr(), Features: []string{bootstrap.FeatureResourceTimerIsTransientError}},
+	td.bootstrap, err = bootstrap.Parse(bootstrapJSON(d.certs,
+		bootstrapServer{URI: d.addr},
+		bootstrapServer{URI: secondary.Addr(), Features: []string{bootstrap.FeatureResourceTimerIsTransientError}},
 	))
 	if err != nil {
 		td.stop()
@@ -94,7 +91,7 @@ func startTourDemo(ctx context.Context, serverAddrs []string) (*tourDemo, error)
 }
 
 // tourCallbacks returns the primary server's callbacks: the CDS response
-// of version tourTP3Version carries an xRFC TP3 error for tourCluster, which
+// of version tourTP3Version carries an xRFC TP3 error for Cluster, which
 // go-control-plane cannot send by itself; and a NACK waits for the next
 // version. go-control-plane answers a NACK at once with the version it
 // still holds, which the client rejects again, in a loop as fast as the
@@ -128,10 +125,10 @@ func tourCallbacks() controlplane.Option {
 				return
 			}
 			resp.ResourceErrors = []*discoveryv3.ResourceError{{
-				ResourceName: &discoveryv3.ResourceName{Name: tourCluster},
+				ResourceName: &discoveryv3.ResourceName{Name: Cluster},
 				ErrorDetail: &statuspb.Status{
 					Code:    int32(codes.Unavailable),
-					Message: "demo control plane: the backend that computes cluster " + tourCluster + " is down",
+					Message: "demo control plane: the backend that computes cluster " + Cluster + " is down",
 				},
 			}}
 		},
@@ -179,7 +176,7 @@ func (td *tourDemo) restartPrimary(ctx context.Context, version string, resource
 	defer retry.Stop()
 	for {
 		var err error
-		srv, err = controlplane.Start(ctx, td.addr, demoServerOptions(tourCallbacks())...)
+		srv, err = controlplane.Start(ctx, td.addr, serverOptions(tourCallbacks())...)
 		if err == nil {
 			break
 		}
@@ -234,12 +231,12 @@ func withOneEndpoint(base []proto.Message, clusterName string) []proto.Message {
 
 // tourConfig is the configuration of versions 2, 7 and 8 of the tour and
 // of the secondary server: base with one endpoint fewer.
-func tourConfig(base []proto.Message) []proto.Message { return withOneEndpoint(base, tourCluster) }
+func tourConfig(base []proto.Message) []proto.Message { return withOneEndpoint(base, Cluster) }
 
 // withoutCluster is the configuration of versions 4 and 5: tourConfig
-// without tourCluster.
+// without Cluster.
 func withoutCluster(base []proto.Message) []proto.Message {
-	return withCluster(tourConfig(base), tourCluster, nil)
+	return withCluster(tourConfig(base), Cluster, nil)
 }
 
 // withRoute returns base with the route configuration sending every RPC
