@@ -22,8 +22,8 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 
 	"github.com/xdslens/xdslens/internal/certstore"
-	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/handshake"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
