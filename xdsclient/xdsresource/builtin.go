@@ -3,10 +3,7 @@ package xdsresource
 import (
 	"errors"
 	"fmt"
-	"math"
 
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -109,47 +106,5 @@ func (t *builtinType) Decode(opts DecodeOptions, r *anypb.Any) (string, any, err
 	return name, v, nil
 }
 
-// unmarshal decodes b into m, which must be empty (new or reset), naming
-// the message type in the error. Merging into an empty message is decoding
-// it, without a Reset first.
-func unmarshal(b []byte, m proto.Message) error {
-	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, m); err != nil {
-		return fmt.Errorf("cannot unmarshal %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
-	}
-	return nil
-}
-
 // errNoName is returned for a resource whose name field is empty.
 var errNoName = errors.New("resource has no name")
-
-// perMillion converts a fractional percentage to parts per million, capped
-// at one million.
-func perMillion(f *typev3.FractionalPercent) (uint32, error) {
-	var scale uint64
-	switch f.GetDenominator() {
-	case typev3.FractionalPercent_HUNDRED:
-		scale = 10_000
-	case typev3.FractionalPercent_TEN_THOUSAND:
-		scale = 100
-	case typev3.FractionalPercent_MILLION:
-		scale = 1
-	default:
-		return 0, fmt.Errorf("unsupported denominator %v", f.GetDenominator())
-	}
-	return uint32(min(uint64(f.GetNumerator())*scale, 1_000_000)), nil
-}
-
-// addWeight adds w to *sum and reports whether the total still fits a
-// uint32.
-func addWeight(sum *uint64, w uint32) bool {
-	*sum += uint64(w)
-	return *sum <= math.MaxUint32
-}
-
-// plural returns "n thing" or "n things".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

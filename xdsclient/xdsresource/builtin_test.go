@@ -8,7 +8,6 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -79,25 +78,6 @@ func TestDecodeNoName(t *testing.T) {
 	} {
 		if _, _, err := decode(t, tc.typ, tc.m); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: Decode error = %v, want %s", tc.typ.ShortName(), err, tc.want)
-		}
-	}
-}
-
-func TestPerMillion(t *testing.T) {
-	for _, tc := range []struct {
-		num  uint32
-		den  typev3.FractionalPercent_DenominatorType
-		want uint32
-	}{
-		{5, typev3.FractionalPercent_HUNDRED, 50_000},
-		{5, typev3.FractionalPercent_TEN_THOUSAND, 500},
-		{5, typev3.FractionalPercent_MILLION, 5},
-		{200, typev3.FractionalPercent_HUNDRED, 1_000_000},
-		{4_000_000_000, typev3.FractionalPercent_HUNDRED, 1_000_000},
-	} {
-		got, err := perMillion(&typev3.FractionalPercent{Numerator: tc.num, Denominator: tc.den})
-		if err != nil || got != tc.want {
-			t.Errorf("perMillion(%d/%v) = %d, %v; want %d", tc.num, tc.den, got, err, tc.want)
 		}
 	}
 }

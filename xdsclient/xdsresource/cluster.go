@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // ClusterKind is the kind of a Cluster.
@@ -317,12 +318,12 @@ func logicalDNSHost(m *clusterv3.Cluster) (string, error) {
 
 // Type URLs of the load_balancing_policy entries that are understood.
 var (
-	roundRobinURL   = typeURLOf(new(roundrobinv3.RoundRobin))
-	ringHashURL     = typeURLOf(new(ringhashv3.RingHash))
-	leastRequestURL = typeURLOf(new(leastrequestv3.LeastRequest))
-	wrrLocalityURL  = typeURLOf(new(wrrlocalityv3.WrrLocality))
-	cswrrURL        = typeURLOf(new(cswrrv3.ClientSideWeightedRoundRobin))
-	pickFirstURL    = typeURLOf(new(pickfirstv3.PickFirst))
+	roundRobinURL   = decoding.TypeURLOf(new(roundrobinv3.RoundRobin))
+	ringHashURL     = decoding.TypeURLOf(new(ringhashv3.RingHash))
+	leastRequestURL = decoding.TypeURLOf(new(leastrequestv3.LeastRequest))
+	wrrLocalityURL  = decoding.TypeURLOf(new(wrrlocalityv3.WrrLocality))
+	cswrrURL        = decoding.TypeURLOf(new(cswrrv3.ClientSideWeightedRoundRobin))
+	pickFirstURL    = decoding.TypeURLOf(new(pickfirstv3.PickFirst))
 )
 
 // maxLBPolicyDepth is how deeply load_balancing_policy may nest (gRFC A51).

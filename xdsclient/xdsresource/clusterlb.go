@@ -10,7 +10,7 @@ import (
 	pickfirstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
 	ringhashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
-	"google.golang.org/protobuf/proto"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -48,10 +48,6 @@ func lbFromEnum(m *clusterv3.Cluster, c *Cluster) error {
 	return nil
 }
 
-func typeURLOf(m proto.Message) string {
-	return TypeURLPrefix + string(m.ProtoReflect().Descriptor().FullName())
-}
-
 // lbFromPolicy returns the name of the first supported entry of p,
 // checking its config. Entries of unknown types are skipped (gRFC A52).
 func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (string, error) {
@@ -66,19 +62,19 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 			return LBRoundRobin, nil
 		case pickFirstURL:
 			pf := new(pickfirstv3.PickFirst)
-			if err = unmarshal(cfg.GetValue(), pf); err == nil {
+			if err = decoding.Unmarshal(cfg.GetValue(), pf); err == nil {
 				c.PickFirstShuffle = pf.GetShuffleAddressList()
 				return LBPickFirst, nil
 			}
 		case cswrrURL:
 			w := new(cswrrv3.ClientSideWeightedRoundRobin)
-			if err = unmarshal(cfg.GetValue(), w); err == nil {
+			if err = decoding.Unmarshal(cfg.GetValue(), w); err == nil {
 				c.WeightedRoundRobin, err = validateWRR(w)
 			}
 			if err == nil {
 				return LBWeightedRoundRobin, nil
 			}
-		case xdsTypedStructURL, udpaTypedStructURL:
+		case decoding.XDSTypedStructURL, decoding.UDPATypedStructURL:
 			var typeURL string
 			var value *structpb.Struct
 			if typeURL, value, err = typedStructPolicy(cfg.GetTypeUrl(), cfg.GetValue()); err == nil {
@@ -93,7 +89,7 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 			}
 		case ringHashURL:
 			rh := new(ringhashv3.RingHash)
-			if err = unmarshal(cfg.GetValue(), rh); err == nil {
+			if err = decoding.Unmarshal(cfg.GetValue(), rh); err == nil {
 				switch f := rh.GetHashFunction(); f {
 				case ringhashv3.RingHash_DEFAULT_HASH, ringhashv3.RingHash_XX_HASH:
 					c.RingHash, err = ringSizes(rh.GetMinimumRingSize(), rh.GetMaximumRingSize())
@@ -106,7 +102,7 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 			}
 		case leastRequestURL:
 			lr := new(leastrequestv3.LeastRequest)
-			if err = unmarshal(cfg.GetValue(), lr); err == nil {
+			if err = decoding.Unmarshal(cfg.GetValue(), lr); err == nil {
 				c.LeastRequestChoiceCount, err = choiceCount(lr.GetChoiceCount())
 			}
 			if err == nil {
@@ -114,7 +110,7 @@ func lbFromPolicy(p *clusterv3.LoadBalancingPolicy, c *Cluster, depth int) (stri
 			}
 		case wrrLocalityURL:
 			wl := new(wrrlocalityv3.WrrLocality)
-			if err = unmarshal(cfg.GetValue(), wl); err == nil {
+			if err = decoding.Unmarshal(cfg.GetValue(), wl); err == nil {
 				var child string
 				if child, err = lbFromPolicy(wl.GetEndpointPickingPolicy(), c, depth+1); err == nil {
 					c.LBChildPolicy = child

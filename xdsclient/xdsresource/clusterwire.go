@@ -5,6 +5,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -70,7 +71,7 @@ func (s *clusterScratch) decode(b []byte) error {
 	s.runtime = true // the walk may have stopped before recording it
 	s.reset()
 	s.runtime = true
-	return unmarshal(b, &s.m)
+	return decoding.Unmarshal(b, &s.m)
 }
 
 // reset makes s ready for the next resource, dropping every pointer that

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // The Cluster decoder fills the message from the wire by hand for the
@@ -67,7 +68,7 @@ func TestClusterWireFieldNumbers(t *testing.T) {
 func checkClusterWire(t *testing.T, s *clusterScratch, b []byte) bool {
 	t.Helper()
 	want := new(clusterv3.Cluster)
-	err := unmarshal(b, want)
+	err := decoding.Unmarshal(b, want)
 	took := s.fillCluster(b)
 	switch {
 	case took && err != nil:

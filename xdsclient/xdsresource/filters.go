@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/httpfilter"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // Type URLs of the HTTP filters that are understood.
@@ -50,9 +51,7 @@ var (
 )
 
 const (
-	xdsTypedStructURL  = TypeURLPrefix + "xds.type.v3.TypedStruct"
-	udpaTypedStructURL = TypeURLPrefix + "udpa.type.v1.TypedStruct"
-	filterConfigURL    = TypeURLPrefix + "envoy.config.route.v3.FilterConfig"
+	filterConfigURL = TypeURLPrefix + "envoy.config.route.v3.FilterConfig"
 )
 
 // filterType is the type of a filter config, as checkFilterConfig found
@@ -80,15 +79,15 @@ type filterType struct {
 // then not read. ok is false when the type is not understood.
 func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (ft filterType, ok bool, err error) {
 	switch cfg.GetTypeUrl() {
-	case xdsTypedStructURL:
+	case decoding.XDSTypedStructURL:
 		ts := new(xdstypev3.TypedStruct)
-		if err := unmarshal(cfg.GetValue(), ts); err != nil {
+		if err := decoding.Unmarshal(cfg.GetValue(), ts); err != nil {
 			return ft, false, err
 		}
 		return typeInStruct(ts.GetTypeUrl(), known)
-	case udpaTypedStructURL:
+	case decoding.UDPATypedStructURL:
 		ts := new(udpatypev1.TypedStruct)
-		if err := unmarshal(cfg.GetValue(), ts); err != nil {
+		if err := decoding.Unmarshal(cfg.GetValue(), ts); err != nil {
 			return ft, false, err
 		}
 		return typeInStruct(ts.GetTypeUrl(), known)
@@ -100,7 +99,7 @@ func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (f
 		return ft, ft.registered != nil, nil
 	}
 	ft.msg = newMsg()
-	if err := unmarshal(cfg.GetValue(), ft.msg); err != nil {
+	if err := decoding.Unmarshal(cfg.GetValue(), ft.msg); err != nil {
 		return ft, false, err
 	}
 	return ft, true, nil
@@ -195,7 +194,7 @@ func checkFilterOverrides(m map[string]*anypb.Any) (FilterOverrides, error) {
 		cfg, optional, disabled := m[name], false, false
 		if cfg.GetTypeUrl() == filterConfigURL {
 			fc := new(routev3.FilterConfig)
-			if err := unmarshal(cfg.GetValue(), fc); err != nil {
+			if err := decoding.Unmarshal(cfg.GetValue(), fc); err != nil {
 				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
 			if fc.GetConfig() == nil {

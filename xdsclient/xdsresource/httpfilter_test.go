@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/httpfilter"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // Type URLs of the filters these tests register with package httpfilter.
@@ -53,7 +54,7 @@ func (testServerFilter) BuildServerInterceptor(httpfilter.Config, httpfilter.Con
 }
 
 func parseTestConfig(cfg *anypb.Any) (httpfilter.Config, error) {
-	if cfg.GetTypeUrl() != xdsTypedStructURL {
+	if cfg.GetTypeUrl() != decoding.XDSTypedStructURL {
 		if string(cfg.GetValue()) == "bad" {
 			return nil, errors.New("value: bad")
 		}

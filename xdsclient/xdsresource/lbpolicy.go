@@ -9,6 +9,7 @@ import (
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -100,12 +101,12 @@ func customPolicy(typeURL string, value *structpb.Struct) (name string, config j
 
 // typedStructPolicy reads a TypedStruct of either kind from b.
 func typedStructPolicy(url string, b []byte) (typeURL string, value *structpb.Struct, err error) {
-	if url == xdsTypedStructURL {
+	if url == decoding.XDSTypedStructURL {
 		ts := new(xdstypev3.TypedStruct)
-		err = unmarshal(b, ts)
+		err = decoding.Unmarshal(b, ts)
 		return ts.GetTypeUrl(), ts.GetValue(), err
 	}
 	ts := new(udpatypev1.TypedStruct)
-	err = unmarshal(b, ts)
+	err = decoding.Unmarshal(b, ts)
 	return ts.GetTypeUrl(), ts.GetValue(), err
 }

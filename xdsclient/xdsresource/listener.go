@@ -8,6 +8,7 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -64,11 +65,11 @@ func (l *Listener) Summary() string {
 	fmt.Fprintf(&b, "listener %s: ", l.Name)
 	if l.InlineRouteConfig != nil {
 		vhosts, routes := l.InlineRouteConfig.counts()
-		fmt.Fprintf(&b, "inline route config, %s, %s", plural(vhosts, "virtual host", "virtual hosts"), plural(routes, "route", "routes"))
+		fmt.Fprintf(&b, "inline route config, %s, %s", decoding.Plural(vhosts, "virtual host", "virtual hosts"), decoding.Plural(routes, "route", "routes"))
 	} else {
 		fmt.Fprintf(&b, "RDS %q", l.RouteConfigName)
 	}
-	fmt.Fprintf(&b, ", %s", plural(len(l.HTTPFilters), "HTTP filter", "HTTP filters"))
+	fmt.Fprintf(&b, ", %s", decoding.Plural(len(l.HTTPFilters), "HTTP filter", "HTTP filters"))
 	if l.MaxStreamDuration > 0 {
 		fmt.Fprintf(&b, ", max_stream_duration %v", l.MaxStreamDuration)
 	}
@@ -77,7 +78,7 @@ func (l *Listener) Summary() string {
 
 func decodeListener(opts DecodeOptions, b []byte) (string, any, error) {
 	m := new(listenerv3.Listener)
-	if err := unmarshal(b, m); err != nil {
+	if err := decoding.Unmarshal(b, m); err != nil {
 		return "", nil, err
 	}
 	if m.GetName() == "" {
@@ -103,7 +104,7 @@ func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, er
 		return nil, fmt.Errorf("api_listener holds %q, want %q", api.GetTypeUrl(), HTTPConnectionManagerTypeURL)
 	}
 	hcm := new(hcmv3.HttpConnectionManager)
-	if err := unmarshal(api.GetValue(), hcm); err != nil {
+	if err := decoding.Unmarshal(api.GetValue(), hcm); err != nil {
 		return nil, fmt.Errorf("api_listener: %v", err)
 	}
 	c, err := validateHCM(opts, hcm, false)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // RouteConfiguration is a validated RouteConfiguration.
@@ -120,7 +121,7 @@ type Route struct {
 func (rc *RouteConfiguration) Summary() string {
 	vhosts, routes := rc.counts()
 	return fmt.Sprintf("route config %s: %s, %s", rc.Name,
-		plural(vhosts, "virtual host", "virtual hosts"), plural(routes, "route", "routes"))
+		decoding.Plural(vhosts, "virtual host", "virtual hosts"), decoding.Plural(routes, "route", "routes"))
 }
 
 func (rc *RouteConfiguration) counts() (vhosts, routes int) {
@@ -132,7 +133,7 @@ func (rc *RouteConfiguration) counts() (vhosts, routes int) {
 
 func decodeRouteConfig(opts DecodeOptions, b []byte) (string, any, error) {
 	m := new(routev3.RouteConfiguration)
-	if err := unmarshal(b, m); err != nil {
+	if err := decoding.Unmarshal(b, m); err != nil {
 		return "", nil, err
 	}
 	if m.GetName() == "" {
@@ -268,7 +269,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*Rou
 		r.Headers = append(r.Headers, hm)
 	}
 	if f := match.GetRuntimeFraction(); f != nil {
-		n, err := perMillion(f.GetDefaultValue())
+		n, err := decoding.PerMillion(f.GetDefaultValue())
 		if err != nil {
 			return r, false, fmt.Errorf("match.runtime_fraction: %v", err)
 		}

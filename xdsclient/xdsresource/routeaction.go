@@ -7,6 +7,7 @@ import (
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // ActionKind says what a route does.
@@ -138,7 +139,7 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 			if w == 0 {
 				continue
 			}
-			if !addWeight(&sum, w) {
+			if !decoding.AddWeight(&sum, w) {
 				return false, errors.New("weighted_clusters weights sum to more than 4294967295")
 			}
 			wcs = append(wcs, WeightedCluster{Name: c.GetName(), Weight: w, FilterOverrides: overrides})

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/redact"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // gRPC takes certificates and keys only from the certificate provider
@@ -80,7 +81,7 @@ func checkChainSocketSecrets(ts *corev3.TransportSocket) error {
 	cfg := ts.GetTypedConfig()
 	if cfg.GetTypeUrl() == DownstreamTLSContextTypeURL {
 		m := new(tlsv3.DownstreamTlsContext)
-		if unmarshal(cfg.GetValue(), m) == nil {
+		if decoding.Unmarshal(cfg.GetValue(), m) == nil {
 			return checkDownstreamSecrets(cfg, m)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -179,7 +180,7 @@ func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) e
 	if cfg.GetTypeUrl() != typeURL {
 		return fmt.Errorf("typed_config: type %q is not supported, want %q", cfg.GetTypeUrl(), typeURL)
 	}
-	if err := unmarshal(cfg.GetValue(), m); err != nil {
+	if err := decoding.Unmarshal(cfg.GetValue(), m); err != nil {
 		return fmt.Errorf("typed_config: %v", err)
 	}
 	return nil

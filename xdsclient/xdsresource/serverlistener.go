@@ -12,6 +12,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // ServerListener is a validated server-side Listener (gRFC A36): the
@@ -100,7 +101,7 @@ func (s *ServerListener) summary(name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server listener %s: %s, %s", name,
 		net.JoinHostPort(s.Address, strconv.Itoa(int(s.Port))),
-		plural(len(s.FilterChains), "filter chain", "filter chains"))
+		decoding.Plural(len(s.FilterChains), "filter chain", "filter chains"))
 	if s.DefaultFilterChain != nil {
 		b.WriteString(" and a default")
 	}
@@ -110,7 +111,7 @@ func (s *ServerListener) summary(name string) string {
 // validateServerListener validates a Listener without api_listener.
 func validateServerListener(opts DecodeOptions, m *listenerv3.Listener) (*ServerListener, error) {
 	if n := len(m.GetListenerFilters()); n != 0 {
-		return nil, fmt.Errorf("listener_filters: not supported (%s)", plural(n, "entry", "entries"))
+		return nil, fmt.Errorf("listener_filters: not supported (%s)", decoding.Plural(n, "entry", "entries"))
 	}
 	if m.GetUseOriginalDst().GetValue() {
 		return nil, errors.New("use_original_dst: true is not supported")
@@ -305,7 +306,7 @@ func parsePrefixes(ranges []*corev3.CidrRange) ([]netip.Prefix, error) {
 func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*FilterChain, error) {
 	filters := fc.GetFilters()
 	if n := len(filters); n != 1 {
-		return nil, fmt.Errorf("filters: has %s, want exactly one, the HttpConnectionManager", plural(n, "filter", "filters"))
+		return nil, fmt.Errorf("filters: has %s, want exactly one, the HttpConnectionManager", decoding.Plural(n, "filter", "filters"))
 	}
 	f := filters[0]
 	if f.GetName() == "" {
@@ -319,7 +320,7 @@ func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*Filte
 		return nil, fmt.Errorf("filters[0] %q: network filter type %q is not supported, want %q", f.GetName(), cfg.GetTypeUrl(), HTTPConnectionManagerTypeURL)
 	}
 	hcm := new(hcmv3.HttpConnectionManager)
-	if err := unmarshal(cfg.GetValue(), hcm); err != nil {
+	if err := decoding.Unmarshal(cfg.GetValue(), hcm); err != nil {
 		return nil, fmt.Errorf("filters[0] %q: %v", f.GetName(), err)
 	}
 	c, err := validateHCM(opts, hcm, true)

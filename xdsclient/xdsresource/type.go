@@ -3,12 +3,13 @@ package xdsresource
 import (
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // TypeURLPrefix is the prefix that every xDS type URL starts with.
-const TypeURLPrefix = "type.googleapis.com/"
+const TypeURLPrefix = decoding.TypeURLPrefix
 
 // Type describes one kind of xDS resource. Implementations must be safe for
 // concurrent use and are usually stateless values. TypeURL, ShortName and
