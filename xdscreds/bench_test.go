@@ -3,6 +3,7 @@ package xdscreds_test
 import (
 	"context"
 	"crypto/tls"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"net"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func newMTLSBench(b *testing.B) *mtlsBench {
 	return &mtlsBench{
 		pki: p,
 		info: info(store, &xdsresource.SecurityConfig{IdentityInstance: "mesh", RootInstance: "mesh",
-			SANMatchers: []xdsresource.StringMatcher{exact("spiffe://example.org/ns/prod/sa/server")}}),
+			SANMatchers: []matcher.String{exact("spiffe://example.org/ns/prod/sa/server")}}),
 		grpcTLS: credentials.NewTLS(&tls.Config{
 			RootCAs:      p.ca.Pool(),
 			Certificates: []tls.Certificate{p.client.TLS},

@@ -1,6 +1,7 @@
 package xdscreds_test
 
 import (
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +57,7 @@ func checkSystemRoots(t *testing.T) {
 	}
 	// The store has no instance: system roots need none.
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"unused": certtest.WriteFiles(t, nil, certtest.NewCA(t, "unused"))})
-	sc := &xdsresource.SecurityConfig{SystemRootCerts: true, SANMatchers: []xdsresource.StringMatcher{exact("server.example.com")}}
+	sc := &xdsresource.SecurityConfig{SystemRootCerts: true, SANMatchers: []matcher.String{exact("server.example.com")}}
 
 	trusted := startTLS(t, backendConfig{getCert: leaf})
 	if err := check(t, dial(t, newCreds(t), trusted.addr, info(store, sc))); err != nil {

@@ -3,6 +3,7 @@ package xdsserver
 import (
 	"context"
 	"fmt"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -198,16 +199,16 @@ func (p *pathMatch) match(method string) bool {
 // present, "content-type" is always "application/grpc", and the values of
 // a header sent several times are joined with ",".
 type headerMatch struct {
-	m  xdsresource.HeaderMatcher
+	m  matcher.Header
 	re *regexp.Regexp
 }
 
-func compileHeader(h xdsresource.HeaderMatcher) (headerMatch, error) {
+func compileHeader(h matcher.Header) (headerMatch, error) {
 	hm := headerMatch{m: h}
 	if h.IgnoreCase {
 		hm.m.Value = strings.ToLower(h.Value)
 	}
-	if h.Kind == xdsresource.HeaderRegex {
+	if h.Kind == matcher.Regex {
 		re, err := regexp.Compile(`^(?:` + h.Value + `)$`)
 		if err != nil {
 			return hm, fmt.Errorf("header %q safe_regex %q: %v", h.Name, h.Value, err)
@@ -221,14 +222,14 @@ func (h *headerMatch) match(ctx context.Context) bool {
 	v, present := routeHeader(ctx, h.m.Name)
 	var m bool
 	switch {
-	case h.m.Kind == xdsresource.HeaderPresent:
+	case h.m.Kind == matcher.Present:
 		m = present == h.m.Present
 	case !present:
 		return false // every other matcher fails on an absent header, inverted or not
-	case h.m.Kind == xdsresource.HeaderRange:
+	case h.m.Kind == matcher.Range:
 		n, err := strconv.ParseInt(v, 10, 64)
 		m = err == nil && n >= h.m.RangeStart && n < h.m.RangeEnd
-	case h.m.Kind == xdsresource.HeaderRegex:
+	case h.m.Kind == matcher.Regex:
 		m = h.re.MatchString(v)
 	default:
 		m = h.matchString(v)
@@ -242,13 +243,13 @@ func (h *headerMatch) matchString(v string) bool {
 		v = strings.ToLower(v)
 	}
 	switch h.m.Kind {
-	case xdsresource.HeaderExact:
+	case matcher.Exact:
 		return v == want
-	case xdsresource.HeaderPrefix:
+	case matcher.Prefix:
 		return strings.HasPrefix(v, want)
-	case xdsresource.HeaderSuffix:
+	case matcher.Suffix:
 		return strings.HasSuffix(v, want)
-	case xdsresource.HeaderContains:
+	case matcher.Contains:
 		return strings.Contains(v, want)
 	}
 	return false

@@ -91,8 +91,6 @@ func TestKindStrings(t *testing.T) {
 		{PathPrefix, "prefix"}, {PathExact, "path"}, {PathRegex, "safe_regex"}, {PathMatchKind(0), "PathMatchKind(0)"},
 		{ActionCluster, "cluster"}, {ActionWeightedClusters, "weighted_clusters"}, {ActionClusterHeader, "cluster_header"},
 		{ActionNonForwarding, "non_forwarding"}, {ActionUnsupported, "unsupported"}, {ActionKind(0), "ActionKind(0)"},
-		{HeaderExact, "exact"}, {HeaderPrefix, "prefix"}, {HeaderSuffix, "suffix"}, {HeaderContains, "contains"},
-		{HeaderRegex, "safe_regex"}, {HeaderPresent, "present"}, {HeaderRange, "range"}, {HeaderMatchKind(0), "HeaderMatchKind(0)"},
 	} {
 		if s := tc.got.String(); s != tc.want {
 			t.Errorf("String() = %q, want %q", s, tc.want)

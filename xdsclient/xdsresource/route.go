@@ -8,6 +8,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
 // RouteConfiguration is a validated RouteConfiguration.
@@ -90,7 +91,7 @@ type Route struct {
 	// CaseInsensitive is true when match.case_sensitive is false.
 	CaseInsensitive bool
 	// Headers must all match for the route to match.
-	Headers []HeaderMatcher
+	Headers []matcher.Header
 	// FractionPerMillion is runtime_fraction.default_value in parts per
 	// million, nil when unset.
 	FractionPerMillion *uint32
@@ -248,7 +249,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*Rou
 		r.PathMatch, r.Path = PathExact, p.Path
 	case *routev3.RouteMatch_SafeRegex:
 		r.PathMatch, r.SafeRegex = PathRegex, p.SafeRegex.GetRegex()
-		if err := checkRegex(r.SafeRegex); err != nil {
+		if err := matcher.CheckRegex(r.SafeRegex); err != nil {
 			return r, false, fmt.Errorf("match.safe_regex: %v", err)
 		}
 	case nil:
@@ -262,7 +263,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*Rou
 		r.CaseInsensitive = !cs.GetValue()
 	}
 	for i, h := range match.GetHeaders() {
-		hm, err := validateHeaderMatcher(h)
+		hm, err := matcher.ValidateHeader(h)
 		if err != nil {
 			return r, false, fmt.Errorf("match.headers[%d]: %v", i, err)
 		}

@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"reflect"
 	"testing"
 	"time"
@@ -110,12 +111,12 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 						PathMatch:       PathExact,
 						Path:            "/svc/Method",
 						CaseInsensitive: true,
-						Headers: []HeaderMatcher{
-							{Name: "x-exact", Kind: HeaderExact, Value: "v", Invert: true},
-							{Name: "x-regex", Kind: HeaderRegex, Value: "a.*"},
-							{Name: "x-present", Kind: HeaderPresent, Present: true},
-							{Name: "x-range", Kind: HeaderRange, RangeStart: 1, RangeEnd: 10},
-							{Name: "x-sm", Kind: HeaderSuffix, Value: "end", IgnoreCase: true},
+						Headers: []matcher.Header{
+							{Name: "x-exact", Kind: matcher.Exact, Value: "v", Invert: true},
+							{Name: "x-regex", Kind: matcher.Regex, Value: "a.*"},
+							{Name: "x-present", Kind: matcher.Present, Present: true},
+							{Name: "x-range", Kind: matcher.Range, RangeStart: 1, RangeEnd: 10},
+							{Name: "x-sm", Kind: matcher.Suffix, Value: "end", IgnoreCase: true},
 						},
 						FractionPerMillion: &fraction,
 						Action:             RouteAction{Kind: ActionCluster, Cluster: "c1"},

@@ -8,6 +8,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
 // ActionKind says what a route does.
@@ -199,7 +200,7 @@ func validateHashPolicy(m *routev3.RouteAction_HashPolicy) (HashPolicy, bool, er
 		p.Kind, p.HeaderName = HashHeader, s.Header.GetHeaderName()
 		if rw := s.Header.GetRegexRewrite(); rw != nil {
 			p.Regex, p.Substitution = rw.GetPattern().GetRegex(), rw.GetSubstitution()
-			if err := checkRegex(p.Regex); err != nil {
+			if err := matcher.CheckRegex(p.Regex); err != nil {
 				return p, false, fmt.Errorf("header.regex_rewrite: %v", err)
 			}
 		}

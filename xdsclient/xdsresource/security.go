@@ -8,6 +8,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -53,7 +54,7 @@ type SecurityConfig struct {
 	// SANMatchers are the validation context's match_subject_alt_names: a
 	// peer certificate is accepted when one of its SANs matches one of
 	// them, or always when there are none. Clients only.
-	SANMatchers []StringMatcher
+	SANMatchers []matcher.String
 	// SNI is the UpstreamTlsContext's sni (gRFC A101): the server name the
 	// client sends, at most 255 bytes. Clients only.
 	SNI string
@@ -70,39 +71,6 @@ type SecurityConfig struct {
 	// require_client_certificate. Servers only; RootInstance is set
 	// whenever it is true.
 	RequireClientCert bool
-}
-
-// StringMatcher is a validated envoy.type.matcher.v3.StringMatcher. Kind is
-// HeaderExact, HeaderPrefix, HeaderSuffix, HeaderContains or HeaderRegex.
-type StringMatcher struct {
-	// Kind says how Value is compared.
-	Kind HeaderMatchKind
-	// Value is the string, prefix, suffix or substring to compare with, or
-	// the RE2 expression that must match the whole value.
-	Value string
-	// IgnoreCase makes all but HeaderRegex compare without case.
-	IgnoreCase bool
-}
-
-// validateStringMatcher checks m as gRPC does: prefix, suffix and contains
-// need a value, a regex must compile.
-func validateStringMatcher(m *matcherv3.StringMatcher) (StringMatcher, error) {
-	var hm HeaderMatcher
-	if err := fromStringMatcher(m, &hm); err != nil {
-		return StringMatcher{}, err
-	}
-	sm := StringMatcher{Kind: hm.Kind, Value: hm.Value, IgnoreCase: hm.IgnoreCase}
-	switch sm.Kind {
-	case HeaderPrefix, HeaderSuffix, HeaderContains:
-		if sm.Value == "" {
-			return sm, fmt.Errorf("empty %v", sm.Kind)
-		}
-	case HeaderRegex:
-		if err := checkRegex(sm.Value); err != nil {
-			return sm, err
-		}
-	}
-	return sm, nil
 }
 
 // validateUpstreamTLS validates a Cluster's transport_socket. A nil socket
@@ -316,11 +284,11 @@ func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *Secu
 		if server {
 			return fmt.Errorf("%s.match_subject_alt_names: not supported on servers", at)
 		}
-		sm, err := validateStringMatcher(m)
+		sm, err := matcher.ValidateString(m)
 		if err != nil {
 			return fmt.Errorf("%s.match_subject_alt_names[%d]: %v", at, i, err)
 		}
-		if sm.Kind == HeaderRegex && m.GetIgnoreCase() {
+		if sm.Kind == matcher.Regex && m.GetIgnoreCase() {
 			return fmt.Errorf("%s.match_subject_alt_names[%d].ignore_case: not supported with safe_regex", at, i)
 		}
 		sc.SANMatchers = append(sc.SANMatchers, sm)

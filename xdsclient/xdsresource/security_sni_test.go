@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func TestClusterSecuritySNIAndSystemRoots(t *testing.T) {
 			&SecurityConfig{RootInstance: "roots", RootCertName: "ca", SNI: "fallback.example.com", AutoHostSNI: true, AutoSNISANValidation: true}},
 		{"system roots", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: systemRoots(exact)}
-		}), &SecurityConfig{SystemRootCerts: true, SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
+		}), &SecurityConfig{SystemRootCerts: true, SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "a"}}}},
 		{"system roots with an identity", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.TlsCertificateProviderInstance = provider("identity", "id")
 			c.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: systemRoots()}

@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"reflect"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestClusterSecurity(t *testing.T) {
 				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "spiffe://a/b"}},
 				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x"}, IgnoreCase: true})
 		}), &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca",
-			SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "spiffe://a/b"}, {Kind: HeaderPrefix, Value: "x", IgnoreCase: true}}}},
+			SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "spiffe://a/b"}, {Kind: matcher.Prefix, Value: "x", IgnoreCase: true}}}},
 		{"combined validation context", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext: &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: provider("roots", "")},
@@ -203,7 +204,7 @@ func TestClusterSecurityDeprecatedFields(t *testing.T) {
 				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{exact}},
 				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
 			}},
-		}, &SecurityConfig{RootInstance: "roots", SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
+		}, &SecurityConfig{RootInstance: "roots", SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "a"}}}},
 		{"current roots, deprecated identity", &tlsv3.CommonTlsContext{
 			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
 			ValidationContextType:                     caContext("roots"),

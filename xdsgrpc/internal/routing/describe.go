@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,20 +47,20 @@ func caseNote(insensitive bool) string {
 
 // DescribeHeader returns a header matcher in words: `header "x-env" exact
 // "canary"`, `header "x-id" not present`, `header "x-n" range [1, 10)`.
-func DescribeHeader(h xdsresource.HeaderMatcher) string {
+func DescribeHeader(h matcher.Header) string {
 	var b strings.Builder
 	b.WriteString("header " + strconv.Quote(h.Name) + " ")
 	if h.Invert {
 		b.WriteString("not ")
 	}
 	switch h.Kind {
-	case xdsresource.HeaderPresent:
+	case matcher.Present:
 		if h.Present {
 			b.WriteString("present")
 		} else {
 			b.WriteString("absent")
 		}
-	case xdsresource.HeaderRange:
+	case matcher.Range:
 		fmt.Fprintf(&b, "range [%d, %d)", h.RangeStart, h.RangeEnd)
 	default:
 		b.WriteString(h.Kind.String() + " " + strconv.Quote(h.Value))

@@ -3,6 +3,7 @@ package routing_test
 import (
 	"context"
 	"fmt"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"testing"
 
 	"google.golang.org/grpc/metadata"
@@ -13,7 +14,7 @@ import (
 
 // explainRoutes are routes whose matchers, in turn, decide.
 func explainRoutes() *xdsresource.VirtualHost {
-	withHeaders := func(r xdsresource.Route, hs ...xdsresource.HeaderMatcher) xdsresource.Route {
+	withHeaders := func(r xdsresource.Route, hs ...matcher.Header) xdsresource.Route {
 		r.Headers = hs
 		return r
 	}
@@ -23,12 +24,12 @@ func explainRoutes() *xdsresource.VirtualHost {
 	}
 	return &xdsresource.VirtualHost{Routes: []xdsresource.Route{
 		prefix("/svc.H/", xdsresource.RouteAction{Kind: xdsresource.ActionClusterHeader, ClusterHeader: "x-c"}),
-		withHeaders(prefix("/svc.A/", cluster("canary")), xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}),
-		withHeaders(prefix("/svc.A/", cluster("absent")), xdsresource.HeaderMatcher{Name: "x-skip", Kind: xdsresource.HeaderPresent, Present: false}),
+		withHeaders(prefix("/svc.A/", cluster("canary")), matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}),
+		withHeaders(prefix("/svc.A/", cluster("absent")), matcher.Header{Name: "x-skip", Kind: matcher.Present, Present: false}),
 		withFraction(prefix("/svc.A/", cluster("never")), 0),
 		withFraction(prefix("/svc.A/", cluster("quarter")), 250_000),
 		withFraction(prefix("/svc.A/", cluster("all")), 1_000_000),
-		withHeaders(prefix("/svc.B/", cluster("bin")), xdsresource.HeaderMatcher{Name: "x-id-bin", Kind: xdsresource.HeaderPresent, Present: true}),
+		withHeaders(prefix("/svc.B/", cluster("bin")), matcher.Header{Name: "x-id-bin", Kind: matcher.Present, Present: true}),
 		prefix("/svc.B/", xdsresource.RouteAction{Kind: xdsresource.ActionWeightedClusters, WeightedClusters: []xdsresource.WeightedCluster{{Name: "w1", Weight: 3}, {Name: "w2", Weight: 1}}}),
 		prefix("/svc.N/", xdsresource.RouteAction{Kind: xdsresource.ActionNonForwarding}),
 	}}
@@ -163,10 +164,10 @@ func TestChoices(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	r := xdsresource.Route{
 		PathMatch: xdsresource.PathExact, Path: "/svc/M", CaseInsensitive: true,
-		Headers: []xdsresource.HeaderMatcher{
-			{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", IgnoreCase: true},
-			{Name: "x-id", Kind: xdsresource.HeaderPresent, Present: true, Invert: true},
-			{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 1, RangeEnd: 10},
+		Headers: []matcher.Header{
+			{Name: "x-env", Kind: matcher.Exact, Value: "canary", IgnoreCase: true},
+			{Name: "x-id", Kind: matcher.Present, Present: true, Invert: true},
+			{Name: "x-n", Kind: matcher.Range, RangeStart: 1, RangeEnd: 10},
 		},
 		FractionPerMillion: u32(333_333),
 		Action:             xdsresource.RouteAction{Kind: xdsresource.ActionWeightedClusters, WeightedClusters: []xdsresource.WeightedCluster{{Name: "a", Weight: 80}, {Name: "b", Weight: 20}}},

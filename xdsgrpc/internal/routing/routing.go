@@ -19,6 +19,7 @@ package routing
 import (
 	"context"
 	"fmt"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -127,7 +128,7 @@ type pathMatcher struct {
 
 type headerMatcher struct {
 	name   string
-	kind   xdsresource.HeaderMatchKind
+	kind   matcher.Kind
 	value  string // lower-cased when fold is set
 	fold   bool
 	re     *regexp.Regexp
@@ -135,7 +136,7 @@ type headerMatcher struct {
 	end    int64
 	absent bool // a -bin header: never present
 	ctype  bool // content-type: always "application/grpc"
-	m      xdsresource.HeaderMatcher
+	m      matcher.Header
 }
 
 // Option configures Compile.
@@ -213,7 +214,7 @@ func compileRoute(r *xdsresource.Route) (route, error) {
 		hm := headerMatcher{name: h.Name, kind: h.Kind, value: h.Value, fold: h.IgnoreCase, start: h.RangeStart, end: h.RangeEnd, m: h}
 		hm.absent = strings.HasSuffix(h.Name, "-bin")
 		hm.ctype = h.Name == "content-type"
-		if h.Kind == xdsresource.HeaderRegex {
+		if h.Kind == matcher.Regex {
 			re, err := regexp.Compile(`^(?:` + h.Value + `)$`)
 			if err != nil {
 				return cr, fmt.Errorf("headers[%d] safe_regex %q: %w", j, h.Value, err)
@@ -362,14 +363,14 @@ func (h *headerMatcher) match(ctx context.Context) bool {
 	value, present := h.lookup(ctx)
 	var m bool
 	switch {
-	case h.kind == xdsresource.HeaderPresent:
+	case h.kind == matcher.Present:
 		m = present == h.m.Present
 	case !present:
 		return false // every other matcher fails on an absent header, inverted or not
-	case h.kind == xdsresource.HeaderRange:
+	case h.kind == matcher.Range:
 		v, err := strconv.ParseInt(value, 10, 64)
 		m = err == nil && v >= h.start && v < h.end
-	case h.kind == xdsresource.HeaderRegex:
+	case h.kind == matcher.Regex:
 		m = h.re.MatchString(value)
 	default:
 		m = h.matchString(value)
@@ -380,22 +381,22 @@ func (h *headerMatcher) match(ctx context.Context) bool {
 func (h *headerMatcher) matchString(v string) bool {
 	want := h.value
 	switch h.kind {
-	case xdsresource.HeaderExact:
+	case matcher.Exact:
 		if h.fold {
 			return strings.EqualFold(v, want)
 		}
 		return v == want
-	case xdsresource.HeaderPrefix:
+	case matcher.Prefix:
 		if h.fold {
 			return len(v) >= len(want) && strings.EqualFold(v[:len(want)], want)
 		}
 		return strings.HasPrefix(v, want)
-	case xdsresource.HeaderSuffix:
+	case matcher.Suffix:
 		if h.fold {
 			return len(v) >= len(want) && strings.EqualFold(v[len(v)-len(want):], want)
 		}
 		return strings.HasSuffix(v, want)
-	case xdsresource.HeaderContains:
+	case matcher.Contains:
 		if h.fold {
 			return strings.Contains(strings.ToLower(v), want)
 		}

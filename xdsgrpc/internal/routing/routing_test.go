@@ -3,6 +3,7 @@ package routing_test
 import (
 	"context"
 	"fmt"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"testing"
 
 	"google.golang.org/grpc/metadata"
@@ -71,49 +72,49 @@ func TestPathMatching(t *testing.T) {
 }
 
 func TestHeaderMatching(t *testing.T) {
-	h := func(m xdsresource.HeaderMatcher, name string) xdsresource.Route {
+	h := func(m matcher.Header, name string) xdsresource.Route {
 		r := prefix("", cluster(name))
-		r.Headers = []xdsresource.HeaderMatcher{m}
+		r.Headers = []matcher.Header{m}
 		return r
 	}
 	type kv = []string
 	for _, tc := range []struct {
 		name string
-		m    xdsresource.HeaderMatcher
+		m    matcher.Header
 		md   kv
 		want bool
 	}{
-		{"exact", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "canary"}, true},
-		{"exact other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "prod"}, false},
-		{"exact absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, nil, false},
-		{"exact inverted absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, nil, false},
-		{"exact inverted other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
-		{"exact ignore case", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
-		{"upper-case key in metadata", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a"}, kv{"X-Env", "a"}, true},
-		{"several values joined", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderExact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
-		{"prefix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "ab"}, kv{"x-v", "abc"}, true},
-		{"prefix ignore case", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
-		{"suffix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abc"}, true},
-		{"suffix no", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abd"}, false},
-		{"contains", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderContains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
-		{"regex full", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "a.c"}, kv{"x-v", "abc"}, true},
-		{"regex partial", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "b"}, kv{"x-v", "abc"}, false},
-		{"range in", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
-		{"range end excluded", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
-		{"range not a number", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
-		{"present", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-p", ""}, true},
-		{"present absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, nil, false},
-		{"present false absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, nil, true},
-		{"present inverted absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, nil, true},
-		{"binary header never present", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-b-bin", "\x01"}, false},
-		{"binary header absent inverted", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
-		{"binary header present_match false", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-b-bin", "\x01"}, true},
-		{"binary header exact never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderExact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
-		{"binary header prefix inverted never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPrefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
-		{"present_match false on an empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-p", ""}, false},
-		{"exact empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderExact, Value: ""}, kv{"x-p", ""}, true},
-		{"content-type is application/grpc", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "application/grpc"}, nil, true},
-		{"content-type from metadata ignored", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
+		{"exact", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}, kv{"x-env", "canary"}, true},
+		{"exact other", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}, kv{"x-env", "prod"}, false},
+		{"exact absent", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}, nil, false},
+		{"exact inverted absent", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary", Invert: true}, nil, false},
+		{"exact inverted other", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
+		{"exact ignore case", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
+		{"upper-case key in metadata", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "a"}, kv{"X-Env", "a"}, true},
+		{"several values joined", matcher.Header{Name: "x-v", Kind: matcher.Exact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
+		{"prefix", matcher.Header{Name: "x-v", Kind: matcher.Prefix, Value: "ab"}, kv{"x-v", "abc"}, true},
+		{"prefix ignore case", matcher.Header{Name: "x-v", Kind: matcher.Prefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"suffix", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "bc"}, kv{"x-v", "abc"}, true},
+		{"suffix no", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "bc"}, kv{"x-v", "abd"}, false},
+		{"contains", matcher.Header{Name: "x-v", Kind: matcher.Contains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"regex full", matcher.Header{Name: "x-v", Kind: matcher.Regex, Value: "a.c"}, kv{"x-v", "abc"}, true},
+		{"regex partial", matcher.Header{Name: "x-v", Kind: matcher.Regex, Value: "b"}, kv{"x-v", "abc"}, false},
+		{"range in", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
+		{"range end excluded", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
+		{"range not a number", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
+		{"present", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: true}, kv{"x-p", ""}, true},
+		{"present absent", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: true}, nil, false},
+		{"present false absent", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: false}, nil, true},
+		{"present inverted absent", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: true, Invert: true}, nil, true},
+		{"binary header never present", matcher.Header{Name: "x-b-bin", Kind: matcher.Present, Present: true}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header absent inverted", matcher.Header{Name: "x-b-bin", Kind: matcher.Present, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header present_match false", matcher.Header{Name: "x-b-bin", Kind: matcher.Present, Present: false}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header exact never matches", matcher.Header{Name: "x-b-bin", Kind: matcher.Exact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header prefix inverted never matches", matcher.Header{Name: "x-b-bin", Kind: matcher.Prefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
+		{"present_match false on an empty value", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: false}, kv{"x-p", ""}, false},
+		{"exact empty value", matcher.Header{Name: "x-p", Kind: matcher.Exact, Value: ""}, kv{"x-p", ""}, true},
+		{"content-type is application/grpc", matcher.Header{Name: "content-type", Kind: matcher.Exact, Value: "application/grpc"}, nil, true},
+		{"content-type from metadata ignored", matcher.Header{Name: "content-type", Kind: matcher.Exact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tbl, err := routing.Compile(&xdsresource.VirtualHost{Routes: []xdsresource.Route{h(tc.m, "match")}})
@@ -133,7 +134,7 @@ func TestHeaderMatching(t *testing.T) {
 
 func TestHeaderAppendedMetadata(t *testing.T) {
 	r := prefix("", cluster("c"))
-	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a,b"}}
+	r.Headers = []matcher.Header{{Name: "x-env", Kind: matcher.Exact, Value: "a,b"}}
 	tbl, err := routing.Compile(&xdsresource.VirtualHost{Routes: []xdsresource.Route{r}})
 	if err != nil {
 		t.Fatal(err)
@@ -235,13 +236,13 @@ func TestRememberedMethodsAgree(t *testing.T) {
 	for i := range 200 {
 		r := prefix(fmt.Sprintf("/svc.S%d/", i%7), cluster(fmt.Sprintf("c%d", i)))
 		if i%3 == 0 {
-			r.Headers = []xdsresource.HeaderMatcher{{Name: "x-k", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i % 5)}}
+			r.Headers = []matcher.Header{{Name: "x-k", Kind: matcher.Exact, Value: fmt.Sprint(i % 5)}}
 		}
 		vh.Routes = append(vh.Routes, r)
 	}
 	for i := range 100 { // 100 catch-all routes: more than MaxRememberedRoutes match every path
 		r := prefix("/", cluster(fmt.Sprintf("all%d", i)))
-		r.Headers = []xdsresource.HeaderMatcher{{Name: "x-all", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i)}}
+		r.Headers = []matcher.Header{{Name: "x-all", Kind: matcher.Exact, Value: fmt.Sprint(i)}}
 		vh.Routes = append(vh.Routes, r)
 	}
 	tbl, err := routing.Compile(vh)
