@@ -3,10 +3,12 @@ package xdscreds_test
 import (
 	"context"
 	"crypto/tls"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/internal/testing/certtest"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdscreds"
 )
 
@@ -33,7 +34,7 @@ func newMTLSBench(b *testing.B) *mtlsBench {
 	store := newStore(b, time.Hour, map[string]*certtest.Files{"mesh": certtest.WriteFiles(b, p.client, p.ca)})
 	return &mtlsBench{
 		pki: p,
-		info: info(store, &xdsresource.SecurityConfig{IdentityInstance: "mesh", RootInstance: "mesh",
+		info: info(store, &security.Config{IdentityInstance: "mesh", RootInstance: "mesh",
 			SANMatchers: []matcher.String{exact("spiffe://example.org/ns/prod/sa/server")}}),
 		grpcTLS: credentials.NewTLS(&tls.Config{
 			RootCAs:      p.ca.Pool(),

@@ -2,16 +2,17 @@ package xdscreds_test
 
 import (
 	"fmt"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/testing/certtest"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 func exact(v string) matcher.String {
@@ -64,7 +65,7 @@ func TestSANMatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots", SANMatchers: tt.matchers}))
+			cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots", SANMatchers: tt.matchers}))
 			err := check(t, cc)
 			if tt.ok {
 				if err != nil {
@@ -91,7 +92,7 @@ func TestSANMismatchErrorBounded(t *testing.T) {
 	for i := range 100 {
 		matchers = append(matchers, exact(fmt.Sprintf("want-%d.example.com", i)))
 	}
-	cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots", SANMatchers: matchers}))
+	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots", SANMatchers: matchers}))
 	err := check(t, cc)
 	wantHandshakeFailure(t, err, b, "and 492 more]) matches match_subject_alt_names [exact \"want-0.example.com\"")
 	if msg := status.Convert(err).Message(); len(msg) > 4096 || !strings.Contains(msg, "and 92 more]") {
@@ -106,18 +107,18 @@ func TestAutoSNISANValidation(t *testing.T) {
 	_, store, b := rootsSetup(t)
 	tests := []struct {
 		name   string
-		sc     xdsresource.SecurityConfig
+		sc     security.Config
 		host   string
 		reason string // "" for success
 	}{
-		{"sni matches a DNS SAN", xdsresource.SecurityConfig{SNI: "server.example.com"}, "", ""},
-		{"sni matches a wildcard DNS SAN", xdsresource.SecurityConfig{SNI: "api.wild.example.com"}, "", ""},
-		{"the SAN matchers are not applied", xdsresource.SecurityConfig{SNI: "server.example.com", SANMatchers: []matcher.String{exact("nope")}}, "", ""},
-		{"the hostname of auto_host_sni", xdsresource.SecurityConfig{AutoHostSNI: true}, "api.wild.example.com:443", ""},
-		{"sni matches no DNS SAN", xdsresource.SecurityConfig{SNI: "other.example.com"}, "",
+		{"sni matches a DNS SAN", security.Config{SNI: "server.example.com"}, "", ""},
+		{"sni matches a wildcard DNS SAN", security.Config{SNI: "api.wild.example.com"}, "", ""},
+		{"the SAN matchers are not applied", security.Config{SNI: "server.example.com", SANMatchers: []matcher.String{exact("nope")}}, "", ""},
+		{"the hostname of auto_host_sni", security.Config{AutoHostSNI: true}, "api.wild.example.com:443", ""},
+		{"sni matches no DNS SAN", security.Config{SNI: "other.example.com"}, "",
 			`auto_sni_san_validation: no DNS SAN of the server's certificate matches the server name "other.example.com" (DNS SANs ["server.example.com" "*.wild.example.com"])`},
-		{"only DNS SANs count", xdsresource.SecurityConfig{SNI: "127.0.0.1"}, "", `matches the server name "127.0.0.1"`},
-		{"no server name", xdsresource.SecurityConfig{AutoHostSNI: true}, "",
+		{"only DNS SANs count", security.Config{SNI: "127.0.0.1"}, "", `matches the server name "127.0.0.1"`},
+		{"no server name", security.Config{AutoHostSNI: true}, "",
 			"auto_sni_san_validation: no server name was sent to check the certificate against"},
 	}
 	for _, tt := range tests {

@@ -1,15 +1,16 @@
 package xdscreds_test
 
 import (
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"github.com/xdslens/xdslens/internal/testing/certtest"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // systemRootsEnv, set in the environment of a child test process, names
@@ -57,7 +58,7 @@ func checkSystemRoots(t *testing.T) {
 	}
 	// The store has no instance: system roots need none.
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"unused": certtest.WriteFiles(t, nil, certtest.NewCA(t, "unused"))})
-	sc := &xdsresource.SecurityConfig{SystemRootCerts: true, SANMatchers: []matcher.String{exact("server.example.com")}}
+	sc := &security.Config{SystemRootCerts: true, SANMatchers: []matcher.String{exact("server.example.com")}}
 
 	trusted := startTLS(t, backendConfig{getCert: leaf})
 	if err := check(t, dial(t, newCreds(t), trusted.addr, info(store, sc))); err != nil {

@@ -5,17 +5,17 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"regexp"
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
 
 // verifier checks the server's certificate in one handshake: its chain
 // against the cluster's roots, then its SANs.
 type verifier struct {
-	sc *xdsresource.SecurityConfig
+	sc *security.Config
 	// roots are the provider's roots; nil with sc.SystemRootCerts, for the
 	// system's.
 	roots *x509.CertPool

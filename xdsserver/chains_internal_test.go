@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -85,11 +87,11 @@ func TestSameChain(t *testing.T) {
 		Match:           xdsresource.FilterChainMatch{SourcePorts: []uint32{1}},
 		RouteConfigName: "r",
 		HTTPFilters:     []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}},
-		Security:        &xdsresource.SecurityConfig{IdentityInstance: "a"},
+		Security:        &security.Config{IdentityInstance: "a"},
 	}
 	same := base
 	same.Match = xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.0.0.0/8")}
-	same.Security = &xdsresource.SecurityConfig{IdentityInstance: "a"}
+	same.Security = &security.Config{IdentityInstance: "a"}
 	same.HTTPFilters = []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}}
 	if !sameChain(&base, &same) {
 		t.Error("chains differing only in their match and pointers are not the same")
@@ -99,7 +101,7 @@ func TestSameChain(t *testing.T) {
 		func(c *xdsresource.FilterChain) { c.RouteConfigName = "r2" },
 		func(c *xdsresource.FilterChain) { c.Security = nil },
 		func(c *xdsresource.FilterChain) {
-			c.Security = &xdsresource.SecurityConfig{IdentityInstance: "a", RequireClientCert: true}
+			c.Security = &security.Config{IdentityInstance: "a", RequireClientCert: true}
 		},
 		func(c *xdsresource.FilterChain) {
 			c.HTTPFilters = []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{2}}}}

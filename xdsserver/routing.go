@@ -3,12 +3,13 @@ package xdsserver
 import (
 	"context"
 	"fmt"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"

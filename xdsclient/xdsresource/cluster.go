@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
@@ -127,7 +129,7 @@ type Cluster struct {
 	ConnectTimeout time.Duration
 	// Security is the validated UpstreamTlsContext of transport_socket
 	// (gRFC A29), nil when the cluster is plaintext.
-	Security *SecurityConfig
+	Security *security.Config
 }
 
 // EDSName returns the name of the ClusterLoadAssignment that an EDS
@@ -238,7 +240,7 @@ func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error)
 	if len(m.GetTransportSocketMatches()) != 0 {
 		return nil, errors.New("transport_socket_matches is not supported")
 	}
-	sc, err := validateUpstreamTLS(opts, m.GetTransportSocket())
+	sc, err := security.Upstream(m.GetTransportSocket(), opts.HasCertificateProvider)
 	if err != nil {
 		return nil, fmt.Errorf("transport_socket.%v", err)
 	}

@@ -1,10 +1,11 @@
 package xdsresource
 
 import (
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -58,7 +60,7 @@ type FilterChain struct {
 	HTTPFilters []HTTPFilter
 	// Security is the validated DownstreamTlsContext of transport_socket
 	// (gRFC A29), nil when the chain serves plaintext connections.
-	Security *SecurityConfig
+	Security *security.Config
 }
 
 // SourceType is filter_chain_match.source_type.
@@ -163,7 +165,7 @@ func validateFilterChains(opts DecodeOptions, chains []*listenerv3.FilterChain) 
 	byDst := make(map[netip.Prefix]*dstState)
 	validated := make(map[int]*FilterChain)
 	for i, fc := range chains {
-		if err := checkChainSocketSecrets(fc.GetTransportSocket()); err != nil {
+		if err := security.CheckSocketSecrets(fc.GetTransportSocket()); err != nil {
 			return nil, fmt.Errorf("filter_chains[%d].transport_socket.%v", i, err)
 		}
 		at := fmt.Sprintf("filter_chains[%d].filter_chain_match", i)
@@ -327,7 +329,7 @@ func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*Filte
 	if err != nil {
 		return nil, fmt.Errorf("filters[0] %q: %v", f.GetName(), err)
 	}
-	sec, err := validateDownstreamTLS(opts, fc.GetTransportSocket())
+	sec, err := security.Downstream(fc.GetTransportSocket(), opts.HasCertificateProvider)
 	if err != nil {
 		return nil, fmt.Errorf("transport_socket.%v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -98,7 +100,7 @@ func TestServerListener(t *testing.T) {
 		Address:      "0.0.0.0",
 		Port:         8443,
 		FilterChains: []FilterChain{{Name: "plain", RouteConfigName: "r1", HTTPFilters: router}},
-		DefaultFilterChain: &FilterChain{Name: "default", RouteConfigName: "r1", HTTPFilters: router, Security: &SecurityConfig{
+		DefaultFilterChain: &FilterChain{Name: "default", RouteConfigName: "r1", HTTPFilters: router, Security: &security.Config{
 			IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca", RequireClientCert: true,
 		}},
 	}
@@ -327,7 +329,7 @@ func TestServerListenerErrors(t *testing.T) {
 
 		// DownstreamTlsContext (gRFC A29).
 		{name: "upstream context on a server", build: withTLS(upstream(nil)),
-			want: fc0 + `transport_socket.typed_config: type "` + UpstreamTLSContextTypeURL + `" is not supported, want "` + DownstreamTLSContextTypeURL + `"`},
+			want: fc0 + `transport_socket.typed_config: type "` + security.UpstreamTLSContextTypeURL + `" is not supported, want "` + security.DownstreamTLSContextTypeURL + `"`},
 		{name: "require_sni", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) { d.RequireSni = wrapperspb.Bool(true) })),
 			want: tls0 + `require_sni: not supported`},
 		{name: "ocsp stapling", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) {

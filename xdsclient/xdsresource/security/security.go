@@ -1,4 +1,10 @@
-package xdsresource
+// Package security validates the TLS settings of xDS resources (gRFC A29,
+// with A82 and A101): the UpstreamTlsContext of a Cluster and the
+// DownstreamTlsContext of a server filter chain, both into a Config, whose
+// certificates come only from the certificate provider instances of the
+// bootstrap. A TLS context that carries a secret, by any field, is
+// rejected. Its rules are rows of the table in package xdsresource.
+package security
 
 import (
 	"errors"
@@ -17,10 +23,10 @@ import (
 const (
 	// UpstreamTLSContextTypeURL is the transport_socket config of a
 	// Cluster.
-	UpstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	UpstreamTLSContextTypeURL = decoding.TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 	// DownstreamTLSContextTypeURL is the transport_socket config of a
 	// server filter chain.
-	DownstreamTLSContextTypeURL = TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+	DownstreamTLSContextTypeURL = decoding.TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
 )
 
 // tlsTransportSocketName is the only transport_socket name gRPC accepts.
@@ -30,11 +36,11 @@ const tlsTransportSocketName = "envoy.transport_sockets.tls"
 // bytes (gRFC A101, as Envoy).
 const MaxSNILength = 255
 
-// SecurityConfig is a validated TLS configuration (gRFC A29): the
+// Config is a validated TLS configuration (gRFC A29): the
 // UpstreamTlsContext of a Cluster or the DownstreamTlsContext of a server
 // filter chain. Certificates come only from certificate provider instances
 // of the bootstrap's "certificate_providers", named here.
-type SecurityConfig struct {
+type Config struct {
 	// IdentityInstance and IdentityCertName are
 	// tls_certificate_provider_instance: where this side's certificate
 	// comes from. IdentityInstance is always set on a server; on a client
@@ -73,10 +79,11 @@ type SecurityConfig struct {
 	RequireClientCert bool
 }
 
-// validateUpstreamTLS validates a Cluster's transport_socket. A nil socket
-// means plaintext and gives a nil config. Errors start with the field path
-// below transport_socket.
-func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*SecurityConfig, error) {
+// Upstream validates a Cluster's transport_socket. A nil socket means
+// plaintext and gives a nil Config. hasProvider reports whether the
+// bootstrap has a certificate provider instance of that name (nil knows
+// none). Errors start with the field path below transport_socket.
+func Upstream(ts *corev3.TransportSocket, hasProvider func(instance string) bool) (*Config, error) {
 	if ts == nil {
 		return nil, nil
 	}
@@ -94,7 +101,7 @@ func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Secur
 	if m.GetCommonTlsContext() == nil {
 		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
 	}
-	sc, err := validateCommonTLS(opts, m.GetCommonTlsContext(), false)
+	sc, err := validateCommonTLS(hasProvider, m.GetCommonTlsContext(), false)
 	if err != nil {
 		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
 	}
@@ -105,9 +112,9 @@ func validateUpstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Secur
 	return sc, nil
 }
 
-// validateDownstreamTLS validates a server filter chain's
-// transport_socket, nil meaning plaintext.
-func validateDownstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*SecurityConfig, error) {
+// Downstream validates a server filter chain's transport_socket, nil
+// meaning plaintext, as Upstream does a Cluster's.
+func Downstream(ts *corev3.TransportSocket, hasProvider func(instance string) bool) (*Config, error) {
 	if ts == nil {
 		return nil, nil
 	}
@@ -127,7 +134,7 @@ func validateDownstreamTLS(opts DecodeOptions, ts *corev3.TransportSocket) (*Sec
 	case m.GetCommonTlsContext() == nil:
 		return nil, fmt.Errorf("%s.common_tls_context: missing", at)
 	}
-	sc, err := validateCommonTLS(opts, m.GetCommonTlsContext(), true)
+	sc, err := validateCommonTLS(hasProvider, m.GetCommonTlsContext(), true)
 	if err != nil {
 		return nil, fmt.Errorf("%s.common_tls_context.%v", at, err)
 	}
@@ -167,14 +174,14 @@ func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) e
 // that the rules reject. The fields that can carry a secret have been
 // rejected before (checkCommonSecrets), even beside a provider instance,
 // where gRPC ignores them.
-func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server bool) (*SecurityConfig, error) {
+func validateCommonTLS(hasProvider func(string) bool, c *tlsv3.CommonTlsContext, server bool) (*Config, error) {
 	switch {
 	case c.GetTlsParams() != nil:
 		return nil, errors.New("tls_params: not supported")
 	case c.GetCustomHandshaker() != nil:
 		return nil, errors.New("custom_handshaker: not supported")
 	}
-	sc := new(SecurityConfig)
+	sc := new(Config)
 	var idField string
 	if id := c.GetTlsCertificateProviderInstance(); id != nil {
 		idField = "tls_certificate_provider_instance"
@@ -196,12 +203,12 @@ func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server boo
 		return nil, errors.New("validation_context: missing, a client needs ca_certificate_provider_instance or system_root_certs")
 	}
 	if idField != "" {
-		if err := checkProviderInstance(opts, sc.IdentityInstance); err != nil {
+		if err := checkProviderInstance(hasProvider, sc.IdentityInstance); err != nil {
 			return nil, fmt.Errorf("%s.%v", idField, err)
 		}
 	}
 	if rootField != "" {
-		if err := checkProviderInstance(opts, sc.RootInstance); err != nil {
+		if err := checkProviderInstance(hasProvider, sc.RootInstance); err != nil {
 			return nil, fmt.Errorf("%s.%v", rootField, err)
 		}
 	}
@@ -212,7 +219,7 @@ func validateCommonTLS(opts DecodeOptions, c *tlsv3.CommonTlsContext, server boo
 // returns the path of the field that named the root provider instance, ""
 // when no validation context is set. A validation context, alone or as the
 // default of a combined one, is checked whichever field names the roots.
-func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *SecurityConfig) (rootField string, err error) {
+func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *Config) (rootField string, err error) {
 	var root interface {
 		GetInstanceName() string
 		GetCertificateName() string
@@ -261,7 +268,7 @@ func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *SecurityConfi
 // checkValidationContext rejects the fields of vc, found at at, that gRPC
 // does not support, and reads its match_subject_alt_names into sc. vc may
 // be nil.
-func checkValidationContext(vc *tlsv3.CertificateValidationContext, at string, server bool, sc *SecurityConfig) error {
+func checkValidationContext(vc *tlsv3.CertificateValidationContext, at string, server bool, sc *Config) error {
 	switch {
 	case len(vc.GetVerifyCertificateSpki()) != 0:
 		return fmt.Errorf("%s.verify_certificate_spki: not supported", at)
@@ -279,7 +286,7 @@ func checkValidationContext(vc *tlsv3.CertificateValidationContext, at string, s
 
 // sanMatchers validates match_subject_alt_names, found in the validation
 // context at, into sc.
-func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *SecurityConfig) error {
+func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *Config) error {
 	for i, m := range ms {
 		if server {
 			return fmt.Errorf("%s.match_subject_alt_names: not supported on servers", at)
@@ -298,11 +305,11 @@ func sanMatchers(ms []*matcherv3.StringMatcher, at string, server bool, sc *Secu
 
 // checkProviderInstance reports an error, starting with "instance_name", when
 // name is not an instance of the bootstrap's certificate_providers.
-func checkProviderInstance(opts DecodeOptions, name string) error {
+func checkProviderInstance(hasProvider func(string) bool, name string) error {
 	if name == "" {
 		return errors.New("instance_name: empty")
 	}
-	if opts.HasCertificateProvider == nil || !opts.HasCertificateProvider(name) {
+	if hasProvider == nil || !hasProvider(name) {
 		return fmt.Errorf("instance_name: %q is not in the bootstrap's certificate_providers", name)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package xdsresource
+package security
 
 import (
 	"errors"
@@ -71,13 +71,13 @@ func checkDownstreamSecrets(cfg *anypb.Any, m *tlsv3.DownstreamTlsContext) error
 	return checkSensitive(cfg, at)
 }
 
-// checkChainSocketSecrets applies the rules of this file to the
+// CheckSocketSecrets applies the rules of this file to the
 // transport_socket of a server filter chain, whether gRPC uses the chain
 // or not: a chain it ignores is validated no further, but a secret it
 // carries has been sent all the same. (A chain that gRPC uses is checked
 // again with the rest of its TLS context.) Errors start with the field
 // below transport_socket.
-func checkChainSocketSecrets(ts *corev3.TransportSocket) error {
+func CheckSocketSecrets(ts *corev3.TransportSocket) error {
 	cfg := ts.GetTypedConfig()
 	if cfg.GetTypeUrl() == DownstreamTLSContextTypeURL {
 		m := new(tlsv3.DownstreamTlsContext)
