@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
@@ -21,7 +23,7 @@ type RouteConfiguration struct {
 	// ClusterSpecifierPlugins are the RLS cluster specifier plugins (gRFC
 	// A28) that routes use, by name; nil when there are none. Plugins no
 	// route uses are left out, as gRPC does.
-	ClusterSpecifierPlugins map[string]*RouteLookupConfig
+	ClusterSpecifierPlugins map[string]*rls.Config
 }
 
 // VirtualHost is one virtual host of a RouteConfiguration.
@@ -154,11 +156,11 @@ func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*Ro
 	// makes the resource invalid unless the plugin is optional: then the
 	// routes that use it are ignored. plugins maps each name to its config,
 	// nil for those ignored.
-	plugins := make(map[string]*RouteLookupConfig)
+	plugins := make(map[string]*rls.Config)
 	for i, p := range m.GetClusterSpecifierPlugins() {
 		ext := p.GetExtension()
 		cfg := ext.GetTypedConfig()
-		if cfg.GetTypeUrl() != RouteLookupClusterSpecifierTypeURL {
+		if cfg.GetTypeUrl() != rls.ClusterSpecifierTypeURL {
 			if !p.GetIsOptional() {
 				return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: unsupported plugin type %q",
 					i, ext.GetName(), cfg.GetTypeUrl())
@@ -166,7 +168,7 @@ func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*Ro
 			plugins[ext.GetName()] = nil
 			continue
 		}
-		rl, err := validateRouteLookup(cfg)
+		rl, err := rls.Validate(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: %v", i, ext.GetName(), err)
 		}
@@ -183,7 +185,7 @@ func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*Ro
 		for _, r := range v.Routes {
 			if r.Action.Kind == ActionClusterSpecifierPlugin {
 				if rc.ClusterSpecifierPlugins == nil {
-					rc.ClusterSpecifierPlugins = make(map[string]*RouteLookupConfig)
+					rc.ClusterSpecifierPlugins = make(map[string]*rls.Config)
 				}
 				rc.ClusterSpecifierPlugins[r.Action.ClusterSpecifierPlugin] = plugins[r.Action.ClusterSpecifierPlugin]
 			}
@@ -193,7 +195,7 @@ func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*Ro
 }
 
 // validateVirtualHost validates m; errors start with at, the path of m.
-func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, plugins map[string]*RouteLookupConfig) (VirtualHost, error) {
+func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, plugins map[string]*rls.Config) (VirtualHost, error) {
 	vh := VirtualHost{Name: m.GetName(), Domains: m.GetDomains()}
 	if len(vh.Domains) == 0 {
 		return vh, fmt.Errorf("%s: domains is empty", at)
@@ -233,7 +235,7 @@ func validDomainPattern(d string) bool {
 }
 
 // validateRoute returns the route and whether gRPC uses it.
-func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*RouteLookupConfig) (Route, bool, error) {
+func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*rls.Config) (Route, bool, error) {
 	r := Route{Name: m.GetName()}
 	match := m.GetMatch()
 	if match == nil {

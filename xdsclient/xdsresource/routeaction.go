@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
@@ -118,7 +120,7 @@ type RetryPolicy struct {
 	BaseInterval, MaxInterval time.Duration
 }
 
-func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, plugins map[string]*RouteLookupConfig) (keep bool, err error) {
+func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, plugins map[string]*rls.Config) (keep bool, err error) {
 	switch cs := a.GetClusterSpecifier().(type) {
 	case *routev3.RouteAction_Cluster:
 		if cs.Cluster == "" {

@@ -1,4 +1,8 @@
-package xdsresource
+// Package rls validates the RouteLookupClusterSpecifier plugin of a route
+// configuration (gRFC A28): the route_lookup_config of gRPC's RLS
+// policy, as that policy validates it, with its defaults and caps. Its
+// rules are rows of the table in package xdsresource.
+package rls
 
 import (
 	"errors"
@@ -7,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -15,52 +20,52 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// RouteLookupClusterSpecifierTypeURL is the type URL of the one cluster
+// ClusterSpecifierTypeURL is the type URL of the one cluster
 // specifier plugin that gRPC supports: RLS (gRFC A28).
-const RouteLookupClusterSpecifierTypeURL = TypeURLPrefix + "grpc.lookup.v1.RouteLookupClusterSpecifier"
+const ClusterSpecifierTypeURL = decoding.TypeURLPrefix + "grpc.lookup.v1.RouteLookupClusterSpecifier"
 
 // Limits and defaults that gRPC's RLS policy applies to a route lookup
 // config.
 const (
-	// RLSMaxAge caps max_age (unless stale_age is set) and stale_age.
-	RLSMaxAge = 5 * time.Minute
-	// RLSMaxCacheSizeBytes caps cache_size_bytes.
-	RLSMaxCacheSizeBytes = 5 * 1024 * 1024 * 8
-	// RLSDefaultLookupServiceTimeout replaces an unset or zero
+	// MaxAge caps max_age (unless stale_age is set) and stale_age.
+	MaxAge = 5 * time.Minute
+	// MaxCacheSizeBytes caps cache_size_bytes.
+	MaxCacheSizeBytes = 5 * 1024 * 1024 * 8
+	// DefaultLookupServiceTimeout replaces an unset or zero
 	// lookup_service_timeout.
-	RLSDefaultLookupServiceTimeout = 10 * time.Second
+	DefaultLookupServiceTimeout = 10 * time.Second
 )
 
-// RouteLookupConfig is the validated route_lookup_config of a
+// Config is the validated route_lookup_config of a
 // RouteLookupClusterSpecifier: how the RLS policy asks a lookup service
 // which cluster a request goes to. Ages and the cache size are as gRPC uses
 // them, after its defaults and caps.
-type RouteLookupConfig struct {
+type Config struct {
 	// KeyBuilders are grpc_keybuilders; never empty.
-	KeyBuilders []RLSKeyBuilder
+	KeyBuilders []KeyBuilder
 	// LookupService is the target of the RLS server.
 	LookupService string
 	// LookupServiceTimeout is lookup_service_timeout, or
-	// RLSDefaultLookupServiceTimeout when unset or zero.
+	// DefaultLookupServiceTimeout when unset or zero.
 	LookupServiceTimeout time.Duration
 	// MaxAge and StaleAge are max_age and stale_age. Unset, either is
-	// RLSMaxAge; StaleAge is at most RLSMaxAge and at most MaxAge, and
-	// MaxAge is at most RLSMaxAge when stale_age is unset.
+	// MaxAge; StaleAge is at most MaxAge and at most MaxAge, and
+	// MaxAge is at most MaxAge when stale_age is unset.
 	MaxAge, StaleAge time.Duration
-	// CacheSizeBytes is cache_size_bytes, at most RLSMaxCacheSizeBytes.
+	// CacheSizeBytes is cache_size_bytes, at most MaxCacheSizeBytes.
 	CacheSizeBytes int64
 	// DefaultTarget is default_target, "" when unset.
 	DefaultTarget string
 }
 
-// RLSKeyBuilder is one GrpcKeyBuilder: the request keys to send for the
+// KeyBuilder is one GrpcKeyBuilder: the request keys to send for the
 // methods it names.
-type RLSKeyBuilder struct {
+type KeyBuilder struct {
 	// Names are the services and methods it applies to; Method may be
 	// empty, meaning every method of Service.
-	Names []RLSMethod
+	Names []Method
 	// Headers map request header names to keys.
-	Headers []RLSHeaderKey
+	Headers []HeaderKey
 	// HostKey, ServiceKey and MethodKey are extra_keys: the keys under
 	// which the request's host, service and method are sent, "" for none.
 	HostKey, ServiceKey, MethodKey string
@@ -68,26 +73,26 @@ type RLSKeyBuilder struct {
 	ConstantKeys map[string]string
 }
 
-// RLSMethod is one name of a key builder: a service, never empty, and a
+// Method is one name of a key builder: a service, never empty, and a
 // method of it, empty for all of them.
-type RLSMethod struct{ Service, Method string }
+type Method struct{ Service, Method string }
 
-// RLSHeaderKey sends the value of the first of Names present in a request
+// HeaderKey sends the value of the first of Names present in a request
 // under Key.
-type RLSHeaderKey struct {
+type HeaderKey struct {
 	Key   string
 	Names []string
 }
 
-// validateRouteLookup decodes and validates a RouteLookupClusterSpecifier
-// as gRPC's RLS policy does.
-func validateRouteLookup(cfg *anypb.Any) (*RouteLookupConfig, error) {
+// Validate decodes and validates cfg, a RouteLookupClusterSpecifier, as
+// gRPC's RLS policy does. Errors start with the field path inside it.
+func Validate(cfg *anypb.Any) (*Config, error) {
 	spec := dynamicpb.NewMessage(lookupMessage("RouteLookupClusterSpecifier"))
 	if err := proto.Unmarshal(cfg.GetValue(), spec); err != nil {
 		return nil, fmt.Errorf("cannot unmarshal grpc.lookup.v1.RouteLookupClusterSpecifier: %v", err)
 	}
 	m := message(spec, "route_lookup_config")
-	rl := &RouteLookupConfig{}
+	rl := &Config{}
 	kbs := list(m, "grpc_keybuilders")
 	if kbs.Len() == 0 {
 		return nil, errors.New("route_lookup_config.grpc_keybuilders: empty")
@@ -118,17 +123,17 @@ func validateRouteLookup(cfg *anypb.Any) (*RouteLookupConfig, error) {
 	}
 	rl.LookupServiceTimeout, rl.MaxAge, rl.StaleAge = durs[0], durs[1], durs[2]
 	if rl.LookupServiceTimeout == 0 {
-		rl.LookupServiceTimeout = RLSDefaultLookupServiceTimeout
+		rl.LookupServiceTimeout = DefaultLookupServiceTimeout
 	}
 	maxAgeSet, staleAgeSet := rl.MaxAge != 0, rl.StaleAge != 0
 	if staleAgeSet && !maxAgeSet {
 		return nil, errors.New("route_lookup_config.stale_age: set without max_age")
 	}
-	if !maxAgeSet || (!staleAgeSet && rl.MaxAge > RLSMaxAge) {
-		rl.MaxAge = RLSMaxAge
+	if !maxAgeSet || (!staleAgeSet && rl.MaxAge > MaxAge) {
+		rl.MaxAge = MaxAge
 	}
-	if !staleAgeSet || rl.StaleAge > RLSMaxAge {
-		rl.StaleAge = RLSMaxAge
+	if !staleAgeSet || rl.StaleAge > MaxAge {
+		rl.StaleAge = MaxAge
 	}
 	rl.StaleAge = min(rl.StaleAge, rl.MaxAge)
 
@@ -136,15 +141,15 @@ func validateRouteLookup(cfg *anypb.Any) (*RouteLookupConfig, error) {
 	if rl.CacheSizeBytes <= 0 {
 		return nil, fmt.Errorf("route_lookup_config.cache_size_bytes: %d, must be positive", rl.CacheSizeBytes)
 	}
-	rl.CacheSizeBytes = min(rl.CacheSizeBytes, RLSMaxCacheSizeBytes)
+	rl.CacheSizeBytes = min(rl.CacheSizeBytes, MaxCacheSizeBytes)
 	rl.DefaultTarget = m.Get(field(m, "default_target")).String()
 	return rl, nil
 }
 
 // validateKeyBuilder checks one GrpcKeyBuilder; paths holds the
 // "/service/method" names of the builders before it.
-func validateKeyBuilder(m protoreflect.Message, paths map[string]bool) (RLSKeyBuilder, error) {
-	var kb RLSKeyBuilder
+func validateKeyBuilder(m protoreflect.Message, paths map[string]bool) (KeyBuilder, error) {
+	var kb KeyBuilder
 	seen := make(map[string]bool) // keys used so far
 	consts := m.Get(field(m, "constant_keys")).Map()
 	if consts.Len() != 0 {
@@ -166,7 +171,7 @@ func validateKeyBuilder(m protoreflect.Message, paths map[string]bool) (RLSKeyBu
 			return kb, fmt.Errorf("headers[%d].key: %q is used twice", i, key)
 		}
 		seen[key] = true
-		hk := RLSHeaderKey{Key: key}
+		hk := HeaderKey{Key: key}
 		names := list(h, "names")
 		for j := range names.Len() {
 			hk.Names = append(hk.Names, names.Get(j).String())
@@ -191,7 +196,7 @@ func validateKeyBuilder(m protoreflect.Message, paths map[string]bool) (RLSKeyBu
 	}
 	for i := range names.Len() {
 		n := names.Get(i).Message()
-		meth := RLSMethod{Service: n.Get(field(n, "service")).String(), Method: n.Get(field(n, "method")).String()}
+		meth := Method{Service: n.Get(field(n, "service")).String(), Method: n.Get(field(n, "method")).String()}
 		switch {
 		case meth.Service == "":
 			return kb, fmt.Errorf("names[%d].service: empty", i)

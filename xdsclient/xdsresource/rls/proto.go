@@ -1,4 +1,4 @@
-package xdsresource
+package rls
 
 import (
 	"sync"

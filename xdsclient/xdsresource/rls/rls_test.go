@@ -1,12 +1,11 @@
-package xdsresource
+package rls
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -29,9 +28,9 @@ const rlsJSON = `{
 	"default_target": "fallback"
 }`
 
-// rlsPlugin returns the RouteLookupClusterSpecifier whose config is the JSON
-// form cfg, as a plugin named name.
-func rlsPlugin(t testing.TB, name, cfg string) *routev3.ClusterSpecifierPlugin {
+// specifier returns the RouteLookupClusterSpecifier whose
+// route_lookup_config is the JSON form cfg.
+func specifier(t testing.TB, cfg string) *anypb.Any {
 	t.Helper()
 	m := dynamicpb.NewMessage(lookupMessage("RouteLookupConfig"))
 	if err := protojson.Unmarshal([]byte(cfg), m); err != nil {
@@ -43,78 +42,53 @@ func rlsPlugin(t testing.TB, name, cfg string) *routev3.ClusterSpecifierPlugin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &routev3.ClusterSpecifierPlugin{Extension: &corev3.TypedExtensionConfig{
-		Name:        name,
-		TypedConfig: &anypb.Any{TypeUrl: RouteLookupClusterSpecifierTypeURL, Value: b},
-	}}
+	return &anypb.Any{TypeUrl: ClusterSpecifierTypeURL, Value: b}
 }
 
-// pluginRoute is a route with prefix "/p" to the plugin name.
-func pluginRoute(name string) *routev3.Route {
-	return &routev3.Route{
-		Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/p"}},
-		Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_ClusterSpecifierPlugin{ClusterSpecifierPlugin: name}}},
-	}
-}
-
-func TestRouteConfigRLSPlugin(t *testing.T) {
-	m := routeConfig(pluginRoute("rls"), prefixRoute("/", "c1"))
-	unused := rlsPlugin(t, "unused", `{"grpc_keybuilders": [{"names": [{"service": "a"}]}], "lookup_service": "rls.example.com", "cache_size_bytes": "1"}`)
-	m.ClusterSpecifierPlugins = []*routev3.ClusterSpecifierPlugin{rlsPlugin(t, "rls", rlsJSON), unused}
-	_, v, err := decode(t, RouteConfigType, m)
+func TestValidate(t *testing.T) {
+	got, err := Validate(specifier(t, rlsJSON))
 	if err != nil {
-		t.Fatalf("Decode: %v", err)
+		t.Fatal(err)
 	}
-	rc := v.(*RouteConfiguration)
-	if r := rc.VirtualHosts[0].Routes[0]; !reflect.DeepEqual(r.Action, RouteAction{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: "rls"}) {
-		t.Errorf("route action = %+v, want the plugin rls", r.Action)
-	}
-	want := &RouteLookupConfig{
-		KeyBuilders: []RLSKeyBuilder{
+	want := &Config{
+		KeyBuilders: []KeyBuilder{
 			{
-				Names:        []RLSMethod{{"pkg.Svc", "Get"}, {"pkg.Svc", "Put"}},
-				Headers:      []RLSHeaderKey{{Key: "user", Names: []string{"x-user", "x-uid"}}},
+				Names:        []Method{{"pkg.Svc", "Get"}, {"pkg.Svc", "Put"}},
+				Headers:      []HeaderKey{{Key: "user", Names: []string{"x-user", "x-uid"}}},
 				HostKey:      "h",
 				ServiceKey:   "s",
 				MethodKey:    "m",
 				ConstantKeys: map[string]string{"zone": "z1"},
 			},
-			{Names: []RLSMethod{{Service: "pkg.Other"}}},
+			{Names: []Method{{Service: "pkg.Other"}}},
 		},
 		LookupService:        "dns:///rls.example.com:443",
-		LookupServiceTimeout: RLSDefaultLookupServiceTimeout,
-		MaxAge:               RLSMaxAge, // 600s is capped, stale_age being unset
-		StaleAge:             RLSMaxAge,
-		CacheSizeBytes:       RLSMaxCacheSizeBytes,
+		LookupServiceTimeout: DefaultLookupServiceTimeout,
+		MaxAge:               MaxAge, // 600s is capped, stale_age being unset
+		StaleAge:             MaxAge,
+		CacheSizeBytes:       MaxCacheSizeBytes,
 		DefaultTarget:        "fallback",
 	}
-	if got := rc.ClusterSpecifierPlugins; len(got) != 1 || !reflect.DeepEqual(got["rls"], want) {
-		t.Errorf("ClusterSpecifierPlugins = %+v, want only rls = %+v", got, want)
-	}
-	if ActionClusterSpecifierPlugin.String() != "cluster_specifier_plugin" {
-		t.Errorf("String() = %q", ActionClusterSpecifierPlugin.String())
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Validate = %+v, want %+v", got, want)
 	}
 }
 
-func TestRouteConfigRLSAges(t *testing.T) {
+func TestValidateAges(t *testing.T) {
 	tests := []struct {
 		name, ages             string
 		timeout, maxAge, stale time.Duration
 	}{
-		{"max age only", `"max_age": "60s"`, RLSDefaultLookupServiceTimeout, time.Minute, time.Minute},
+		{"max age only", `"max_age": "60s"`, DefaultLookupServiceTimeout, time.Minute, time.Minute},
 		{"stale above max", `"max_age": "60s", "stale_age": "120s", "lookup_service_timeout": "2s"`, 2 * time.Second, time.Minute, time.Minute},
-		{"both long", `"max_age": "3600s", "stale_age": "1200s"`, RLSDefaultLookupServiceTimeout, time.Hour, RLSMaxAge},
+		{"both long", `"max_age": "3600s", "stale_age": "1200s"`, DefaultLookupServiceTimeout, time.Hour, MaxAge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := routeConfig(pluginRoute("rls"))
-			m.ClusterSpecifierPlugins = []*routev3.ClusterSpecifierPlugin{rlsPlugin(t, "rls",
-				`{"grpc_keybuilders": [{"names": [{"service": "a"}]}], "lookup_service": "rls.example.com", "cache_size_bytes": "10", `+tt.ages+`}`)}
-			_, v, err := decode(t, RouteConfigType, m)
+			rl, err := Validate(specifier(t, `{"grpc_keybuilders": [{"names": [{"service": "a"}]}], "lookup_service": "rls.example.com", "cache_size_bytes": "10", `+tt.ages+`}`))
 			if err != nil {
-				t.Fatalf("Decode: %v", err)
+				t.Fatal(err)
 			}
-			rl := v.(*RouteConfiguration).ClusterSpecifierPlugins["rls"]
 			if rl.LookupServiceTimeout != tt.timeout || rl.MaxAge != tt.maxAge || rl.StaleAge != tt.stale || rl.CacheSizeBytes != 10 {
 				t.Errorf("config = %+v, want timeout %v, max_age %v, stale_age %v", rl, tt.timeout, tt.maxAge, tt.stale)
 			}
@@ -122,20 +96,19 @@ func TestRouteConfigRLSAges(t *testing.T) {
 	}
 }
 
-func TestRouteConfigRLSErrors(t *testing.T) {
-	with := func(cfg string) func() proto.Message {
-		return func() proto.Message {
-			m := routeConfig(pluginRoute("rls"))
-			m.ClusterSpecifierPlugins = []*routev3.ClusterSpecifierPlugin{rlsPlugin(t, "rls", cfg)}
-			return m
-		}
-	}
+func TestValidateErrors(t *testing.T) {
+	with := func(cfg string) func() *anypb.Any { return func() *anypb.Any { return specifier(t, cfg) } }
 	const tail = `"lookup_service": "rls.example.com", "cache_size_bytes": "10"`
-	kb := func(builders string) func() proto.Message {
+	kb := func(builders string) func() *anypb.Any {
 		return with(`{"grpc_keybuilders": [` + builders + `], ` + tail + `}`)
 	}
-	const at = `rds "r1": cluster_specifier_plugins[0] "rls": route_lookup_config.`
-	runErrorCases(t, RouteConfigType, "r1", []errorCase{
+	const at = `route_lookup_config.`
+	for _, tc := range []struct {
+		name   string
+		build  func() *anypb.Any
+		want   string
+		prefix bool
+	}{
 		{name: "no key builders", build: with(`{` + tail + `}`), want: at + `grpc_keybuilders: empty`},
 		{name: "no names", build: kb(`{"constant_keys": {"a": "b"}}`), want: at + `grpc_keybuilders[0].names: empty`},
 		{name: "no service", build: kb(`{"names": [{"method": "m"}]}`), want: at + `grpc_keybuilders[0].names[0].service: empty`},
@@ -157,14 +130,15 @@ func TestRouteConfigRLSErrors(t *testing.T) {
 			want: at + `stale_age: set without max_age`},
 		{name: "no cache size", build: with(`{"grpc_keybuilders": [{"names": [{"service": "s"}]}], "lookup_service": "rls.example.com"}`),
 			want: at + `cache_size_bytes: 0, must be positive`},
-		{name: "not a RouteLookupClusterSpecifier", build: func() proto.Message {
-			m := routeConfig(pluginRoute("rls"))
-			p := rlsPlugin(t, "rls", `{}`)
-			p.Extension.TypedConfig.Value = []byte{0xff}
-			m.ClusterSpecifierPlugins = []*routev3.ClusterSpecifierPlugin{p}
-			return m
-		}, want: `rds "r1": cluster_specifier_plugins[0] "rls": cannot unmarshal grpc.lookup.v1.RouteLookupClusterSpecifier: `, prefix: true},
-	})
+		{name: "not a RouteLookupClusterSpecifier", build: func() *anypb.Any {
+			return &anypb.Any{TypeUrl: ClusterSpecifierTypeURL, Value: []byte{0xff}}
+		}, want: `cannot unmarshal grpc.lookup.v1.RouteLookupClusterSpecifier: `, prefix: true},
+	} {
+		_, err := Validate(tc.build())
+		if err == nil || err.Error() != tc.want && !(tc.prefix && strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
 }
 
 // protoValueOf wraps a message as a field value.
