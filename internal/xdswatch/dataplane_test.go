@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -660,12 +662,12 @@ func TestClusterLinePolicies(t *testing.T) {
 		c    xdsresource.Cluster
 		want string
 	}{
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBRoundRobin}, "round_robin"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBPickFirst}, "pick_first"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBRingHash}, "ring_hash_experimental"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBLeastRequest, LeastRequestChoiceCount: 2}, "least_request_experimental"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBWRRLocality, LBChildPolicy: xdsresource.LBWeightedRoundRobin, WeightedRoundRobin: &xdsresource.WeightedRoundRobinConfig{WeightUpdatePeriod: time.Second}}, "weighted_round_robin"},
-		{xdsresource.Cluster{LBPolicy: "no_such_policy_registered"}, ""},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.RoundRobin}}, "round_robin"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.PickFirst}}, "pick_first"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.RingHash}}, "ring_hash_experimental"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.LeastRequest, LeastRequestChoiceCount: 2}}, "least_request_experimental"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.WRRLocality, LBChildPolicy: lbpolicy.WeightedRoundRobin, WeightedRoundRobin: &lbpolicy.WeightedRoundRobinConfig{WeightUpdatePeriod: time.Second}}}, "weighted_round_robin"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: "no_such_policy_registered"}}, ""},
 	} {
 		tc.c.Kind = xdsresource.ClusterEDS
 		got := clusterLine(&xdsconfig.ClusterConfig{Name: "c", Cluster: &tc.c})
@@ -673,7 +675,7 @@ func TestClusterLinePolicies(t *testing.T) {
 			t.Errorf("%s: lb_policy %q, outlier_detection %v; want %q, false", tc.c.LBPolicy, got.LBPolicy, got.OutlierDetection, tc.want)
 		}
 	}
-	od := xdsresource.Cluster{Kind: xdsresource.ClusterEDS, LBPolicy: xdsresource.LBRoundRobin, OutlierDetection: &clusterv3.OutlierDetection{}}
+	od := xdsresource.Cluster{Kind: xdsresource.ClusterEDS, OutlierDetection: &clusterv3.OutlierDetection{}, Config: lbpolicy.Config{LBPolicy: lbpolicy.RoundRobin}}
 	if got := clusterLine(&xdsconfig.ClusterConfig{Name: "c", Cluster: &od}); !got.OutlierDetection {
 		t.Error("outlier_detection false for a cluster that has it")
 	}

@@ -3,6 +3,7 @@ package history_test
 import (
 	"errors"
 	"fmt"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
 	"maps"
 	"runtime"
 	"slices"
@@ -44,7 +45,7 @@ func config(routes ...xdsresource.Route) *xdsconfig.Config {
 	for _, r := range routes {
 		name := r.Action.Cluster
 		c.Clusters[name] = &xdsconfig.ClusterConfig{Name: name, Version: "1", EndpointsVersion: "1",
-			Cluster:   &xdsresource.Cluster{Name: name, Kind: xdsresource.ClusterEDS, LBPolicy: "round_robin"},
+			Cluster:   &xdsresource.Cluster{Name: name, Kind: xdsresource.ClusterEDS, Config: lbpolicy.Config{LBPolicy: "round_robin"}},
 			Endpoints: &xdsresource.ClusterLoadAssignment{ClusterName: name, Localities: []xdsresource.Locality{{Weight: 1, Endpoints: []xdsresource.Endpoint{{Addresses: []string{name + ":1"}}}}}}}
 	}
 	return c

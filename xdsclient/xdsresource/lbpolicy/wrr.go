@@ -1,4 +1,4 @@
-package xdsresource
+package lbpolicy
 
 import (
 	"encoding/json"
