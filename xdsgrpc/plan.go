@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -97,7 +99,7 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 			timeout = cfg.Listener.MaxStreamDuration
 		}
 		base := plan{timeout: timeout, retry: newRetryPolicy(rp)}
-		add := func(cluster string, clusterOverrides xdsresource.FilterOverrides) {
+		add := func(cluster string, clusterOverrides filterconfig.Overrides) {
 			p := base
 			p.filters, p.err = buildFilters(cfg, r, clusterOverrides)
 			if p.err != nil {
@@ -121,7 +123,7 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 // route and cluster (gRFC A39): each with its config and its most specific
 // override (the weighted cluster's, the route's, the virtual host's), a
 // filter disabled there left out, the router (last) running nothing.
-func buildFilters(cfg *xdsconfig.Config, r *xdsresource.Route, clusterOverrides xdsresource.FilterOverrides) ([]namedInterceptor, error) {
+func buildFilters(cfg *xdsconfig.Config, r *xdsresource.Route, clusterOverrides filterconfig.Overrides) ([]namedInterceptor, error) {
 	if cfg.Listener == nil {
 		return nil, nil
 	}
@@ -133,8 +135,8 @@ func buildFilters(cfg *xdsconfig.Config, r *xdsresource.Route, clusterOverrides 
 			// an optional one, left out as gRPC leaves it out.
 			continue
 		}
-		var override *xdsresource.FilterOverride
-		for _, m := range []xdsresource.FilterOverrides{clusterOverrides, r.FilterOverrides, cfg.VirtualHost.FilterOverrides} {
+		var override *filterconfig.Override
+		for _, m := range []filterconfig.Overrides{clusterOverrides, r.FilterOverrides, cfg.VirtualHost.FilterOverrides} {
 			if o, ok := m[hf.Name]; ok {
 				override = &o
 				break

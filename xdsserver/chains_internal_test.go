@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -86,13 +88,13 @@ func TestSameChain(t *testing.T) {
 		Name:            "c",
 		Match:           xdsresource.FilterChainMatch{SourcePorts: []uint32{1}},
 		RouteConfigName: "r",
-		HTTPFilters:     []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}},
+		HTTPFilters:     []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}},
 		Security:        &security.Config{IdentityInstance: "a"},
 	}
 	same := base
 	same.Match = xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.0.0.0/8")}
 	same.Security = &security.Config{IdentityInstance: "a"}
-	same.HTTPFilters = []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}}
+	same.HTTPFilters = []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}}
 	if !sameChain(&base, &same) {
 		t.Error("chains differing only in their match and pointers are not the same")
 	}
@@ -104,7 +106,7 @@ func TestSameChain(t *testing.T) {
 			c.Security = &security.Config{IdentityInstance: "a", RequireClientCert: true}
 		},
 		func(c *xdsresource.FilterChain) {
-			c.HTTPFilters = []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{2}}}}
+			c.HTTPFilters = []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{2}}}}
 		},
 		func(c *xdsresource.FilterChain) {
 			c.InlineRouteConfig = &xdsresource.RouteConfiguration{Name: "inline"}

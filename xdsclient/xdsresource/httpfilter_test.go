@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -195,7 +197,7 @@ func TestFilterOverridesKept(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	got := v.(*RouteConfiguration).VirtualHosts[0]
-	check := func(where string, got FilterOverrides, want FilterOverrides) {
+	check := func(where string, got filterconfig.Overrides, want filterconfig.Overrides) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Errorf("%s: %d overrides %v, want %d", where, len(got), keys(got), len(want))
@@ -207,17 +209,17 @@ func TestFilterOverridesKept(t *testing.T) {
 			}
 		}
 	}
-	check("virtual host", got.FilterOverrides, FilterOverrides{
-		"rbac":  {TypeURL: RBACPerRouteFilterTypeURL, Config: rbacOverride},
-		"fault": {TypeURL: FaultFilterTypeURL, Config: fault},
+	check("virtual host", got.FilterOverrides, filterconfig.Overrides{
+		"rbac":  {TypeURL: filterconfig.RBACPerRouteTypeURL, Config: rbacOverride},
+		"fault": {TypeURL: filterconfig.FaultTypeURL, Config: fault},
 		"off":   {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg, Disabled: true},
 	})
-	check("route", got.Routes[0].FilterOverrides, FilterOverrides{
+	check("route", got.Routes[0].FilterOverrides, filterconfig.Overrides{
 		"custom": {TypeURL: testServerOverrideURL, Config: custom},
 		"off":    {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg, Disabled: true},
 	})
 	wcs := got.Routes[1].Action.WeightedClusters
-	check("weighted cluster a", wcs[0].FilterOverrides, FilterOverrides{"custom": {TypeURL: testServerOverrideURL, Config: custom}})
+	check("weighted cluster a", wcs[0].FilterOverrides, filterconfig.Overrides{"custom": {TypeURL: testServerOverrideURL, Config: custom}})
 	if wcs[1].FilterOverrides != nil || got.Routes[1].FilterOverrides != nil {
 		t.Errorf("scopes without typed_per_filter_config have overrides %v, %v; want nil", wcs[1].FilterOverrides, got.Routes[1].FilterOverrides)
 	}
@@ -234,7 +236,7 @@ func TestRegisteredFilterOverrideErrors(t *testing.T) {
 	}
 }
 
-func keys(m FilterOverrides) []string {
+func keys(m filterconfig.Overrides) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

@@ -8,8 +8,8 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
-	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // HTTPConnectionManagerTypeURL is the type URL that a client-side
@@ -36,22 +36,10 @@ type Listener struct {
 	InlineRouteConfig *RouteConfiguration
 	// HTTPFilters is the filter chain in order, without the optional filters
 	// whose type is not understood. The last one is always the router.
-	HTTPFilters []HTTPFilter
+	HTTPFilters []filterconfig.Filter
 	// MaxStreamDuration is common_http_protocol_options.max_stream_duration,
 	// zero when unset.
 	MaxStreamDuration time.Duration
-}
-
-// HTTPFilter is one entry of a Listener's http_filters.
-type HTTPFilter struct {
-	// Name is the filter's instance name, unique within the Listener.
-	Name string
-	// TypeURL is the type of the filter's config, such as
-	// RouterFilterTypeURL. For a config wrapped in a TypedStruct it is the
-	// type URL inside the TypedStruct.
-	TypeURL string
-	// Config is typed_config as received.
-	Config *anypb.Any
 }
 
 // Summary returns a one-line description of l, for example
@@ -124,7 +112,7 @@ func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, er
 type hcmConfig struct {
 	routeConfigName   string
 	inlineRouteConfig *RouteConfiguration
-	httpFilters       []HTTPFilter
+	httpFilters       []filterconfig.Filter
 	maxStreamDuration time.Duration
 }
 
@@ -165,76 +153,10 @@ func validateHCM(opts DecodeOptions, hcm *hcmv3.HttpConnectionManager, server bo
 		return c, errors.New("scoped_routes is not supported, use rds or route_config")
 	}
 
-	filters, err := validateHTTPFilters(hcm.GetHttpFilters(), server)
+	filters, err := filterconfig.ValidateFilters(hcm.GetHttpFilters(), server)
 	if err != nil {
 		return c, err
 	}
 	c.httpFilters = filters
 	return c, nil
-}
-
-// validateHTTPFilters checks the filter chain of a client's or a server's
-// HttpConnectionManager and returns the filters that are understood. The
-// router must come last and only last. A filter that gRPC runs only on the
-// other side is rejected, or left out when it is optional; the fields of
-// its config are checked only when it is kept.
-func validateHTTPFilters(filters []*hcmv3.HttpFilter, server bool) ([]HTTPFilter, error) {
-	sideName := "clients"
-	if server {
-		sideName = "servers"
-	}
-	var out []HTTPFilter
-	var index []int // index[i] is the position in filters of out[i]
-	seen := make(map[string]bool, len(filters))
-	for i, f := range filters {
-		name := f.GetName()
-		if name == "" {
-			return nil, fmt.Errorf("http_filters[%d]: name is empty", i)
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("http_filters[%d]: duplicate name %q", i, name)
-		}
-		seen[name] = true
-		cfg := f.GetTypedConfig()
-		if cfg == nil {
-			if f.GetIsOptional() {
-				continue
-			}
-			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
-		}
-		ft, ok, err := checkFilterConfig(cfg, httpFilters)
-		if err != nil {
-			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
-		}
-		if !ok {
-			if f.GetIsOptional() {
-				continue
-			}
-			return nil, fmt.Errorf("http_filters[%d] %q: unsupported filter type %q", i, name, ft.url)
-		}
-		if !ft.runsOn(server) {
-			if f.GetIsOptional() {
-				continue
-			}
-			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, ft.url, sideName)
-		}
-		if err := validateFilterConfig(ft, cfg, false); err != nil {
-			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
-		}
-		out = append(out, HTTPFilter{Name: name, TypeURL: ft.url, Config: cfg})
-		index = append(index, i)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("http_filters is empty: the router filter is required")
-	}
-	last := len(out) - 1
-	for i, f := range out[:last] {
-		if f.TypeURL == RouterFilterTypeURL {
-			return nil, fmt.Errorf("http_filters[%d] %q: the router must be the last filter", index[i], f.Name)
-		}
-	}
-	if out[last].TypeURL != RouterFilterTypeURL {
-		return nil, fmt.Errorf("http_filters: last filter %q is not the router", out[last].Name)
-	}
-	return out, nil
 }

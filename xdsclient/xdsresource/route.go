@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -42,7 +44,7 @@ type VirtualHost struct {
 	RetryPolicy *RetryPolicy
 	// FilterOverrides is the virtual host's typed_per_filter_config, nil
 	// when empty.
-	FilterOverrides FilterOverrides
+	FilterOverrides filterconfig.Overrides
 }
 
 // PathMatchKind says which path matcher a Route uses.
@@ -116,7 +118,7 @@ type Route struct {
 	// FilterOverrides is the route's typed_per_filter_config, nil when
 	// empty: for an HTTP filter it has an override for, it wins over the
 	// virtual host's.
-	FilterOverrides FilterOverrides
+	FilterOverrides filterconfig.Overrides
 }
 
 // Summary returns a one-line description of rc, for example
@@ -209,7 +211,7 @@ func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, 
 	if vh.RetryPolicy, err = validateRetryPolicy(m.GetRetryPolicy()); err != nil {
 		return vh, fmt.Errorf("%s.%v", at, err)
 	}
-	if vh.FilterOverrides, err = checkFilterOverrides(m.GetTypedPerFilterConfig()); err != nil {
+	if vh.FilterOverrides, err = filterconfig.ValidateOverrides(m.GetTypedPerFilterConfig()); err != nil {
 		return vh, fmt.Errorf("%s.%v", at, err)
 	}
 	for i, r := range m.GetRoutes() {
@@ -278,7 +280,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*rls
 		}
 		r.FractionPerMillion = &n
 	}
-	overrides, err := checkFilterOverrides(m.GetTypedPerFilterConfig())
+	overrides, err := filterconfig.ValidateOverrides(m.GetTypedPerFilterConfig())
 	if err != nil {
 		return r, false, err
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -80,7 +82,7 @@ type WeightedCluster struct {
 	// FilterOverrides is the cluster's typed_per_filter_config, nil when
 	// empty: for an HTTP filter it has an override for, it wins over the
 	// route's and the virtual host's.
-	FilterOverrides FilterOverrides
+	FilterOverrides filterconfig.Overrides
 }
 
 // HashPolicyKind says what a HashPolicy hashes.
@@ -134,7 +136,7 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 			if c.GetName() == "" {
 				return false, fmt.Errorf("weighted_clusters.clusters[%d]: name is empty", i)
 			}
-			overrides, err := checkFilterOverrides(c.GetTypedPerFilterConfig())
+			overrides, err := filterconfig.ValidateOverrides(c.GetTypedPerFilterConfig())
 			if err != nil {
 				return false, fmt.Errorf("weighted_clusters.clusters[%d]: %v", i, err)
 			}

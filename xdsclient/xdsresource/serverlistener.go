@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -57,7 +59,7 @@ type FilterChain struct {
 	InlineRouteConfig *RouteConfiguration
 	// HTTPFilters are the server-side HTTP filters in order, the router
 	// last.
-	HTTPFilters []HTTPFilter
+	HTTPFilters []filterconfig.Filter
 	// Security is the validated DownstreamTlsContext of transport_socket
 	// (gRFC A29), nil when the chain serves plaintext connections.
 	Security *security.Config

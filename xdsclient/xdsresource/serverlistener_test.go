@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -89,7 +91,7 @@ func TestServerListener(t *testing.T) {
 		d.CommonTlsContext.ValidationContextType = caContext("roots")
 	}))
 	s := decodeServer(t, m)
-	router := []HTTPFilter{{Name: "router", TypeURL: RouterFilterTypeURL}}
+	router := []filterconfig.Filter{{Name: "router", TypeURL: filterconfig.RouterTypeURL}}
 	for _, c := range append(s.FilterChains, *s.DefaultFilterChain) {
 		if len(c.HTTPFilters) != 1 || c.HTTPFilters[0].Config == nil {
 			t.Fatalf("chain %q HTTPFilters = %+v, want the router", c.Name, c.HTTPFilters)
@@ -216,7 +218,7 @@ func TestServerListenerHTTPFilters(t *testing.T) {
 	c.Filters = []*listenerv3.Filter{hcmFilter(t, hcm)}
 	s := decodeServer(t, serverLis(c))
 	fc := s.FilterChains[0]
-	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].TypeURL != RBACFilterTypeURL || fc.HTTPFilters[1].TypeURL != RouterFilterTypeURL {
+	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].TypeURL != filterconfig.RBACTypeURL || fc.HTTPFilters[1].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("HTTPFilters = %+v, want RBAC and the router (fault is client-only and optional)", fc.HTTPFilters)
 	}
 	if fc.RouteConfigName != "" || fc.InlineRouteConfig == nil || fc.InlineRouteConfig.VirtualHosts[0].Routes[0].Action.Kind != ActionNonForwarding {
@@ -317,7 +319,7 @@ func TestServerListenerErrors(t *testing.T) {
 		}), want: fc0 + `filters[0] "hcm": route_config: virtual_hosts[0]: domains is empty`},
 		{name: "client-only filter on a server", build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 			h.HttpFilters = append([]*hcmv3.HttpFilter{httpFilter(t, "fault", &faultv3.HTTPFault{})}, h.HttpFilters...)
-		}), want: fc0 + `filters[0] "hcm": http_filters[0] "fault": filter type "` + FaultFilterTypeURL + `" is not supported on servers`},
+		}), want: fc0 + `filters[0] "hcm": http_filters[0] "fault": filter type "` + filterconfig.FaultTypeURL + `" is not supported on servers`},
 		{name: "no router", build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 			h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{})}
 		}),

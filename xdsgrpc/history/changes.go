@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -251,7 +253,7 @@ func routeTexts(routes []xdsresource.Route) []routeText {
 }
 
 // overridesKey identifies the content of filter overrides.
-func overridesKey(fo xdsresource.FilterOverrides) string {
+func overridesKey(fo filterconfig.Overrides) string {
 	if len(fo) == 0 {
 		return ""
 	}

@@ -3,7 +3,6 @@ package history_test
 import (
 	"errors"
 	"fmt"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
 	"maps"
 	"runtime"
 	"slices"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -108,7 +110,7 @@ func TestChangesAlignRoutes(t *testing.T) {
 func TestChangesFilterOverrides(t *testing.T) {
 	with := func(v string) xdsresource.Route {
 		r := toCluster("a", "/")
-		r.FilterOverrides = xdsresource.FilterOverrides{"fault": {TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte(v)}}}
+		r.FilterOverrides = filterconfig.Overrides{"fault": {TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte(v)}}}
 		return r
 	}
 	got := changes(config(with("1")), config(with("2")))
@@ -126,7 +128,7 @@ func TestChangesListenerAndClusters(t *testing.T) {
 	to := config(toCluster("a", "/"))
 	to.VirtualHost = from.VirtualHost
 	to.Listener = &xdsresource.Listener{Name: "L", RouteConfigName: "R", MaxStreamDuration: time.Second,
-		HTTPFilters: []xdsresource.HTTPFilter{{Name: "fault"}, {Name: "router"}}}
+		HTTPFilters: []filterconfig.Filter{{Name: "fault"}, {Name: "router"}}}
 	to.Clusters["a"].Err = status.Error(codes.Unavailable, "cds gone")
 	to.Clusters["a"].Cluster = nil
 	want := []string{
@@ -139,7 +141,7 @@ func TestChangesListenerAndClusters(t *testing.T) {
 	// A resource resent with nothing that routes changed: no change.
 	again := *to
 	again.Listener = &xdsresource.Listener{Name: "L", RouteConfigName: "R", MaxStreamDuration: time.Second,
-		HTTPFilters: []xdsresource.HTTPFilter{{Name: "fault"}, {Name: "router"}}}
+		HTTPFilters: []filterconfig.Filter{{Name: "fault"}, {Name: "router"}}}
 	if got := changes(to, &again); len(got) != 0 {
 		t.Errorf("changes %q, want none", got)
 	}

@@ -2,10 +2,12 @@ package routing
 
 import (
 	"fmt"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -117,7 +119,7 @@ func DescribeRoute(r *xdsresource.Route) string {
 
 // DescribeOverrides lists the HTTP filters that overrides configure, by
 // name: `[fault rbac (disabled)]`.
-func DescribeOverrides(overrides xdsresource.FilterOverrides) string {
+func DescribeOverrides(overrides filterconfig.Overrides) string {
 	names := make([]string, 0, len(overrides))
 	for name, o := range overrides {
 		if o.Disabled {

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
@@ -41,7 +43,7 @@ func TestResourcesAreValid(t *testing.T) {
 	if s == nil || s.Address != "127.0.0.1" || s.Port != 8443 || len(s.FilterChains) != 1 || s.DefaultFilterChain == nil {
 		t.Fatalf("decoded %+v, want a server listener on 127.0.0.1:8443 with one chain and a default", s)
 	}
-	if d := s.DefaultFilterChain; d.RouteConfigName != "routes" || d.Security != nil || len(d.HTTPFilters) != 1 || d.HTTPFilters[0].TypeURL != xdsresource.RouterFilterTypeURL {
+	if d := s.DefaultFilterChain; d.RouteConfigName != "routes" || d.Security != nil || len(d.HTTPFilters) != 1 || d.HTTPFilters[0].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("default chain %+v, want RDS \"routes\", plaintext, the router alone", d)
 	}
 	fc := s.FilterChains[0]
@@ -51,7 +53,7 @@ func TestResourcesAreValid(t *testing.T) {
 	if sec := fc.Security; sec == nil || sec.IdentityInstance != "ids" || sec.RootInstance != "roots" || !sec.RequireClientCert {
 		t.Errorf("chain security %+v, want identity ids, roots roots, client certificates required", sec)
 	}
-	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].Name != "authz" || fc.HTTPFilters[1].TypeURL != xdsresource.RouterFilterTypeURL {
+	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].Name != "authz" || fc.HTTPFilters[1].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("chain filters %+v, want authz then the router", fc.HTTPFilters)
 	}
 	rc := fc.InlineRouteConfig

@@ -1,6 +1,14 @@
-package xdsresource
+// Package filterconfig validates the HTTP filters of xDS resources (gRFC
+// A39): the http_filters of an HttpConnectionManager, on a client's
+// Listener or a server's filter chain, and the overrides of
+// typed_per_filter_config on virtual hosts, routes and weighted clusters.
+// The router and the fault filter are checked here; every other filter
+// is one registered with package httpfilter, whose parser decides. Its
+// rules are rows of the table in package xdsresource.
+package filterconfig
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,6 +17,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -18,10 +27,10 @@ import (
 
 // Type URLs of the HTTP filters that are understood.
 const (
-	RouterFilterTypeURL       = httpfilter.RouterTypeURL
-	FaultFilterTypeURL        = TypeURLPrefix + "envoy.extensions.filters.http.fault.v3.HTTPFault"
-	RBACFilterTypeURL         = httpfilter.RBACTypeURL
-	RBACPerRouteFilterTypeURL = httpfilter.RBACPerRouteTypeURL
+	RouterTypeURL       = httpfilter.RouterTypeURL
+	FaultTypeURL        = decoding.TypeURLPrefix + "envoy.extensions.filters.http.fault.v3.HTTPFault"
+	RBACTypeURL         = httpfilter.RBACTypeURL
+	RBACPerRouteTypeURL = httpfilter.RBACPerRouteTypeURL
 )
 
 // httpFilters maps the type URL of each HTTP filter config that this
@@ -34,24 +43,24 @@ const (
 // configs.
 var (
 	httpFilters = map[string]func() proto.Message{
-		RouterFilterTypeURL: func() proto.Message { return new(routerv3.Router) },
-		FaultFilterTypeURL:  func() proto.Message { return new(faultv3.HTTPFault) },
+		RouterTypeURL: func() proto.Message { return new(routerv3.Router) },
+		FaultTypeURL:  func() proto.Message { return new(faultv3.HTTPFault) },
 	}
 	filterOverrides = map[string]func() proto.Message{
-		FaultFilterTypeURL: func() proto.Message { return new(faultv3.HTTPFault) },
+		FaultTypeURL: func() proto.Message { return new(faultv3.HTTPFault) },
 	}
-	clientFilters = map[string]bool{RouterFilterTypeURL: true, FaultFilterTypeURL: true}
-	serverFilters = map[string]bool{RouterFilterTypeURL: true}
+	clientFilters = map[string]bool{RouterTypeURL: true, FaultTypeURL: true}
+	serverFilters = map[string]bool{RouterTypeURL: true}
 	// ownMessageOnly are the filter types gRPC reads only from their own
 	// message: a config of one of them in a TypedStruct is rejected.
 	ownMessageOnly = map[string]bool{
-		RouterFilterTypeURL: true, FaultFilterTypeURL: true,
-		RBACFilterTypeURL: true, RBACPerRouteFilterTypeURL: true,
+		RouterTypeURL: true, FaultTypeURL: true,
+		RBACTypeURL: true, RBACPerRouteTypeURL: true,
 	}
 )
 
 const (
-	filterConfigURL = TypeURLPrefix + "envoy.config.route.v3.FilterConfig"
+	filterConfigURL = decoding.TypeURLPrefix + "envoy.config.route.v3.FilterConfig"
 )
 
 // filterType is the type of a filter config, as checkFilterConfig found
@@ -149,11 +158,11 @@ func (ft filterType) runsOn(server bool) bool {
 	return ok
 }
 
-// FilterOverride is one entry of a typed_per_filter_config map (gRFC
+// Override is one entry of a typed_per_filter_config map (gRFC
 // A39), a FilterConfig wrapper resolved: the config that replaces, for
 // the virtual host, route or weighted cluster that carries it, the config
 // of the HTTP filter of the same instance name.
-type FilterOverride struct {
+type Override struct {
 	// TypeURL is the type of Config, for a config in a TypedStruct the
 	// one inside it.
 	TypeURL string
@@ -164,12 +173,12 @@ type FilterOverride struct {
 	Disabled bool
 }
 
-// FilterOverrides maps HTTP filter instance names to their override in
+// Overrides maps HTTP filter instance names to their override in
 // one scope. Optional overrides of a type that is not understood are left
 // out.
-type FilterOverrides map[string]FilterOverride
+type Overrides map[string]Override
 
-// checkFilterOverrides validates a typed_per_filter_config map and returns
+// ValidateOverrides validates a typed_per_filter_config map and returns
 // the overrides, nil when there are none: every entry must be a config
 // override of an understood filter, unless it is wrapped in a
 // FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig needs
@@ -177,16 +186,16 @@ type FilterOverrides map[string]FilterOverride
 // nothing of the config's validation (grpc-go, with its experimental
 // filters off, takes a FilterConfig without config when it is optional);
 // a disabled override turns its filter off in its scope (gRFC A39).
-func checkFilterOverrides(m map[string]*anypb.Any) (FilterOverrides, error) {
+func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 	names := make([]string, 0, len(m))
 	for name := range m {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	var out FilterOverrides
-	add := func(name string, o FilterOverride) {
+	var out Overrides
+	add := func(name string, o Override) {
 		if out == nil {
-			out = make(FilterOverrides, len(m))
+			out = make(Overrides, len(m))
 		}
 		out[name] = o
 	}
@@ -212,7 +221,7 @@ func checkFilterOverrides(m map[string]*anypb.Any) (FilterOverrides, error) {
 			if err := validateFilterConfig(ft, cfg, true); err != nil {
 				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
-			add(name, FilterOverride{TypeURL: ft.url, Config: cfg, Disabled: disabled})
+			add(name, Override{TypeURL: ft.url, Config: cfg, Disabled: disabled})
 		}
 	}
 	return out, nil
@@ -238,4 +247,82 @@ func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
 		return err
 	}
 	return nil
+}
+
+// Filter is one entry of a Listener's http_filters.
+type Filter struct {
+	// Name is the filter's instance name, unique within the Listener.
+	Name string
+	// TypeURL is the type of the filter's config, such as
+	// RouterTypeURL. For a config wrapped in a TypedStruct it is the
+	// type URL inside the TypedStruct.
+	TypeURL string
+	// Config is typed_config as received.
+	Config *anypb.Any
+}
+
+// ValidateFilters checks the filter chain of a client's or a server's
+// HttpConnectionManager and returns the filters that are understood. The
+// router must come last and only last. A filter that gRPC runs only on the
+// other side is rejected, or left out when it is optional; the fields of
+// its config are checked only when it is kept.
+func ValidateFilters(filters []*hcmv3.HttpFilter, server bool) ([]Filter, error) {
+	sideName := "clients"
+	if server {
+		sideName = "servers"
+	}
+	var out []Filter
+	var index []int // index[i] is the position in filters of out[i]
+	seen := make(map[string]bool, len(filters))
+	for i, f := range filters {
+		name := f.GetName()
+		if name == "" {
+			return nil, fmt.Errorf("http_filters[%d]: name is empty", i)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("http_filters[%d]: duplicate name %q", i, name)
+		}
+		seen[name] = true
+		cfg := f.GetTypedConfig()
+		if cfg == nil {
+			if f.GetIsOptional() {
+				continue
+			}
+			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
+		}
+		ft, ok, err := checkFilterConfig(cfg, httpFilters)
+		if err != nil {
+			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
+		}
+		if !ok {
+			if f.GetIsOptional() {
+				continue
+			}
+			return nil, fmt.Errorf("http_filters[%d] %q: unsupported filter type %q", i, name, ft.url)
+		}
+		if !ft.runsOn(server) {
+			if f.GetIsOptional() {
+				continue
+			}
+			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, ft.url, sideName)
+		}
+		if err := validateFilterConfig(ft, cfg, false); err != nil {
+			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
+		}
+		out = append(out, Filter{Name: name, TypeURL: ft.url, Config: cfg})
+		index = append(index, i)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("http_filters is empty: the router filter is required")
+	}
+	last := len(out) - 1
+	for i, f := range out[:last] {
+		if f.TypeURL == RouterTypeURL {
+			return nil, fmt.Errorf("http_filters[%d] %q: the router must be the last filter", index[i], f.Name)
+		}
+	}
+	if out[last].TypeURL != RouterTypeURL {
+		return nil, fmt.Errorf("http_filters: last filter %q is not the router", out[last].Name)
+	}
+	return out, nil
 }
