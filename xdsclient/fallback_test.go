@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -464,7 +466,7 @@ func TestSameBytesFromAnotherServerRedelivered(t *testing.T) {
 	rc := controlplane.RouteConfig(name, []string{"*"}, "c1")
 	rc.VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)}
 	rewrite := func(e xdstest.Callback) bool {
-		return e.Resource.Value.(*xdsresource.RouteConfiguration).VirtualHosts[0].Routes[0].AutoHostRewrite
+		return e.Resource.Value.(*routeconfig.Config).VirtualHosts[0].Routes[0].AutoHostRewrite
 	}
 
 	m.srvs[0].Stop()

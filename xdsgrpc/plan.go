@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 
 	"google.golang.org/grpc/codes"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // plan is what the interceptors do for the RPCs of one route and cluster
@@ -59,7 +60,7 @@ var retryOnCodes = map[string]codes.Code{
 	"unavailable":        codes.Unavailable,
 }
 
-func newRetryPolicy(rp *xdsresource.RetryPolicy) *retryPolicy {
+func newRetryPolicy(rp *routeconfig.RetryPolicy) *retryPolicy {
 	if rp == nil || len(rp.RetryOn) == 0 {
 		return nil
 	}
@@ -108,9 +109,9 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 			plans[planKey{i, cluster}] = &p
 		}
 		switch r.Action.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			add(r.Action.Cluster, nil)
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				add(wc.Name, wc.FilterOverrides)
 			}
@@ -123,7 +124,7 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 // route and cluster (gRFC A39): each with its config and its most specific
 // override (the weighted cluster's, the route's, the virtual host's), a
 // filter disabled there left out, the router (last) running nothing.
-func buildFilters(cfg *xdsconfig.Config, r *xdsresource.Route, clusterOverrides filterconfig.Overrides) ([]namedInterceptor, error) {
+func buildFilters(cfg *xdsconfig.Config, r *routeconfig.Route, clusterOverrides filterconfig.Overrides) ([]namedInterceptor, error) {
 	if cfg.Listener == nil {
 		return nil, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -56,7 +58,7 @@ func newChain(fc *xdsresource.FilterChain, isDefault bool) *chain {
 // interceptors builds the chain's filters for route r of virtual host vh,
 // each with its most specific override: the route's, else the virtual
 // host's. A disabled override leaves the filter out.
-func (c *chain) interceptors(vh *xdsresource.VirtualHost, r *xdsresource.Route, env httpfilter.ServerEnv) ([]httpfilter.ServerInterceptor, error) {
+func (c *chain) interceptors(vh *routeconfig.VirtualHost, r *routeconfig.Route, env httpfilter.ServerEnv) ([]httpfilter.ServerInterceptor, error) {
 	if c.filtersErr != nil {
 		return nil, c.filtersErr
 	}

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
@@ -109,7 +111,7 @@ func TestSameChain(t *testing.T) {
 			c.HTTPFilters = []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{2}}}}
 		},
 		func(c *xdsresource.FilterChain) {
-			c.InlineRouteConfig = &xdsresource.RouteConfiguration{Name: "inline"}
+			c.InlineRouteConfig = &routeconfig.Config{Name: "inline"}
 		},
 	} {
 		other := base

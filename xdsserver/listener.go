@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -50,7 +52,7 @@ type chainSet struct {
 type rdsWatch struct {
 	cancel func()
 	have   bool // a route configuration or an error has come
-	rc     *xdsresource.RouteConfiguration
+	rc     *routeconfig.Config
 	err    error
 }
 
@@ -313,7 +315,7 @@ type rdsWatcher struct {
 	w    *rdsWatch
 }
 
-func (r rdsWatcher) ResourceChanged(rc *xdsresource.RouteConfiguration, err error) {
+func (r rdsWatcher) ResourceChanged(rc *routeconfig.Config, err error) {
 	ls := r.ls
 	ls.mu.Lock()
 	if ls.closed || ls.rds[r.name] != r.w {

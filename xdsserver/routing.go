@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 
 	"google.golang.org/grpc/codes"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // routeTable is the compiled route configuration of one filter chain: its
@@ -27,7 +28,7 @@ type routeTable struct {
 	// err, when set, fails every RPC of the chain: the route
 	// configuration could not be had.
 	err    error
-	vhosts []xdsresource.VirtualHost
+	vhosts []routeconfig.VirtualHost
 	hosts  [][]serverRoute // per virtual host
 	// every is the index of the only virtual host, when it takes every
 	// authority ("*"), so that the authority need not be read; else -1.
@@ -56,7 +57,7 @@ func errorTable(err error) *routeTable {
 
 // compileTable compiles rc for chain c, whose HTTP filters the routes run;
 // env is what the filters are given.
-func compileTable(c *chain, rc *xdsresource.RouteConfiguration, name string, env httpfilter.ServerEnv) *routeTable {
+func compileTable(c *chain, rc *routeconfig.Config, name string, env httpfilter.ServerEnv) *routeTable {
 	t := &routeTable{vhosts: rc.VirtualHosts, every: -1, name: name}
 	if len(rc.VirtualHosts) == 1 && slices.Contains(rc.VirtualHosts[0].Domains, "*") {
 		t.every = 0
@@ -72,9 +73,9 @@ func compileTable(c *chain, rc *xdsresource.RouteConfiguration, name string, env
 	return t
 }
 
-func compileRoute(c *chain, vh *xdsresource.VirtualHost, r *xdsresource.Route, env httpfilter.ServerEnv, at string) serverRoute {
+func compileRoute(c *chain, vh *routeconfig.VirtualHost, r *routeconfig.Route, env httpfilter.ServerEnv, at string) serverRoute {
 	sr := serverRoute{fraction: -1}
-	if r.Action.Kind == xdsresource.ActionClusterHeader {
+	if r.Action.Kind == routeconfig.ActionClusterHeader {
 		sr.ignored = true
 		return sr
 	}
@@ -95,7 +96,7 @@ func compileRoute(c *chain, vh *xdsresource.VirtualHost, r *xdsresource.Route, e
 	if sr.err != nil {
 		return sr
 	}
-	if r.Action.Kind != xdsresource.ActionNonForwarding {
+	if r.Action.Kind != routeconfig.ActionNonForwarding {
 		sr.err = status.Errorf(codes.Unavailable, "%s has a %s action; an xDS-enabled server serves only routes with non_forwarding_action", at, r.Action.Kind)
 		return sr
 	}
@@ -151,20 +152,20 @@ func (r *serverRoute) headersMatch(ctx context.Context) bool {
 // pathMatch is a route's path matcher. As in gRPC C-core, a safe_regex
 // is case-sensitive whatever case_sensitive says.
 type pathMatch struct {
-	kind  xdsresource.PathMatchKind
+	kind  routeconfig.PathMatchKind
 	value string // lower-cased when fold
 	fold  bool
 	re    *regexp.Regexp
 }
 
-func compilePath(r *xdsresource.Route) (pathMatch, error) {
+func compilePath(r *routeconfig.Route) (pathMatch, error) {
 	p := pathMatch{kind: r.PathMatch, fold: r.CaseInsensitive}
 	switch r.PathMatch {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		p.value = r.Prefix
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		p.value = r.Path
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		re, err := regexp.Compile(`^(?:` + r.SafeRegex + `)$`)
 		if err != nil {
 			return p, fmt.Errorf("safe_regex %q: %v", r.SafeRegex, err)
@@ -179,17 +180,17 @@ func compilePath(r *xdsresource.Route) (pathMatch, error) {
 
 func (p *pathMatch) match(method string) bool {
 	switch p.kind {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		if p.fold {
 			return len(method) >= len(p.value) && strings.EqualFold(method[:len(p.value)], p.value)
 		}
 		return strings.HasPrefix(method, p.value)
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		if p.fold {
 			return strings.EqualFold(method, p.value)
 		}
 		return method == p.value
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		return p.re.MatchString(method)
 	}
 	return false

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -128,9 +130,9 @@ func checkConfig(c *xdsconfig.Config) error {
 	for _, r := range c.VirtualHost.Routes {
 		var names []string
 		switch r.Action.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			names = append(names, r.Action.Cluster)
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				names = append(names, wc.Name)
 			}

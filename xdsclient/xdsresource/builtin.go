@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // The four resource types a gRPC client uses. Decode returns, on success, a
-// *Listener, *RouteConfiguration, *Cluster or *ClusterLoadAssignment
+// *Listener, *routeconfig.Config, *Cluster or *ClusterLoadAssignment
 // respectively.
 var (
 	// ListenerType decodes envoy.config.listener.v3.Listener ("lds").
@@ -108,3 +112,18 @@ func (t *builtinType) Decode(opts DecodeOptions, r *anypb.Any) (string, any, err
 
 // errNoName is returned for a resource whose name field is empty.
 var errNoName = errors.New("resource has no name")
+
+func decodeRouteConfig(opts DecodeOptions, b []byte) (string, any, error) {
+	m := new(routev3.RouteConfiguration)
+	if err := decoding.Unmarshal(b, m); err != nil {
+		return "", nil, err
+	}
+	if m.GetName() == "" {
+		return "", nil, errNoName
+	}
+	rc, err := routeconfig.Validate(m, opts.TrustedServer)
+	if err != nil {
+		return m.GetName(), nil, err
+	}
+	return m.GetName(), rc, nil
+}

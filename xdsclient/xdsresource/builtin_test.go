@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -88,9 +90,9 @@ func TestKindStrings(t *testing.T) {
 		want string
 	}{
 		{ClusterEDS, "EDS"}, {ClusterLogicalDNS, "LOGICAL_DNS"}, {ClusterAggregate, "AGGREGATE"}, {ClusterKind(9), "ClusterKind(9)"},
-		{PathPrefix, "prefix"}, {PathExact, "path"}, {PathRegex, "safe_regex"}, {PathMatchKind(0), "PathMatchKind(0)"},
-		{ActionCluster, "cluster"}, {ActionWeightedClusters, "weighted_clusters"}, {ActionClusterHeader, "cluster_header"},
-		{ActionNonForwarding, "non_forwarding"}, {ActionUnsupported, "unsupported"}, {ActionKind(0), "ActionKind(0)"},
+		{routeconfig.PathPrefix, "prefix"}, {routeconfig.PathExact, "path"}, {routeconfig.PathRegex, "safe_regex"}, {routeconfig.PathMatchKind(0), "PathMatchKind(0)"},
+		{routeconfig.ActionCluster, "cluster"}, {routeconfig.ActionWeightedClusters, "weighted_clusters"}, {routeconfig.ActionClusterHeader, "cluster_header"},
+		{routeconfig.ActionNonForwarding, "non_forwarding"}, {routeconfig.ActionUnsupported, "unsupported"}, {routeconfig.ActionKind(0), "ActionKind(0)"},
 	} {
 		if s := tc.got.String(); s != tc.want {
 			t.Errorf("String() = %q, want %q", s, tc.want)
@@ -109,6 +111,6 @@ func TestByTypeURLAndSummarizer(t *testing.T) {
 	}
 	var _ Summarizer = (*Cluster)(nil)
 	var _ Summarizer = (*Listener)(nil)
-	var _ Summarizer = (*RouteConfiguration)(nil)
+	var _ Summarizer = (*routeconfig.Config)(nil)
 	var _ Summarizer = (*ClusterLoadAssignment)(nil)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
@@ -196,7 +198,7 @@ func TestFilterOverridesKept(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	got := v.(*RouteConfiguration).VirtualHosts[0]
+	got := v.(*routeconfig.Config).VirtualHosts[0]
 	check := func(where string, got filterconfig.Overrides, want filterconfig.Overrides) {
 		t.Helper()
 		if len(got) != len(want) {

@@ -1,7 +1,6 @@
 package xdsresource
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,11 +9,8 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
-
-// HTTPConnectionManagerTypeURL is the type URL that a client-side
-// Listener's api_listener must hold.
-const HTTPConnectionManagerTypeURL = TypeURLPrefix + "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 
 // Listener is a validated Listener: either a client-side Listener, an
 // api_listener holding an HttpConnectionManager, or a server-side Listener
@@ -33,7 +29,7 @@ type Listener struct {
 	RouteConfigName string
 	// InlineRouteConfig is set when the HttpConnectionManager carries its
 	// route_config inline.
-	InlineRouteConfig *RouteConfiguration
+	InlineRouteConfig *routeconfig.Config
 	// HTTPFilters is the filter chain in order, without the optional filters
 	// whose type is not understood. The last one is always the router.
 	HTTPFilters []filterconfig.Filter
@@ -52,7 +48,7 @@ func (l *Listener) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listener %s: ", l.Name)
 	if l.InlineRouteConfig != nil {
-		vhosts, routes := l.InlineRouteConfig.counts()
+		vhosts, routes := l.InlineRouteConfig.Counts()
 		fmt.Fprintf(&b, "inline route config, %s, %s", decoding.Plural(vhosts, "virtual host", "virtual hosts"), decoding.Plural(routes, "route", "routes"))
 	} else {
 		fmt.Fprintf(&b, "RDS %q", l.RouteConfigName)
@@ -88,75 +84,22 @@ func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, er
 		return &Listener{Name: m.GetName(), Server: srv}, nil
 	}
 	api := m.GetApiListener().GetApiListener()
-	if api.GetTypeUrl() != HTTPConnectionManagerTypeURL {
-		return nil, fmt.Errorf("api_listener holds %q, want %q", api.GetTypeUrl(), HTTPConnectionManagerTypeURL)
+	if api.GetTypeUrl() != routeconfig.ConnectionManagerTypeURL {
+		return nil, fmt.Errorf("api_listener holds %q, want %q", api.GetTypeUrl(), routeconfig.ConnectionManagerTypeURL)
 	}
 	hcm := new(hcmv3.HttpConnectionManager)
 	if err := decoding.Unmarshal(api.GetValue(), hcm); err != nil {
 		return nil, fmt.Errorf("api_listener: %v", err)
 	}
-	c, err := validateHCM(opts, hcm, false)
+	c, err := routeconfig.ValidateConnectionManager(hcm, false, opts.TrustedServer)
 	if err != nil {
 		return nil, err
 	}
 	return &Listener{
 		Name:              m.GetName(),
-		RouteConfigName:   c.routeConfigName,
-		InlineRouteConfig: c.inlineRouteConfig,
-		HTTPFilters:       c.httpFilters,
-		MaxStreamDuration: c.maxStreamDuration,
+		RouteConfigName:   c.RouteConfigName,
+		InlineRouteConfig: c.InlineRouteConfig,
+		HTTPFilters:       c.HTTPFilters,
+		MaxStreamDuration: c.MaxStreamDuration,
 	}, nil
-}
-
-// hcmConfig is a validated HttpConnectionManager.
-type hcmConfig struct {
-	routeConfigName   string
-	inlineRouteConfig *RouteConfiguration
-	httpFilters       []filterconfig.Filter
-	maxStreamDuration time.Duration
-}
-
-// validateHCM validates the HttpConnectionManager of a client's
-// api_listener or of a server's filter chain. A server's rds must use ads:
-// gRPC servers do not accept self.
-func validateHCM(opts DecodeOptions, hcm *hcmv3.HttpConnectionManager, server bool) (hcmConfig, error) {
-	var c hcmConfig
-	if n := hcm.GetXffNumTrustedHops(); n != 0 {
-		return c, fmt.Errorf("xff_num_trusted_hops is %d, must be 0", n)
-	}
-	if len(hcm.GetOriginalIpDetectionExtensions()) != 0 {
-		return c, errors.New("original_ip_detection_extensions must be empty")
-	}
-	c.maxStreamDuration = hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration().AsDuration()
-	switch spec := hcm.GetRouteSpecifier().(type) {
-	case *hcmv3.HttpConnectionManager_Rds:
-		src := spec.Rds.GetConfigSource()
-		switch {
-		case server && src.GetAds() == nil:
-			return c, errors.New("rds.config_source must be ads")
-		case !server && src.GetAds() == nil && src.GetSelf() == nil:
-			return c, errors.New("rds.config_source must be ads or self")
-		}
-		if spec.Rds.GetRouteConfigName() == "" {
-			return c, errors.New("rds.route_config_name is empty")
-		}
-		c.routeConfigName = spec.Rds.GetRouteConfigName()
-	case *hcmv3.HttpConnectionManager_RouteConfig:
-		rc, err := validateRouteConfig(opts, spec.RouteConfig)
-		if err != nil {
-			return c, fmt.Errorf("route_config: %v", err)
-		}
-		c.inlineRouteConfig = rc
-	case nil:
-		return c, errors.New("neither rds nor route_config is set")
-	default:
-		return c, errors.New("scoped_routes is not supported, use rds or route_config")
-	}
-
-	filters, err := filterconfig.ValidateFilters(hcm.GetHttpFilters(), server)
-	if err != nil {
-		return c, err
-	}
-	c.httpFilters = filters
-	return c, nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
@@ -71,9 +73,9 @@ func TestListenerInlineRouteConfig(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	l := v.(*Listener)
-	wantRC := &RouteConfiguration{VirtualHosts: []VirtualHost{{
+	wantRC := &routeconfig.Config{VirtualHosts: []routeconfig.VirtualHost{{
 		Name: "vh", Domains: []string{"*"},
-		Routes: []Route{{PathMatch: PathPrefix, Prefix: "/", Action: RouteAction{Kind: ActionCluster, Cluster: "c1"}}},
+		Routes: []routeconfig.Route{{PathMatch: routeconfig.PathPrefix, Prefix: "/", Action: routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: "c1"}}},
 	}}}
 	if l.RouteConfigName != "" || !reflect.DeepEqual(l.InlineRouteConfig, wantRC) {
 		t.Errorf("Decode = %+v, want inline %+v", l, wantRC)
@@ -190,7 +192,7 @@ func TestListenerErrors(t *testing.T) {
 		{
 			name: "api_listener bytes invalid",
 			build: func() proto.Message {
-				a := &anypb.Any{TypeUrl: HTTPConnectionManagerTypeURL, Value: []byte{0xff}}
+				a := &anypb.Any{TypeUrl: routeconfig.ConnectionManagerTypeURL, Value: []byte{0xff}}
 				return &listenerv3.Listener{Name: "l1", ApiListener: &listenerv3.ApiListener{ApiListener: a}}
 			},
 			want:   `lds "l1": api_listener: cannot unmarshal envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager: proto:`,

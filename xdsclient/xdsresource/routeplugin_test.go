@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -58,8 +60,8 @@ func TestRouteConfigRLSPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	rc := v.(*RouteConfiguration)
-	if r := rc.VirtualHosts[0].Routes[0]; !reflect.DeepEqual(r.Action, RouteAction{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: "rls"}) {
+	rc := v.(*routeconfig.Config)
+	if r := rc.VirtualHosts[0].Routes[0]; !reflect.DeepEqual(r.Action, routeconfig.Action{Kind: routeconfig.ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: "rls"}) {
 		t.Errorf("route action = %+v, want the plugin rls", r.Action)
 	}
 	got := rc.ClusterSpecifierPlugins
@@ -67,8 +69,8 @@ func TestRouteConfigRLSPlugin(t *testing.T) {
 		len(got["rls"].KeyBuilders) != 1 || got["rls"].KeyBuilders[0].Names[0] != (rls.Method{Service: "pkg.Svc"}) {
 		t.Errorf("ClusterSpecifierPlugins = %+v, want only rls, as configured", got)
 	}
-	if ActionClusterSpecifierPlugin.String() != "cluster_specifier_plugin" {
-		t.Errorf("String() = %q", ActionClusterSpecifierPlugin.String())
+	if routeconfig.ActionClusterSpecifierPlugin.String() != "cluster_specifier_plugin" {
+		t.Errorf("String() = %q", routeconfig.ActionClusterSpecifierPlugin.String())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
@@ -56,7 +57,7 @@ type FilterChain struct {
 	// RouteConfigName is the RouteConfiguration to fetch with RDS.
 	RouteConfigName string
 	// InlineRouteConfig is the route_config carried inline.
-	InlineRouteConfig *RouteConfiguration
+	InlineRouteConfig *routeconfig.Config
 	// HTTPFilters are the server-side HTTP filters in order, the router
 	// last.
 	HTTPFilters []filterconfig.Filter
@@ -320,14 +321,14 @@ func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*Filte
 	if cfg == nil {
 		return nil, fmt.Errorf("filters[0] %q: typed_config missing", f.GetName())
 	}
-	if cfg.GetTypeUrl() != HTTPConnectionManagerTypeURL {
-		return nil, fmt.Errorf("filters[0] %q: network filter type %q is not supported, want %q", f.GetName(), cfg.GetTypeUrl(), HTTPConnectionManagerTypeURL)
+	if cfg.GetTypeUrl() != routeconfig.ConnectionManagerTypeURL {
+		return nil, fmt.Errorf("filters[0] %q: network filter type %q is not supported, want %q", f.GetName(), cfg.GetTypeUrl(), routeconfig.ConnectionManagerTypeURL)
 	}
 	hcm := new(hcmv3.HttpConnectionManager)
 	if err := decoding.Unmarshal(cfg.GetValue(), hcm); err != nil {
 		return nil, fmt.Errorf("filters[0] %q: %v", f.GetName(), err)
 	}
-	c, err := validateHCM(opts, hcm, true)
+	c, err := routeconfig.ValidateConnectionManager(hcm, true, opts.TrustedServer)
 	if err != nil {
 		return nil, fmt.Errorf("filters[0] %q: %v", f.GetName(), err)
 	}
@@ -337,9 +338,9 @@ func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*Filte
 	}
 	return &FilterChain{
 		Name:              fc.GetName(),
-		RouteConfigName:   c.routeConfigName,
-		InlineRouteConfig: c.inlineRouteConfig,
-		HTTPFilters:       c.httpFilters,
+		RouteConfigName:   c.RouteConfigName,
+		InlineRouteConfig: c.InlineRouteConfig,
+		HTTPFilters:       c.HTTPFilters,
 		Security:          sec,
 	}, nil
 }

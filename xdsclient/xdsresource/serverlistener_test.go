@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
@@ -221,7 +223,7 @@ func TestServerListenerHTTPFilters(t *testing.T) {
 	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].TypeURL != filterconfig.RBACTypeURL || fc.HTTPFilters[1].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("HTTPFilters = %+v, want RBAC and the router (fault is client-only and optional)", fc.HTTPFilters)
 	}
-	if fc.RouteConfigName != "" || fc.InlineRouteConfig == nil || fc.InlineRouteConfig.VirtualHosts[0].Routes[0].Action.Kind != ActionNonForwarding {
+	if fc.RouteConfigName != "" || fc.InlineRouteConfig == nil || fc.InlineRouteConfig.VirtualHosts[0].Routes[0].Action.Kind != routeconfig.ActionNonForwarding {
 		t.Errorf("route config = %q, %+v, want inline non_forwarding", fc.RouteConfigName, fc.InlineRouteConfig)
 	}
 }
@@ -306,9 +308,9 @@ func TestServerListenerErrors(t *testing.T) {
 		}), want: fc0 + `filters[0] "hcm": typed_config missing`},
 		{name: "other network filter", build: lis(func(m *listenerv3.Listener) {
 			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: toAny(t, &rbacv3.RBAC{})}
-		}), want: fc0 + `filters[0] "hcm": network filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported, want "` + HTTPConnectionManagerTypeURL + `"`},
+		}), want: fc0 + `filters[0] "hcm": network filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported, want "` + routeconfig.ConnectionManagerTypeURL + `"`},
 		{name: "HttpConnectionManager bytes invalid", build: lis(func(m *listenerv3.Listener) {
-			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: &anypb.Any{TypeUrl: HTTPConnectionManagerTypeURL, Value: []byte{0xff}}}
+			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: &anypb.Any{TypeUrl: routeconfig.ConnectionManagerTypeURL, Value: []byte{0xff}}}
 		}), want: fc0 + `filters[0] "hcm": cannot unmarshal envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager: `, prefix: true},
 		{name: "rds from self", build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.GetRds().ConfigSource = selfSource }),
 			want: fc0 + `filters[0] "hcm": rds.config_source must be ads`},

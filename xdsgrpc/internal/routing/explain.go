@@ -3,7 +3,7 @@ package routing
 import (
 	"context"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Certain is the Chance of a route that takes every RPC its path and
@@ -56,7 +56,7 @@ func (t *Table) Explain(ctx context.Context, method string) []Trial {
 func (t *Table) trial(ctx context.Context, i int, method string) Trial {
 	r := &t.routes[i]
 	tr := Trial{Route: i, Header: -1}
-	if r.action == xdsresource.ActionClusterHeader {
+	if r.action == routeconfig.ActionClusterHeader {
 		tr.Ignored = true
 		return tr
 	}

@@ -19,7 +19,6 @@ package routing
 import (
 	"context"
 	"fmt"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
@@ -27,9 +26,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/grpc/metadata"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"google.golang.org/grpc/metadata"
 )
 
 // Outcome is what routing decided for one RPC.
@@ -106,7 +106,7 @@ type route struct {
 	path     pathMatcher
 	headers  []headerMatcher
 	fraction int64 // per million; -1 when unset
-	action   xdsresource.ActionKind
+	action   routeconfig.ActionKind
 	// targets are the route's clusters with cumulative weights; one
 	// entry of weight 1 for a single cluster.
 	targets []target
@@ -120,7 +120,7 @@ type target struct {
 }
 
 type pathMatcher struct {
-	kind  xdsresource.PathMatchKind
+	kind  routeconfig.PathMatchKind
 	value string // lower-cased when fold is set
 	fold  bool
 	re    *regexp.Regexp
@@ -150,7 +150,7 @@ func defaultRand(n uint32) uint32 { return rand.Uint32N(n) }
 
 // Compile compiles the routes of vh. It fails only on a regular expression
 // that does not compile, which the resource validation already rejects.
-func Compile(vh *xdsresource.VirtualHost, opts ...Option) (*Table, error) {
+func Compile(vh *routeconfig.VirtualHost, opts ...Option) (*Table, error) {
 	t := &Table{rnd: defaultRand}
 	for _, o := range opts {
 		o(t)
@@ -167,7 +167,7 @@ func Compile(vh *xdsresource.VirtualHost, opts ...Option) (*Table, error) {
 	}
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
-		if r.Action.Kind == xdsresource.ActionClusterHeader {
+		if r.Action.Kind == routeconfig.ActionClusterHeader {
 			// gRPC ignores routes whose cluster comes from a header
 			// (gRFC A28): the route never matches.
 			t.routes = append(t.routes, route{action: r.Action.Kind, path: pathMatcher{kind: 0}})
@@ -178,10 +178,10 @@ func Compile(vh *xdsresource.VirtualHost, opts ...Option) (*Table, error) {
 			return nil, fmt.Errorf("routes[%d]: %w", i, err)
 		}
 		switch r.Action.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			cr.targets = []target{{cluster: clusterIndex(r.Action.Cluster), cumulative: 1}}
 			cr.total = 1
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				cr.total += wc.Weight
 				cr.targets = append(cr.targets, target{cluster: clusterIndex(wc.Name), cumulative: cr.total})
@@ -192,15 +192,15 @@ func Compile(vh *xdsresource.VirtualHost, opts ...Option) (*Table, error) {
 	return t, nil
 }
 
-func compileRoute(r *xdsresource.Route) (route, error) {
+func compileRoute(r *routeconfig.Route) (route, error) {
 	cr := route{action: r.Action.Kind, fraction: -1}
 	cr.path = pathMatcher{kind: r.PathMatch}
 	switch r.PathMatch {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		cr.path.value, cr.path.fold = r.Prefix, r.CaseInsensitive
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		cr.path.value, cr.path.fold = r.Path, r.CaseInsensitive
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		re, err := regexp.Compile(`^(?:` + r.SafeRegex + `)$`)
 		if err != nil {
 			return cr, fmt.Errorf("safe_regex %q: %w", r.SafeRegex, err)
@@ -288,7 +288,7 @@ func (t *Table) try(ctx context.Context, i int) (Decision, bool) {
 		return Decision{}, false
 	}
 	switch r.action {
-	case xdsresource.ActionCluster, xdsresource.ActionWeightedClusters:
+	case routeconfig.ActionCluster, routeconfig.ActionWeightedClusters:
 		return Decision{Outcome: Routed, Route: i, Cluster: r.pick(t.rnd)}, true
 	}
 	return Decision{Outcome: Unsupported, Route: i, Cluster: -1}, true
@@ -334,17 +334,17 @@ func (r *route) pick(rnd Rand) int {
 
 func (p *pathMatcher) match(method string) bool {
 	switch p.kind {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		if p.fold {
 			return len(method) >= len(p.value) && strings.EqualFold(method[:len(p.value)], p.value)
 		}
 		return strings.HasPrefix(method, p.value)
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		if p.fold {
 			return strings.EqualFold(method, p.value)
 		}
 		return method == p.value
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		return p.re.MatchString(method)
 	}
 	return false // a route gRPC ignores

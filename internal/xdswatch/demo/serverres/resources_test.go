@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -60,7 +62,7 @@ func TestResourcesAreValid(t *testing.T) {
 	if rc == nil || len(rc.VirtualHosts) != 1 || len(rc.VirtualHosts[0].Routes) != 2 {
 		t.Fatalf("inline routes %+v, want one virtual host with two routes", rc)
 	}
-	if r := rc.VirtualHosts[0].Routes; r[0].Action.Kind != xdsresource.ActionNonForwarding || r[1].Action.Kind == xdsresource.ActionNonForwarding {
+	if r := rc.VirtualHosts[0].Routes; r[0].Action.Kind != routeconfig.ActionNonForwarding || r[1].Action.Kind == routeconfig.ActionNonForwarding {
 		t.Errorf("route actions %v, %v: want Serve non-forwarding and Forward not", r[0].Action.Kind, r[1].Action.Kind)
 	}
 	var cfg rbacv3.RBAC

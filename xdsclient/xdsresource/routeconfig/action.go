@@ -1,4 +1,4 @@
-package xdsresource
+package routeconfig
 
 import (
 	"errors"
@@ -20,19 +20,19 @@ type ActionKind int
 
 // Route action kinds.
 const (
-	// ActionCluster sends requests to RouteAction.Cluster.
+	// ActionCluster sends requests to Action.Cluster.
 	ActionCluster ActionKind = iota + 1
 	// ActionWeightedClusters splits requests over
-	// RouteAction.WeightedClusters.
+	// Action.WeightedClusters.
 	ActionWeightedClusters
 	// ActionClusterHeader sends requests to the cluster named by the
-	// request header RouteAction.ClusterHeader. gRPC clients do not
+	// request header Action.ClusterHeader. gRPC clients do not
 	// support it and ignore such routes.
 	ActionClusterHeader
 	// ActionNonForwarding is non_forwarding_action, used by servers.
 	ActionNonForwarding
 	// ActionClusterSpecifierPlugin sends requests to the cluster that the
-	// RLS plugin RouteAction.ClusterSpecifierPlugin picks (gRFC A28).
+	// RLS plugin Action.ClusterSpecifierPlugin picks (gRFC A28).
 	ActionClusterSpecifierPlugin
 	// ActionUnsupported is any other action (redirect, direct_response,
 	// filter_action): gRPC keeps the route but fails the requests it
@@ -59,8 +59,8 @@ func (k ActionKind) String() string {
 	return fmt.Sprintf("ActionKind(%d)", int(k))
 }
 
-// RouteAction is what a Route does; Kind says which field applies.
-type RouteAction struct {
+// Action is what a Route does; Kind says which field applies.
+type Action struct {
 	Kind ActionKind
 	// Cluster is set for ActionCluster.
 	Cluster string
@@ -122,13 +122,13 @@ type RetryPolicy struct {
 	BaseInterval, MaxInterval time.Duration
 }
 
-func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, plugins map[string]*rls.Config) (keep bool, err error) {
+func validateRouteAction(trustedServer bool, a *routev3.RouteAction, r *Route, plugins map[string]*rls.Config) (keep bool, err error) {
 	switch cs := a.GetClusterSpecifier().(type) {
 	case *routev3.RouteAction_Cluster:
 		if cs.Cluster == "" {
 			return false, errors.New("route.cluster is empty")
 		}
-		r.Action = RouteAction{Kind: ActionCluster, Cluster: cs.Cluster}
+		r.Action = Action{Kind: ActionCluster, Cluster: cs.Cluster}
 	case *routev3.RouteAction_WeightedClusters:
 		var sum uint64
 		var wcs []WeightedCluster
@@ -152,12 +152,12 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 		if sum == 0 {
 			return false, errors.New("weighted_clusters weights sum to 0")
 		}
-		r.Action = RouteAction{Kind: ActionWeightedClusters, WeightedClusters: wcs}
+		r.Action = Action{Kind: ActionWeightedClusters, WeightedClusters: wcs}
 	case *routev3.RouteAction_ClusterHeader:
 		if cs.ClusterHeader == "" {
 			return false, errors.New("route.cluster_header is empty")
 		}
-		r.Action = RouteAction{Kind: ActionClusterHeader, ClusterHeader: cs.ClusterHeader}
+		r.Action = Action{Kind: ActionClusterHeader, ClusterHeader: cs.ClusterHeader}
 	case *routev3.RouteAction_ClusterSpecifierPlugin:
 		rl, ok := plugins[cs.ClusterSpecifierPlugin]
 		switch {
@@ -166,7 +166,7 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 		case rl == nil:
 			return false, nil // an optional plugin that is not supported
 		}
-		r.Action = RouteAction{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: cs.ClusterSpecifierPlugin}
+		r.Action = Action{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: cs.ClusterSpecifierPlugin}
 	default:
 		return false, nil
 	}
@@ -191,7 +191,7 @@ func validateRouteAction(opts DecodeOptions, a *routev3.RouteAction, r *Route, p
 	if r.RetryPolicy, err = validateRetryPolicy(a.GetRetryPolicy()); err != nil {
 		return false, fmt.Errorf("route.%v", err)
 	}
-	if opts.TrustedServer {
+	if trustedServer {
 		r.AutoHostRewrite = a.GetAutoHostRewrite().GetValue()
 	}
 	return true, nil

@@ -1,4 +1,12 @@
-package xdsresource
+// Package routeconfig validates route configurations (RDS, or inline in
+// a Listener) as gRPC's data planes use them (gRFC A28): virtual hosts and
+// their domains, routes with their matchers and actions, weighted
+// clusters, hash policies (A42), retry policies (A44), the RLS cluster
+// specifier plugin, and the HTTP filter overrides of each scope (A39);
+// and the HttpConnectionManager that names a route configuration and the
+// HTTP filters, on clients and on servers. Its rules are rows of the
+// table in package xdsresource.
+package routeconfig
 
 import (
 	"errors"
@@ -15,9 +23,9 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
-// RouteConfiguration is a validated RouteConfiguration.
-type RouteConfiguration struct {
-	// Name is the RouteConfiguration's name; it may be empty for a
+// Config is a validated Config.
+type Config struct {
+	// Name is the Config's name; it may be empty for a
 	// configuration carried inline in a Listener.
 	Name string
 	// VirtualHosts are the virtual hosts in order.
@@ -28,7 +36,7 @@ type RouteConfiguration struct {
 	ClusterSpecifierPlugins map[string]*rls.Config
 }
 
-// VirtualHost is one virtual host of a RouteConfiguration.
+// VirtualHost is one virtual host of a Config.
 type VirtualHost struct {
 	// Name is the virtual host's name.
 	Name string
@@ -100,7 +108,7 @@ type Route struct {
 	// million, nil when unset.
 	FractionPerMillion *uint32
 	// Action says what to do with a matching request.
-	Action RouteAction
+	Action Action
 	// MaxStreamDuration is the route action's
 	// max_stream_duration.grpc_timeout_header_max if set, else its
 	// max_stream_duration.max_stream_duration; nil when neither is set.
@@ -123,37 +131,23 @@ type Route struct {
 
 // Summary returns a one-line description of rc, for example
 // `route config r1: 2 virtual hosts, 5 routes`.
-func (rc *RouteConfiguration) Summary() string {
-	vhosts, routes := rc.counts()
+func (rc *Config) Summary() string {
+	vhosts, routes := rc.Counts()
 	return fmt.Sprintf("route config %s: %s, %s", rc.Name,
 		decoding.Plural(vhosts, "virtual host", "virtual hosts"), decoding.Plural(routes, "route", "routes"))
 }
 
-func (rc *RouteConfiguration) counts() (vhosts, routes int) {
+// Counts returns how many virtual hosts and routes rc has.
+func (rc *Config) Counts() (vhosts, routes int) {
 	for _, vh := range rc.VirtualHosts {
 		routes += len(vh.Routes)
 	}
 	return len(rc.VirtualHosts), routes
 }
 
-func decodeRouteConfig(opts DecodeOptions, b []byte) (string, any, error) {
-	m := new(routev3.RouteConfiguration)
-	if err := decoding.Unmarshal(b, m); err != nil {
-		return "", nil, err
-	}
-	if m.GetName() == "" {
-		return "", nil, errNoName
-	}
-	rc, err := validateRouteConfig(opts, m)
-	if err != nil {
-		return m.GetName(), nil, err
-	}
-	return m.GetName(), rc, nil
-}
-
-// validateRouteConfig is shared by RDS and by Listeners with an inline
-// route_config.
-func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*RouteConfiguration, error) {
+// Validate validates m, from RDS or inline in a Listener, from a trusted
+// server (gRFC A81) or not.
+func Validate(m *routev3.RouteConfiguration, trustedServer bool) (*Config, error) {
 	// RLS is the only cluster specifier plugin gRPC supports. Another type
 	// makes the resource invalid unless the plugin is optional: then the
 	// routes that use it are ignored. plugins maps each name to its config,
@@ -177,9 +171,9 @@ func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*Ro
 		plugins[ext.GetName()] = rl
 	}
 
-	rc := &RouteConfiguration{Name: m.GetName()}
+	rc := &Config{Name: m.GetName()}
 	for i, vh := range m.GetVirtualHosts() {
-		v, err := validateVirtualHost(opts, vh, fmt.Sprintf("virtual_hosts[%d]", i), plugins)
+		v, err := validateVirtualHost(trustedServer, vh, fmt.Sprintf("virtual_hosts[%d]", i), plugins)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +191,7 @@ func validateRouteConfig(opts DecodeOptions, m *routev3.RouteConfiguration) (*Ro
 }
 
 // validateVirtualHost validates m; errors start with at, the path of m.
-func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, plugins map[string]*rls.Config) (VirtualHost, error) {
+func validateVirtualHost(trustedServer bool, m *routev3.VirtualHost, at string, plugins map[string]*rls.Config) (VirtualHost, error) {
 	vh := VirtualHost{Name: m.GetName(), Domains: m.GetDomains()}
 	if len(vh.Domains) == 0 {
 		return vh, fmt.Errorf("%s: domains is empty", at)
@@ -215,7 +209,7 @@ func validateVirtualHost(opts DecodeOptions, m *routev3.VirtualHost, at string, 
 		return vh, fmt.Errorf("%s.%v", at, err)
 	}
 	for i, r := range m.GetRoutes() {
-		route, keep, err := validateRoute(opts, r, plugins)
+		route, keep, err := validateRoute(trustedServer, r, plugins)
 		if err != nil {
 			return vh, fmt.Errorf("%s.routes[%d]: %v", at, i, err)
 		}
@@ -237,7 +231,7 @@ func validDomainPattern(d string) bool {
 }
 
 // validateRoute returns the route and whether gRPC uses it.
-func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*rls.Config) (Route, bool, error) {
+func validateRoute(trustedServer bool, m *routev3.Route, plugins map[string]*rls.Config) (Route, bool, error) {
 	r := Route{Name: m.GetName()}
 	match := m.GetMatch()
 	if match == nil {
@@ -288,7 +282,7 @@ func validateRoute(opts DecodeOptions, m *routev3.Route, plugins map[string]*rls
 
 	switch a := m.GetAction().(type) {
 	case *routev3.Route_Route:
-		keep, err := validateRouteAction(opts, a.Route, &r, plugins)
+		keep, err := validateRouteAction(trustedServer, a.Route, &r, plugins)
 		if err != nil || !keep {
 			return r, false, err
 		}
