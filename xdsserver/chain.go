@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 
 	"github.com/xdslens/xdslens/httpfilter"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // chain is one filter chain of a server Listener as the server runs it:
 // its HTTP filters parsed, and its compiled route table, which changes
 // with the route configuration while the chain stays.
 type chain struct {
-	fc        *xdsresource.FilterChain
+	fc        *serverlistener.FilterChain
 	isDefault bool
 	// filters are the chain's HTTP filters but the router, parsed;
 	// filtersErr, when set, fails every route of the chain.
@@ -34,7 +35,7 @@ func (c *chain) label() string { return c.fc.Name }
 
 // newChain parses the HTTP filters of fc with the filters registered with
 // package httpfilter.
-func newChain(fc *xdsresource.FilterChain, isDefault bool) *chain {
+func newChain(fc *serverlistener.FilterChain, isDefault bool) *chain {
 	c := &chain{fc: fc, isDefault: isDefault}
 	for _, hf := range fc.HTTPFilters {
 		if hf.TypeURL == httpfilter.RouterTypeURL {

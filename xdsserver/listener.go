@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 
 	"google.golang.org/grpc/codes"
@@ -142,7 +144,7 @@ func runAll(fs []func()) {
 
 // addressMatches reports whether the Listener's address is the listening
 // one: the same IP address (in any notation) or host, and port.
-func (ls *listenerState) addressMatches(l *xdsresource.ServerListener) bool {
+func (ls *listenerState) addressMatches(l *serverlistener.Listener) bool {
 	if int(l.Port) != ls.tcp.Port {
 		return false
 	}
@@ -156,9 +158,9 @@ func (ls *listenerState) addressMatches(l *xdsresource.ServerListener) bool {
 
 // update takes a new valid Listener: its chain set waits for the route
 // configurations it names, then replaces the one in use.
-func (ls *listenerState) update(l *xdsresource.ServerListener) (effects, []func()) {
+func (ls *listenerState) update(l *serverlistener.Listener) (effects, []func()) {
 	cs := &chainSet{}
-	add := func(fc *xdsresource.FilterChain, isDefault bool) *chain {
+	add := func(fc *serverlistener.FilterChain, isDefault bool) *chain {
 		c := newChain(fc, isDefault)
 		if fc.RouteConfigName != "" {
 			if !slices.Contains(cs.rds, fc.RouteConfigName) {

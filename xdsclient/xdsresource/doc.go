@@ -46,7 +46,7 @@
 //	| resource | rule | source | follows |
 //	|---|---|---|---|
 //	| Listener | with api_listener: a client Listener, whose api_listener holds an HttpConnectionManager | A27 | |
-//	| Listener | without api_listener: a server Listener ([ServerListener]); it needs address.socket_address; listener_filters and use_original_dst true are rejected | A36 | |
+//	| Listener | without api_listener: a server Listener ([serverlistener.Listener]); it needs address.socket_address; listener_filters and use_original_dst true are rejected | A36 | |
 //	| Listener | HttpConnectionManager: xff_num_trusted_hops 0, no original_ip_detection_extensions, rds or route_config (scoped_routes rejected) | A27, A36 | |
 //	| Listener | rds.config_source: ads or self on clients, ads only on servers | A27, A36 | grpc-go |
 //	| Listener | http_filters: unique non-empty names, the router last and only last; an unknown type is rejected unless is_optional | A39 | |

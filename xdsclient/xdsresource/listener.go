@@ -10,6 +10,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
 )
 
 // Listener is a validated Listener: either a client-side Listener, an
@@ -23,7 +24,7 @@ type Listener struct {
 	// Name is the Listener's name.
 	Name string
 	// Server is set for a server-side Listener.
-	Server *ServerListener
+	Server *serverlistener.Listener
 	// RouteConfigName is the RouteConfiguration to fetch with RDS, set when
 	// the HttpConnectionManager uses rds (with config_source ads or self).
 	RouteConfigName string
@@ -43,7 +44,7 @@ type Listener struct {
 // `server listener s1: 0.0.0.0:8443, 2 filter chains and a default`.
 func (l *Listener) Summary() string {
 	if l.Server != nil {
-		return l.Server.summary(l.Name)
+		return l.Server.Summary(l.Name)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "listener %s: ", l.Name)
@@ -77,7 +78,7 @@ func decodeListener(opts DecodeOptions, b []byte) (string, any, error) {
 
 func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, error) {
 	if m.GetApiListener() == nil {
-		srv, err := validateServerListener(opts, m)
+		srv, err := serverlistener.Validate(m, opts.TrustedServer, opts.HasCertificateProvider)
 		if err != nil {
 			return nil, err
 		}

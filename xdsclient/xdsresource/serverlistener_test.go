@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
@@ -59,8 +61,8 @@ func downstream(change func(d *tlsv3.DownstreamTlsContext)) *tlsv3.DownstreamTls
 	return d
 }
 
-// decodeServer decodes m and returns its ServerListener.
-func decodeServer(t *testing.T, m *listenerv3.Listener) *ServerListener {
+// decodeServer decodes m and returns its serverlistener.Listener.
+func decodeServer(t *testing.T, m *listenerv3.Listener) *serverlistener.Listener {
 	t.Helper()
 	name, v, err := decode(t, ListenerType, m)
 	if err != nil {
@@ -77,7 +79,7 @@ func decodeServer(t *testing.T, m *listenerv3.Listener) *ServerListener {
 }
 
 // chainNames returns the names of chains.
-func chainNames(chains []FilterChain) []string {
+func chainNames(chains []serverlistener.FilterChain) []string {
 	var out []string
 	for _, c := range chains {
 		out = append(out, c.Name)
@@ -100,11 +102,11 @@ func TestServerListener(t *testing.T) {
 		}
 		c.HTTPFilters[0].Config = nil
 	}
-	want := &ServerListener{
+	want := &serverlistener.Listener{
 		Address:      "0.0.0.0",
 		Port:         8443,
-		FilterChains: []FilterChain{{Name: "plain", RouteConfigName: "r1", HTTPFilters: router}},
-		DefaultFilterChain: &FilterChain{Name: "default", RouteConfigName: "r1", HTTPFilters: router, Security: &security.Config{
+		FilterChains: []serverlistener.FilterChain{{Name: "plain", RouteConfigName: "r1", HTTPFilters: router}},
+		DefaultFilterChain: &serverlistener.FilterChain{Name: "default", RouteConfigName: "r1", HTTPFilters: router, Security: &security.Config{
 			IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca", RequireClientCert: true,
 		}},
 	}
@@ -149,19 +151,19 @@ func TestServerListenerMatch(t *testing.T) {
 	if got, want := chainNames(s.FilterChains), []string{"v4", "loopback", "other-port", "all-v4", "any"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("chains = %q, want %q", got, want)
 	}
-	want := FilterChainMatch{
+	want := serverlistener.FilterChainMatch{
 		DestinationPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.0.0/16")},
-		SourceType:          SourceExternal,
+		SourceType:          serverlistener.SourceExternal,
 		SourcePrefixes:      []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")},
 		SourcePorts:         []uint32{80, 443},
 	}
 	if got := s.FilterChains[0].Match; !reflect.DeepEqual(got, want) {
 		t.Errorf("Match = %+v, want %+v", got, want)
 	}
-	if got := s.FilterChains[1].Match; !reflect.DeepEqual(got, FilterChainMatch{SourceType: SourceSameIPOrLoopback}) {
+	if got := s.FilterChains[1].Match; !reflect.DeepEqual(got, serverlistener.FilterChainMatch{SourceType: serverlistener.SourceSameIPOrLoopback}) {
 		t.Errorf("loopback Match = %+v", got)
 	}
-	if got := SourceSameIPOrLoopback.String(); got != "SAME_IP_OR_LOOPBACK" {
+	if got := serverlistener.SourceSameIPOrLoopback.String(); got != "SAME_IP_OR_LOOPBACK" {
 		t.Errorf("String() = %q", got)
 	}
 }

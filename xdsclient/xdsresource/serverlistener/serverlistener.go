@@ -1,4 +1,10 @@
-package xdsresource
+// Package serverlistener validates the Listeners of xDS-enabled servers
+// (gRFC A36): a Listener without api_listener, its address and its
+// filter chains, each matched by destination and source prefixes, source
+// type and ports, with the HttpConnectionManager that routes it and the
+// DownstreamTlsContext that secures it (gRFC A29). Its rules are rows of
+// the table in package xdsresource.
+package serverlistener
 
 import (
 	"errors"
@@ -20,10 +26,10 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
-// ServerListener is a validated server-side Listener (gRFC A36): the
+// Listener is a validated server-side Listener (gRFC A36): the
 // address an xDS-enabled gRPC server listens on and the filter chains that
 // say, per connection, which routes, HTTP filters and TLS settings apply.
-type ServerListener struct {
+type Listener struct {
 	// Address is address.socket_address.address, the IP address (or
 	// host) the server listens on.
 	Address string
@@ -101,8 +107,10 @@ type FilterChainMatch struct {
 	SourcePorts []uint32
 }
 
-// summary describes a server listener named name in one line.
-func (s *ServerListener) summary(name string) string {
+// Summary describes s, the server Listener named name, in one line, for
+// example `server listener s1: 0.0.0.0:8443, 2 filter chains and a
+// default`.
+func (s *Listener) Summary(name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server listener %s: %s, %s", name,
 		net.JoinHostPort(s.Address, strconv.Itoa(int(s.Port))),
@@ -113,8 +121,12 @@ func (s *ServerListener) summary(name string) string {
 	return b.String()
 }
 
-// validateServerListener validates a Listener without api_listener.
-func validateServerListener(opts DecodeOptions, m *listenerv3.Listener) (*ServerListener, error) {
+// Validate validates m, a Listener without api_listener, from a trusted
+// server (gRFC A81) or not; hasProvider reports whether the bootstrap has
+// a certificate provider instance of that name (nil knows none). Errors
+// start with the field path inside the Listener.
+func Validate(m *listenerv3.Listener, trustedServer bool, hasProvider func(instance string) bool) (*Listener, error) {
+	opts := options{trustedServer: trustedServer, hasProvider: hasProvider}
 	if n := len(m.GetListenerFilters()); n != 0 {
 		return nil, fmt.Errorf("listener_filters: not supported (%s)", decoding.Plural(n, "entry", "entries"))
 	}
@@ -128,7 +140,7 @@ func validateServerListener(opts DecodeOptions, m *listenerv3.Listener) (*Server
 	if sa == nil {
 		return nil, errors.New("address.socket_address: missing")
 	}
-	s := &ServerListener{Address: sa.GetAddress(), Port: sa.GetPortValue()}
+	s := &Listener{Address: sa.GetAddress(), Port: sa.GetPortValue()}
 	if dfc := m.GetDefaultFilterChain(); dfc != nil {
 		fc, err := validateFilterChain(opts, dfc)
 		if err != nil {
@@ -145,6 +157,12 @@ func validateServerListener(opts DecodeOptions, m *listenerv3.Listener) (*Server
 		return nil, errors.New("filter_chains: none that gRPC supports, and no default_filter_chain")
 	}
 	return s, nil
+}
+
+// options are what Validate was told of where the Listener came from.
+type options struct {
+	trustedServer bool
+	hasProvider   func(instance string) bool
 }
 
 // matchKey is one combination of the filter_chain_match fields that gRPC
@@ -164,7 +182,7 @@ type dstState struct {
 // validateFilterChains validates filter_chains and returns the chains that
 // gRPC uses. Overlapping matches are an error, as in gRPC; the chains that
 // gRPC drops are not validated further.
-func validateFilterChains(opts DecodeOptions, chains []*listenerv3.FilterChain) ([]FilterChain, error) {
+func validateFilterChains(opts options, chains []*listenerv3.FilterChain) ([]FilterChain, error) {
 	byDst := make(map[netip.Prefix]*dstState)
 	validated := make(map[int]*FilterChain)
 	for i, fc := range chains {
@@ -308,7 +326,7 @@ func parsePrefixes(ranges []*corev3.CidrRange) ([]netip.Prefix, error) {
 
 // validateFilterChain validates the filters and the transport socket of one
 // chain. Errors start with the field inside the chain.
-func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*FilterChain, error) {
+func validateFilterChain(opts options, fc *listenerv3.FilterChain) (*FilterChain, error) {
 	filters := fc.GetFilters()
 	if n := len(filters); n != 1 {
 		return nil, fmt.Errorf("filters: has %s, want exactly one, the HttpConnectionManager", decoding.Plural(n, "filter", "filters"))
@@ -328,11 +346,11 @@ func validateFilterChain(opts DecodeOptions, fc *listenerv3.FilterChain) (*Filte
 	if err := decoding.Unmarshal(cfg.GetValue(), hcm); err != nil {
 		return nil, fmt.Errorf("filters[0] %q: %v", f.GetName(), err)
 	}
-	c, err := routeconfig.ValidateConnectionManager(hcm, true, opts.TrustedServer)
+	c, err := routeconfig.ValidateConnectionManager(hcm, true, opts.trustedServer)
 	if err != nil {
 		return nil, fmt.Errorf("filters[0] %q: %v", f.GetName(), err)
 	}
-	sec, err := security.Downstream(fc.GetTransportSocket(), opts.HasCertificateProvider)
+	sec, err := security.Downstream(fc.GetTransportSocket(), opts.hasProvider)
 	if err != nil {
 		return nil, fmt.Errorf("transport_socket.%v", err)
 	}
