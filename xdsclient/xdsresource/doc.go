@@ -5,8 +5,9 @@
 // State-of-the-World protocol sends it as a full set, and a Decode function
 // that turns the wire bytes into a validated value. The four resource types
 // that gRPC uses are provided as [ListenerType], [RouteConfigType],
-// [ClusterType] and [EndpointsType]; users may implement [Type] for their
-// own resources and hand it to the client.
+// [ClusterType] and [EndpointsType], whose Decode returns a *[Listener], a
+// *routeconfig.Config, a *[Cluster] and a *[ClusterLoadAssignment]; users
+// may implement [Type] for their own resources and hand it to the client.
 //
 // Validation follows gRPC: a resource that gRPC could not use is rejected
 // with an error that names the resource, the field and the value, such as
@@ -16,6 +17,28 @@
 // and the client NACKs it. [DecodeOptions] tells the decoders what they
 // need to know beyond the bytes: the server that sent the resource, and
 // the certificate provider instances of the bootstrap.
+//
+// # Where the values are
+//
+// The parts of a resource are validated, and their values defined, in the
+// package of those who read them; this package puts them together into
+// the four resources:
+//
+//	| package        | holds                                                                           | read by                        |
+//	|----------------|---------------------------------------------------------------------------------|--------------------------------|
+//	| xdsresource    | the Type interface and the four types; Listener, Cluster, ClusterLoadAssignment | xdsclient, xdsconfig, xdsgrpc  |
+//	| routeconfig    | route configurations (RDS or inline) and the HttpConnectionManager              | xdsgrpc, xdsserver             |
+//	| serverlistener | server Listeners (gRFC A36): address, filter chains and their matches           | xdsserver                      |
+//	| filterconfig   | the HTTP filters of a listener and their per-route overrides (gRFC A39)         | xdsgrpc, xdsserver             |
+//	| security       | the TLS contexts of clusters and server filter chains (gRFC A29)                | xdscreds, xdsserver            |
+//	| lbpolicy       | a cluster's load-balancing policy (gRFC A52, A58)                               | xdsgrpc                        |
+//	| rls            | the RLS cluster specifier plugin (gRFC A28)                                     | routeconfig                    |
+//	| matcher        | string and header matchers                                                      | routeconfig, security, xdsgrpc |
+//
+// A Listener without api_listener is a server's: its Server field holds
+// the serverlistener.Listener, and its other fields are zero. The rules
+// of every package are the rows of the table below; each row names the
+// resource, and the field names the package.
 //
 // # Decoding a Cluster
 //
@@ -46,7 +69,7 @@
 //	| resource | rule | source | follows |
 //	|---|---|---|---|
 //	| Listener | with api_listener: a client Listener, whose api_listener holds an HttpConnectionManager | A27 | |
-//	| Listener | without api_listener: a server Listener ([serverlistener.Listener]); it needs address.socket_address; listener_filters and use_original_dst true are rejected | A36 | |
+//	| Listener | without api_listener: a server Listener (serverlistener.Listener); it needs address.socket_address; listener_filters and use_original_dst true are rejected | A36 | |
 //	| Listener | HttpConnectionManager: xff_num_trusted_hops 0, no original_ip_detection_extensions, rds or route_config (scoped_routes rejected) | A27, A36 | |
 //	| Listener | rds.config_source: ads or self on clients, ads only on servers | A27, A36 | grpc-go |
 //	| Listener | http_filters: unique non-empty names, the router last and only last; an unknown type is rejected unless is_optional | A39 | |
