@@ -7,6 +7,7 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"

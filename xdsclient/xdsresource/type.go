@@ -3,9 +3,10 @@ package xdsresource
 import (
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // TypeURLPrefix is the prefix that every xDS type URL starts with.

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/xdslens/xdslens/internal/testing/rpctest"
 	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {

@@ -9,9 +9,10 @@ import (
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // WeightedRoundRobinConfig is a validated ClientSideWeightedRoundRobin

@@ -6,13 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
-
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
-
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
 )
 
 // ActionKind says what a route does.

@@ -13,10 +13,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
 // Type URLs of the TLS transport socket configs (gRFC A29).

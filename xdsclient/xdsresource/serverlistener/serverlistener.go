@@ -15,15 +15,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
-
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
-
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
 
 // Listener is a validated server-side Listener (gRFC A36): the
