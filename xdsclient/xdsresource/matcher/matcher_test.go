@@ -42,6 +42,19 @@ func stringMatcher(p any, ignoreCase bool) *matcherv3.StringMatcher {
 	return m
 }
 
+// check fails t when got and err are not want, or the error wantErr.
+func check[T comparable](t *testing.T, name string, got T, err error, want T, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr != "" && (err == nil || err.Error() != wantErr):
+		t.Errorf("%s: error %v, want %q", name, err, wantErr)
+	case wantErr == "" && err != nil:
+		t.Errorf("%s: %v", name, err)
+	case wantErr == "" && got != want:
+		t.Errorf("%s: %+v, want %+v", name, got, want)
+	}
+}
+
 // TestValidateHeader: each match specifier, as gRPC reads it: the name
 // lower-cased, a string_match taken apart, and the values gRPC rejects.
 func TestValidateHeader(t *testing.T) {
@@ -75,14 +88,7 @@ func TestValidateHeader(t *testing.T) {
 			matcher.Header{}, "string_match: no match pattern"},
 	} {
 		got, err := matcher.ValidateHeader(tc.in)
-		switch {
-		case tc.err != "" && (err == nil || err.Error() != tc.err):
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
-		case tc.err == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.err == "" && got != tc.want:
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
-		}
+		check(t, tc.name, got, err, tc.want, tc.err)
 	}
 }
 
@@ -104,13 +110,6 @@ func TestValidateString(t *testing.T) {
 		{"no pattern", &matcherv3.StringMatcher{}, matcher.String{}, "no match pattern"},
 	} {
 		got, err := matcher.ValidateString(tc.in)
-		switch {
-		case tc.err != "" && (err == nil || err.Error() != tc.err):
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
-		case tc.err == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.err == "" && got != tc.want:
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
-		}
+		check(t, tc.name, got, err, tc.want, tc.err)
 	}
 }
