@@ -10,9 +10,9 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // BenchmarkRPCResilience makes unary RPCs over loopback to two healthy
@@ -31,13 +31,13 @@ func BenchmarkRPCResilience(b *testing.B) {
 	}{
 		{name: "none"},
 		{name: "outlier_detection", cluster: func() proto.Message {
-			return rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 10*time.Second, 30*time.Second)
+			return controlplane.WithOutlierDetection(controlplane.Cluster("c", ""), 10*time.Second, 30*time.Second)
 		}},
 		{name: "retry", route: func() *routev3.RouteAction {
-			return rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable,resource-exhausted", 3, 10*time.Millisecond, 100*time.Millisecond)
+			return controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable,resource-exhausted", 3, 10*time.Millisecond, 100*time.Millisecond)
 		}},
 		{name: "max_stream_duration", route: func() *routev3.RouteAction {
-			return rpctest.WithMaxStreamDuration(rpctest.ToCluster("c"), time.Minute, 0)
+			return controlplane.WithMaxStreamDuration(rpctest.ToCluster("c"), time.Minute, 0)
 		}},
 	}
 	for _, cfg := range configs {

@@ -11,10 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // call makes one EmptyCall on conn with md as metadata pairs and returns
@@ -56,7 +56,7 @@ func TestSideBySideOutlierDetection(t *testing.T) {
 	e := s.e
 	e.Set(controlplane.Listener("svc", "svc-route"),
 		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
-		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 100*time.Millisecond, 2*time.Second),
+		controlplane.WithOutlierDetection(controlplane.Cluster("c", ""), 100*time.Millisecond, 2*time.Second),
 		controlplane.Endpoints("c", e.Addr(0), e.Addr(1), e.Addr(2)))
 	s.ready(t)
 	e.Backends[2].Fail(backends.Failure{Every: 1})
@@ -87,7 +87,7 @@ func TestSideBySideRetries(t *testing.T) {
 			e := s.e
 			e.Set(controlplane.Listener("svc", "svc-route"),
 				rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"),
-					rpctest.WithRetry(rpctest.ToCluster("c"), tc.on, 3, 10*time.Millisecond, 50*time.Millisecond))),
+					controlplane.WithRetry(rpctest.ToCluster("c"), tc.on, 3, 10*time.Millisecond, 50*time.Millisecond))),
 				controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 			s.ready(t)
 			e.Backends[0].Fail(backends.Failure{Every: 2})
@@ -123,7 +123,7 @@ func TestSideBySideMaxStreamDuration(t *testing.T) {
 			e := s.e
 			e.Set(controlplane.Listener("svc", "svc-route"),
 				rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"),
-					rpctest.WithMaxStreamDuration(rpctest.ToCluster("c"), tc.msd, tc.header))),
+					controlplane.WithMaxStreamDuration(rpctest.ToCluster("c"), tc.msd, tc.header))),
 				controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 			s.ready(t)
 			e.Backends[0].Fail(backends.Failure{Delay: 2 * time.Second})
@@ -147,9 +147,9 @@ func TestSideBySideFaultInjection(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
 		s := newSideBySide(t, 1)
 		e := s.e
-		e.Set(rpctest.ListenerWithFault("svc", "svc-route", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
+		e.Set(controlplane.ListenerWithFault("svc", "svc-route", controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
 			rpctest.RouteConfig("svc-route",
-				rpctest.WithFaultOverride(rpctest.Route(rpctest.PathMatch("/pkg.Svc/NoFault"), rpctest.ToCluster("c")), rpctest.FaultAbort(0, 0)),
+				controlplane.WithFaultOverride(rpctest.Route(rpctest.PathMatch("/pkg.Svc/NoFault"), rpctest.ToCluster("c")), controlplane.FaultAbort(0, 0)),
 				rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
 			controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 		ctx := xdstest.Context(t)
@@ -168,7 +168,7 @@ func TestSideBySideFaultInjection(t *testing.T) {
 	t.Run("delay", func(t *testing.T) {
 		s := newSideBySide(t, 1)
 		e := s.e
-		e.Set(rpctest.ListenerWithFault("svc", "svc-route", rpctest.FaultDelay(500*time.Millisecond, 100), 0),
+		e.Set(controlplane.ListenerWithFault("svc", "svc-route", controlplane.FaultDelay(500*time.Millisecond, 100), 0),
 			rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
 			controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 		s.ready(t)
@@ -183,7 +183,7 @@ func TestSideBySideFaultInjection(t *testing.T) {
 	t.Run("headers", func(t *testing.T) {
 		s := newSideBySide(t, 1)
 		e := s.e
-		e.Set(rpctest.ListenerWithFault("svc", "svc-route", rpctest.FaultFromHeaders(), 0),
+		e.Set(controlplane.ListenerWithFault("svc", "svc-route", controlplane.FaultFromHeaders(), 0),
 			rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
 			controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 		s.ready(t)

@@ -9,9 +9,9 @@ import (
 	"google.golang.org/grpc/xds"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // dialGRPC returns a channel to target ("xds:///...") through grpc-go's

@@ -32,10 +32,10 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // dataPlaneAlerts are the alerts on the RPCs of xdslens channels, which

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 )
 
 // svgLine is one series of a line chart.

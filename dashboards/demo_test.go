@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // demoLine matches the lines of the script that name a process: its

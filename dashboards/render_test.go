@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/promtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
 )
 
 // grafanaColors are the hex values of the Grafana named colors (dark

@@ -13,9 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // The listeners of the resilience channels, and what their RPCs become.
@@ -39,16 +38,16 @@ const (
 // channels: okAddr and plainAddr answer, sickAddr fails every RPC.
 func resilienceResources(okAddr, plainAddr, sickAddr string) []proto.Message {
 	retryRoute := controlplane.RouteConfig("retry-route", []string{"*"}, "retry")
-	rpctest.WithRetry(retryRoute.GetVirtualHosts()[0].GetRoutes()[0].GetRoute(), "unavailable", 2, 10*time.Millisecond, 50*time.Millisecond)
-	fault := rpctest.FaultDelay(time.Millisecond, 100)
-	fault.Abort = rpctest.FaultAbort(uint32(codes.ResourceExhausted), 50).GetAbort()
+	controlplane.WithRetry(retryRoute.GetVirtualHosts()[0].GetRoutes()[0].GetRoute(), "unavailable", 2, 10*time.Millisecond, 50*time.Millisecond)
+	fault := controlplane.FaultDelay(time.Millisecond, 100)
+	fault.Abort = controlplane.FaultAbort(uint32(codes.ResourceExhausted), 50).GetAbort()
 	return []proto.Message{
 		controlplane.Listener("outlier", "outlier-route"), controlplane.RouteConfig("outlier-route", []string{"*"}, "outlier"),
-		rpctest.WithOutlierDetection(controlplane.Cluster("outlier", ""), outlierInterval, outlierEjection),
+		controlplane.WithOutlierDetection(controlplane.Cluster("outlier", ""), outlierInterval, outlierEjection),
 		controlplane.Endpoints("outlier", okAddr, plainAddr, sickAddr),
 		controlplane.Listener("retry", "retry-route"), retryRoute,
 		controlplane.Cluster("retry", ""), controlplane.Endpoints("retry", okAddr, sickAddr),
-		rpctest.ListenerWithFault("fault", "fault-route", fault, 0), controlplane.RouteConfig("fault-route", []string{"*"}, "fault"),
+		controlplane.ListenerWithFault("fault", "fault-route", fault, 0), controlplane.RouteConfig("fault-route", []string{"*"}, "fault"),
 		controlplane.Cluster("fault", ""), controlplane.Endpoints("fault", okAddr),
 	}
 }

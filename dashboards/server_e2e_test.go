@@ -21,10 +21,10 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/serverres"
-	"github.com/xdslens/xdslens/internal/servertest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
+	"github.com/xdslens/xdslens/internal/testing/servertest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
 )
 
 // serverAlerts are the alerts on xDS-enabled servers, which

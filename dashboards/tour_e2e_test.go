@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/promtest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/promtest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // tourRateInterval is the $__rate_interval Grafana gives a data source

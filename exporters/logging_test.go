@@ -21,7 +21,7 @@ import (
 	"log/slog"
 
 	"github.com/xdslens/xdslens/exporters"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // failingReceiver is an OTLP gRPC receiver that answers each export with

@@ -16,8 +16,9 @@
 // and looked up by the type URL found in a resource ([Get]); a config
 // wrapped in a udpa.type.v1.TypedStruct or xds.type.v3.TypedStruct is
 // looked up by the type URL inside it, and given to the filter as
-// received, wrapper included. Package xdsresource validates every config
-// and override of a registered type with the filter's parser, so that a
+// received, wrapper included. Package xdsresource/filterconfig validates
+// every config and override of a registered type with the filter's
+// parser, so that a
 // resource with a config the filter cannot use is NACKed, and keeps the
 // configs as received; the data plane parses them again when it builds
 // the filter for a route.

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/xdslens/xdslens/httpfilter"
-	"github.com/xdslens/xdslens/internal/certtest"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 )
 
 // benchPolicies returns n ALLOW policies in the shape a mesh control plane

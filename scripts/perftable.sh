@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the performance-at-scale benchmarks (internal/perfbench) COUNT times,
+# Runs the performance-at-scale benchmarks (internal/testing/perfbench) COUNT times,
 # interleaving all benchmarks in every round so that machine noise falls on
 # the client and its floors alike, then prints benchstat's summary and the
 # table with the ratios to the raw-ADS and unmarshal floors.
@@ -23,7 +23,7 @@ fi
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go test -c -o "$bin/perfbench.test" ./internal/perfbench
+go test -c -o "$bin/perfbench.test" ./internal/testing/perfbench
 : > "$out"
 for i in $(seq "$count"); do
   echo "round $i of $count" >&2
@@ -34,6 +34,6 @@ echo "# $(date -u +%Y-%m-%d) $(nproc) vCPU, $(go version | cut -d' ' -f3), count
 echo
 benchstat "$out"
 echo
-go run ./internal/perfbench/perftable "$out"
+go run ./internal/testing/perfbench/perftable "$out"
 echo
 echo "raw results: $out" >&2

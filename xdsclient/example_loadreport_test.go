@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/lrsserver"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/lrsserver"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/lrs"

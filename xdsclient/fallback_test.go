@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -464,7 +466,7 @@ func TestSameBytesFromAnotherServerRedelivered(t *testing.T) {
 	rc := controlplane.RouteConfig(name, []string{"*"}, "c1")
 	rc.VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &routev3.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)}
 	rewrite := func(e xdstest.Callback) bool {
-		return e.Resource.Value.(*xdsresource.RouteConfiguration).VirtualHosts[0].Routes[0].AutoHostRewrite
+		return e.Resource.Value.(*routeconfig.Config).VirtualHosts[0].Routes[0].AutoHostRewrite
 	}
 
 	m.srvs[0].Stop()

@@ -3,8 +3,8 @@ package xdsclient_test
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // TestMain runs the parallel tests, which wait on loopback servers and

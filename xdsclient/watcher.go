@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -57,7 +59,7 @@ type Resource struct {
 	// watcher added later, of the latest response that carried these bytes).
 	Version string
 	// Value is the decoded, validated value, for the built-in types one of
-	// *xdsresource.Listener, *xdsresource.RouteConfiguration,
+	// *xdsresource.Listener, *routeconfig.Config,
 	// *xdsresource.Cluster or *xdsresource.ClusterLoadAssignment.
 	Value any
 	// Raw is the resource as received.
@@ -157,7 +159,7 @@ func WatchListener(c *Client, name string, w TypedWatcher[*xdsresource.Listener]
 }
 
 // WatchRouteConfig watches a RouteConfiguration resource (see Client.Watch); it panics if w is nil or a typed nil.
-func WatchRouteConfig(c *Client, name string, w TypedWatcher[*xdsresource.RouteConfiguration]) (cancel func()) {
+func WatchRouteConfig(c *Client, name string, w TypedWatcher[*routeconfig.Config]) (cancel func()) {
 	return watchTyped(c, xdsresource.RouteConfigType, name, w)
 }
 

@@ -7,13 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/handshake"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/xdscreds"
 )
 
@@ -32,8 +34,8 @@ func newMTLSBench(b *testing.B) *mtlsBench {
 	store := newStore(b, time.Hour, map[string]*certtest.Files{"mesh": certtest.WriteFiles(b, p.client, p.ca)})
 	return &mtlsBench{
 		pki: p,
-		info: info(store, &xdsresource.SecurityConfig{IdentityInstance: "mesh", RootInstance: "mesh",
-			SANMatchers: []xdsresource.StringMatcher{exact("spiffe://example.org/ns/prod/sa/server")}}),
+		info: info(store, &security.Config{IdentityInstance: "mesh", RootInstance: "mesh",
+			SANMatchers: []matcher.String{exact("spiffe://example.org/ns/prod/sa/server")}}),
 		grpcTLS: credentials.NewTLS(&tls.Config{
 			RootCAs:      p.ca.Pool(),
 			Certificates: []tls.Certificate{p.client.TLS},

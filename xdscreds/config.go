@@ -10,11 +10,12 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/grpc/credentials/tls/certprovider"
 
 	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/internal/handshake"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // clientConfig builds the tls.Config of one handshake from the cluster's
@@ -99,7 +100,7 @@ func keyMaterial(ctx context.Context, use string, source func(instance, certName
 // endpoint's hostname, without its port, when the cluster says
 // auto_host_sni and the endpoint has one; else the cluster's sni; else
 // none.
-func serverName(sc *xdsresource.SecurityConfig, hostname string) string {
+func serverName(sc *security.Config, hostname string) string {
 	if sc.AutoHostSNI && hostname != "" {
 		if host, _, err := net.SplitHostPort(hostname); err == nil {
 			return host

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdscreds"
 	"github.com/xdslens/xdslens/xdsgrpc"

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -22,11 +24,10 @@ import (
 	"google.golang.org/grpc/resolver/manual"
 
 	"github.com/xdslens/xdslens/internal/certstore"
-	"github.com/xdslens/xdslens/internal/certtest"
 	"github.com/xdslens/xdslens/internal/handshake"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdscreds"
 )
 
@@ -230,7 +231,7 @@ func (b *backend) clientSerials() []string {
 
 // info returns the handshake Info of an endpoint of cluster "secure"
 // with the settings sc.
-func info(store *certstore.Store, sc *xdsresource.SecurityConfig) *handshake.Info {
+func info(store *certstore.Store, sc *security.Config) *handshake.Info {
 	return &handshake.Info{Cluster: "secure", Security: sc, Store: store}
 }
 

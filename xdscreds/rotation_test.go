@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"github.com/xdslens/xdslens/internal/certstore"
-	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 )
 
 // TestRotation: files rewritten with a new client certificate and new
@@ -25,7 +26,7 @@ func TestRotation(t *testing.T) {
 	trusted := first.ca.Pool()
 	trusted.AddCert(second.ca.Cert)
 	b := startTLS(t, backendConfig{getCert: serverCert.Load, clientCAs: trusted})
-	sc := &xdsresource.SecurityConfig{IdentityInstance: "mesh", RootInstance: "mesh"}
+	sc := &security.Config{IdentityInstance: "mesh", RootInstance: "mesh"}
 
 	old := dial(t, newCreds(t), b.addr, info(store, sc))
 	if err := check(t, old); err != nil {

@@ -6,19 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 )
 
-func exact(v string) xdsresource.StringMatcher {
-	return xdsresource.StringMatcher{Kind: xdsresource.HeaderExact, Value: v}
+func exact(v string) matcher.String {
+	return matcher.String{Kind: matcher.Exact, Value: v}
 }
 
-func matcher(kind xdsresource.HeaderMatchKind, v string, ignoreCase bool) xdsresource.StringMatcher {
-	return xdsresource.StringMatcher{Kind: kind, Value: v, IgnoreCase: ignoreCase}
+func match(kind matcher.Kind, v string, ignoreCase bool) matcher.String {
+	return matcher.String{Kind: kind, Value: v, IgnoreCase: ignoreCase}
 }
 
 // TestSANMatching: each matcher kind, matching and not, against the SANs
@@ -28,42 +30,42 @@ func TestSANMatching(t *testing.T) {
 	const spiffe = "spiffe://example.org/ns/prod/sa/server"
 	tests := []struct {
 		name     string
-		matchers []xdsresource.StringMatcher
+		matchers []matcher.String
 		ok       bool
 	}{
 		{"no matchers: any verified server", nil, true},
-		{"exact DNS", []xdsresource.StringMatcher{exact("server.example.com")}, true},
-		{"exact DNS compares without case", []xdsresource.StringMatcher{exact("SERVER.Example.COM")}, true},
-		{"exact DNS with a trailing dot", []xdsresource.StringMatcher{exact("server.example.com.")}, true},
-		{"exact DNS mismatch", []xdsresource.StringMatcher{exact("other.example.com")}, false},
-		{"exact DNS against a wildcard SAN", []xdsresource.StringMatcher{exact("api.wild.example.com")}, true},
-		{"a wildcard SAN stands for one label only", []xdsresource.StringMatcher{exact("a.b.wild.example.com")}, false},
-		{"a wildcard SAN stands for at least one label", []xdsresource.StringMatcher{exact("wild.example.com")}, false},
-		{"exact URI", []xdsresource.StringMatcher{exact(spiffe)}, true},
-		{"exact URI compares with case", []xdsresource.StringMatcher{exact(strings.ToUpper(spiffe))}, false},
-		{"exact URI with ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderExact, strings.ToUpper(spiffe), true)}, true},
-		{"exact IP", []xdsresource.StringMatcher{exact("127.0.0.1")}, true},
-		{"exact IP mismatch", []xdsresource.StringMatcher{exact("127.0.0.2")}, false},
-		{"prefix", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "spiffe://example.org/", false)}, true},
-		{"prefix mismatch", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "spiffe://other.org/", false)}, false},
-		{"prefix with ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "SPIFFE://EXAMPLE.ORG/", true)}, true},
-		{"prefix without ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderPrefix, "SPIFFE://EXAMPLE.ORG/", false)}, false},
-		{"suffix on a DNS SAN is a string match", []xdsresource.StringMatcher{matcher(xdsresource.HeaderSuffix, ".example.com", false)}, true},
-		{"suffix does not expand wildcards", []xdsresource.StringMatcher{matcher(xdsresource.HeaderSuffix, "api.wild.example.com", false)}, false},
-		{"suffix mismatch", []xdsresource.StringMatcher{matcher(xdsresource.HeaderSuffix, "/sa/client", false)}, false},
-		{"contains", []xdsresource.StringMatcher{matcher(xdsresource.HeaderContains, "/ns/prod/", false)}, true},
-		{"contains mismatch", []xdsresource.StringMatcher{matcher(xdsresource.HeaderContains, "/ns/dev/", false)}, false},
-		{"contains with ignore_case", []xdsresource.StringMatcher{matcher(xdsresource.HeaderContains, "/NS/PROD/", true)}, true},
-		{"regex", []xdsresource.StringMatcher{matcher(xdsresource.HeaderRegex, `spiffe://example\.org/ns/[^/]+/sa/server`, false)}, true},
-		{"regex must match the whole SAN", []xdsresource.StringMatcher{matcher(xdsresource.HeaderRegex, `sa/server`, false)}, false},
-		{"regex on an IP SAN", []xdsresource.StringMatcher{matcher(xdsresource.HeaderRegex, `127\.0\.0\.[0-9]+`, false)}, true},
-		{"one of several matchers", []xdsresource.StringMatcher{exact("nope"), matcher(xdsresource.HeaderSuffix, "/sa/nope", false), exact(spiffe)}, true},
-		{"none of several matchers", []xdsresource.StringMatcher{exact("nope"), matcher(xdsresource.HeaderSuffix, "/sa/nope", false)}, false},
-		{"an empty exact matches nothing", []xdsresource.StringMatcher{exact("")}, false},
+		{"exact DNS", []matcher.String{exact("server.example.com")}, true},
+		{"exact DNS compares without case", []matcher.String{exact("SERVER.Example.COM")}, true},
+		{"exact DNS with a trailing dot", []matcher.String{exact("server.example.com.")}, true},
+		{"exact DNS mismatch", []matcher.String{exact("other.example.com")}, false},
+		{"exact DNS against a wildcard SAN", []matcher.String{exact("api.wild.example.com")}, true},
+		{"a wildcard SAN stands for one label only", []matcher.String{exact("a.b.wild.example.com")}, false},
+		{"a wildcard SAN stands for at least one label", []matcher.String{exact("wild.example.com")}, false},
+		{"exact URI", []matcher.String{exact(spiffe)}, true},
+		{"exact URI compares with case", []matcher.String{exact(strings.ToUpper(spiffe))}, false},
+		{"exact URI with ignore_case", []matcher.String{match(matcher.Exact, strings.ToUpper(spiffe), true)}, true},
+		{"exact IP", []matcher.String{exact("127.0.0.1")}, true},
+		{"exact IP mismatch", []matcher.String{exact("127.0.0.2")}, false},
+		{"prefix", []matcher.String{match(matcher.Prefix, "spiffe://example.org/", false)}, true},
+		{"prefix mismatch", []matcher.String{match(matcher.Prefix, "spiffe://other.org/", false)}, false},
+		{"prefix with ignore_case", []matcher.String{match(matcher.Prefix, "SPIFFE://EXAMPLE.ORG/", true)}, true},
+		{"prefix without ignore_case", []matcher.String{match(matcher.Prefix, "SPIFFE://EXAMPLE.ORG/", false)}, false},
+		{"suffix on a DNS SAN is a string match", []matcher.String{match(matcher.Suffix, ".example.com", false)}, true},
+		{"suffix does not expand wildcards", []matcher.String{match(matcher.Suffix, "api.wild.example.com", false)}, false},
+		{"suffix mismatch", []matcher.String{match(matcher.Suffix, "/sa/client", false)}, false},
+		{"contains", []matcher.String{match(matcher.Contains, "/ns/prod/", false)}, true},
+		{"contains mismatch", []matcher.String{match(matcher.Contains, "/ns/dev/", false)}, false},
+		{"contains with ignore_case", []matcher.String{match(matcher.Contains, "/NS/PROD/", true)}, true},
+		{"regex", []matcher.String{match(matcher.Regex, `spiffe://example\.org/ns/[^/]+/sa/server`, false)}, true},
+		{"regex must match the whole SAN", []matcher.String{match(matcher.Regex, `sa/server`, false)}, false},
+		{"regex on an IP SAN", []matcher.String{match(matcher.Regex, `127\.0\.0\.[0-9]+`, false)}, true},
+		{"one of several matchers", []matcher.String{exact("nope"), match(matcher.Suffix, "/sa/nope", false), exact(spiffe)}, true},
+		{"none of several matchers", []matcher.String{exact("nope"), match(matcher.Suffix, "/sa/nope", false)}, false},
+		{"an empty exact matches nothing", []matcher.String{exact("")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots", SANMatchers: tt.matchers}))
+			cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots", SANMatchers: tt.matchers}))
 			err := check(t, cc)
 			if tt.ok {
 				if err != nil {
@@ -86,11 +88,11 @@ func TestSANMismatchErrorBounded(t *testing.T) {
 		names.DNS = append(names.DNS, fmt.Sprintf("%s-%d.example.com", strings.Repeat("x", 60), i))
 	}
 	b := startTLS(t, backendConfig{cert: p.ca.Issue(t, names)})
-	var matchers []xdsresource.StringMatcher
+	var matchers []matcher.String
 	for i := range 100 {
 		matchers = append(matchers, exact(fmt.Sprintf("want-%d.example.com", i)))
 	}
-	cc := dial(t, newCreds(t), b.addr, info(store, &xdsresource.SecurityConfig{RootInstance: "roots", SANMatchers: matchers}))
+	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots", SANMatchers: matchers}))
 	err := check(t, cc)
 	wantHandshakeFailure(t, err, b, "and 492 more]) matches match_subject_alt_names [exact \"want-0.example.com\"")
 	if msg := status.Convert(err).Message(); len(msg) > 4096 || !strings.Contains(msg, "and 92 more]") {
@@ -105,18 +107,18 @@ func TestAutoSNISANValidation(t *testing.T) {
 	_, store, b := rootsSetup(t)
 	tests := []struct {
 		name   string
-		sc     xdsresource.SecurityConfig
+		sc     security.Config
 		host   string
 		reason string // "" for success
 	}{
-		{"sni matches a DNS SAN", xdsresource.SecurityConfig{SNI: "server.example.com"}, "", ""},
-		{"sni matches a wildcard DNS SAN", xdsresource.SecurityConfig{SNI: "api.wild.example.com"}, "", ""},
-		{"the SAN matchers are not applied", xdsresource.SecurityConfig{SNI: "server.example.com", SANMatchers: []xdsresource.StringMatcher{exact("nope")}}, "", ""},
-		{"the hostname of auto_host_sni", xdsresource.SecurityConfig{AutoHostSNI: true}, "api.wild.example.com:443", ""},
-		{"sni matches no DNS SAN", xdsresource.SecurityConfig{SNI: "other.example.com"}, "",
+		{"sni matches a DNS SAN", security.Config{SNI: "server.example.com"}, "", ""},
+		{"sni matches a wildcard DNS SAN", security.Config{SNI: "api.wild.example.com"}, "", ""},
+		{"the SAN matchers are not applied", security.Config{SNI: "server.example.com", SANMatchers: []matcher.String{exact("nope")}}, "", ""},
+		{"the hostname of auto_host_sni", security.Config{AutoHostSNI: true}, "api.wild.example.com:443", ""},
+		{"sni matches no DNS SAN", security.Config{SNI: "other.example.com"}, "",
 			`auto_sni_san_validation: no DNS SAN of the server's certificate matches the server name "other.example.com" (DNS SANs ["server.example.com" "*.wild.example.com"])`},
-		{"only DNS SANs count", xdsresource.SecurityConfig{SNI: "127.0.0.1"}, "", `matches the server name "127.0.0.1"`},
-		{"no server name", xdsresource.SecurityConfig{AutoHostSNI: true}, "",
+		{"only DNS SANs count", security.Config{SNI: "127.0.0.1"}, "", `matches the server name "127.0.0.1"`},
+		{"no server name", security.Config{AutoHostSNI: true}, "",
 			"auto_sni_san_validation: no server name was sent to check the certificate against"},
 	}
 	for _, tt := range tests {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
 // sans are the SANs of a certificate that gRPC matches, as the
@@ -108,7 +108,7 @@ func listed(n int, item func(i int) string) string {
 }
 
 // describe writes a matcher as its kind and value.
-func describe(m xdsresource.StringMatcher) string {
+func describe(m matcher.String) string {
 	s := m.Kind.String() + " " + quote(m.Value)
 	if m.IgnoreCase {
 		s += " ignore_case"

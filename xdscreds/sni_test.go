@@ -3,7 +3,7 @@ package xdscreds_test
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
 
 // TestServerName: the server name sent in the ClientHello (gRFC A101):
@@ -12,17 +12,17 @@ func TestServerName(t *testing.T) {
 	_, store, b := rootsSetup(t)
 	tests := []struct {
 		name string
-		sc   xdsresource.SecurityConfig
+		sc   security.Config
 		host string
 		want string
 	}{
-		{"none", xdsresource.SecurityConfig{}, "host.example.com:443", ""},
-		{"sni", xdsresource.SecurityConfig{SNI: "api.example.com"}, "host.example.com:443", "api.example.com"},
-		{"auto_host_sni: the hostname without its port", xdsresource.SecurityConfig{SNI: "api.example.com", AutoHostSNI: true}, "host.example.com:8443", "host.example.com"},
-		{"auto_host_sni: a hostname without a port", xdsresource.SecurityConfig{AutoHostSNI: true}, "plain.example.com", "plain.example.com"},
-		{"auto_host_sni without a hostname: sni", xdsresource.SecurityConfig{SNI: "api.example.com", AutoHostSNI: true}, "", "api.example.com"},
-		{"auto_host_sni without a hostname or sni: none", xdsresource.SecurityConfig{AutoHostSNI: true}, "", ""},
-		{"an IP address is not sent", xdsresource.SecurityConfig{AutoHostSNI: true}, "[::1]:443", ""},
+		{"none", security.Config{}, "host.example.com:443", ""},
+		{"sni", security.Config{SNI: "api.example.com"}, "host.example.com:443", "api.example.com"},
+		{"auto_host_sni: the hostname without its port", security.Config{SNI: "api.example.com", AutoHostSNI: true}, "host.example.com:8443", "host.example.com"},
+		{"auto_host_sni: a hostname without a port", security.Config{AutoHostSNI: true}, "plain.example.com", "plain.example.com"},
+		{"auto_host_sni without a hostname: sni", security.Config{SNI: "api.example.com", AutoHostSNI: true}, "", "api.example.com"},
+		{"auto_host_sni without a hostname or sni: none", security.Config{AutoHostSNI: true}, "", ""},
+		{"an IP address is not sent", security.Config{AutoHostSNI: true}, "[::1]:443", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
+	"github.com/xdslens/xdslens/internal/testing/certtest"
 )
 
 // systemRootsEnv, set in the environment of a child test process, names
@@ -56,7 +58,7 @@ func checkSystemRoots(t *testing.T) {
 	}
 	// The store has no instance: system roots need none.
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"unused": certtest.WriteFiles(t, nil, certtest.NewCA(t, "unused"))})
-	sc := &xdsresource.SecurityConfig{SystemRootCerts: true, SANMatchers: []xdsresource.StringMatcher{exact("server.example.com")}}
+	sc := &security.Config{SystemRootCerts: true, SANMatchers: []matcher.String{exact("server.example.com")}}
 
 	trusted := startTLS(t, backendConfig{getCert: leaf})
 	if err := check(t, dial(t, newCreds(t), trusted.addr, info(store, sc))); err != nil {

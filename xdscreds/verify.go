@@ -8,13 +8,14 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
 
 // verifier checks the server's certificate in one handshake: its chain
 // against the cluster's roots, then its SANs.
 type verifier struct {
-	sc *xdsresource.SecurityConfig
+	sc *security.Config
 	// roots are the provider's roots; nil with sc.SystemRootCerts, for the
 	// system's.
 	roots *x509.CertPool
@@ -73,7 +74,7 @@ func (v *verifier) checkServerName(s sans) error {
 // checkSANs applies match_subject_alt_names (gRFC A29): with no matcher
 // any certificate is accepted; else one of its URI, IP or DNS SANs must
 // match one of the matchers.
-func checkSANs(s sans, matchers []xdsresource.StringMatcher) error {
+func checkSANs(s sans, matchers []matcher.String) error {
 	if len(matchers) == 0 {
 		return nil
 	}
@@ -92,16 +93,16 @@ func checkSANs(s sans, matchers []xdsresource.StringMatcher) error {
 
 // sanMatcher is a StringMatcher ready to match SANs.
 type sanMatcher struct {
-	xdsresource.StringMatcher
+	matcher.String
 	re *regexp.Regexp
 }
 
 // compileMatcher compiles m's regex; the value of the others is lower
 // cased when they ignore case.
-func compileMatcher(m xdsresource.StringMatcher) (sanMatcher, error) {
-	cm := sanMatcher{StringMatcher: m}
+func compileMatcher(m matcher.String) (sanMatcher, error) {
+	cm := sanMatcher{String: m}
 	switch {
-	case m.Kind == xdsresource.HeaderRegex:
+	case m.Kind == matcher.Regex:
 		re, err := regexp.Compile(`^(?:` + m.Value + `)$`)
 		if err != nil {
 			return cm, fmt.Errorf("match_subject_alt_names: %s: %v", describe(m), err)
@@ -118,7 +119,7 @@ func compileMatcher(m xdsresource.StringMatcher) (sanMatcher, error) {
 // as the xDS API says and gRPC does; every other comparison is of strings.
 func (m sanMatcher) anyOf(sans []string, dns bool) bool {
 	for _, san := range sans {
-		if dns && m.Kind == xdsresource.HeaderExact {
+		if dns && m.Kind == matcher.Exact {
 			if dnsMatch(san, m.Value) {
 				return true
 			}
@@ -140,13 +141,13 @@ func (m sanMatcher) match(s string) bool {
 		s = strings.ToLower(s)
 	}
 	switch m.Kind {
-	case xdsresource.HeaderExact:
+	case matcher.Exact:
 		return s == m.Value
-	case xdsresource.HeaderPrefix:
+	case matcher.Prefix:
 		return strings.HasPrefix(s, m.Value)
-	case xdsresource.HeaderSuffix:
+	case matcher.Suffix:
 		return strings.HasSuffix(s, m.Value)
-	case xdsresource.HeaderContains:
+	case matcher.Contains:
 		return strings.Contains(s, m.Value)
 	}
 	return false

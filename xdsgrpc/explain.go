@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -201,7 +203,7 @@ func explain(cfg *xdsconfig.Config, table *routing.Table, plans map[planKey]*pla
 	i := e.Route.pos
 	rt := &routes[i]
 	switch rt.Action.Kind {
-	case xdsresource.ActionCluster, xdsresource.ActionWeightedClusters:
+	case routeconfig.ActionCluster, routeconfig.ActionWeightedClusters:
 	default:
 		e.Outcome = PickUnsupportedAction
 		e.Err = (&picker{state: &channelState{config: cfg}}).unsupported(i)

@@ -5,12 +5,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
 // why says which matcher of route r decided trial tr.
-func why(r *xdsresource.Route, tr routing.Trial) string {
+func why(r *routeconfig.Route, tr routing.Trial) string {
 	switch {
 	case tr.Ignored:
 		return "its cluster comes from a header (cluster_header), which gRPC never matches"

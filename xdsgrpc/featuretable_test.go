@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -29,12 +31,12 @@ func TestFeatureTableLBPolicies(t *testing.T) {
 		t.Fatalf("the README's table has no load-balancing policies row saying yes for xdslens: %q", row)
 	}
 	for name, c := range map[string]xdsresource.Cluster{
-		"round_robin":          {LBPolicy: xdsresource.LBRoundRobin},
-		"pick_first":           {LBPolicy: xdsresource.LBPickFirst},
-		"ring_hash":            {LBPolicy: xdsresource.LBRingHash},
-		"least_request":        {LBPolicy: xdsresource.LBLeastRequest, LeastRequestChoiceCount: 2},
-		"weighted_round_robin": {LBPolicy: xdsresource.LBWeightedRoundRobin, WeightedRoundRobin: &xdsresource.WeightedRoundRobinConfig{}},
-		"wrr_locality":         {LBPolicy: xdsresource.LBWRRLocality, LBChildPolicy: xdsresource.LBRoundRobin},
+		"round_robin":          {Config: lbpolicy.Config{LBPolicy: lbpolicy.RoundRobin}},
+		"pick_first":           {Config: lbpolicy.Config{LBPolicy: lbpolicy.PickFirst}},
+		"ring_hash":            {Config: lbpolicy.Config{LBPolicy: lbpolicy.RingHash}},
+		"least_request":        {Config: lbpolicy.Config{LBPolicy: lbpolicy.LeastRequest, LeastRequestChoiceCount: 2}},
+		"weighted_round_robin": {Config: lbpolicy.Config{LBPolicy: lbpolicy.WeightedRoundRobin, WeightedRoundRobin: &lbpolicy.WeightedRoundRobinConfig{}}},
+		"wrr_locality":         {Config: lbpolicy.Config{LBPolicy: lbpolicy.WRRLocality, LBChildPolicy: lbpolicy.RoundRobin}},
 	} {
 		if !strings.Contains(cells[1], "`"+name+"`") {
 			t.Errorf("the README's load-balancing row does not name %s", name)

@@ -3,7 +3,7 @@ package xdsgrpc
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/hookset/hooksettest"
+	"github.com/xdslens/xdslens/internal/testing/hooksettest"
 )
 
 // compose joins every field of Hooks: each composed func calls the funcs

@@ -3,8 +3,9 @@ package xdsgrpc_test
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
 	"go.uber.org/goleak"
+
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 func TestMain(m *testing.M) {

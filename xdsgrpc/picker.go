@@ -4,12 +4,13 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/lrs"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
@@ -223,7 +224,7 @@ func (p *picker) unsupported(route int) error {
 	cfg := p.state.config
 	r := &cfg.VirtualHost.Routes[route]
 	what := r.Action.Kind.String()
-	if r.Action.Kind == xdsresource.ActionClusterSpecifierPlugin {
+	if r.Action.Kind == routeconfig.ActionClusterSpecifierPlugin {
 		what = "cluster specifier plugin " + quote(r.Action.ClusterSpecifierPlugin) + " (route lookup is not supported by xdslens)"
 	}
 	return status.Errorf(codes.Unavailable, "route %d of virtual host %q in %s matches the RPC, but its action (%s) cannot forward it (xDS node ID: %s)",

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/balancer"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
@@ -25,11 +26,11 @@ func (donePicker) Pick(balancer.PickInfo) (balancer.PickResult, error) {
 // over 100 clusters: the method of the last route (the worst case), and one
 // of the first, with and without a CallInfo in the context.
 func BenchmarkRouterPick(b *testing.B) {
-	vh := &xdsresource.VirtualHost{Name: "vh", Domains: []string{"*"}}
+	vh := &routeconfig.VirtualHost{Name: "vh", Domains: []string{"*"}}
 	for i := range 1000 {
-		vh.Routes = append(vh.Routes, xdsresource.Route{
-			PathMatch: xdsresource.PathExact, Path: fmt.Sprintf("/pkg.S%d/Method", i),
-			Action: xdsresource.RouteAction{Kind: xdsresource.ActionCluster, Cluster: fmt.Sprintf("c%d", i%100)},
+		vh.Routes = append(vh.Routes, routeconfig.Route{
+			PathMatch: routeconfig.PathExact, Path: fmt.Sprintf("/pkg.S%d/Method", i),
+			Action: routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: fmt.Sprintf("c%d", i%100)},
 		})
 	}
 	table, err := routing.Compile(vh)

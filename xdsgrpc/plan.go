@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // plan is what the interceptors do for the RPCs of one route and cluster
@@ -57,7 +60,7 @@ var retryOnCodes = map[string]codes.Code{
 	"unavailable":        codes.Unavailable,
 }
 
-func newRetryPolicy(rp *xdsresource.RetryPolicy) *retryPolicy {
+func newRetryPolicy(rp *routeconfig.RetryPolicy) *retryPolicy {
 	if rp == nil || len(rp.RetryOn) == 0 {
 		return nil
 	}
@@ -97,7 +100,7 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 			timeout = cfg.Listener.MaxStreamDuration
 		}
 		base := plan{timeout: timeout, retry: newRetryPolicy(rp)}
-		add := func(cluster string, clusterOverrides xdsresource.FilterOverrides) {
+		add := func(cluster string, clusterOverrides filterconfig.Overrides) {
 			p := base
 			p.filters, p.err = buildFilters(cfg, r, clusterOverrides)
 			if p.err != nil {
@@ -106,9 +109,9 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 			plans[planKey{i, cluster}] = &p
 		}
 		switch r.Action.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			add(r.Action.Cluster, nil)
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				add(wc.Name, wc.FilterOverrides)
 			}
@@ -121,7 +124,7 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 // route and cluster (gRFC A39): each with its config and its most specific
 // override (the weighted cluster's, the route's, the virtual host's), a
 // filter disabled there left out, the router (last) running nothing.
-func buildFilters(cfg *xdsconfig.Config, r *xdsresource.Route, clusterOverrides xdsresource.FilterOverrides) ([]namedInterceptor, error) {
+func buildFilters(cfg *xdsconfig.Config, r *routeconfig.Route, clusterOverrides filterconfig.Overrides) ([]namedInterceptor, error) {
 	if cfg.Listener == nil {
 		return nil, nil
 	}
@@ -133,8 +136,8 @@ func buildFilters(cfg *xdsconfig.Config, r *xdsresource.Route, clusterOverrides 
 			// an optional one, left out as gRPC leaves it out.
 			continue
 		}
-		var override *xdsresource.FilterOverride
-		for _, m := range []xdsresource.FilterOverrides{clusterOverrides, r.FilterOverrides, cfg.VirtualHost.FilterOverrides} {
+		var override *filterconfig.Override
+		for _, m := range []filterconfig.Overrides{clusterOverrides, r.FilterOverrides, cfg.VirtualHost.FilterOverrides} {
 			if o, ok := m[hf.Name]; ok {
 				override = &o
 				break

@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
@@ -43,7 +43,7 @@ func TestRetriesReported(t *testing.T) {
 	var h resilienceHooks
 	e := rpctest.NewEnv(t, 1, xdsgrpc.WithHooks(h.hooks()))
 	e.Set(controlplane.Listener("L", "R"),
-		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, 5*time.Millisecond))),
+		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, 5*time.Millisecond))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn := e.Dial("xdslens:///L")
 	ctx := xdstest.Context(t)
@@ -73,7 +73,7 @@ func TestRetriesReported(t *testing.T) {
 func TestStreamRetried(t *testing.T) {
 	e := rpctest.NewEnv(t, 1)
 	e.Set(controlplane.Listener("L", "R"),
-		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, 5*time.Millisecond))),
+		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, 5*time.Millisecond))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn := e.Dial("xdslens:///L")
 	ctx := xdstest.Context(t)
@@ -111,7 +111,7 @@ func TestStreamRetried(t *testing.T) {
 func TestFaultReported(t *testing.T) {
 	var h resilienceHooks
 	e := rpctest.NewEnv(t, 1, xdsgrpc.WithHooks(h.hooks()))
-	e.Set(rpctest.ListenerWithFault("L", "R", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
+	e.Set(controlplane.ListenerWithFault("L", "R", controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
 		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn := e.Dial("xdslens:///L")
@@ -129,8 +129,8 @@ func TestFaultReported(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.faults) == 0 || h.faults[0].Action != "abort" || h.faults[0].Filter != rpctest.FaultFilterName {
-		t.Errorf("FaultInjected hook calls %+v, want an abort by %s", h.faults, rpctest.FaultFilterName)
+	if len(h.faults) == 0 || h.faults[0].Action != "abort" || h.faults[0].Filter != controlplane.FaultFilterName {
+		t.Errorf("FaultInjected hook calls %+v, want an abort by %s", h.faults, controlplane.FaultFilterName)
 	}
 }
 
@@ -142,7 +142,7 @@ func TestPlanNeedsDialOptions(t *testing.T) {
 	e := rpctest.NewEnv(t, 1)
 	e.Set(controlplane.Listener("L", "R"),
 		rpctest.RouteConfig("R",
-			rpctest.Route(rpctest.PrefixMatch("/retried."), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond)),
+			rpctest.Route(rpctest.PrefixMatch("/retried."), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond)),
 			rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	conn, err := grpc.NewClient("xdslens:///L", grpc.WithResolvers(e.Builder), grpc.WithTransportCredentials(insecure.NewCredentials()))

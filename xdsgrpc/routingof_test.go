@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -74,12 +74,12 @@ func TestRoutingOfEachAttempt(t *testing.T) {
 	var h resilienceHooks
 	e := rpctest.NewEnv(t, 1, xdsgrpc.WithHooks(h.hooks()),
 		xdsgrpc.WithDialOptions(grpc.WithStatsHandler(&rec), grpc.WithChainUnaryInterceptor(rec.intercept)))
-	named := rpctest.Route(rpctest.PrefixMatch("/grpc.testing."), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))
+	named := rpctest.Route(rpctest.PrefixMatch("/grpc.testing."), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))
 	named.Name = "testing"
-	e.Set(rpctest.ListenerWithFault("L", "R", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
+	e.Set(controlplane.ListenerWithFault("L", "R", controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
 		rpctest.RouteConfig("R",
 			rpctest.Route(rpctest.PathMatch("/other.S/Exact"), rpctest.ToCluster("c")),
-			rpctest.WithFaultOverride(named, rpctest.FaultAbort(0, 0)),
+			controlplane.WithFaultOverride(named, controlplane.FaultAbort(0, 0)),
 			rpctest.Route(rpctest.PrefixMatch("/aborted."), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""),
 		rpctest.LocalityEndpoints("c", rpctest.Locality{Zone: "z1", Weight: 1, Addrs: []string{e.Addr(0)}}))

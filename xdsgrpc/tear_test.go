@@ -4,10 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // TestNoConfigTear switches the route from cluster A to cluster B while
@@ -47,13 +48,13 @@ func TestNoConfigTear(t *testing.T) {
 }
 
 // routeClusters returns the clusters the routes of vh name.
-func routeClusters(vh *xdsresource.VirtualHost) []string {
+func routeClusters(vh *routeconfig.VirtualHost) []string {
 	var out []string
 	for _, r := range vh.Routes {
 		switch r.Action.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			out = append(out, r.Action.Cluster)
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				out = append(out, wc.Name)
 			}

@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/httpfilter"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // chain is one filter chain of a server Listener as the server runs it:
 // its HTTP filters parsed, and its compiled route table, which changes
 // with the route configuration while the chain stays.
 type chain struct {
-	fc        *xdsresource.FilterChain
+	fc        *serverlistener.FilterChain
 	isDefault bool
 	// filters are the chain's HTTP filters but the router, parsed;
 	// filtersErr, when set, fails every route of the chain.
@@ -32,7 +35,7 @@ func (c *chain) label() string { return c.fc.Name }
 
 // newChain parses the HTTP filters of fc with the filters registered with
 // package httpfilter.
-func newChain(fc *xdsresource.FilterChain, isDefault bool) *chain {
+func newChain(fc *serverlistener.FilterChain, isDefault bool) *chain {
 	c := &chain{fc: fc, isDefault: isDefault}
 	for _, hf := range fc.HTTPFilters {
 		if hf.TypeURL == httpfilter.RouterTypeURL {
@@ -56,7 +59,7 @@ func newChain(fc *xdsresource.FilterChain, isDefault bool) *chain {
 // interceptors builds the chain's filters for route r of virtual host vh,
 // each with its most specific override: the route's, else the virtual
 // host's. A disabled override leaves the filter out.
-func (c *chain) interceptors(vh *xdsresource.VirtualHost, r *xdsresource.Route, env httpfilter.ServerEnv) ([]httpfilter.ServerInterceptor, error) {
+func (c *chain) interceptors(vh *routeconfig.VirtualHost, r *routeconfig.Route, env httpfilter.ServerEnv) ([]httpfilter.ServerInterceptor, error) {
 	if c.filtersErr != nil {
 		return nil, c.filtersErr
 	}

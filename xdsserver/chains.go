@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"google.golang.org/protobuf/proto"
 )
 
 // chainMatcher picks the filter chain of a new connection from one server
@@ -40,13 +40,13 @@ func (m *chainMatcher) matchChains(local, remote netip.Addr, port uint16) *chain
 		return nil
 	}
 	// Source type.
-	want := xdsresource.SourceExternal
+	want := serverlistener.SourceExternal
 	if remote.IsLoopback() || remote == local {
-		want = xdsresource.SourceSameIPOrLoopback
+		want = serverlistener.SourceSameIPOrLoopback
 	}
 	typed := slices.DeleteFunc(slices.Clone(cands), func(c *chain) bool { return c.fc.Match.SourceType != want })
 	if len(typed) == 0 {
-		typed = slices.DeleteFunc(cands, func(c *chain) bool { return c.fc.Match.SourceType != xdsresource.SourceAny })
+		typed = slices.DeleteFunc(cands, func(c *chain) bool { return c.fc.Match.SourceType != serverlistener.SourceAny })
 	}
 	// Source prefix.
 	cands = mostSpecific(typed, func(c *chain) []netip.Prefix { return c.fc.Match.SourcePrefixes }, remote)
@@ -101,9 +101,9 @@ func longestHolding(prefixes []netip.Prefix, a netip.Addr) int {
 // on chain b of a new Listener: everything but the match is equal (the
 // name, the route configuration or its name, the HTTP filters and their
 // configs, the TLS settings).
-func sameChain(a, b *xdsresource.FilterChain) bool {
+func sameChain(a, b *serverlistener.FilterChain) bool {
 	x, y := *a, *b
-	x.Match, y.Match = xdsresource.FilterChainMatch{}, xdsresource.FilterChainMatch{}
+	x.Match, y.Match = serverlistener.FilterChainMatch{}, serverlistener.FilterChainMatch{}
 	return deepEqual(reflect.ValueOf(x), reflect.ValueOf(y))
 }
 

@@ -4,14 +4,20 @@ import (
 	"net/netip"
 	"testing"
 
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // mkChain is a chain named name with match m.
-func mkChain(name string, m xdsresource.FilterChainMatch) *chain {
-	return &chain{fc: &xdsresource.FilterChain{Name: name, Match: m}}
+func mkChain(name string, m serverlistener.FilterChainMatch) *chain {
+	return &chain{fc: &serverlistener.FilterChain{Name: name, Match: m}}
 }
 
 func prefixes(ps ...string) []netip.Prefix {
@@ -26,19 +32,19 @@ func prefixes(ps ...string) []netip.Prefix {
 // keeps the most specific chains, and a stage that keeps none gives the
 // default chain.
 func TestChainMatching(t *testing.T) {
-	def := mkChain("default", xdsresource.FilterChainMatch{})
+	def := mkChain("default", serverlistener.FilterChainMatch{})
 	m := &chainMatcher{def: def, chains: []*chain{
-		mkChain("any", xdsresource.FilterChainMatch{}),
-		mkChain("dst-10/8", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.0.0.0/8")}),
-		mkChain("dst-10.1/16", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16", "192.168.0.0/16")}),
-		mkChain("dst-10.1/16-src-172/8", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16"), SourcePrefixes: prefixes("172.0.0.0/8")}),
-		mkChain("dst-10.1/16-src-172.16/12", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16"), SourcePrefixes: prefixes("172.16.0.0/12")}),
-		mkChain("dst-10.1/16-src-172.16/12-port", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16"), SourcePrefixes: prefixes("172.16.0.0/12"), SourcePorts: []uint32{5000, 5001}}),
-		mkChain("dst-10.2/16-external", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.2.0.0/16"), SourceType: xdsresource.SourceExternal}),
-		mkChain("dst-10.3/16-local", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.3.0.0/16"), SourceType: xdsresource.SourceSameIPOrLoopback}),
-		mkChain("dst-10.3/16-any-src-9/8", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.3.0.0/16"), SourcePrefixes: prefixes("9.0.0.0/8")}),
-		mkChain("dst-10.4/16-src-only-5/8", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.4.0.0/16"), SourcePrefixes: prefixes("5.0.0.0/8")}),
-		mkChain("dst-v6", xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("2001:db8::/32")}),
+		mkChain("any", serverlistener.FilterChainMatch{}),
+		mkChain("dst-10/8", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.0.0.0/8")}),
+		mkChain("dst-10.1/16", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16", "192.168.0.0/16")}),
+		mkChain("dst-10.1/16-src-172/8", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16"), SourcePrefixes: prefixes("172.0.0.0/8")}),
+		mkChain("dst-10.1/16-src-172.16/12", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16"), SourcePrefixes: prefixes("172.16.0.0/12")}),
+		mkChain("dst-10.1/16-src-172.16/12-port", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.1.0.0/16"), SourcePrefixes: prefixes("172.16.0.0/12"), SourcePorts: []uint32{5000, 5001}}),
+		mkChain("dst-10.2/16-external", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.2.0.0/16"), SourceType: serverlistener.SourceExternal}),
+		mkChain("dst-10.3/16-local", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.3.0.0/16"), SourceType: serverlistener.SourceSameIPOrLoopback}),
+		mkChain("dst-10.3/16-any-src-9/8", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.3.0.0/16"), SourcePrefixes: prefixes("9.0.0.0/8")}),
+		mkChain("dst-10.4/16-src-only-5/8", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.4.0.0/16"), SourcePrefixes: prefixes("5.0.0.0/8")}),
+		mkChain("dst-v6", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("2001:db8::/32")}),
 	}}
 	tests := []struct {
 		local, remote string
@@ -80,32 +86,32 @@ func TestChainMatching(t *testing.T) {
 }
 
 func TestSameChain(t *testing.T) {
-	base := xdsresource.FilterChain{
+	base := serverlistener.FilterChain{
 		Name:            "c",
-		Match:           xdsresource.FilterChainMatch{SourcePorts: []uint32{1}},
+		Match:           serverlistener.FilterChainMatch{SourcePorts: []uint32{1}},
 		RouteConfigName: "r",
-		HTTPFilters:     []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}},
-		Security:        &xdsresource.SecurityConfig{IdentityInstance: "a"},
+		HTTPFilters:     []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}},
+		Security:        &security.Config{IdentityInstance: "a"},
 	}
 	same := base
-	same.Match = xdsresource.FilterChainMatch{DestinationPrefixes: prefixes("10.0.0.0/8")}
-	same.Security = &xdsresource.SecurityConfig{IdentityInstance: "a"}
-	same.HTTPFilters = []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}}
+	same.Match = serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.0.0.0/8")}
+	same.Security = &security.Config{IdentityInstance: "a"}
+	same.HTTPFilters = []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{1}}}}
 	if !sameChain(&base, &same) {
 		t.Error("chains differing only in their match and pointers are not the same")
 	}
-	for _, change := range []func(c *xdsresource.FilterChain){
-		func(c *xdsresource.FilterChain) { c.Name = "d" },
-		func(c *xdsresource.FilterChain) { c.RouteConfigName = "r2" },
-		func(c *xdsresource.FilterChain) { c.Security = nil },
-		func(c *xdsresource.FilterChain) {
-			c.Security = &xdsresource.SecurityConfig{IdentityInstance: "a", RequireClientCert: true}
+	for _, change := range []func(c *serverlistener.FilterChain){
+		func(c *serverlistener.FilterChain) { c.Name = "d" },
+		func(c *serverlistener.FilterChain) { c.RouteConfigName = "r2" },
+		func(c *serverlistener.FilterChain) { c.Security = nil },
+		func(c *serverlistener.FilterChain) {
+			c.Security = &security.Config{IdentityInstance: "a", RequireClientCert: true}
 		},
-		func(c *xdsresource.FilterChain) {
-			c.HTTPFilters = []xdsresource.HTTPFilter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{2}}}}
+		func(c *serverlistener.FilterChain) {
+			c.HTTPFilters = []filterconfig.Filter{{Name: "f", TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte{2}}}}
 		},
-		func(c *xdsresource.FilterChain) {
-			c.InlineRouteConfig = &xdsresource.RouteConfiguration{Name: "inline"}
+		func(c *serverlistener.FilterChain) {
+			c.InlineRouteConfig = &routeconfig.Config{Name: "inline"}
 		},
 	} {
 		other := base

@@ -8,10 +8,11 @@ import (
 	"net"
 	"net/url"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/grpc/credentials"
 
 	"github.com/xdslens/xdslens/httpfilter"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // serverCreds are the transport credentials of every connection of the
@@ -42,7 +43,7 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 
 // handshake runs the handshake that sec (nil: the fallback credentials)
 // calls for.
-func (c *serverCreds) handshake(sc *serverConn, sec *xdsresource.SecurityConfig) (net.Conn, credentials.AuthInfo, *tls.ConnectionState, error) {
+func (c *serverCreds) handshake(sc *serverConn, sec *security.Config) (net.Conn, credentials.AuthInfo, *tls.ConnectionState, error) {
 	if sec == nil {
 		conn, auth, err := c.s.cfg.fallback.ServerHandshake(sc)
 		if err != nil {
@@ -78,7 +79,7 @@ func (c *serverCreds) handshake(sc *serverConn, sec *xdsresource.SecurityConfig)
 // the roots when client certificates are checked, required with
 // require_client_certificate and otherwise checked when sent (as gRPC
 // C-core does).
-func (s *Server) tlsConfig(ctx context.Context, sec *xdsresource.SecurityConfig) (*tls.Config, error) {
+func (s *Server) tlsConfig(ctx context.Context, sec *security.Config) (*tls.Config, error) {
 	id, err := s.certs.Identity(sec.IdentityInstance, sec.IdentityCertName)
 	if err != nil {
 		return nil, err

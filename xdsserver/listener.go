@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -50,7 +54,7 @@ type chainSet struct {
 type rdsWatch struct {
 	cancel func()
 	have   bool // a route configuration or an error has come
-	rc     *xdsresource.RouteConfiguration
+	rc     *routeconfig.Config
 	err    error
 }
 
@@ -140,7 +144,7 @@ func runAll(fs []func()) {
 
 // addressMatches reports whether the Listener's address is the listening
 // one: the same IP address (in any notation) or host, and port.
-func (ls *listenerState) addressMatches(l *xdsresource.ServerListener) bool {
+func (ls *listenerState) addressMatches(l *serverlistener.Listener) bool {
 	if int(l.Port) != ls.tcp.Port {
 		return false
 	}
@@ -154,9 +158,9 @@ func (ls *listenerState) addressMatches(l *xdsresource.ServerListener) bool {
 
 // update takes a new valid Listener: its chain set waits for the route
 // configurations it names, then replaces the one in use.
-func (ls *listenerState) update(l *xdsresource.ServerListener) (effects, []func()) {
+func (ls *listenerState) update(l *serverlistener.Listener) (effects, []func()) {
 	cs := &chainSet{}
-	add := func(fc *xdsresource.FilterChain, isDefault bool) *chain {
+	add := func(fc *serverlistener.FilterChain, isDefault bool) *chain {
 		c := newChain(fc, isDefault)
 		if fc.RouteConfigName != "" {
 			if !slices.Contains(cs.rds, fc.RouteConfigName) {
@@ -313,7 +317,7 @@ type rdsWatcher struct {
 	w    *rdsWatch
 }
 
-func (r rdsWatcher) ResourceChanged(rc *xdsresource.RouteConfiguration, err error) {
+func (r rdsWatcher) ResourceChanged(rc *routeconfig.Config, err error) {
 	ls := r.ls
 	ls.mu.Lock()
 	if ls.closed || ls.rds[r.name] != r.w {

@@ -12,7 +12,7 @@ import (
 	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/internal/routematch"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // routeTable is the compiled route configuration of one filter chain: its
@@ -24,7 +24,7 @@ type routeTable struct {
 	// err, when set, fails every RPC of the chain: the route
 	// configuration could not be had.
 	err    error
-	vhosts []xdsresource.VirtualHost
+	vhosts []routeconfig.VirtualHost
 	hosts  []hostRoutes // per virtual host
 	// every is the index of the only virtual host, when it takes every
 	// authority ("*"), so that the authority need not be read; else -1.
@@ -58,7 +58,7 @@ func errorTable(err error) *routeTable {
 
 // compileTable compiles rc for chain c, whose HTTP filters the routes run;
 // env is what the filters are given.
-func compileTable(c *chain, rc *xdsresource.RouteConfiguration, name string, env httpfilter.ServerEnv) *routeTable {
+func compileTable(c *chain, rc *routeconfig.Config, name string, env httpfilter.ServerEnv) *routeTable {
 	t := &routeTable{vhosts: rc.VirtualHosts, every: -1, name: name}
 	if len(rc.VirtualHosts) == 1 && slices.Contains(rc.VirtualHosts[0].Domains, "*") {
 		t.every = 0
@@ -79,12 +79,12 @@ func compileTable(c *chain, rc *xdsresource.RouteConfiguration, name string, env
 	return t
 }
 
-func compileRoute(c *chain, vh *xdsresource.VirtualHost, r *xdsresource.Route, env httpfilter.ServerEnv, at string) serverRoute {
+func compileRoute(c *chain, vh *routeconfig.VirtualHost, r *routeconfig.Route, env httpfilter.ServerEnv, at string) serverRoute {
 	var sr serverRoute
 	switch r.Action.Kind {
-	case xdsresource.ActionClusterHeader:
+	case routeconfig.ActionClusterHeader:
 		return sr // never matched
-	case xdsresource.ActionNonForwarding:
+	case routeconfig.ActionNonForwarding:
 	default:
 		sr.err = status.Errorf(codes.Unavailable, "%s has a %s action; an xDS-enabled server serves only routes with non_forwarding_action", at, r.Action.Kind)
 		return sr

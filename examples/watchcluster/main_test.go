@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // TestWatch runs watch against a control plane on loopback: it prints the

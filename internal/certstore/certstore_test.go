@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/tls/certprovider"
 
 	"github.com/xdslens/xdslens/internal/certstore"
-	"github.com/xdslens/xdslens/internal/certtest"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/certtest"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 

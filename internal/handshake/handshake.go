@@ -21,12 +21,13 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/resolver"
 
 	"github.com/xdslens/xdslens/internal/certstore"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // Info is the TLS settings of the cluster an address belongs to.
@@ -34,7 +35,7 @@ type Info struct {
 	// Cluster is the cluster's name, for errors.
 	Cluster string
 	// Security is the cluster's validated UpstreamTlsContext; never nil.
-	Security *xdsresource.SecurityConfig
+	Security *security.Config
 	// Store holds the bootstrap's certificate provider instances that
 	// Security names.
 	Store *certstore.Store

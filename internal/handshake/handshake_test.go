@@ -3,20 +3,21 @@ package handshake_test
 import (
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/resolver"
 
 	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/internal/handshake"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 func TestSetGetEqual(t *testing.T) {
 	store := certstore.New(&bootstrap.Config{})
 	defer store.Close()
 	info := func(hostname string) *handshake.Info {
-		return &handshake.Info{Cluster: "c", Security: &xdsresource.SecurityConfig{RootInstance: "roots"}, Store: store, Hostname: hostname}
+		return &handshake.Info{Cluster: "c", Security: &security.Config{RootInstance: "roots"}, Store: store, Hostname: hostname}
 	}
 	addr := handshake.Set(resolver.Address{Addr: "127.0.0.1:1"}, info("a.example.com"))
 	if got := handshake.Get(addr.Attributes); !got.Equal(info("a.example.com")) {
@@ -33,7 +34,7 @@ func TestSetGetEqual(t *testing.T) {
 		{"same settings", info("a.example.com"), true},
 		{"another hostname", info("b.example.com"), false},
 		{"another cluster", &handshake.Info{Cluster: "d", Security: info("").Security, Store: store, Hostname: "a.example.com"}, false},
-		{"other settings", &handshake.Info{Cluster: "c", Security: &xdsresource.SecurityConfig{RootInstance: "other"}, Store: store, Hostname: "a.example.com"}, false},
+		{"other settings", &handshake.Info{Cluster: "c", Security: &security.Config{RootInstance: "other"}, Store: store, Hostname: "a.example.com"}, false},
 		{"nil Info", (*handshake.Info)(nil), false},
 		{"another type", "c", false},
 	} {

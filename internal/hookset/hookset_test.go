@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/internal/hookset"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // TestMain ends the test binary without the race detector's pause at exit.

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
 	"github.com/xdslens/xdslens/internal/redact"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // Find names the first sensitive field set, in field order, through

@@ -3,7 +3,7 @@ package redact_test
 import (
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // TestMain ends the test binary without the race detector's pause at exit.

@@ -9,7 +9,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Route is the compiled matchers of one route.
@@ -22,14 +23,14 @@ type Route struct {
 }
 
 type pathMatcher struct {
-	kind  xdsresource.PathMatchKind // 0 for a route that never matches
+	kind  routeconfig.PathMatchKind // 0 for a route that never matches
 	value string                    // lower-cased when fold is set
 	fold  bool
 	re    *regexp.Regexp
 }
 
 type headerMatcher struct {
-	m      xdsresource.HeaderMatcher
+	m      matcher.Header
 	value  string // m.Value, lower-cased when m.IgnoreCase is set
 	re     *regexp.Regexp
 	md     Metadata
@@ -37,9 +38,9 @@ type headerMatcher struct {
 	ctype  bool // content-type: always "application/grpc"
 }
 
-func (r *Route) compile(src *xdsresource.Route, md Metadata) error {
+func (r *Route) compile(src *routeconfig.Route, md Metadata) error {
 	r.fraction = -1
-	if src.Action.Kind == xdsresource.ActionClusterHeader {
+	if src.Action.Kind == routeconfig.ActionClusterHeader {
 		// gRPC ignores routes whose cluster comes from a header (gRFC
 		// A28): the route never matches.
 		r.ignored = true
@@ -47,11 +48,11 @@ func (r *Route) compile(src *xdsresource.Route, md Metadata) error {
 	}
 	r.path = pathMatcher{kind: src.PathMatch}
 	switch src.PathMatch {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		r.path.value, r.path.fold = src.Prefix, src.CaseInsensitive
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		r.path.value, r.path.fold = src.Path, src.CaseInsensitive
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		re, err := regexp.Compile(`^(?:` + src.SafeRegex + `)$`)
 		if err != nil {
 			return fmt.Errorf("safe_regex %q: %w", src.SafeRegex, err)
@@ -63,7 +64,7 @@ func (r *Route) compile(src *xdsresource.Route, md Metadata) error {
 	}
 	for j, h := range src.Headers {
 		hm := headerMatcher{m: h, value: h.Value, md: md, absent: strings.HasSuffix(h.Name, "-bin"), ctype: h.Name == "content-type"}
-		if h.Kind == xdsresource.HeaderRegex {
+		if h.Kind == matcher.Regex {
 			re, err := regexp.Compile(`^(?:` + h.Value + `)$`)
 			if err != nil {
 				return fmt.Errorf("headers[%d] safe_regex %q: %w", j, h.Value, err)
@@ -109,17 +110,17 @@ func (r *Route) Fraction() int64 { return r.fraction }
 
 func (p *pathMatcher) match(method string) bool {
 	switch p.kind {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		if p.fold {
 			return len(method) >= len(p.value) && strings.EqualFold(method[:len(p.value)], p.value)
 		}
 		return strings.HasPrefix(method, p.value)
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		if p.fold {
 			return strings.EqualFold(method, p.value)
 		}
 		return method == p.value
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		return p.re.MatchString(method)
 	}
 	return false // a route gRPC ignores
@@ -138,14 +139,14 @@ func (h *headerMatcher) match(ctx context.Context) bool {
 	value, present := h.lookup(ctx)
 	var m bool
 	switch {
-	case h.m.Kind == xdsresource.HeaderPresent:
+	case h.m.Kind == matcher.Present:
 		m = present == h.m.Present
 	case !present:
 		return false // every other matcher fails on an absent header, inverted or not
-	case h.m.Kind == xdsresource.HeaderRange:
+	case h.m.Kind == matcher.Range:
 		v, err := strconv.ParseInt(value, 10, 64)
 		m = err == nil && v >= h.m.RangeStart && v < h.m.RangeEnd
-	case h.m.Kind == xdsresource.HeaderRegex:
+	case h.m.Kind == matcher.Regex:
 		m = h.re.MatchString(value)
 	default:
 		m = h.matchString(value)
@@ -156,22 +157,22 @@ func (h *headerMatcher) match(ctx context.Context) bool {
 func (h *headerMatcher) matchString(v string) bool {
 	want, fold := h.value, h.m.IgnoreCase
 	switch h.m.Kind {
-	case xdsresource.HeaderExact:
+	case matcher.Exact:
 		if fold {
 			return strings.EqualFold(v, want)
 		}
 		return v == want
-	case xdsresource.HeaderPrefix:
+	case matcher.Prefix:
 		if fold {
 			return len(v) >= len(want) && strings.EqualFold(v[:len(want)], want)
 		}
 		return strings.HasPrefix(v, want)
-	case xdsresource.HeaderSuffix:
+	case matcher.Suffix:
 		if fold {
 			return len(v) >= len(want) && strings.EqualFold(v[len(v)-len(want):], want)
 		}
 		return strings.HasSuffix(v, want)
-	case xdsresource.HeaderContains:
+	case matcher.Contains:
 		if fold {
 			return strings.Contains(strings.ToLower(v), want)
 		}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Metadata says which metadata of an RPC's context header matchers read.
@@ -66,7 +66,7 @@ func WithRand(r Rand) Option { return func(t *Table) { t.rnd = r } }
 // Compile compiles the matchers of routes, whose header matchers read md.
 // It fails only on a regular expression that does not compile, which the
 // resource validation already rejects, naming the route by its index.
-func Compile(routes []xdsresource.Route, md Metadata, opts ...Option) (*Table, error) {
+func Compile(routes []routeconfig.Route, md Metadata, opts ...Option) (*Table, error) {
 	t := &Table{rnd: DefaultRand, routes: make([]Route, len(routes))}
 	for _, o := range opts {
 		o(t)
@@ -76,7 +76,7 @@ func Compile(routes []xdsresource.Route, md Metadata, opts ...Option) (*Table, e
 		if err := t.routes[i].compile(&routes[i], md); err != nil {
 			return nil, fmt.Errorf("routes[%d]: %w", i, err)
 		}
-		t.memo = t.memo || routes[i].PathMatch == xdsresource.PathRegex
+		t.memo = t.memo || routes[i].PathMatch == routeconfig.PathRegex
 	}
 	return t, nil
 }

@@ -8,17 +8,18 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/xdslens/xdslens/internal/routematch"
-	"github.com/xdslens/xdslens/internal/testmain"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // TestMain ends the test binary without the race detector's pause at exit.
 func TestMain(m *testing.M) { testmain.Run(m) }
 
-var serve = xdsresource.RouteAction{Kind: xdsresource.ActionNonForwarding}
+var serve = routeconfig.Action{Kind: routeconfig.ActionNonForwarding}
 
-func prefix(p string) xdsresource.Route {
-	return xdsresource.Route{PathMatch: xdsresource.PathPrefix, Prefix: p, Action: serve}
+func prefix(p string) routeconfig.Route {
+	return routeconfig.Route{PathMatch: routeconfig.PathPrefix, Prefix: p, Action: serve}
 }
 
 // sides are a client's and a server's view of the same metadata.
@@ -39,47 +40,47 @@ func TestHeaderMatchingBothSides(t *testing.T) {
 	type kv = []string
 	for _, tc := range []struct {
 		name string
-		m    xdsresource.HeaderMatcher
+		m    matcher.Header
 		md   kv
 		want bool
 	}{
-		{"exact", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "canary"}, true},
-		{"exact other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, kv{"x-env", "prod"}, false},
-		{"exact absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}, nil, false},
-		{"exact inverted absent", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, nil, false},
-		{"exact inverted other", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
-		{"exact ignore case", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
-		{"upper-case key in metadata", xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a"}, kv{"X-Env", "a"}, true},
-		{"several values joined", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderExact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
-		{"prefix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "ab"}, kv{"x-v", "abc"}, true},
-		{"prefix ignore case", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderPrefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
-		{"suffix", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abc"}, true},
-		{"suffix no", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderSuffix, Value: "bc"}, kv{"x-v", "abd"}, false},
-		{"contains", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderContains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
-		{"regex full", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "a.c"}, kv{"x-v", "abc"}, true},
-		{"regex partial", xdsresource.HeaderMatcher{Name: "x-v", Kind: xdsresource.HeaderRegex, Value: "b"}, kv{"x-v", "abc"}, false},
-		{"range in", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
-		{"range end excluded", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
-		{"range not a number", xdsresource.HeaderMatcher{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
-		{"present", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-p", ""}, true},
-		{"present absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true}, nil, false},
-		{"present false absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, nil, true},
-		{"present inverted absent", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, nil, true},
-		{"binary header never present", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true}, kv{"x-b-bin", "\x01"}, false},
-		{"binary header absent inverted", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
-		{"binary header present_match false", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-b-bin", "\x01"}, true},
-		{"binary header exact never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderExact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
-		{"binary header prefix inverted never matches", xdsresource.HeaderMatcher{Name: "x-b-bin", Kind: xdsresource.HeaderPrefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
-		{"present_match false on an empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderPresent, Present: false}, kv{"x-p", ""}, false},
-		{"exact empty value", xdsresource.HeaderMatcher{Name: "x-p", Kind: xdsresource.HeaderExact, Value: ""}, kv{"x-p", ""}, true},
-		{"content-type is application/grpc", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "application/grpc"}, nil, true},
-		{"content-type from metadata ignored", xdsresource.HeaderMatcher{Name: "content-type", Kind: xdsresource.HeaderExact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
+		{"exact", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}, kv{"x-env", "canary"}, true},
+		{"exact other", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}, kv{"x-env", "prod"}, false},
+		{"exact absent", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}, nil, false},
+		{"exact inverted absent", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary", Invert: true}, nil, false},
+		{"exact inverted other", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary", Invert: true}, kv{"x-env", "prod"}, true},
+		{"exact ignore case", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "Canary", IgnoreCase: true}, kv{"x-env", "CANARY"}, true},
+		{"upper-case key in metadata", matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "a"}, kv{"X-Env", "a"}, true},
+		{"several values joined", matcher.Header{Name: "x-v", Kind: matcher.Exact, Value: "a,b"}, kv{"x-v", "a", "x-v", "b"}, true},
+		{"prefix", matcher.Header{Name: "x-v", Kind: matcher.Prefix, Value: "ab"}, kv{"x-v", "abc"}, true},
+		{"prefix ignore case", matcher.Header{Name: "x-v", Kind: matcher.Prefix, Value: "AB", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"suffix", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "bc"}, kv{"x-v", "abc"}, true},
+		{"suffix no", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "bc"}, kv{"x-v", "abd"}, false},
+		{"contains", matcher.Header{Name: "x-v", Kind: matcher.Contains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		{"regex full", matcher.Header{Name: "x-v", Kind: matcher.Regex, Value: "a.c"}, kv{"x-v", "abc"}, true},
+		{"regex partial", matcher.Header{Name: "x-v", Kind: matcher.Regex, Value: "b"}, kv{"x-v", "abc"}, false},
+		{"range in", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
+		{"range end excluded", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "20"}, false},
+		{"range not a number", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "15x"}, false},
+		{"present", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: true}, kv{"x-p", ""}, true},
+		{"present absent", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: true}, nil, false},
+		{"present false absent", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: false}, nil, true},
+		{"present inverted absent", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: true, Invert: true}, nil, true},
+		{"binary header never present", matcher.Header{Name: "x-b-bin", Kind: matcher.Present, Present: true}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header absent inverted", matcher.Header{Name: "x-b-bin", Kind: matcher.Present, Present: true, Invert: true}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header present_match false", matcher.Header{Name: "x-b-bin", Kind: matcher.Present, Present: false}, kv{"x-b-bin", "\x01"}, true},
+		{"binary header exact never matches", matcher.Header{Name: "x-b-bin", Kind: matcher.Exact, Value: "\x01"}, kv{"x-b-bin", "\x01"}, false},
+		{"binary header prefix inverted never matches", matcher.Header{Name: "x-b-bin", Kind: matcher.Prefix, Value: "z", Invert: true}, kv{"x-b-bin", "\x01"}, false},
+		{"present_match false on an empty value", matcher.Header{Name: "x-p", Kind: matcher.Present, Present: false}, kv{"x-p", ""}, false},
+		{"exact empty value", matcher.Header{Name: "x-p", Kind: matcher.Exact, Value: ""}, kv{"x-p", ""}, true},
+		{"content-type is application/grpc", matcher.Header{Name: "content-type", Kind: matcher.Exact, Value: "application/grpc"}, nil, true},
+		{"content-type from metadata ignored", matcher.Header{Name: "content-type", Kind: matcher.Exact, Value: "text/plain"}, kv{"content-type", "text/plain"}, false},
 	} {
 		for _, side := range sides {
 			t.Run(side.name+"/"+tc.name, func(t *testing.T) {
 				r := prefix("")
-				r.Headers = []xdsresource.HeaderMatcher{tc.m}
-				tbl, err := routematch.Compile([]xdsresource.Route{r}, side.md)
+				r.Headers = []matcher.Header{tc.m}
+				tbl, err := routematch.Compile([]routeconfig.Route{r}, side.md)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,7 +101,7 @@ func TestHeaderMatchingBothSides(t *testing.T) {
 // sends.
 func TestMetadataOfItsSide(t *testing.T) {
 	r := prefix("")
-	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}}
+	r.Headers = []matcher.Header{{Name: "x-env", Kind: matcher.Exact, Value: "canary"}}
 	md := metadata.Pairs("x-env", "canary")
 	for _, tc := range []struct {
 		name string
@@ -113,7 +114,7 @@ func TestMetadataOfItsSide(t *testing.T) {
 		{"incoming table, incoming metadata", routematch.Incoming, metadata.NewIncomingContext(context.Background(), md), 0},
 		{"incoming table, outgoing metadata", routematch.Incoming, metadata.NewOutgoingContext(context.Background(), md), -1},
 	} {
-		tbl, err := routematch.Compile([]xdsresource.Route{r}, tc.md)
+		tbl, err := routematch.Compile([]routeconfig.Route{r}, tc.md)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,8 +128,8 @@ func TestMetadataOfItsSide(t *testing.T) {
 // one header's values, joined.
 func TestHeaderAppendedMetadata(t *testing.T) {
 	r := prefix("")
-	r.Headers = []xdsresource.HeaderMatcher{{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "a,b"}}
-	tbl, err := routematch.Compile([]xdsresource.Route{r}, routematch.Outgoing)
+	r.Headers = []matcher.Header{{Name: "x-env", Kind: matcher.Exact, Value: "a,b"}}
+	tbl, err := routematch.Compile([]routeconfig.Route{r}, routematch.Outgoing)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +144,8 @@ func TestHeaderAppendedMetadata(t *testing.T) {
 // route and the matcher.
 func TestCompileErrorNamesTheRoute(t *testing.T) {
 	r := prefix("")
-	r.Headers = []xdsresource.HeaderMatcher{{Name: "x", Kind: xdsresource.HeaderRegex, Value: "("}}
-	_, err := routematch.Compile([]xdsresource.Route{prefix("/"), r}, routematch.Incoming)
+	r.Headers = []matcher.Header{{Name: "x", Kind: matcher.Regex, Value: "("}}
+	_, err := routematch.Compile([]routeconfig.Route{prefix("/"), r}, routematch.Incoming)
 	if err == nil || err.Error() != `routes[1]: headers[0] safe_regex "(": error parsing regexp: missing closing ): `+"`^(?:()$`" {
 		t.Errorf("Compile: %v", err)
 	}
@@ -155,17 +156,17 @@ func TestCompileErrorNamesTheRoute(t *testing.T) {
 // when header matchers pass over some of the routes, and when more routes
 // match a path than are remembered.
 func TestRememberedMethodsAgree(t *testing.T) {
-	vh := &xdsresource.VirtualHost{}
+	vh := &routeconfig.VirtualHost{}
 	for i := range 200 {
 		r := prefix(fmt.Sprintf("/svc.S%d/", i%7))
 		if i%3 == 0 {
-			r.Headers = []xdsresource.HeaderMatcher{{Name: "x-k", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i % 5)}}
+			r.Headers = []matcher.Header{{Name: "x-k", Kind: matcher.Exact, Value: fmt.Sprint(i % 5)}}
 		}
 		vh.Routes = append(vh.Routes, r)
 	}
 	for i := range 100 { // 100 catch-all routes: more than MaxRememberedRoutes match every path
 		r := prefix("/")
-		r.Headers = []xdsresource.HeaderMatcher{{Name: "x-all", Kind: xdsresource.HeaderExact, Value: fmt.Sprint(i)}}
+		r.Headers = []matcher.Header{{Name: "x-all", Kind: matcher.Exact, Value: fmt.Sprint(i)}}
 		vh.Routes = append(vh.Routes, r)
 	}
 	tbl, err := routematch.Compile(vh.Routes, routematch.Outgoing)

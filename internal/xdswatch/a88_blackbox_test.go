@@ -22,8 +22,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // Server features and the environment variable the rows use, spelled as a

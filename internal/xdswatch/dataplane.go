@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -124,6 +125,22 @@ func (s *observerSet[F]) list() []F {
 		out = append(out, *f)
 	}
 	return out
+}
+
+// observeTourRPCs is observeRPCs for the tour, which reads an RPC's
+// target, code, message, attempts and fault.
+func (cs *channelSet) observeTourRPCs(f func(demo.RPC)) (remove func()) {
+	return cs.observeRPCs(func(r rpcResult) {
+		f(demo.RPC{Target: r.target, Code: r.code, Message: r.message, Attempts: r.attempts, Fault: r.fault})
+	})
+}
+
+// observeTourEjections is observeEjections for the tour, which reads an
+// ejection's target, address and whether it is one or a return.
+func (cs *channelSet) observeTourEjections(f func(demo.Ejection)) (remove func()) {
+	return cs.observeEjections(func(target string, i xdsgrpc.EjectionInfo) {
+		f(demo.Ejection{Target: target, Address: i.Address, Ejected: i.Ejected})
+	})
 }
 
 // channel is one xds:/// argument: a gRPC channel routed by package

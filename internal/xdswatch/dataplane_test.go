@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -22,8 +24,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -361,19 +364,19 @@ func TestChannelRPCsThroughDemo(t *testing.T) {
 	p.listening(t)
 	cfg := p.channelEvent(t)
 	var slot struct{ Priorities [][]string }
-	if err := json.Unmarshal(cfg.Clusters[demoCluster], &slot); err != nil || cfg.Event != eventConfig || len(slot.Priorities) != 1 || len(slot.Priorities[0]) != 2 {
+	if err := json.Unmarshal(cfg.Clusters[demo.Cluster], &slot); err != nil || cfg.Event != eventConfig || len(slot.Priorities) != 1 || len(slot.Priorities[0]) != 2 {
 		t.Fatalf("first line %+v (%v), want the demo's config with two endpoints", cfg, err)
 	}
 	addrs := slot.Priorities[0]
 	okRPC := func(e channelEvent) bool {
 		return e.Event == eventRPC && e.Target == "xds:///demo" && e.Method == defaultRPCMethod && e.Code == "OK" &&
-			*e.Message == "" && *e.Cluster == demoCluster && slices.Contains(addrs, *e.Peer)
+			*e.Message == "" && *e.Cluster == demo.Cluster && slices.Contains(addrs, *e.Peer)
 	}
 	var peers []string
 	for len(peers) < 12 {
 		e := p.channelEvent(t)
 		if !okRPC(e) {
-			t.Fatalf("line %+v, want an rpc line: OK from one of %q in cluster %s", e, addrs, demoCluster)
+			t.Fatalf("line %+v, want an rpc line: OK from one of %q in cluster %s", e, addrs, demo.Cluster)
 		}
 		peers = append(peers, *e.Peer)
 	}
@@ -659,12 +662,12 @@ func TestClusterLinePolicies(t *testing.T) {
 		c    xdsresource.Cluster
 		want string
 	}{
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBRoundRobin}, "round_robin"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBPickFirst}, "pick_first"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBRingHash}, "ring_hash_experimental"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBLeastRequest, LeastRequestChoiceCount: 2}, "least_request_experimental"},
-		{xdsresource.Cluster{LBPolicy: xdsresource.LBWRRLocality, LBChildPolicy: xdsresource.LBWeightedRoundRobin, WeightedRoundRobin: &xdsresource.WeightedRoundRobinConfig{WeightUpdatePeriod: time.Second}}, "weighted_round_robin"},
-		{xdsresource.Cluster{LBPolicy: "no_such_policy_registered"}, ""},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.RoundRobin}}, "round_robin"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.PickFirst}}, "pick_first"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.RingHash}}, "ring_hash_experimental"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.LeastRequest, LeastRequestChoiceCount: 2}}, "least_request_experimental"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: lbpolicy.WRRLocality, LBChildPolicy: lbpolicy.WeightedRoundRobin, WeightedRoundRobin: &lbpolicy.WeightedRoundRobinConfig{WeightUpdatePeriod: time.Second}}}, "weighted_round_robin"},
+		{xdsresource.Cluster{Config: lbpolicy.Config{LBPolicy: "no_such_policy_registered"}}, ""},
 	} {
 		tc.c.Kind = xdsresource.ClusterEDS
 		got := clusterLine(&xdsconfig.ClusterConfig{Name: "c", Cluster: &tc.c})
@@ -672,7 +675,7 @@ func TestClusterLinePolicies(t *testing.T) {
 			t.Errorf("%s: lb_policy %q, outlier_detection %v; want %q, false", tc.c.LBPolicy, got.LBPolicy, got.OutlierDetection, tc.want)
 		}
 	}
-	od := xdsresource.Cluster{Kind: xdsresource.ClusterEDS, LBPolicy: xdsresource.LBRoundRobin, OutlierDetection: &clusterv3.OutlierDetection{}}
+	od := xdsresource.Cluster{Kind: xdsresource.ClusterEDS, OutlierDetection: &clusterv3.OutlierDetection{}, Config: lbpolicy.Config{LBPolicy: lbpolicy.RoundRobin}}
 	if got := clusterLine(&xdsconfig.ClusterConfig{Name: "c", Cluster: &od}); !got.OutlierDetection {
 		t.Error("outlier_detection false for a cluster that has it")
 	}

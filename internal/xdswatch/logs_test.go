@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // TestLogLevelsAndFormats checks the loggers the log flags make: each

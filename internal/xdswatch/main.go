@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
@@ -260,29 +261,19 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	demoServers := boundServe
 	if len(demoServers) == 0 {
-		demoServers = []string{demoServerAddr}
+		demoServers = []string{demo.ServerAddr}
 	}
 
-	var (
-		d        *demo
-		tourDemo *tourDemo
-	)
+	var d *demo.Demo
 	if useDemo {
-		if cfg.demoTour {
-			tourDemo, err = startTourDemo(ctx, demoServers)
-			if err == nil {
-				d = tourDemo.demo
-			}
-		} else {
-			d, err = startDemo(ctx, demoServers)
-		}
+		d, err = demo.Start(ctx, demoServers, cfg.demoTour)
 		if err != nil {
 			return startFailed("demo control plane: %v", err)
 		}
-		defer d.stop()
-		bc = d.bootstrap
-		if tourDemo != nil || len(cfg.specs)+len(cfg.targets) == 0 {
-			cfg.specs = d.specs
+		defer d.Stop()
+		bc = d.Bootstrap()
+		if cfg.demoTour || len(cfg.specs)+len(cfg.targets) == 0 {
+			cfg.specs = demoSpecs(d)
 		}
 		// The demo is for looking at: its admin port and metrics are on
 		// unless a flag says where, or "" for none.
@@ -293,10 +284,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			cfg.metricsAddr = "127.0.0.1:0"
 		}
 		if cfg.output == outputText {
-			if tourDemo != nil {
-				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s, its fallback on %s\n", d.addr, tourDemo.secondary.Addr())
+			if cfg.demoTour {
+				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s, its fallback on %s\n", d.Addr(), d.FallbackAddr())
 			} else {
-				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.addr)
+				fmt.Fprintf(errw, "xdswatch: no bootstrap given: demo control plane serving on %s\n", d.Addr())
 			}
 		}
 	}
@@ -337,7 +328,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer servers.stop()
 	// After the sidecars, so that the metrics see the stream start.
 	if useDemo {
-		stopLoad, err := d.reportLoad(client)
+		stopLoad, err := d.ReportLoad(client)
 		if err != nil {
 			return startFailed("demo load report: %v", err)
 		}
@@ -395,8 +386,15 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The tour's watch commands; it is stopped before the watches are
 	// cancelled and the client closes.
 	tourCmds := make(chan string)
-	if tourDemo != nil {
-		defer runTour(ctx, tourDemo, client, served, channels, cfg.demoTourStep, cfg.resourceTimeout, errw, tourCmds)()
+	if cfg.demoTour {
+		defer d.RunTour(ctx, demo.TourEnv{
+			Client: client, Server: served.srv,
+			Step: cfg.demoTourStep, Timeout: cfg.resourceTimeout,
+			Say:              func(line string) { fmt.Fprintf(errw, "xdswatch: %s\n", oneLine(line)) },
+			Watch:            tourCmds,
+			ObserveRPCs:      channels.observeTourRPCs,
+			ObserveEjections: channels.observeTourEjections,
+		})()
 	}
 	for {
 		select {
@@ -442,7 +440,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.BoolVar(&cfg.stdin, "stdin", false, "also read +TYPE:NAME and -TYPE:NAME commands from standard input")
 	fs.BoolVar(&cfg.demoTour, "demo-tour", false, "walk the demo control plane through every cache state")
-	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", defaultTourStep, "how long the tour shows each state")
+	fs.DurationVar(&cfg.demoTourStep, "demo-tour-step", demo.DefaultTourStep, "how long the tour shows each state")
 	fs.Var(&cfg.serve, "serve", "run an xDS-enabled server on HOST:PORT; repeatable")
 	cfg.rpc.register(fs)
 	cfg.explain.register(fs)
@@ -505,14 +503,14 @@ func parseArgs(args []string) (*config, error) {
 		return nil, errors.New("--demo-tour-step without --demo-tour")
 	}
 	if cfg.demoTour && len(positional) > 0 {
-		return nil, fmt.Errorf("--demo-tour watches the demo's resources and %s: give no TYPE:NAME or xds:/// argument (got %q)", tourTarget, positional[0])
+		return nil, fmt.Errorf("--demo-tour watches the demo's resources and %s: give no TYPE:NAME or xds:/// argument (got %q)", demo.Target, positional[0])
 	}
 	if cfg.demoTour && !cfg.given["resource-timeout"] {
 		// The does-not-exist step waits for this timer.
 		cfg.resourceTimeout = cfg.demoTourStep
 	}
 	if cfg.demoTour {
-		positional = []string{tourTarget}
+		positional = []string{demo.Target}
 	}
 	positional, err := cfg.explain.take(positional, cfg)
 	if err != nil {

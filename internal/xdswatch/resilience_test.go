@@ -7,9 +7,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // TestRPCLinesAttemptsAndFaults: an rpc line counts the RPC's attempts
@@ -24,9 +24,9 @@ func TestRPCLinesAttemptsAndFaults(t *testing.T) {
 	t.Cleanup(b.Stop)
 	b.Fail(backends.Failure{Every: 2})
 	cp := startControlPlane(t,
-		rpctest.ListenerWithFault("L", "R", rpctest.FaultFromHeaders(), 0),
+		controlplane.ListenerWithFault("L", "R", controlplane.FaultFromHeaders(), 0),
 		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""),
-			rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))),
+			controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", b.Addr()))
 	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--rpc-interval", "1h", "--rpc-timeout", "10s",
 		"--rpc-concurrency", "2", "--rpc-method", "/grpc.testing.TestService/EmptyCall", "xds:///L")
@@ -77,7 +77,7 @@ func TestEjectionLines(t *testing.T) {
 		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
 		// An interval in which the RPCs, one per 5ms, give each endpoint
 		// the 5 the algorithm needs.
-		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 300*time.Millisecond, time.Hour),
+		controlplane.WithOutlierDetection(controlplane.Cluster("c", ""), 300*time.Millisecond, time.Hour),
 		controlplane.Endpoints("c", addrs...))
 	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--rpc-interval", "5ms", "--rpc-timeout", "10s",
 		"--rpc-method", "/grpc.testing.TestService/EmptyCall", "xds:///L")

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -186,8 +187,8 @@ func TestParseArgs(t *testing.T) {
 	}
 	// The tour routes xds:///demo, with RPCs three times per step.
 	cfg, err = parseArgs([]string{"--demo-tour", "--demo-tour-step", "600ms"})
-	if err != nil || len(cfg.targets) != 1 || cfg.targets[0].arg != tourTarget || cfg.rpc.interval != 200*time.Millisecond {
-		t.Errorf("--demo-tour: %+v, %v; want target %s and RPCs every 200ms", cfg, err, tourTarget)
+	if err != nil || len(cfg.targets) != 1 || cfg.targets[0].arg != demo.Target || cfg.rpc.interval != 200*time.Millisecond {
+		t.Errorf("--demo-tour: %+v, %v; want target %s and RPCs every 200ms", cfg, err, demo.Target)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
@@ -74,4 +75,14 @@ func typeLabel(t xdsresource.Type) string {
 		return s
 	}
 	return t.TypeURL()
+}
+
+// demoSpecs returns a spec for each resource the demo d serves.
+func demoSpecs(d *demo.Demo) []spec {
+	res := d.Resources()
+	specs := make([]spec, len(res))
+	for i, r := range res {
+		specs[i] = spec{typ: r.Type, name: r.Name}
+	}
+	return specs
 }

@@ -21,12 +21,13 @@ import (
 	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
-// csdsCache reads the one ClientConfig of a CSDS response as a tourCache
+// csdsCache reads the one ClientConfig of a CSDS response as a demo.Cache
 // (without servers, which CSDS does not show).
-func csdsCache(t *testing.T, resp *statusv3.ClientStatusResponse) tourCache {
+func csdsCache(t *testing.T, resp *statusv3.ClientStatusResponse) demo.Cache {
 	t.Helper()
 	if len(resp.GetConfig()) != 1 {
 		t.Fatalf("CSDS: %d ClientConfigs, want 1", len(resp.GetConfig()))
@@ -39,49 +40,49 @@ func csdsCache(t *testing.T, resp *statusv3.ClientStatusResponse) tourCache {
 		adminv3.ClientResourceStatus_RECEIVED_ERROR: xdsclient.StateReceivedError,
 		adminv3.ClientResourceStatus_TIMEOUT:        xdsclient.StateTimeout,
 	}
-	c := tourCache{}
+	c := demo.Cache{}
 	for _, g := range resp.GetConfig()[0].GetGenericXdsConfigs() {
-		e := tourEntry{state: states[g.GetClientStatus()]}
+		e := demo.Entry{State: states[g.GetClientStatus()]}
 		if g.GetXdsConfig() != nil {
-			e.version = g.GetVersionInfo()
+			e.Version = g.GetVersionInfo()
 		}
-		c[resourceKey{typeURL: g.GetTypeUrl(), name: g.GetName()}] = e
+		c[demo.Key{TypeURL: g.GetTypeUrl(), Name: g.GetName()}] = e
 	}
 	return c
 }
 
 // withoutServers returns c without the servers its entries came from.
-func withoutServers(c tourCache) tourCache {
-	out := tourCache{}
+func withoutServers(c demo.Cache) demo.Cache {
+	out := demo.Cache{}
 	for k, e := range c {
-		e.from = ""
+		e.From = ""
 		out[k] = e
 	}
 	return out
 }
 
 // cacheDiff lists how got differs from want, one entry a line.
-func cacheDiff(got, want tourCache) string {
+func cacheDiff(got, want demo.Cache) string {
 	var lines []string
-	for _, k := range want.sortedKeys() {
+	for _, k := range want.SortedKeys() {
 		if g, ok := got[k]; !ok || g != want[k] {
-			lines = append(lines, fmt.Sprintf("%s: CSDS %+v (present %v), announced %+v", keyLabel(k), g, ok, want[k]))
+			lines = append(lines, fmt.Sprintf("%s: CSDS %+v (present %v), announced %+v", k, g, ok, want[k]))
 		}
 	}
-	for _, k := range got.sortedKeys() {
+	for _, k := range got.SortedKeys() {
 		if _, ok := want[k]; !ok {
-			lines = append(lines, fmt.Sprintf("%s: CSDS %+v, not announced", keyLabel(k), got[k]))
+			lines = append(lines, fmt.Sprintf("%s: CSDS %+v, not announced", k, got[k]))
 		}
 	}
 	return strings.Join(lines, "\n")
 }
 
 // tourRPCRE matches the text line of an RPC through the tour's channel.
-var tourRPCRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + tourTarget + ` rpc /grpc\.health\.v1\.Health/Check: ([A-Z_]+), (?:no cluster|cluster \S+), (?:no peer|peer \S+)(?:, (\d+) attempts)?(?:, fault (\S+))?(?:: (.*))?$`)
+var tourRPCRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + demo.Target + ` rpc /grpc\.health\.v1\.Health/Check: ([A-Z_]+), (?:no cluster|cluster \S+), (?:no peer|peer \S+)(?:, (\d+) attempts)?(?:, fault (\S+))?(?:: (.*))?$`)
 
 // parseTourRPC returns the RPC of line, nil when line is not the line of
 // an RPC through the tour's channel.
-func parseTourRPC(t *testing.T, line string) *rpcResult {
+func parseTourRPC(t *testing.T, line string) *demo.RPC {
 	t.Helper()
 	m := tourRPCRE.FindStringSubmatch(line)
 	if m == nil {
@@ -95,7 +96,7 @@ func parseTourRPC(t *testing.T, line string) *rpcResult {
 	if m[2] != "" {
 		attempts, _ = strconv.Atoi(m[2])
 	}
-	return &rpcResult{target: tourTarget, code: code, attempts: attempts, fault: m[3], message: m[4]}
+	return &demo.RPC{Target: demo.Target, Code: code, Attempts: attempts, Fault: m[3], Message: m[4]}
 }
 
 // TestDemoTour runs the tour in this process (so the race detector sees
@@ -128,7 +129,7 @@ func TestDemoTour(t *testing.T) {
 	// below has seen it (checked), so the step only paces the RPCs.
 	const step = 300 * time.Millisecond
 	checked := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), goalSeenKey{}, func(ctx context.Context) {
+	ctx, cancel := context.WithCancel(demo.WithGoalReached(context.Background(), func(ctx context.Context) {
 		select {
 		case <-checked:
 		case <-ctx.Done():
@@ -147,8 +148,8 @@ func TestDemoTour(t *testing.T) {
 	// The tour's steps name the demo's xDS-enabled server, whose port
 	// the demo learns at start: they are made once its line is read.
 	var (
-		specs []spec
-		steps []tourStep
+		specs []demo.Resource
+		steps []demo.Step
 	)
 	var (
 		csdsClient statusv3.ClientStatusDiscoveryServiceClient
@@ -164,14 +165,14 @@ func TestDemoTour(t *testing.T) {
 		// The goal whose RPC outcome the RPCs show (step, goal, and the
 		// RPCs counted for it); step 0 for none.
 		rpcStep, rpcGoalAt, rpcs int
-		lastRPC                  *rpcResult // the last RPC printed
+		lastRPC                  *demo.RPC // the last RPC printed
 	)
 	endGoal := func() {
 		if rpcStep == 0 {
 			return
 		}
-		if goals := steps[rpcStep-1].goals; rpcGoalAt == len(goals)-1 && rpcs == 0 {
-			t.Errorf("step %d (%s): no RPC while its last goal was held", rpcStep, steps[rpcStep-1].title)
+		if goals := steps[rpcStep-1].Goals; rpcGoalAt == len(goals)-1 && rpcs == 0 {
+			t.Errorf("step %d (%s): no RPC while its last goal was held", rpcStep, steps[rpcStep-1].Title)
 		}
 		rpcStep = 0
 	}
@@ -182,10 +183,9 @@ func TestDemoTour(t *testing.T) {
 		if rest, ok := strings.CutPrefix(line, "xdswatch: xDS-enabled server on "); ok {
 			addr, _, _ := strings.Cut(rest, ",")
 			var err error
-			if specs, err = specsOf(demoResources([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{addr}), ""); err != nil {
+			if specs, steps, err = demo.Plan(addr, step); err != nil {
 				t.Fatal(err)
 			}
-			steps = (&tour{specs: specs, timeout: step, serverAddr: addr}).steps()
 		}
 		if addr, ok := strings.CutPrefix(line, "xdswatch: admin port (CSDS, channelz, health, reflection) on "); ok {
 			addr, _, _ = strings.Cut(addr, ";")
@@ -207,27 +207,27 @@ func TestDemoTour(t *testing.T) {
 			lastRPC = r
 		}
 		if r != nil && rpcStep != 0 {
-			goals := steps[rpcStep-1].goals
-			ok := goals[rpcGoalAt].rpc.matches(r)
+			goals := steps[rpcStep-1].Goals
+			ok := goals[rpcGoalAt].RPC.Matches(r)
 			if rpcGoalAt+1 < len(goals) {
-				ok = ok || goals[rpcGoalAt+1].rpc.matches(r)
+				ok = ok || goals[rpcGoalAt+1].RPC.Matches(r)
 			}
 			if !ok {
-				t.Errorf("step %d (%s), goal %d (%v): RPC %q", rpcStep, steps[rpcStep-1].title, rpcGoalAt+1, goals[rpcGoalAt].rpc, line)
+				t.Errorf("step %d (%s), goal %d (%v): RPC %q", rpcStep, steps[rpcStep-1].Title, rpcGoalAt+1, goals[rpcGoalAt].RPC, line)
 			}
 			rpcs++
 		}
-		if stepOf > 0 && steps[stepOf-1].title == "fallback" {
+		if stepOf > 0 && steps[stepOf-1].Title == "fallback" {
 			fallback = append(fallback, line)
 		}
-		if stepOf > 0 && (steps[stepOf-1].title == "resilience" || steps[stepOf-1].title == "healthy again") {
-			resilience[steps[stepOf-1].title] = append(resilience[steps[stepOf-1].title], line)
+		if stepOf > 0 && (steps[stepOf-1].Title == "resilience" || steps[stepOf-1].Title == "healthy again") {
+			resilience[steps[stepOf-1].Title] = append(resilience[steps[stepOf-1].Title], line)
 		}
-		if strings.Contains(line, " cds "+tourCluster+" AMBIENT INVALID_ARGUMENT") {
+		if strings.Contains(line, " cds "+demo.Cluster+" AMBIENT INVALID_ARGUMENT") {
 			nacks++
 		}
 		serverLines = append(serverLines, serverLine(line)...)
-		if strings.Contains(line, " cds "+tourCluster+" v") && !strings.HasSuffix(line, ", LRS") {
+		if strings.Contains(line, " cds "+demo.Cluster+" v") && !strings.HasSuffix(line, ", LRS") {
 			t.Errorf("the demo cluster without load reporting: %s", line)
 		}
 		m := reachedRE.FindStringSubmatch(line)
@@ -237,18 +237,18 @@ func TestDemoTour(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		i := reached[n]
 		reached[n]++
-		if n > len(steps) || i >= len(steps[n-1].goals) {
+		if n > len(steps) || i >= len(steps[n-1].Goals) {
 			t.Fatalf("%q: step %d has no goal %d", line, n, i+1)
 		}
-		if want := "; " + steps[n-1].goals[i].rpc.String(); !strings.HasSuffix(line, want) {
+		if want := "; " + steps[n-1].Goals[i].RPC.String(); !strings.HasSuffix(line, want) {
 			t.Errorf("%q: want it to end in %q", line, want)
 		}
 		// The tour says a goal is reached once an RPC showed it (or a
 		// later goal of the step, which it passed on the way): that RPC's
 		// line came first.
 		shown := false
-		for _, g := range steps[n-1].goals[i:] {
-			shown = shown || g.rpc.matches(lastRPC)
+		for _, g := range steps[n-1].Goals[i:] {
+			shown = shown || g.RPC.Matches(lastRPC)
 		}
 		if !shown {
 			t.Errorf("%q after the RPC %+v", line, lastRPC)
@@ -263,29 +263,29 @@ func TestDemoTour(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CSDS after %q: %v", line, err)
 		}
-		got, goals := csdsCache(t, resp), steps[n-1].goals
-		want := withoutServers(goals[i].cache)
-		nextGoal := i+1 < len(goals) && cacheDiff(got, want) != "" && cacheDiff(got, withoutServers(goals[i+1].cache)) == ""
+		got, goals := csdsCache(t, resp), steps[n-1].Goals
+		want := withoutServers(goals[i].Cache)
+		nextGoal := i+1 < len(goals) && cacheDiff(got, want) != "" && cacheDiff(got, withoutServers(goals[i+1].Cache)) == ""
 		if d := cacheDiff(got, want); d != "" && !nextGoal {
 			t.Errorf("after %q, CSDS differs from what the tour announced:\n%s", line, d)
 		}
 		checked <- struct{}{}
 	}
 	for i, s := range steps {
-		if reached[i+1] != len(s.goals) {
-			t.Errorf("step %d (%s): %d goals reached, want %d", i+1, s.title, reached[i+1], len(s.goals))
+		if reached[i+1] != len(s.Goals) {
+			t.Errorf("step %d (%s): %d goals reached, want %d", i+1, s.Title, reached[i+1], len(s.Goals))
 		}
 	}
 	if nacks != 1 {
-		t.Errorf("%d AMBIENT INVALID_ARGUMENT lines for cds %s, want 1 (one NACK)", nacks, tourCluster)
+		t.Errorf("%d AMBIENT INVALID_ARGUMENT lines for cds %s, want 1 (one NACK)", nacks, demo.Cluster)
 	}
 	// The server's steps: its serving lines, the two RPCs of the RBAC
 	// step and the audit line of the denial, in order.
 	wantServer := []string{
 		"serving SERVING",
-		"rpc " + demoAllowedMethod + " OK",
-		"audit " + demoDeniedMethod + " " + demoClientID + " demo-authz false",
-		"rpc " + demoDeniedMethod + " PERMISSION_DENIED",
+		"rpc " + demo.AllowedMethod + " OK",
+		"audit " + demo.DeniedMethod + " " + demo.ClientID + " demo-authz false",
+		"rpc " + demo.DeniedMethod + " PERMISSION_DENIED",
 		"serving NOT_SERVING",
 		"serving SERVING",
 	}
@@ -311,9 +311,9 @@ func TestDemoTour(t *testing.T) {
 			unavailable[f[1]+" "+f[2]]++
 		}
 	}
-	wantUnavailable := map[string]int{"cds " + tourTimeout: 1}
+	wantUnavailable := map[string]int{"cds " + demo.TimeoutCluster: 1}
 	for _, s := range specs {
-		wantUnavailable[typeLabel(s.typ)+" "+s.name] = 1
+		wantUnavailable[s.Type.ShortName()+" "+s.Name] = 1
 	}
 	if !maps.Equal(unavailable, wantUnavailable) || warnings != 4 || lrsWarnings != 2 || unimplemented != 1 {
 		t.Errorf("fallback step: UNAVAILABLE lines by watch %v, want %v; %d warnings, want 4 (the failure, the fallback, "+
@@ -339,7 +339,7 @@ func TestDemoTour(t *testing.T) {
 // step is reached is its goal, which every RPC then is checked against.)
 func checkResilienceSteps(t *testing.T, resilience, healthy []string) {
 	t.Helper()
-	ejection := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + tourTarget + ` ejection: cluster ` + tourCluster + ` endpoint (\S+) (ejected by failure_percentage|returned)`)
+	ejection := regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} ` + demo.Target + ` ejection: cluster ` + demo.Cluster + ` endpoint (\S+) (ejected by failure_percentage|returned)`)
 	var ejected, returned []string
 	for _, l := range append(slices.Clone(resilience), healthy...) {
 		if m := ejection.FindStringSubmatch(l); m != nil && m[2] == "returned" {
@@ -450,7 +450,7 @@ func TestRunTourInProcess(t *testing.T) {
 			for range stderr {
 			}
 			if n := <-okRPCs; n == 0 {
-				t.Error("no RPC through " + tourTarget + " succeeded")
+				t.Error("no RPC through " + demo.Target + " succeeded")
 			}
 		})
 	}

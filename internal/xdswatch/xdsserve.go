@@ -12,7 +12,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/xdslens/xdslens/internal/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
 	"github.com/xdslens/xdslens/telemetry"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsserver"
@@ -141,13 +142,12 @@ func (o *output) serving(c xdsserver.ServingModeChange) {
 
 // printServeTry prints on w, for people, where the xDS-enabled server
 // serves and, for the demo's (d not nil), how to call it under mTLS.
-func printServeTry(w io.Writer, addrs []string, d *demo) {
+func printServeTry(w io.Writer, addrs []string, d *demo.Demo) {
 	for _, a := range addrs {
 		if d == nil {
 			fmt.Fprintf(w, "xdswatch: xDS-enabled server on %s, served as its Listener says\n", a)
 			continue
 		}
-		fmt.Fprintf(w, "xdswatch: xDS-enabled server on %s, under mTLS and RBAC from the demo's Listener; try: grpcurl -cacert %s -cert %s -key %s -servername %s %s grpc.health.v1.Health/Check\n",
-			a, d.certs.files.CA, d.certs.clientCert, d.certs.clientKey, demoServerName, a)
+		fmt.Fprintf(w, "xdswatch: xDS-enabled server on %s, under mTLS and RBAC from the demo's Listener; try: %s\n", a, d.ServeTry(a))
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 )
 
 // topKeys returns the keys of the JSON object in line, in order.
@@ -48,7 +48,7 @@ func topKeys(t *testing.T, line string) []string {
 	return keys
 }
 
-// demoServerListener is the name of the demo's server Listener.
+// demoServerListenerName is the name of the demo's server Listener.
 const demoServerListenerName = "grpc/server?xds.resource.listening_address=127.0.0.1:8443"
 
 // TestDemoJSON runs without a bootstrap: the listening line carries the

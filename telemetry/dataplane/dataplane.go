@@ -7,6 +7,8 @@ import (
 	"iter"
 	"sync"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
@@ -290,11 +291,11 @@ func routedClusters(c *xdsconfig.Config) iter.Seq[string] {
 		}
 		for _, r := range c.VirtualHost.Routes {
 			switch r.Action.Kind {
-			case xdsresource.ActionCluster:
+			case routeconfig.ActionCluster:
 				if c.Clusters[r.Action.Cluster] != nil && !yield(r.Action.Cluster) {
 					return
 				}
-			case xdsresource.ActionWeightedClusters:
+			case routeconfig.ActionWeightedClusters:
 				for _, w := range r.Action.WeightedClusters {
 					if c.Clusters[w.Name] != nil && !yield(w.Name) {
 						return

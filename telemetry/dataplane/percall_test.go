@@ -18,11 +18,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/metrictest"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/metrictest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -81,7 +81,7 @@ func TestPerCallMetrics(t *testing.T) {
 	e := rpctest.NewEnv(t, 1, dataplane.WithPerCallMetrics(mp))
 	e.Set(controlplane.Listener("L", "R"),
 		rpctest.RouteConfig("R",
-			rpctest.Route(rpctest.PrefixMatch("/grpc.testing."), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond)),
+			rpctest.Route(rpctest.PrefixMatch("/grpc.testing."), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond)),
 			rpctest.Route(rpctest.PrefixMatch("/pkg."), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""),
 		rpctest.LocalityEndpoints("c", rpctest.Locality{Zone: "z1", Weight: 1, Addrs: []string{e.Addr(0)}}))

@@ -7,11 +7,11 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/metrictest"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/metrictest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/telemetry/dataplane"
 )
 
@@ -21,12 +21,12 @@ import (
 func TestResilienceMetrics(t *testing.T) {
 	e := rpctest.NewEnv(t, 3)
 	reader := measure(t, e.Builder)
-	e.Set(rpctest.ListenerWithFault("L", "R", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
+	e.Set(controlplane.ListenerWithFault("L", "R", controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
 		rpctest.RouteConfig("R",
-			rpctest.WithFaultOverride(rpctest.Route(rpctest.PrefixMatch("/grpc.testing.TestService/"),
-				rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 1, time.Millisecond, time.Millisecond)), rpctest.FaultAbort(0, 0)),
+			controlplane.WithFaultOverride(rpctest.Route(rpctest.PrefixMatch("/grpc.testing.TestService/"),
+				controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 1, time.Millisecond, time.Millisecond)), controlplane.FaultAbort(0, 0)),
 			rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
-		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
+		controlplane.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
 		controlplane.Endpoints("c", e.Addr(0), e.Addr(1), e.Addr(2)))
 	conn := e.Dial("xdslens:///L")
 	ctx := xdstest.Context(t)

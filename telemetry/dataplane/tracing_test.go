@@ -26,10 +26,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/xdslens/xdslens/internal/backends"
-	"github.com/xdslens/xdslens/internal/controlplane"
-	"github.com/xdslens/xdslens/internal/rpctest"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/telemetry/dataplane"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -108,12 +108,12 @@ func TestTracing(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	defer tp.Shutdown(context.Background())
 	e := rpctest.NewEnv(t, 1, dataplane.WithTracerProvider(tp))
-	named := rpctest.Route(rpctest.PrefixMatch("/grpc.testing."), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))
+	named := rpctest.Route(rpctest.PrefixMatch("/grpc.testing."), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))
 	named.Name = "testing"
-	e.Set(rpctest.ListenerWithFault("L", "R", rpctest.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
+	e.Set(controlplane.ListenerWithFault("L", "R", controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100), 0),
 		rpctest.RouteConfig("R",
 			rpctest.Route(rpctest.PathMatch("/other.S/Exact"), rpctest.ToCluster("c")),
-			rpctest.WithFaultOverride(named, rpctest.FaultAbort(0, 0)),
+			controlplane.WithFaultOverride(named, controlplane.FaultAbort(0, 0)),
 			rpctest.Route(rpctest.PrefixMatch("/aborted."), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""),
 		rpctest.LocalityEndpoints("c", rpctest.Locality{Zone: "z1", Weight: 1, Addrs: []string{e.Addr(0)}}))
@@ -200,7 +200,7 @@ func TestTracing(t *testing.T) {
 	if !ok {
 		t.Errorf("aborted RPC: no %s event in %v", dataplane.EventFault, aborted[0].Events())
 	}
-	checkAttrs(t, "fault event", fault, map[string]string{"xds.filter": rpctest.FaultFilterName, "xds.fault.action": "abort", "xds.cluster": "c"})
+	checkAttrs(t, "fault event", fault, map[string]string{"xds.filter": controlplane.FaultFilterName, "xds.fault.action": "abort", "xds.cluster": "c"})
 	if st := aborted[0].Status(); st.Code != otelcodes.Error {
 		t.Errorf("aborted RPC: status %v, want an error", st)
 	}
@@ -221,7 +221,7 @@ func TestTracingEjection(t *testing.T) {
 		}
 	}}))
 	e.Set(controlplane.Listener("L", "R"), controlplane.RouteConfig("R", []string{"*"}, "c"),
-		rpctest.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
+		controlplane.WithOutlierDetection(controlplane.Cluster("c", ""), 50*time.Millisecond, time.Hour),
 		controlplane.Endpoints("c", e.Addr(0), e.Addr(1), e.Addr(2)))
 	conn := e.Dial("xdslens:///L")
 	client := testgrpc.NewTestServiceClient(conn)
@@ -278,7 +278,7 @@ func TestRoutingOnSpans(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	e := rpctest.NewEnv(t, 1, dataplane.WithRoutingOnSpans())
 	e.Set(controlplane.Listener("L", "R"),
-		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), rpctest.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))),
+		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, time.Millisecond))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	plugin := grpcotel.DialOption(grpcotel.Options{TraceOptions: opentelemetry.TraceOptions{TracerProvider: tp, TextMapPropagator: propagation.TraceContext{}}})
 	conn, err := grpc.NewClient("xdslens:///L", append([]grpc.DialOption{plugin}, append(e.Builder.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)...)

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
@@ -29,7 +31,7 @@ func benchManager(b *testing.B, n int) (*Manager, benchWatcher) {
 // xDS client subscribes on a server that never answers: the manager is
 // handed decoded resources directly, so that what is measured or checked
 // is the manager alone.
-func injected(tb testing.TB, rc *xdsresource.RouteConfiguration, cluster func(name string) *xdsresource.Cluster) (*Manager, benchWatcher) {
+func injected(tb testing.TB, rc *routeconfig.Config, cluster func(name string) *xdsresource.Cluster) (*Manager, benchWatcher) {
 	srv := xdstest.NewADSServer(tb)
 	cfg := xdstest.Bootstrap{Servers: []string{srv.Addr()}, Node: `{"id": "bench"}`}.Parse(tb)
 	c := xdstest.NewClient(tb, cfg, xdstest.ClientOptions(xdsclient.WithResourceTimeout(time.Hour))...)
@@ -89,15 +91,15 @@ func resource(v any) *xdsclient.Resource { return &xdsclient.Resource{Value: v, 
 
 // routeConfig names n clusters c0..c(n-1), one route each; variant makes
 // another resource with the same routes.
-func routeConfig(n, variant int) *xdsresource.RouteConfiguration {
-	vh := xdsresource.VirtualHost{Name: fmt.Sprintf("vh-%d", variant), Domains: []string{"*"}}
+func routeConfig(n, variant int) *routeconfig.Config {
+	vh := routeconfig.VirtualHost{Name: fmt.Sprintf("vh-%d", variant), Domains: []string{"*"}}
 	for i := range n {
-		vh.Routes = append(vh.Routes, xdsresource.Route{
-			PathMatch: xdsresource.PathPrefix, Prefix: fmt.Sprintf("/svc%d/", i),
-			Action: xdsresource.RouteAction{Kind: xdsresource.ActionCluster, Cluster: fmt.Sprintf("c%d", i)},
+		vh.Routes = append(vh.Routes, routeconfig.Route{
+			PathMatch: routeconfig.PathPrefix, Prefix: fmt.Sprintf("/svc%d/", i),
+			Action: routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: fmt.Sprintf("c%d", i)},
 		})
 	}
-	return &xdsresource.RouteConfiguration{Name: "R", VirtualHosts: []xdsresource.VirtualHost{vh}}
+	return &routeconfig.Config{Name: "R", VirtualHosts: []routeconfig.VirtualHost{vh}}
 }
 
 func endpoints(name string, port int) *xdsresource.ClusterLoadAssignment {
@@ -131,7 +133,7 @@ func BenchmarkUpdate(b *testing.B) {
 		m.mu.Lock()
 		rds := m.rds
 		m.mu.Unlock()
-		rcs := [2]*xdsresource.RouteConfiguration{routeConfig(n, 1), routeConfig(n, 2)}
+		rcs := [2]*routeconfig.Config{routeConfig(n, 1), routeConfig(n, 2)}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {

@@ -2,6 +2,7 @@ package xdsconfig
 
 import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Config is everything one gRPC channel needs to route its RPCs, as the
@@ -28,7 +29,7 @@ type Config struct {
 	RouteConfigName string
 	// RouteConfig is the route configuration in use, fetched with RDS or
 	// inline.
-	RouteConfig *xdsresource.RouteConfiguration
+	RouteConfig *routeconfig.Config
 	// RouteConfigVersion is the version_info of the response that carried
 	// RouteConfig: of the RDS resource, or of the Listener when inline. A
 	// response that resends a resource unchanged changes neither version,
@@ -37,7 +38,7 @@ type Config struct {
 	// VirtualHost is the virtual host of RouteConfig whose domains match
 	// the channel's authority best (gRFC A27 domain matching); it points
 	// into RouteConfig.VirtualHosts.
-	VirtualHost *xdsresource.VirtualHost
+	VirtualHost *routeconfig.VirtualHost
 	// Clusters holds, by name, every cluster the routes of VirtualHost
 	// name (directly or in weighted clusters) and every cluster reachable
 	// from an aggregate one among them. A cluster reached more than once

@@ -5,15 +5,17 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 func TestDiff(t *testing.T) {
 	lis, lis2 := &xdsresource.Listener{Name: "l"}, &xdsresource.Listener{Name: "l"}
-	rc := &xdsresource.RouteConfiguration{Name: "r", VirtualHosts: []xdsresource.VirtualHost{{Name: "vh", Domains: []string{"*"}}}}
-	rcSame := &xdsresource.RouteConfiguration{Name: "r", VirtualHosts: []xdsresource.VirtualHost{{Name: "vh", Domains: []string{"*"}}, {Name: "other", Domains: []string{"x"}}}}
-	rcOther := &xdsresource.RouteConfiguration{Name: "r", VirtualHosts: []xdsresource.VirtualHost{{Name: "vh", Domains: []string{"*", "y"}}}}
+	rc := &routeconfig.Config{Name: "r", VirtualHosts: []routeconfig.VirtualHost{{Name: "vh", Domains: []string{"*"}}}}
+	rcSame := &routeconfig.Config{Name: "r", VirtualHosts: []routeconfig.VirtualHost{{Name: "vh", Domains: []string{"*"}}, {Name: "other", Domains: []string{"x"}}}}
+	rcOther := &routeconfig.Config{Name: "r", VirtualHosts: []routeconfig.VirtualHost{{Name: "vh", Domains: []string{"*", "y"}}}}
 	c1 := &xdsresource.Cluster{Name: "a", Kind: xdsresource.ClusterEDS}
 	eps, eps2 := &xdsresource.ClusterLoadAssignment{ClusterName: "a"}, &xdsresource.ClusterLoadAssignment{ClusterName: "a"}
 	slotA := &xdsconfig.ClusterConfig{Name: "a", Cluster: c1, Endpoints: eps, ResolutionNote: "xDS node ID:n"}

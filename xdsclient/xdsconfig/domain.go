@@ -3,7 +3,7 @@ package xdsconfig
 import (
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // matchKind ranks domain patterns, most specific first.
@@ -88,7 +88,7 @@ func foldEqual(a, b string) bool {
 // specific match wins: an exact domain, then the longest suffix wildcard,
 // then the longest prefix wildcard, then "*"; between equally specific
 // matches, the first virtual host in the list wins, as in gRPC C-core.
-func FindVirtualHost(vhosts []xdsresource.VirtualHost, authority string) int {
+func FindVirtualHost(vhosts []routeconfig.VirtualHost, authority string) int {
 	best, bestKind, bestLen := -1, matchInvalid, 0
 	for i := range vhosts {
 		for _, p := range vhosts[i].Domains {

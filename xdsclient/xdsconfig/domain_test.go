@@ -3,8 +3,9 @@ package xdsconfig_test
 import (
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 func TestMatchDomain(t *testing.T) {
@@ -47,10 +48,10 @@ func TestMatchDomain(t *testing.T) {
 	}
 }
 
-func vhosts(domains ...[]string) []xdsresource.VirtualHost {
-	var vhs []xdsresource.VirtualHost
+func vhosts(domains ...[]string) []routeconfig.VirtualHost {
+	var vhs []routeconfig.VirtualHost
 	for _, d := range domains {
-		vhs = append(vhs, xdsresource.VirtualHost{Domains: d})
+		vhs = append(vhs, routeconfig.VirtualHost{Domains: d})
 	}
 	return vhs
 }
@@ -58,7 +59,7 @@ func vhosts(domains ...[]string) []xdsresource.VirtualHost {
 func TestFindVirtualHost(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		vhosts    []xdsresource.VirtualHost
+		vhosts    []routeconfig.VirtualHost
 		authority string
 		want      int
 	}{

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -19,8 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/testmain"
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -128,9 +130,9 @@ func checkConfig(c *xdsconfig.Config) error {
 	for _, r := range c.VirtualHost.Routes {
 		var names []string
 		switch r.Action.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			names = append(names, r.Action.Cluster)
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				names = append(names, wc.Name)
 			}
@@ -273,7 +275,7 @@ func addrs(s *xdsconfig.ClusterConfig) []string {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// Resource builders beyond those of internal/controlplane.
+// Resource builders beyond those of internal/xdswatch/demo/controlplane.
 
 // logicalDNS returns a LOGICAL_DNS cluster of host:port.
 func logicalDNS(name, host string, port uint32) *clusterv3.Cluster {

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/internal/goid"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
@@ -87,9 +89,9 @@ type Manager struct {
 	lisVersion string                // the version of the response that carried lis
 	ldsNote    string                // the Listener's ambient error
 	rds        *watchState           // nil while the route config is inline
-	rc         *xdsresource.RouteConfiguration
+	rc         *routeconfig.Config
 	rcVersion  string                   // the version of the response that carried rc
-	vh         *xdsresource.VirtualHost // nil until rc has a virtual host for authority
+	vh         *routeconfig.VirtualHost // nil until rc has a virtual host for authority
 	roots      []string                 // the clusters vh's routes name
 	rdsNote    string                   // the RouteConfiguration's ambient error
 

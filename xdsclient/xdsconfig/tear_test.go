@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 )
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -119,9 +121,9 @@ func (m *Manager) dropRDS() {
 
 func (m *Manager) onRouteConfig(st *watchState, r *xdsclient.Resource, err error) {
 	st.heard = true
-	var rc *xdsresource.RouteConfiguration
+	var rc *routeconfig.Config
 	if err == nil {
-		rc, err = valueOf[*xdsresource.RouteConfiguration](r)
+		rc, err = valueOf[*routeconfig.Config](r)
 	}
 	if err != nil {
 		m.rc, m.vh, m.roots = nil, nil, nil
@@ -134,7 +136,7 @@ func (m *Manager) onRouteConfig(st *watchState, r *xdsclient.Resource, err error
 // setRouteConfig uses rc, from RDS or inline in the listener, if it has a
 // virtual host for the authority; version is that of the resource that
 // carried it.
-func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration, version string) {
+func (m *Manager) setRouteConfig(rc *routeconfig.Config, version string) {
 	i := FindVirtualHost(rc.VirtualHosts, m.authority)
 	if i < 0 {
 		m.rc, m.vh, m.roots = nil, nil, nil
@@ -153,7 +155,7 @@ func (m *Manager) setRouteConfig(rc *xdsresource.RouteConfiguration, version str
 // once, in the order they appear: a route's cluster and the clusters of its
 // weighted_clusters. A cluster_header or cluster_specifier_plugin route
 // names its clusters at the time of the RPC, none here.
-func clustersOf(vh *xdsresource.VirtualHost, dst []string) []string {
+func clustersOf(vh *routeconfig.VirtualHost, dst []string) []string {
 	seen := make(map[string]bool, len(vh.Routes))
 	add := func(name string) {
 		if !seen[name] {
@@ -164,9 +166,9 @@ func clustersOf(vh *xdsresource.VirtualHost, dst []string) []string {
 	for i := range vh.Routes {
 		a := &vh.Routes[i].Action
 		switch a.Kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			add(a.Cluster)
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range a.WeightedClusters {
 				add(wc.Name)
 			}

@@ -3,15 +3,16 @@ package xdsresource
 import (
 	"errors"
 	"fmt"
-	"math"
 
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // The four resource types a gRPC client uses. Decode returns, on success, a
-// *Listener, *RouteConfiguration, *Cluster or *ClusterLoadAssignment
+// *Listener, *routeconfig.Config, *Cluster or *ClusterLoadAssignment
 // respectively.
 var (
 	// ListenerType decodes envoy.config.listener.v3.Listener ("lds").
@@ -109,47 +110,20 @@ func (t *builtinType) Decode(opts DecodeOptions, r *anypb.Any) (string, any, err
 	return name, v, nil
 }
 
-// unmarshal decodes b into m, which must be empty (new or reset), naming
-// the message type in the error. Merging into an empty message is decoding
-// it, without a Reset first.
-func unmarshal(b []byte, m proto.Message) error {
-	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, m); err != nil {
-		return fmt.Errorf("cannot unmarshal %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
-	}
-	return nil
-}
-
 // errNoName is returned for a resource whose name field is empty.
 var errNoName = errors.New("resource has no name")
 
-// perMillion converts a fractional percentage to parts per million, capped
-// at one million.
-func perMillion(f *typev3.FractionalPercent) (uint32, error) {
-	var scale uint64
-	switch f.GetDenominator() {
-	case typev3.FractionalPercent_HUNDRED:
-		scale = 10_000
-	case typev3.FractionalPercent_TEN_THOUSAND:
-		scale = 100
-	case typev3.FractionalPercent_MILLION:
-		scale = 1
-	default:
-		return 0, fmt.Errorf("unsupported denominator %v", f.GetDenominator())
+func decodeRouteConfig(opts DecodeOptions, b []byte) (string, any, error) {
+	m := new(routev3.RouteConfiguration)
+	if err := decoding.Unmarshal(b, m); err != nil {
+		return "", nil, err
 	}
-	return uint32(min(uint64(f.GetNumerator())*scale, 1_000_000)), nil
-}
-
-// addWeight adds w to *sum and reports whether the total still fits a
-// uint32.
-func addWeight(sum *uint64, w uint32) bool {
-	*sum += uint64(w)
-	return *sum <= math.MaxUint32
-}
-
-// plural returns "n thing" or "n things".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+	if m.GetName() == "" {
+		return "", nil, errNoName
 	}
-	return fmt.Sprintf("%d %s", n, many)
+	rc, err := routeconfig.Validate(m, opts.TrustedServer)
+	if err != nil {
+		return m.GetName(), nil, err
+	}
+	return m.GetName(), rc, nil
 }

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -83,36 +84,15 @@ func TestDecodeNoName(t *testing.T) {
 	}
 }
 
-func TestPerMillion(t *testing.T) {
-	for _, tc := range []struct {
-		num  uint32
-		den  typev3.FractionalPercent_DenominatorType
-		want uint32
-	}{
-		{5, typev3.FractionalPercent_HUNDRED, 50_000},
-		{5, typev3.FractionalPercent_TEN_THOUSAND, 500},
-		{5, typev3.FractionalPercent_MILLION, 5},
-		{200, typev3.FractionalPercent_HUNDRED, 1_000_000},
-		{4_000_000_000, typev3.FractionalPercent_HUNDRED, 1_000_000},
-	} {
-		got, err := perMillion(&typev3.FractionalPercent{Numerator: tc.num, Denominator: tc.den})
-		if err != nil || got != tc.want {
-			t.Errorf("perMillion(%d/%v) = %d, %v; want %d", tc.num, tc.den, got, err, tc.want)
-		}
-	}
-}
-
 func TestKindStrings(t *testing.T) {
 	for _, tc := range []struct {
 		got  fmt.Stringer
 		want string
 	}{
 		{ClusterEDS, "EDS"}, {ClusterLogicalDNS, "LOGICAL_DNS"}, {ClusterAggregate, "AGGREGATE"}, {ClusterKind(9), "ClusterKind(9)"},
-		{PathPrefix, "prefix"}, {PathExact, "path"}, {PathRegex, "safe_regex"}, {PathMatchKind(0), "PathMatchKind(0)"},
-		{ActionCluster, "cluster"}, {ActionWeightedClusters, "weighted_clusters"}, {ActionClusterHeader, "cluster_header"},
-		{ActionNonForwarding, "non_forwarding"}, {ActionUnsupported, "unsupported"}, {ActionKind(0), "ActionKind(0)"},
-		{HeaderExact, "exact"}, {HeaderPrefix, "prefix"}, {HeaderSuffix, "suffix"}, {HeaderContains, "contains"},
-		{HeaderRegex, "safe_regex"}, {HeaderPresent, "present"}, {HeaderRange, "range"}, {HeaderMatchKind(0), "HeaderMatchKind(0)"},
+		{routeconfig.PathPrefix, "prefix"}, {routeconfig.PathExact, "path"}, {routeconfig.PathRegex, "safe_regex"}, {routeconfig.PathMatchKind(0), "PathMatchKind(0)"},
+		{routeconfig.ActionCluster, "cluster"}, {routeconfig.ActionWeightedClusters, "weighted_clusters"}, {routeconfig.ActionClusterHeader, "cluster_header"},
+		{routeconfig.ActionNonForwarding, "non_forwarding"}, {routeconfig.ActionUnsupported, "unsupported"}, {routeconfig.ActionKind(0), "ActionKind(0)"},
 	} {
 		if s := tc.got.String(); s != tc.want {
 			t.Errorf("String() = %q, want %q", s, tc.want)
@@ -131,6 +111,6 @@ func TestByTypeURLAndSummarizer(t *testing.T) {
 	}
 	var _ Summarizer = (*Cluster)(nil)
 	var _ Summarizer = (*Listener)(nil)
-	var _ Summarizer = (*RouteConfiguration)(nil)
+	var _ Summarizer = (*routeconfig.Config)(nil)
 	var _ Summarizer = (*ClusterLoadAssignment)(nil)
 }

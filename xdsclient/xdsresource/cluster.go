@@ -1,7 +1,6 @@
 package xdsresource
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,15 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
-	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
-	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
-	pickfirstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
-	ringhashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
-	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
-	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -51,24 +47,9 @@ func (k ClusterKind) String() string {
 	return fmt.Sprintf("ClusterKind(%d)", int(k))
 }
 
-// Defaults and limits that gRPC applies to Cluster fields.
-const (
-	DefaultMaxRequests             = 1024
-	DefaultRingHashMinSize         = 1024
-	DefaultRingHashMaxSize         = 8 * 1024 * 1024
-	MaxRingHashSize                = 8 * 1024 * 1024
-	DefaultLeastRequestChoiceCount = 2
-)
-
-// Names of the load balancing policies that Cluster.LBPolicy may hold.
-const (
-	LBRoundRobin         = "round_robin"
-	LBRingHash           = "ring_hash"
-	LBLeastRequest       = "least_request"
-	LBWRRLocality        = "wrr_locality"
-	LBWeightedRoundRobin = "weighted_round_robin"
-	LBPickFirst          = "pick_first"
-)
+// DefaultMaxRequests is the max_requests gRPC applies when a Cluster's
+// circuit breakers set none.
+const DefaultMaxRequests = 1024
 
 // Cluster is a validated Cluster.
 type Cluster struct {
@@ -86,28 +67,9 @@ type Cluster struct {
 	// priority first; never empty.
 	PrioritizedClusters []string
 
-	// LBPolicy is the load balancing policy, one of the LB* names or the
-	// name of a custom policy. It comes from load_balancing_policy (the
-	// first supported entry) when that is set, else from lb_policy.
-	LBPolicy string
-	// LBChildPolicy is the endpoint-picking policy when LBPolicy is
-	// wrr_locality.
-	LBChildPolicy string
-	// RingHash is set when ring_hash is the policy or wrr_locality's child.
-	RingHash *RingHashConfig
-	// LeastRequestChoiceCount is set (at least 2) when least_request is the
-	// policy or wrr_locality's child.
-	LeastRequestChoiceCount uint32
-	// PickFirstShuffle is pick_first's shuffle_address_list (gRFC A62),
-	// when pick_first is the policy or wrr_locality's child.
-	PickFirstShuffle bool
-	// WeightedRoundRobin is set when weighted_round_robin is the policy or
-	// wrr_locality's child.
-	WeightedRoundRobin *WeightedRoundRobinConfig
-	// CustomLBConfig is the JSON config of a custom policy (gRFC A52), set
-	// when LBPolicy or LBChildPolicy names a balancer registered with gRPC
-	// in this program rather than one of the LB* policies.
-	CustomLBConfig json.RawMessage
+	// Config is the load balancing policy, from load_balancing_policy
+	// (the first supported entry) when that is set, else from lb_policy.
+	lbpolicy.Config
 	// LoadBalancingPolicy is load_balancing_policy as received, nil when
 	// unset, for the policy parameters not copied above.
 	LoadBalancingPolicy *clusterv3.LoadBalancingPolicy
@@ -126,7 +88,7 @@ type Cluster struct {
 	ConnectTimeout time.Duration
 	// Security is the validated UpstreamTlsContext of transport_socket
 	// (gRFC A29), nil when the cluster is plaintext.
-	Security *SecurityConfig
+	Security *security.Config
 }
 
 // EDSName returns the name of the ClusterLoadAssignment that an EDS
@@ -207,16 +169,11 @@ func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error)
 	if err := clusterKind(m, c); err != nil {
 		return nil, err
 	}
-	if p := m.GetLoadBalancingPolicy(); p != nil {
-		c.LoadBalancingPolicy = p
-		name, err := lbFromPolicy(p, c, 0)
-		if err != nil {
-			return nil, fmt.Errorf("load_balancing_policy: %v", err)
-		}
-		c.LBPolicy = name
-	} else if err := lbFromEnum(m, c); err != nil {
+	lb, err := lbpolicy.FromCluster(m)
+	if err != nil {
 		return nil, err
 	}
+	c.Config, c.LoadBalancingPolicy = lb, m.GetLoadBalancingPolicy()
 	for _, t := range m.GetCircuitBreakers().GetThresholds() {
 		if t.GetPriority() == corev3.RoutingPriority_DEFAULT {
 			if mr := t.GetMaxRequests(); mr != nil {
@@ -237,7 +194,7 @@ func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error)
 	if len(m.GetTransportSocketMatches()) != 0 {
 		return nil, errors.New("transport_socket_matches is not supported")
 	}
-	sc, err := validateUpstreamTLS(opts, m.GetTransportSocket())
+	sc, err := security.Upstream(m.GetTransportSocket(), opts.HasCertificateProvider)
 	if err != nil {
 		return nil, fmt.Errorf("transport_socket.%v", err)
 	}
@@ -314,21 +271,6 @@ func logicalDNSHost(m *clusterv3.Cluster) (string, error) {
 	}
 	return net.JoinHostPort(sa.GetAddress(), strconv.Itoa(int(sa.GetPortValue()))), nil
 }
-
-// Type URLs of the load_balancing_policy entries that are understood.
-var (
-	roundRobinURL   = typeURLOf(new(roundrobinv3.RoundRobin))
-	ringHashURL     = typeURLOf(new(ringhashv3.RingHash))
-	leastRequestURL = typeURLOf(new(leastrequestv3.LeastRequest))
-	wrrLocalityURL  = typeURLOf(new(wrrlocalityv3.WrrLocality))
-	cswrrURL        = typeURLOf(new(cswrrv3.ClientSideWeightedRoundRobin))
-	pickFirstURL    = typeURLOf(new(pickfirstv3.PickFirst))
-)
-
-// maxLBPolicyDepth is how deeply load_balancing_policy may nest (gRFC A51).
-const maxLBPolicyDepth = 16
-
-var errLBTooDeep = fmt.Errorf("nested more than %d levels deep", maxLBPolicyDepth)
 
 // checkOutlierDetection applies the gRFC A50 rules. Errors name the field
 // without the "outlier_detection." prefix.

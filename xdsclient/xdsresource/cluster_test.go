@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -93,10 +95,10 @@ func TestClusterEDS(t *testing.T) {
 		Name:           "c1",
 		Kind:           ClusterEDS,
 		EDSServiceName: "c1-eds",
-		LBPolicy:       LBRoundRobin,
 		MaxRequests:    500,
 		LRSServer:      true,
 		ConnectTimeout: 3 * time.Second,
+		Config:         lbpolicy.Config{LBPolicy: lbpolicy.RoundRobin},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Decode =\n%+v\nwant\n%+v", got, want)
@@ -131,7 +133,7 @@ func TestClusterLogicalDNS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	want := &Cluster{Name: "c1", Kind: ClusterLogicalDNS, DNSHostname: "dns.example.com:443", LBPolicy: LBLeastRequest, LeastRequestChoiceCount: 3, MaxRequests: 1024}
+	want := &Cluster{Name: "c1", Kind: ClusterLogicalDNS, DNSHostname: "dns.example.com:443", MaxRequests: 1024, Config: lbpolicy.Config{LBPolicy: lbpolicy.LeastRequest, LeastRequestChoiceCount: 3}}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("Decode =\n%+v\nwant\n%+v", v, want)
 	}
@@ -149,8 +151,8 @@ func TestClusterAggregate(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	want := &Cluster{
-		Name: "c1", Kind: ClusterAggregate, PrioritizedClusters: []string{"a", "b"},
-		LBPolicy: LBRingHash, RingHash: &RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}, MaxRequests: 1024,
+		Name: "c1", Kind: ClusterAggregate, PrioritizedClusters: []string{"a", "b"}, MaxRequests: 1024,
+		Config: lbpolicy.Config{LBPolicy: lbpolicy.RingHash, RingHash: &lbpolicy.RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
 	}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("Decode =\n%+v\nwant\n%+v", v, want)
@@ -166,7 +168,7 @@ func TestClusterLoadBalancingPolicy(t *testing.T) {
 		policy    func() *clusterv3.LoadBalancingPolicy
 		wantName  string
 		wantChild string
-		wantRing  *RingHashConfig
+		wantRing  *lbpolicy.RingHashConfig
 		wantLR    uint32
 	}{
 		{
@@ -174,28 +176,28 @@ func TestClusterLoadBalancingPolicy(t *testing.T) {
 			policy: func() *clusterv3.LoadBalancingPolicy {
 				return lbPolicy(t, &structpb.Struct{}, &roundrobinv3.RoundRobin{})
 			},
-			wantName: LBRoundRobin,
+			wantName: lbpolicy.RoundRobin,
 		},
 		{
 			name:     "pick_first",
 			policy:   func() *clusterv3.LoadBalancingPolicy { return lbPolicy(t, &pickfirstv3.PickFirst{}) },
-			wantName: LBPickFirst,
+			wantName: lbpolicy.PickFirst,
 		},
 		{
 			name: "ring_hash",
 			policy: func() *clusterv3.LoadBalancingPolicy {
 				return lbPolicy(t, &ringhashv3.RingHash{MinimumRingSize: wrapperspb.UInt64(10), MaximumRingSize: wrapperspb.UInt64(20)})
 			},
-			wantName: LBRingHash,
-			wantRing: &RingHashConfig{MinRingSize: 10, MaxRingSize: 20},
+			wantName: lbpolicy.RingHash,
+			wantRing: &lbpolicy.RingHashConfig{MinRingSize: 10, MaxRingSize: 20},
 		},
 		{
 			name: "wrr_locality of least_request",
 			policy: func() *clusterv3.LoadBalancingPolicy {
 				return lbPolicy(t, &wrrlocalityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(t, &leastrequestv3.LeastRequest{})})
 			},
-			wantName:  LBWRRLocality,
-			wantChild: LBLeastRequest,
+			wantName:  lbpolicy.WRRLocality,
+			wantChild: lbpolicy.LeastRequest,
 			wantLR:    2,
 		},
 		{
@@ -203,8 +205,8 @@ func TestClusterLoadBalancingPolicy(t *testing.T) {
 			policy: func() *clusterv3.LoadBalancingPolicy {
 				return lbPolicy(t, &wrrlocalityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(t, &cswrrv3.ClientSideWeightedRoundRobin{})})
 			},
-			wantName:  LBWRRLocality,
-			wantChild: LBWeightedRoundRobin,
+			wantName:  lbpolicy.WRRLocality,
+			wantChild: lbpolicy.WeightedRoundRobin,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

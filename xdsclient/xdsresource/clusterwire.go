@@ -7,6 +7,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // Field numbers of the fields that fillCluster decodes by hand (checked
@@ -70,7 +72,7 @@ func (s *clusterScratch) decode(b []byte) error {
 	s.runtime = true // the walk may have stopped before recording it
 	s.reset()
 	s.runtime = true
-	return unmarshal(b, &s.m)
+	return decoding.Unmarshal(b, &s.m)
 }
 
 // reset makes s ready for the next resource, dropping every pointer that

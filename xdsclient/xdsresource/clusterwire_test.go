@@ -19,7 +19,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // The Cluster decoder fills the message from the wire by hand for the
@@ -67,7 +68,7 @@ func TestClusterWireFieldNumbers(t *testing.T) {
 func checkClusterWire(t *testing.T, s *clusterScratch, b []byte) bool {
 	t.Helper()
 	want := new(clusterv3.Cluster)
-	err := unmarshal(b, want)
+	err := decoding.Unmarshal(b, want)
 	took := s.fillCluster(b)
 	switch {
 	case took && err != nil:
@@ -389,7 +390,7 @@ func FuzzClusterWire(f *testing.F) {
 }
 
 // BenchmarkDecodeCluster decodes the EDS cluster of the performance
-// benchmarks (internal/perfbench) and one with the fields of real
+// benchmarks (internal/testing/perfbench) and one with the fields of real
 // clusters, most of them left to the runtime.
 func BenchmarkDecodeCluster(b *testing.B) {
 	eds := controlplane.Cluster("c1", "c1")

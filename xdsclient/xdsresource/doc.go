@@ -5,8 +5,9 @@
 // State-of-the-World protocol sends it as a full set, and a Decode function
 // that turns the wire bytes into a validated value. The four resource types
 // that gRPC uses are provided as [ListenerType], [RouteConfigType],
-// [ClusterType] and [EndpointsType]; users may implement [Type] for their
-// own resources and hand it to the client.
+// [ClusterType] and [EndpointsType], whose Decode returns a *[Listener], a
+// *routeconfig.Config, a *[Cluster] and a *[ClusterLoadAssignment]; users
+// may implement [Type] for their own resources and hand it to the client.
 //
 // Validation follows gRPC: a resource that gRPC could not use is rejected
 // with an error that names the resource, the field and the value, such as
@@ -16,6 +17,28 @@
 // and the client NACKs it. [DecodeOptions] tells the decoders what they
 // need to know beyond the bytes: the server that sent the resource, and
 // the certificate provider instances of the bootstrap.
+//
+// # Where the values are
+//
+// The parts of a resource are validated, and their values defined, in the
+// package of those who read them; this package puts them together into
+// the four resources:
+//
+//	| package        | holds                                                                           | read by                        |
+//	|----------------|---------------------------------------------------------------------------------|--------------------------------|
+//	| xdsresource    | the Type interface and the four types; Listener, Cluster, ClusterLoadAssignment | xdsclient, xdsconfig, xdsgrpc  |
+//	| routeconfig    | route configurations (RDS or inline) and the HttpConnectionManager              | xdsgrpc, xdsserver             |
+//	| serverlistener | server Listeners (gRFC A36): address, filter chains and their matches           | xdsserver                      |
+//	| filterconfig   | the HTTP filters of a listener and their per-route overrides (gRFC A39)         | xdsgrpc, xdsserver             |
+//	| security       | the TLS contexts of clusters and server filter chains (gRFC A29)                | xdscreds, xdsserver            |
+//	| lbpolicy       | a cluster's load-balancing policy (gRFC A52, A58)                               | xdsgrpc                        |
+//	| rls            | the RLS cluster specifier plugin (gRFC A28)                                     | routeconfig                    |
+//	| matcher        | string and header matchers                                                      | routeconfig, security, xdsgrpc |
+//
+// A Listener without api_listener is a server's: its Server field holds
+// the serverlistener.Listener, and its other fields are zero. The rules
+// of every package are the rows of the table below; each row names the
+// resource, and the field names the package.
 //
 // # Decoding a Cluster
 //
@@ -46,7 +69,7 @@
 //	| resource | rule | source | follows |
 //	|---|---|---|---|
 //	| Listener | with api_listener: a client Listener, whose api_listener holds an HttpConnectionManager | A27 | |
-//	| Listener | without api_listener: a server Listener ([ServerListener]); it needs address.socket_address; listener_filters and use_original_dst true are rejected | A36 | |
+//	| Listener | without api_listener: a server Listener (serverlistener.Listener); it needs address.socket_address; listener_filters and use_original_dst true are rejected | A36 | |
 //	| Listener | HttpConnectionManager: xff_num_trusted_hops 0, no original_ip_detection_extensions, rds or route_config (scoped_routes rejected) | A27, A36 | |
 //	| Listener | rds.config_source: ads or self on clients, ads only on servers | A27, A36 | grpc-go |
 //	| Listener | http_filters: unique non-empty names, the router last and only last; an unknown type is rejected unless is_optional | A39 | |
@@ -62,7 +85,7 @@
 //	| Listener | an RBAC filter's config is read only on servers, after the side check: an optional RBAC filter on a client is left out unread | A39, A41 | C-core (grpc-go parses it first and rejects a bad one) |
 //	| Listener, RouteConfiguration | a router, fault, RBAC or RBACPerRoute config in a TypedStruct (xds or udpa), in http_filters or typed_per_filter_config, is rejected even when is_optional; the type_url inside still names the filter, so an unknown one stays skippable | A39, A41 | C-core (the side check comes first: an optional fault filter in a TypedStruct on a server is left out, where grpc-go parses it first and rejects it) |
 //	| Listener, RouteConfiguration | a filter type registered with package httpfilter (config or override type URL, also inside a TypedStruct) is understood: its filter parses each config (ParseConfig) and override (ParseOverride), and one it refuses is NACKed even when is_optional; a registered filter runs on servers when it is an httpfilter.ServerFilter, and on no client: elsewhere it is rejected unless is_optional, then left out. Router, fault, RBAC and RBACPerRoute stay validated by this package | A39 | |
-//	| RouteConfiguration | typed_per_filter_config of virtual hosts, routes and weighted clusters is kept (FilterOverrides), FilterConfig wrappers resolved: disabled entries kept as disabled, unvalidated; optional ones of an unknown type left out | A39 | |
+//	| RouteConfiguration | typed_per_filter_config of virtual hosts, routes and weighted clusters is kept (filterconfig.Overrides), FilterConfig wrappers resolved: disabled entries kept as disabled, unvalidated; optional ones of an unknown type left out | A39 | |
 //	| Listener, RouteConfiguration | RBAC and RBACPerRoute configs are parsed by package httpfilter's RBAC filter, the one xDS-enabled servers run, so a config is accepted exactly when a server can enforce it; the rows below are its rules | A41 | |
 //	| Listener, RouteConfiguration | RBAC: no rules means no enforcement; rules with action LOG are ignored and not read; another action than ALLOW, DENY or LOG is rejected | A41 | C-core (grpc-go still checks the header names and conditions of LOG policies) |
 //	| Listener, RouteConfiguration | RBAC: shadow_rules, shadow_matcher and matcher are ignored | A41 | |
@@ -78,7 +101,7 @@
 //	| RouteConfiguration | header matchers, as both data planes (xdsgrpc on outgoing metadata, xdsserver on incoming metadata, with one matcher) apply them: a header whose name ends in "-bin" is never present to a matcher (an inverted or present_match false matcher on it matches); a header sent with an empty value is present; content-type is "application/grpc" | A28 | C-core and Envoy (grpc-go matches -bin headers on their value and takes a header with an empty value for absent) |
 //	| RouteConfiguration | RLS lookup_service must resolve with a scheme gRPC knows (dns, passthrough, unix, unix-abstract, or one registered in this program) | A28 | grpc-go |
 //	| Cluster | UpstreamTlsContext: transport_socket named envoy.transport_sockets.tls, common_tls_context set, a ca_certificate_provider_instance (current or deprecated field) or else system_root_certs in the validation context required | A29, A82 | C-core (no switch; grpc-go reads system_root_certs only with GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS=true) |
-//	| Cluster | UpstreamTlsContext sni (at most 255 bytes, longer rejected), auto_host_sni and auto_sni_san_validation are kept (SecurityConfig.SNI, AutoHostSNI, AutoSNISANValidation) | A101 | as gRPC with its rollout switch on (grpc-go reads them only with GRPC_EXPERIMENTAL_XDS_SNI=true, a switch the gRFC calls temporary) |
+//	| Cluster | UpstreamTlsContext sni (at most 255 bytes, longer rejected), auto_host_sni and auto_sni_san_validation are kept (security.Config.SNI, AutoHostSNI, AutoSNISANValidation) | A101 | as gRPC with its rollout switch on (grpc-go reads them only with GRPC_EXPERIMENTAL_XDS_SNI=true, a switch the gRFC calls temporary) |
 //	| Listener | a DownstreamTlsContext's system_root_certs without a ca_certificate_provider_instance is rejected | A82 | |
 //	| Cluster, Listener | CommonTlsContext: tls_params, custom_handshaker, validation_context_sds_secret_config rejected; tls_certificate_sds_secret_configs rejected when no identity provider instance is set (current or deprecated field) | A29 | C-core |
 //	| Cluster, Listener | a TLS context that carries a secret, by any field, current or deprecated, is rejected with the path of that field, before any other rule is applied: tls_certificates; the deprecated tls_certificate_certificate_provider and validation_context_certificate_provider (alone or in combined_validation_context), whose typed_config may pack a Secret; custom_tls_certificate_selector; session_ticket_keys (servers); an SdsSecretConfig (tls_certificate_sds_secret_configs, validation_context_sds_secret_config alone or in combined_validation_context, session_ticket_keys_sds_secret_config) whose sds_config names a google_grpc service (channel and call credentials) or initial_metadata; and any field that the xDS APIs mark sensitive, at any depth, in packed messages of linked-in types too; on a server, in every filter chain, also one that gRPC ignores and validates no further | A29 | neither (C-core and grpc-go ignore all of these but tls_certificates, and those too beside an identity provider instance; gRPC never takes a secret from a control plane, so one sent has left its keeper and is reported; CSDS shows the rejected resource with its sensitive fields redacted) |

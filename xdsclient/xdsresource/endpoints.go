@@ -9,6 +9,8 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // ClusterLoadAssignment is a validated ClusterLoadAssignment: the endpoints
@@ -102,14 +104,14 @@ func (c *ClusterLoadAssignment) Summary() string {
 		}
 	}
 	return fmt.Sprintf("endpoints %s: %s, %s (%d healthy), %s", c.ClusterName,
-		plural(len(c.Localities), "locality", "localities"),
-		plural(eps, "endpoint", "endpoints"), healthy,
-		plural(len(c.Drops), "drop", "drops"))
+		decoding.Plural(len(c.Localities), "locality", "localities"),
+		decoding.Plural(eps, "endpoint", "endpoints"), healthy,
+		decoding.Plural(len(c.Drops), "drop", "drops"))
 }
 
 func decodeEndpoints(_ DecodeOptions, b []byte) (string, any, error) {
 	m := new(endpointv3.ClusterLoadAssignment)
-	if err := unmarshal(b, m); err != nil {
+	if err := decoding.Unmarshal(b, m); err != nil {
 		return "", nil, err
 	}
 	if m.GetClusterName() == "" {
@@ -133,7 +135,7 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 		if d.GetCategory() == "" {
 			return nil, fmt.Errorf("policy.drop_overloads[%d].category: empty", i)
 		}
-		n, err := perMillion(d.GetDropPercentage())
+		n, err := decoding.PerMillion(d.GetDropPercentage())
 		if err != nil {
 			return nil, fmt.Errorf("policy.drop_overloads[%d]: %v", i, err)
 		}
@@ -161,7 +163,7 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 		}
 		seenLocality[key] = true
 		sum := weightSums[l.Priority]
-		if !addWeight(&sum, w) {
+		if !decoding.AddWeight(&sum, w) {
 			return nil, fmt.Errorf("%s: locality weights at priority %d add up to more than 4294967295", at, l.Priority)
 		}
 		weightSums[l.Priority] = sum
@@ -175,7 +177,7 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 			if err != nil {
 				return nil, fmt.Errorf("%s.lb_endpoints[%d]: %v", at, j, err)
 			}
-			if !addWeight(&epWeights, e.Weight) {
+			if !decoding.AddWeight(&epWeights, e.Weight) {
 				return nil, fmt.Errorf("%s.lb_endpoints[%d]: endpoint weights in the locality add up to more than 4294967295", at, j)
 			}
 			l.Endpoints = append(l.Endpoints, e)

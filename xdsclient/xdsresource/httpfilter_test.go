@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -17,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/httpfilter"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // Type URLs of the filters these tests register with package httpfilter.
@@ -53,7 +58,7 @@ func (testServerFilter) BuildServerInterceptor(httpfilter.Config, httpfilter.Con
 }
 
 func parseTestConfig(cfg *anypb.Any) (httpfilter.Config, error) {
-	if cfg.GetTypeUrl() != xdsTypedStructURL {
+	if cfg.GetTypeUrl() != decoding.XDSTypedStructURL {
 		if string(cfg.GetValue()) == "bad" {
 			return nil, errors.New("value: bad")
 		}
@@ -193,8 +198,8 @@ func TestFilterOverridesKept(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	got := v.(*RouteConfiguration).VirtualHosts[0]
-	check := func(where string, got FilterOverrides, want FilterOverrides) {
+	got := v.(*routeconfig.Config).VirtualHosts[0]
+	check := func(where string, got filterconfig.Overrides, want filterconfig.Overrides) {
 		t.Helper()
 		if len(got) != len(want) {
 			t.Errorf("%s: %d overrides %v, want %d", where, len(got), keys(got), len(want))
@@ -206,17 +211,17 @@ func TestFilterOverridesKept(t *testing.T) {
 			}
 		}
 	}
-	check("virtual host", got.FilterOverrides, FilterOverrides{
-		"rbac":  {TypeURL: RBACPerRouteFilterTypeURL, Config: rbacOverride},
-		"fault": {TypeURL: FaultFilterTypeURL, Config: fault},
+	check("virtual host", got.FilterOverrides, filterconfig.Overrides{
+		"rbac":  {TypeURL: filterconfig.RBACPerRouteTypeURL, Config: rbacOverride},
+		"fault": {TypeURL: filterconfig.FaultTypeURL, Config: fault},
 		"off":   {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg, Disabled: true},
 	})
-	check("route", got.Routes[0].FilterOverrides, FilterOverrides{
+	check("route", got.Routes[0].FilterOverrides, filterconfig.Overrides{
 		"custom": {TypeURL: testServerOverrideURL, Config: custom},
 		"off":    {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg, Disabled: true},
 	})
 	wcs := got.Routes[1].Action.WeightedClusters
-	check("weighted cluster a", wcs[0].FilterOverrides, FilterOverrides{"custom": {TypeURL: testServerOverrideURL, Config: custom}})
+	check("weighted cluster a", wcs[0].FilterOverrides, filterconfig.Overrides{"custom": {TypeURL: testServerOverrideURL, Config: custom}})
 	if wcs[1].FilterOverrides != nil || got.Routes[1].FilterOverrides != nil {
 		t.Errorf("scopes without typed_per_filter_config have overrides %v, %v; want nil", wcs[1].FilterOverrides, got.Routes[1].FilterOverrides)
 	}
@@ -233,7 +238,7 @@ func TestRegisteredFilterOverrideErrors(t *testing.T) {
 	}
 }
 
-func keys(m FilterOverrides) []string {
+func keys(m filterconfig.Overrides) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

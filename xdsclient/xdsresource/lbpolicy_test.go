@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
@@ -66,7 +68,7 @@ func TestClusterCustomLBPolicy(t *testing.T) {
 		{"wrr_locality child", func(t *testing.T) proto.Message {
 			return &wrrlocalityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(t,
 				&xdstypev3.TypedStruct{TypeUrl: "type.googleapis.com/" + testLBName, Value: mustStruct(t, cfg)})}
-		}, LBWRRLocality, testLBName},
+		}, lbpolicy.WRRLocality, testLBName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +92,7 @@ func TestClusterUnregisteredCustomLBPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	if c := v.(*Cluster); c.LBPolicy != LBRoundRobin || c.CustomLBConfig != nil {
+	if c := v.(*Cluster); c.LBPolicy != lbpolicy.RoundRobin || c.CustomLBConfig != nil {
 		t.Errorf("LBPolicy = %q, CustomLBConfig = %s; want round_robin and none", c.LBPolicy, c.CustomLBConfig)
 	}
 }
@@ -99,9 +101,9 @@ func TestClusterWeightedRoundRobin(t *testing.T) {
 	tests := []struct {
 		name string
 		m    *cswrrv3.ClientSideWeightedRoundRobin
-		want WeightedRoundRobinConfig
+		want lbpolicy.WeightedRoundRobinConfig
 	}{
-		{"defaults", &cswrrv3.ClientSideWeightedRoundRobin{}, WeightedRoundRobinConfig{
+		{"defaults", &cswrrv3.ClientSideWeightedRoundRobin{}, lbpolicy.WeightedRoundRobinConfig{
 			BlackoutPeriod: 10 * time.Second, WeightExpirationPeriod: 3 * time.Minute, WeightUpdatePeriod: time.Second, ErrorUtilizationPenalty: 1,
 		}},
 		{"all set", &cswrrv3.ClientSideWeightedRoundRobin{
@@ -111,11 +113,11 @@ func TestClusterWeightedRoundRobin(t *testing.T) {
 			WeightExpirationPeriod:  durationpb.New(time.Minute),
 			WeightUpdatePeriod:      durationpb.New(10 * time.Millisecond),
 			ErrorUtilizationPenalty: wrapperspb.Float(0.5),
-		}, WeightedRoundRobinConfig{
+		}, lbpolicy.WeightedRoundRobinConfig{
 			EnableOOBLoadReport: true, OOBReportingPeriod: 5 * time.Second, WeightExpirationPeriod: time.Minute,
 			WeightUpdatePeriod: 100 * time.Millisecond, ErrorUtilizationPenalty: 0.5,
 		}},
-		{"OOB period without OOB reports", &cswrrv3.ClientSideWeightedRoundRobin{OobReportingPeriod: durationpb.New(5 * time.Second)}, WeightedRoundRobinConfig{
+		{"OOB period without OOB reports", &cswrrv3.ClientSideWeightedRoundRobin{OobReportingPeriod: durationpb.New(5 * time.Second)}, lbpolicy.WeightedRoundRobinConfig{
 			BlackoutPeriod: 10 * time.Second, WeightExpirationPeriod: 3 * time.Minute, WeightUpdatePeriod: time.Second, ErrorUtilizationPenalty: 1,
 		}},
 	}
@@ -126,7 +128,7 @@ func TestClusterWeightedRoundRobin(t *testing.T) {
 				t.Fatalf("Decode: %v", err)
 			}
 			c := v.(*Cluster)
-			if c.LBPolicy != LBWeightedRoundRobin || c.WeightedRoundRobin == nil || !reflect.DeepEqual(*c.WeightedRoundRobin, tt.want) {
+			if c.LBPolicy != lbpolicy.WeightedRoundRobin || c.WeightedRoundRobin == nil || !reflect.DeepEqual(*c.WeightedRoundRobin, tt.want) {
 				t.Errorf("LBPolicy = %q, WeightedRoundRobin = %+v, want %+v", c.LBPolicy, c.WeightedRoundRobin, tt.want)
 			}
 		})

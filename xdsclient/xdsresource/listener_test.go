@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -32,9 +36,9 @@ func TestListenerRDS(t *testing.T) {
 	want := &Listener{
 		Name:            "l1",
 		RouteConfigName: "r1",
-		HTTPFilters: []HTTPFilter{
-			{Name: "fault", TypeURL: FaultFilterTypeURL, Config: hcm.HttpFilters[0].GetTypedConfig()},
-			{Name: "router", TypeURL: RouterFilterTypeURL, Config: hcm.HttpFilters[1].GetTypedConfig()},
+		HTTPFilters: []filterconfig.Filter{
+			{Name: "fault", TypeURL: filterconfig.FaultTypeURL, Config: hcm.HttpFilters[0].GetTypedConfig()},
+			{Name: "router", TypeURL: filterconfig.RouterTypeURL, Config: hcm.HttpFilters[1].GetTypedConfig()},
 		},
 		MaxStreamDuration: 30 * time.Second,
 	}
@@ -69,9 +73,9 @@ func TestListenerInlineRouteConfig(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	l := v.(*Listener)
-	wantRC := &RouteConfiguration{VirtualHosts: []VirtualHost{{
+	wantRC := &routeconfig.Config{VirtualHosts: []routeconfig.VirtualHost{{
 		Name: "vh", Domains: []string{"*"},
-		Routes: []Route{{PathMatch: PathPrefix, Prefix: "/", Action: RouteAction{Kind: ActionCluster, Cluster: "c1"}}},
+		Routes: []routeconfig.Route{{PathMatch: routeconfig.PathPrefix, Prefix: "/", Action: routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: "c1"}}},
 	}}}
 	if l.RouteConfigName != "" || !reflect.DeepEqual(l.InlineRouteConfig, wantRC) {
 		t.Errorf("Decode = %+v, want inline %+v", l, wantRC)
@@ -103,7 +107,7 @@ func TestListenerOptionalFilters(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	fs := v.(*Listener).HTTPFilters
-	if len(fs) != 2 || fs[0].Name != "fault" || fs[0].TypeURL != FaultFilterTypeURL || fs[1].Name != "router" || fs[1].TypeURL != RouterFilterTypeURL {
+	if len(fs) != 2 || fs[0].Name != "fault" || fs[0].TypeURL != filterconfig.FaultTypeURL || fs[1].Name != "router" || fs[1].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("HTTPFilters = %+v, want fault and router", fs)
 	}
 }
@@ -136,30 +140,30 @@ func TestFilterConfigInTypedStruct(t *testing.T) {
 	const lds = `lds "l1": `
 	const notSupported = ` in a TypedStruct is not supported`
 	runErrorCases(t, ListenerType, "l1", []errorCase{
-		{name: "router in an xds TypedStruct", build: withFilters(httpFilter(t, "router", xdsTS(RouterFilterTypeURL))),
-			want: lds + `http_filters[0] "router": a config of type "` + RouterFilterTypeURL + `"` + notSupported},
-		{name: "router in a udpa TypedStruct", build: withFilters(httpFilter(t, "router", udpaTS(RouterFilterTypeURL))),
-			want: lds + `http_filters[0] "router": a config of type "` + RouterFilterTypeURL + `"` + notSupported},
-		{name: "fault in a TypedStruct", build: withFilters(httpFilter(t, "fault", xdsTS(FaultFilterTypeURL)), routerFilter(t)),
-			want: lds + `http_filters[0] "fault": a config of type "` + FaultFilterTypeURL + `"` + notSupported},
-		{name: "optional fault in a TypedStruct", build: withFilters(optional(httpFilter(t, "fault", udpaTS(FaultFilterTypeURL))), routerFilter(t)),
-			want: lds + `http_filters[0] "fault": a config of type "` + FaultFilterTypeURL + `"` + notSupported},
+		{name: "router in an xds TypedStruct", build: withFilters(httpFilter(t, "router", xdsTS(filterconfig.RouterTypeURL))),
+			want: lds + `http_filters[0] "router": a config of type "` + filterconfig.RouterTypeURL + `"` + notSupported},
+		{name: "router in a udpa TypedStruct", build: withFilters(httpFilter(t, "router", udpaTS(filterconfig.RouterTypeURL))),
+			want: lds + `http_filters[0] "router": a config of type "` + filterconfig.RouterTypeURL + `"` + notSupported},
+		{name: "fault in a TypedStruct", build: withFilters(httpFilter(t, "fault", xdsTS(filterconfig.FaultTypeURL)), routerFilter(t)),
+			want: lds + `http_filters[0] "fault": a config of type "` + filterconfig.FaultTypeURL + `"` + notSupported},
+		{name: "optional fault in a TypedStruct", build: withFilters(optional(httpFilter(t, "fault", udpaTS(filterconfig.FaultTypeURL))), routerFilter(t)),
+			want: lds + `http_filters[0] "fault": a config of type "` + filterconfig.FaultTypeURL + `"` + notSupported},
 	})
 	const rds = `rds "r1": virtual_hosts[0].routes[0]: typed_per_filter_config["fault"]: `
 	runErrorCases(t, RouteConfigType, "r1", []errorCase{
-		{name: "fault override in a TypedStruct", build: override(toAny(t, xdsTS(FaultFilterTypeURL))),
-			want: rds + `a config of type "` + FaultFilterTypeURL + `"` + notSupported},
-		{name: "optional fault override in a TypedStruct", build: override(toAny(t, &routev3.FilterConfig{Config: toAny(t, udpaTS(FaultFilterTypeURL)), IsOptional: true})),
-			want: rds + `a config of type "` + FaultFilterTypeURL + `"` + notSupported},
+		{name: "fault override in a TypedStruct", build: override(toAny(t, xdsTS(filterconfig.FaultTypeURL))),
+			want: rds + `a config of type "` + filterconfig.FaultTypeURL + `"` + notSupported},
+		{name: "optional fault override in a TypedStruct", build: override(toAny(t, &routev3.FilterConfig{Config: toAny(t, udpaTS(filterconfig.FaultTypeURL)), IsOptional: true})),
+			want: rds + `a config of type "` + filterconfig.FaultTypeURL + `"` + notSupported},
 	})
 
 	// A server does not run the fault filter: an optional one is left
 	// out before its config is looked at.
 	hcm := rdsHCM(t)
-	hcm.HttpFilters = []*hcmv3.HttpFilter{optional(httpFilter(t, "fault", xdsTS(FaultFilterTypeURL))), routerFilter(t)}
+	hcm.HttpFilters = []*hcmv3.HttpFilter{optional(httpFilter(t, "fault", xdsTS(filterconfig.FaultTypeURL))), routerFilter(t)}
 	c := chain(t, "c", nil)
 	c.Filters = []*listenerv3.Filter{hcmFilter(t, hcm)}
-	if fs := decodeServer(t, serverLis(c)).FilterChains[0].HTTPFilters; len(fs) != 1 || fs[0].TypeURL != RouterFilterTypeURL {
+	if fs := decodeServer(t, serverLis(c)).FilterChains[0].HTTPFilters; len(fs) != 1 || fs[0].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("HTTPFilters = %+v, want only the router", fs)
 	}
 }
@@ -188,7 +192,7 @@ func TestListenerErrors(t *testing.T) {
 		{
 			name: "api_listener bytes invalid",
 			build: func() proto.Message {
-				a := &anypb.Any{TypeUrl: HTTPConnectionManagerTypeURL, Value: []byte{0xff}}
+				a := &anypb.Any{TypeUrl: routeconfig.ConnectionManagerTypeURL, Value: []byte{0xff}}
 				return &listenerv3.Listener{Name: "l1", ApiListener: &listenerv3.ApiListener{ApiListener: a}}
 			},
 			want:   `lds "l1": api_listener: cannot unmarshal envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager: proto:`,
@@ -315,7 +319,7 @@ func TestListenerErrors(t *testing.T) {
 		{
 			name: "server-only filter in a TypedStruct on a client",
 			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
-				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL}), routerFilter(t)}
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &xdstypev3.TypedStruct{TypeUrl: filterconfig.RBACTypeURL}), routerFilter(t)}
 			}),
 			want: `lds "l1": http_filters[0] "rbac": filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported on clients`,
 		},
@@ -323,7 +327,7 @@ func TestListenerErrors(t *testing.T) {
 			name: "filter config bytes invalid",
 			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 				bad := &hcmv3.HttpFilter{Name: "fault", ConfigType: &hcmv3.HttpFilter_TypedConfig{
-					TypedConfig: &anypb.Any{TypeUrl: FaultFilterTypeURL, Value: []byte{0xff}},
+					TypedConfig: &anypb.Any{TypeUrl: filterconfig.FaultTypeURL, Value: []byte{0xff}},
 				}}
 				h.HttpFilters = []*hcmv3.HttpFilter{bad, routerFilter(t)}
 			}),

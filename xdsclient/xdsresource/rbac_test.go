@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	xdsmatcherv3 "github.com/cncf/xds/go/xds/type/matcher/v3"
@@ -188,7 +190,7 @@ func TestRBACAccepted(t *testing.T) {
 			s := decodeServer(t, rbacServer(t, tc.cfg))
 			f := s.FilterChains[0].HTTPFilters[0]
 			got := new(rbacv3.RBAC)
-			if err := f.Config.UnmarshalTo(got); err != nil || f.TypeURL != RBACFilterTypeURL || !proto.Equal(got, tc.cfg) {
+			if err := f.Config.UnmarshalTo(got); err != nil || f.TypeURL != filterconfig.RBACTypeURL || !proto.Equal(got, tc.cfg) {
 				t.Errorf("HTTPFilters[0] = %+v (%v), want the RBAC config as received", f, err)
 			}
 		})
@@ -266,8 +268,8 @@ func TestRBACErrors(t *testing.T) {
 			want: id0 + `.remote_ip.address_prefix: "" is not an IP address`},
 		{name: "url_path principal", build: cfg(denyID(&rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_UrlPath{UrlPath: &matcherv3.PathMatcher{}}})),
 			want: id0 + `.url_path.path: missing`},
-		{name: "in a TypedStruct", build: cfg(&xdstypev3.TypedStruct{TypeUrl: RBACFilterTypeURL}),
-			want: at + `a config of type "` + RBACFilterTypeURL + `" in a TypedStruct is not supported`},
+		{name: "in a TypedStruct", build: cfg(&xdstypev3.TypedStruct{TypeUrl: filterconfig.RBACTypeURL}),
+			want: at + `a config of type "` + filterconfig.RBACTypeURL + `" in a TypedStruct is not supported`},
 		{name: "first bad policy by name", build: func() proto.Message {
 			c := rbacRules(rbacconfigv3.RBAC_ALLOW, policyWith(t, rawCheckedCondition))
 			c.Rules.Policies["a"] = policyWith(t, rawCondition)
@@ -288,7 +290,7 @@ func TestRBACOptionalOnClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	if fs := v.(*Listener).HTTPFilters; len(fs) != 1 || fs[0].TypeURL != RouterFilterTypeURL {
+	if fs := v.(*Listener).HTTPFilters; len(fs) != 1 || fs[0].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("HTTPFilters = %+v, want only the router", fs)
 	}
 }
@@ -326,8 +328,8 @@ func TestRBACPerRoute(t *testing.T) {
 			want: at + `rbac.rules.action: 5 is not ALLOW, DENY or LOG`},
 		{name: "optional and disabled do not excuse bad rules", build: build(&routev3.FilterConfig{Config: toAny(t, &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{Action: 5}}}), IsOptional: true, Disabled: true}),
 			want: at + `rbac.rules.action: 5 is not ALLOW, DENY or LOG`},
-		{name: "in a TypedStruct", build: build(&xdstypev3.TypedStruct{TypeUrl: RBACPerRouteFilterTypeURL}),
-			want: at + `a config of type "` + RBACPerRouteFilterTypeURL + `" in a TypedStruct is not supported`},
+		{name: "in a TypedStruct", build: build(&xdstypev3.TypedStruct{TypeUrl: filterconfig.RBACPerRouteTypeURL}),
+			want: at + `a config of type "` + filterconfig.RBACPerRouteTypeURL + `" in a TypedStruct is not supported`},
 	})
 
 	// The override is checked on every level that carries one.

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
@@ -98,51 +102,51 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 
 	fraction := uint32(250_000)
 	msd := 2 * time.Second
-	want := &RouteConfiguration{
+	want := &routeconfig.Config{
 		Name: "r1",
-		VirtualHosts: []VirtualHost{
+		VirtualHosts: []routeconfig.VirtualHost{
 			{
 				Name:    "vh1",
 				Domains: []string{"svc.example.com", "*.example.com", "svc.*"},
-				Routes: []Route{
+				Routes: []routeconfig.Route{
 					{
 						Name:            "by-header",
-						PathMatch:       PathExact,
+						PathMatch:       routeconfig.PathExact,
 						Path:            "/svc/Method",
 						CaseInsensitive: true,
-						Headers: []HeaderMatcher{
-							{Name: "x-exact", Kind: HeaderExact, Value: "v", Invert: true},
-							{Name: "x-regex", Kind: HeaderRegex, Value: "a.*"},
-							{Name: "x-present", Kind: HeaderPresent, Present: true},
-							{Name: "x-range", Kind: HeaderRange, RangeStart: 1, RangeEnd: 10},
-							{Name: "x-sm", Kind: HeaderSuffix, Value: "end", IgnoreCase: true},
+						Headers: []matcher.Header{
+							{Name: "x-exact", Kind: matcher.Exact, Value: "v", Invert: true},
+							{Name: "x-regex", Kind: matcher.Regex, Value: "a.*"},
+							{Name: "x-present", Kind: matcher.Present, Present: true},
+							{Name: "x-range", Kind: matcher.Range, RangeStart: 1, RangeEnd: 10},
+							{Name: "x-sm", Kind: matcher.Suffix, Value: "end", IgnoreCase: true},
 						},
 						FractionPerMillion: &fraction,
-						Action:             RouteAction{Kind: ActionCluster, Cluster: "c1"},
+						Action:             routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: "c1"},
 						MaxStreamDuration:  &msd,
-						HashPolicies: []HashPolicy{
-							{Kind: HashHeader, HeaderName: "x-user", Regex: "^u-", Terminal: true},
-							{Kind: HashChannelID},
+						HashPolicies: []routeconfig.HashPolicy{
+							{Kind: routeconfig.HashHeader, HeaderName: "x-user", Regex: "^u-", Terminal: true},
+							{Kind: routeconfig.HashChannelID},
 						},
-						RetryPolicy: &RetryPolicy{RetryOn: []string{"unavailable", "cancelled"}, NumRetries: 3, BaseInterval: 25 * time.Millisecond, MaxInterval: 250 * time.Millisecond},
+						RetryPolicy: &routeconfig.RetryPolicy{RetryOn: []string{"unavailable", "cancelled"}, NumRetries: 3, BaseInterval: 25 * time.Millisecond, MaxInterval: 250 * time.Millisecond},
 						// AutoHostRewrite stays false: the server is not trusted.
 					},
 					{
 						Index:     1,
-						PathMatch: PathRegex,
+						PathMatch: routeconfig.PathRegex,
 						SafeRegex: "/a/.*",
-						Action:    RouteAction{Kind: ActionWeightedClusters, WeightedClusters: []WeightedCluster{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}},
+						Action:    routeconfig.Action{Kind: routeconfig.ActionWeightedClusters, WeightedClusters: []routeconfig.WeightedCluster{{Name: "a", Weight: 1}, {Name: "b", Weight: 3}}},
 					},
 					// The route that matches on query parameters, at 2, is left out.
-					{Index: 3, PathMatch: PathPrefix, Prefix: "/h", Action: RouteAction{Kind: ActionClusterHeader, ClusterHeader: "x-cluster"}},
-					{Index: 4, PathMatch: PathPrefix, Prefix: "/r", Action: RouteAction{Kind: ActionUnsupported}},
+					{Index: 3, PathMatch: routeconfig.PathPrefix, Prefix: "/h", Action: routeconfig.Action{Kind: routeconfig.ActionClusterHeader, ClusterHeader: "x-cluster"}},
+					{Index: 4, PathMatch: routeconfig.PathPrefix, Prefix: "/r", Action: routeconfig.Action{Kind: routeconfig.ActionUnsupported}},
 				},
 			},
 			{
 				Name:        "vh2",
 				Domains:     []string{"*"},
-				RetryPolicy: &RetryPolicy{RetryOn: []string{"internal"}, NumRetries: 1, BaseInterval: time.Second, MaxInterval: 10 * time.Second},
-				Routes:      []Route{{PathMatch: PathPrefix, Action: RouteAction{Kind: ActionNonForwarding}}},
+				RetryPolicy: &routeconfig.RetryPolicy{RetryOn: []string{"internal"}, NumRetries: 1, BaseInterval: time.Second, MaxInterval: 10 * time.Second},
+				Routes:      []routeconfig.Route{{PathMatch: routeconfig.PathPrefix, Action: routeconfig.Action{Kind: routeconfig.ActionNonForwarding}}},
 			},
 		},
 	}
@@ -157,7 +161,7 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("Decode =\n%+v\nwant\n%+v", v, want)
 	}
-	if s, w := v.(*RouteConfiguration).Summary(), "route config r1: 2 virtual hosts, 5 routes"; s != w {
+	if s, w := v.(*routeconfig.Config).Summary(), "route config r1: 2 virtual hosts, 5 routes"; s != w {
 		t.Errorf("Summary() = %q, want %q", s, w)
 	}
 
@@ -166,7 +170,7 @@ func TestRouteConfigRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	if !v.(*RouteConfiguration).VirtualHosts[0].Routes[0].AutoHostRewrite {
+	if !v.(*routeconfig.Config).VirtualHosts[0].Routes[0].AutoHostRewrite {
 		t.Error("AutoHostRewrite = false from a trusted server, want true")
 	}
 }
@@ -223,7 +227,7 @@ func TestRouteConfigClusterSpecifierPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	if rs := v.(*RouteConfiguration).VirtualHosts[0].Routes; len(rs) != 1 || rs[0].Action.Cluster != "c1" {
+	if rs := v.(*routeconfig.Config).VirtualHosts[0].Routes; len(rs) != 1 || rs[0].Action.Cluster != "c1" {
 		t.Errorf("Routes = %+v, want only the route to c1", rs)
 	}
 }
@@ -464,7 +468,7 @@ func TestRouteConfigDomainPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := v.(*RouteConfiguration).VirtualHosts[0].Domains; !reflect.DeepEqual(got, domains) {
+	if got := v.(*routeconfig.Config).VirtualHosts[0].Domains; !reflect.DeepEqual(got, domains) {
 		t.Errorf("Domains = %q, want %q", got, domains)
 	}
 }

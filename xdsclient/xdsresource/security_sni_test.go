@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/proto"
@@ -23,35 +26,35 @@ func TestClusterSecuritySNIAndSystemRoots(t *testing.T) {
 	exact := &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "a"}}
 	runSecurityCases(t, []securityCase{
 		{"sni", &tlsv3.UpstreamTlsContext{CommonTlsContext: upstream(nil).CommonTlsContext, Sni: "api.example.com"},
-			&SecurityConfig{RootInstance: "roots", RootCertName: "ca", SNI: "api.example.com"}},
+			&security.Config{RootInstance: "roots", RootCertName: "ca", SNI: "api.example.com"}},
 		{"sni of 255 bytes", &tlsv3.UpstreamTlsContext{CommonTlsContext: upstream(nil).CommonTlsContext, Sni: strings.Repeat("a", 255)},
-			&SecurityConfig{RootInstance: "roots", RootCertName: "ca", SNI: strings.Repeat("a", 255)}},
+			&security.Config{RootInstance: "roots", RootCertName: "ca", SNI: strings.Repeat("a", 255)}},
 		{"auto_host_sni and auto_sni_san_validation", &tlsv3.UpstreamTlsContext{CommonTlsContext: upstream(nil).CommonTlsContext,
 			Sni: "fallback.example.com", AutoHostSni: true, AutoSniSanValidation: true},
-			&SecurityConfig{RootInstance: "roots", RootCertName: "ca", SNI: "fallback.example.com", AutoHostSNI: true, AutoSNISANValidation: true}},
+			&security.Config{RootInstance: "roots", RootCertName: "ca", SNI: "fallback.example.com", AutoHostSNI: true, AutoSNISANValidation: true}},
 		{"system roots", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: systemRoots(exact)}
-		}), &SecurityConfig{SystemRootCerts: true, SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
+		}), &security.Config{SystemRootCerts: true, SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "a"}}}},
 		{"system roots with an identity", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.TlsCertificateProviderInstance = provider("identity", "id")
 			c.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: systemRoots()}
-		}), &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", SystemRootCerts: true}},
+		}), &security.Config{IdentityInstance: "identity", IdentityCertName: "id", SystemRootCerts: true}},
 		{"system roots in combined_validation_context", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext: systemRoots(),
 			}}
-		}), &SecurityConfig{SystemRootCerts: true}},
+		}), &security.Config{SystemRootCerts: true}},
 		{"a provider instance wins over system roots", upstream(func(c *tlsv3.CommonTlsContext) {
 			vc := systemRoots()
 			vc.CaCertificateProviderInstance = provider("roots", "ca")
 			c.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}
-		}), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
+		}), &security.Config{RootInstance: "roots", RootCertName: "ca"}},
 		{"a deprecated provider instance wins over system roots", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext:                     systemRoots(),
 				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", "old"),
 			}}
-		}), &SecurityConfig{RootInstance: "roots", RootCertName: "old"}},
+		}), &security.Config{RootInstance: "roots", RootCertName: "old"}},
 	})
 
 	with := func(u *tlsv3.UpstreamTlsContext) func() proto.Message {

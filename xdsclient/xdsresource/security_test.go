@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -39,12 +42,12 @@ func upstream(change func(c *tlsv3.CommonTlsContext)) *tlsv3.UpstreamTlsContext 
 	return &tlsv3.UpstreamTlsContext{CommonTlsContext: c}
 }
 
-// securityCase is an UpstreamTlsContext and the SecurityConfig a cluster
+// securityCase is an UpstreamTlsContext and the security.Config a cluster
 // with it gets.
 type securityCase struct {
 	name string
 	ctx  *tlsv3.UpstreamTlsContext
-	want *SecurityConfig
+	want *security.Config
 }
 
 // runSecurityCases decodes an EDS cluster with each case's TLS context.
@@ -67,23 +70,23 @@ func runSecurityCases(t *testing.T, tests []securityCase) {
 
 func TestClusterSecurity(t *testing.T) {
 	runSecurityCases(t, []securityCase{
-		{"roots only", upstream(nil), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
+		{"roots only", upstream(nil), &security.Config{RootInstance: "roots", RootCertName: "ca"}},
 		{"mutual TLS with SAN matchers", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.TlsCertificateProviderInstance = provider("identity", "id")
 			c.ValidationContextType = caContext("roots",
 				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "spiffe://a/b"}},
 				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x"}, IgnoreCase: true})
-		}), &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca",
-			SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "spiffe://a/b"}, {Kind: HeaderPrefix, Value: "x", IgnoreCase: true}}}},
+		}), &security.Config{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca",
+			SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "spiffe://a/b"}, {Kind: matcher.Prefix, Value: "x", IgnoreCase: true}}}},
 		{"combined validation context", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext: &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: provider("roots", "")},
 			}}
-		}), &SecurityConfig{RootInstance: "roots"}},
+		}), &security.Config{RootInstance: "roots"}},
 		{"ignored fields", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.AlpnProtocols = []string{"h2"}
 			c.GetValidationContext().AllowExpiredCertificate = true
-		}), &SecurityConfig{RootInstance: "roots", RootCertName: "ca"}},
+		}), &security.Config{RootInstance: "roots", RootCertName: "ca"}},
 	})
 
 	_, v, err := decode(t, ClusterType, edsCluster())
@@ -190,24 +193,24 @@ func TestClusterSecurityDeprecatedFields(t *testing.T) {
 	tests := []struct {
 		name   string
 		common *tlsv3.CommonTlsContext
-		want   *SecurityConfig
+		want   *security.Config
 	}{
 		{"validation_context_certificate_provider_instance", &tlsv3.CommonTlsContext{
 			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
 			ValidationContextType: &tlsv3.CommonTlsContext_ValidationContextCertificateProviderInstance{
 				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", "ca"),
 			},
-		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
+		}, &security.Config{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
 		{"combined with SAN matchers", &tlsv3.CommonTlsContext{
 			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{MatchSubjectAltNames: []*matcherv3.StringMatcher{exact}},
 				ValidationContextCertificateProviderInstance: deprecatedInstance("roots", ""),
 			}},
-		}, &SecurityConfig{RootInstance: "roots", SANMatchers: []StringMatcher{{Kind: HeaderExact, Value: "a"}}}},
+		}, &security.Config{RootInstance: "roots", SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "a"}}}},
 		{"current roots, deprecated identity", &tlsv3.CommonTlsContext{
 			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", "id"),
 			ValidationContextType:                     caContext("roots"),
-		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
+		}, &security.Config{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca"}},
 		{"the current field wins", &tlsv3.CommonTlsContext{
 			TlsCertificateProviderInstance:            provider("identity", "new"),
 			TlsCertificateCertificateProviderInstance: deprecatedInstance("nope", "old"),
@@ -215,12 +218,12 @@ func TestClusterSecurityDeprecatedFields(t *testing.T) {
 				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: provider("roots", "new")},
 				ValidationContextCertificateProviderInstance: deprecatedInstance("nope", "old"),
 			}},
-		}, &SecurityConfig{IdentityInstance: "identity", IdentityCertName: "new", RootInstance: "roots", RootCertName: "new"}},
+		}, &security.Config{IdentityInstance: "identity", IdentityCertName: "new", RootInstance: "roots", RootCertName: "new"}},
 		{"sds identity beside a deprecated instance", &tlsv3.CommonTlsContext{
 			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
 			TlsCertificateSdsSecretConfigs:            []*tlsv3.SdsSecretConfig{{Name: "s"}},
 			ValidationContextType:                     caContext("roots"),
-		}, &SecurityConfig{IdentityInstance: "identity", RootInstance: "roots", RootCertName: "ca"}},
+		}, &security.Config{IdentityInstance: "identity", RootInstance: "roots", RootCertName: "ca"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

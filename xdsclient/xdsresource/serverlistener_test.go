@@ -5,6 +5,14 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/serverlistener"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -53,8 +61,8 @@ func downstream(change func(d *tlsv3.DownstreamTlsContext)) *tlsv3.DownstreamTls
 	return d
 }
 
-// decodeServer decodes m and returns its ServerListener.
-func decodeServer(t *testing.T, m *listenerv3.Listener) *ServerListener {
+// decodeServer decodes m and returns its serverlistener.Listener.
+func decodeServer(t *testing.T, m *listenerv3.Listener) *serverlistener.Listener {
 	t.Helper()
 	name, v, err := decode(t, ListenerType, m)
 	if err != nil {
@@ -71,7 +79,7 @@ func decodeServer(t *testing.T, m *listenerv3.Listener) *ServerListener {
 }
 
 // chainNames returns the names of chains.
-func chainNames(chains []FilterChain) []string {
+func chainNames(chains []serverlistener.FilterChain) []string {
 	var out []string
 	for _, c := range chains {
 		out = append(out, c.Name)
@@ -87,18 +95,18 @@ func TestServerListener(t *testing.T) {
 		d.CommonTlsContext.ValidationContextType = caContext("roots")
 	}))
 	s := decodeServer(t, m)
-	router := []HTTPFilter{{Name: "router", TypeURL: RouterFilterTypeURL}}
+	router := []filterconfig.Filter{{Name: "router", TypeURL: filterconfig.RouterTypeURL}}
 	for _, c := range append(s.FilterChains, *s.DefaultFilterChain) {
 		if len(c.HTTPFilters) != 1 || c.HTTPFilters[0].Config == nil {
 			t.Fatalf("chain %q HTTPFilters = %+v, want the router", c.Name, c.HTTPFilters)
 		}
 		c.HTTPFilters[0].Config = nil
 	}
-	want := &ServerListener{
+	want := &serverlistener.Listener{
 		Address:      "0.0.0.0",
 		Port:         8443,
-		FilterChains: []FilterChain{{Name: "plain", RouteConfigName: "r1", HTTPFilters: router}},
-		DefaultFilterChain: &FilterChain{Name: "default", RouteConfigName: "r1", HTTPFilters: router, Security: &SecurityConfig{
+		FilterChains: []serverlistener.FilterChain{{Name: "plain", RouteConfigName: "r1", HTTPFilters: router}},
+		DefaultFilterChain: &serverlistener.FilterChain{Name: "default", RouteConfigName: "r1", HTTPFilters: router, Security: &security.Config{
 			IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca", RequireClientCert: true,
 		}},
 	}
@@ -143,19 +151,19 @@ func TestServerListenerMatch(t *testing.T) {
 	if got, want := chainNames(s.FilterChains), []string{"v4", "loopback", "other-port", "all-v4", "any"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("chains = %q, want %q", got, want)
 	}
-	want := FilterChainMatch{
+	want := serverlistener.FilterChainMatch{
 		DestinationPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.0.0/16")},
-		SourceType:          SourceExternal,
+		SourceType:          serverlistener.SourceExternal,
 		SourcePrefixes:      []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")},
 		SourcePorts:         []uint32{80, 443},
 	}
 	if got := s.FilterChains[0].Match; !reflect.DeepEqual(got, want) {
 		t.Errorf("Match = %+v, want %+v", got, want)
 	}
-	if got := s.FilterChains[1].Match; !reflect.DeepEqual(got, FilterChainMatch{SourceType: SourceSameIPOrLoopback}) {
+	if got := s.FilterChains[1].Match; !reflect.DeepEqual(got, serverlistener.FilterChainMatch{SourceType: serverlistener.SourceSameIPOrLoopback}) {
 		t.Errorf("loopback Match = %+v", got)
 	}
-	if got := SourceSameIPOrLoopback.String(); got != "SAME_IP_OR_LOOPBACK" {
+	if got := serverlistener.SourceSameIPOrLoopback.String(); got != "SAME_IP_OR_LOOPBACK" {
 		t.Errorf("String() = %q", got)
 	}
 }
@@ -214,10 +222,10 @@ func TestServerListenerHTTPFilters(t *testing.T) {
 	c.Filters = []*listenerv3.Filter{hcmFilter(t, hcm)}
 	s := decodeServer(t, serverLis(c))
 	fc := s.FilterChains[0]
-	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].TypeURL != RBACFilterTypeURL || fc.HTTPFilters[1].TypeURL != RouterFilterTypeURL {
+	if len(fc.HTTPFilters) != 2 || fc.HTTPFilters[0].TypeURL != filterconfig.RBACTypeURL || fc.HTTPFilters[1].TypeURL != filterconfig.RouterTypeURL {
 		t.Errorf("HTTPFilters = %+v, want RBAC and the router (fault is client-only and optional)", fc.HTTPFilters)
 	}
-	if fc.RouteConfigName != "" || fc.InlineRouteConfig == nil || fc.InlineRouteConfig.VirtualHosts[0].Routes[0].Action.Kind != ActionNonForwarding {
+	if fc.RouteConfigName != "" || fc.InlineRouteConfig == nil || fc.InlineRouteConfig.VirtualHosts[0].Routes[0].Action.Kind != routeconfig.ActionNonForwarding {
 		t.Errorf("route config = %q, %+v, want inline non_forwarding", fc.RouteConfigName, fc.InlineRouteConfig)
 	}
 }
@@ -302,9 +310,9 @@ func TestServerListenerErrors(t *testing.T) {
 		}), want: fc0 + `filters[0] "hcm": typed_config missing`},
 		{name: "other network filter", build: lis(func(m *listenerv3.Listener) {
 			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: toAny(t, &rbacv3.RBAC{})}
-		}), want: fc0 + `filters[0] "hcm": network filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported, want "` + HTTPConnectionManagerTypeURL + `"`},
+		}), want: fc0 + `filters[0] "hcm": network filter type "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" is not supported, want "` + routeconfig.ConnectionManagerTypeURL + `"`},
 		{name: "HttpConnectionManager bytes invalid", build: lis(func(m *listenerv3.Listener) {
-			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: &anypb.Any{TypeUrl: HTTPConnectionManagerTypeURL, Value: []byte{0xff}}}
+			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: &anypb.Any{TypeUrl: routeconfig.ConnectionManagerTypeURL, Value: []byte{0xff}}}
 		}), want: fc0 + `filters[0] "hcm": cannot unmarshal envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager: `, prefix: true},
 		{name: "rds from self", build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.GetRds().ConfigSource = selfSource }),
 			want: fc0 + `filters[0] "hcm": rds.config_source must be ads`},
@@ -315,7 +323,7 @@ func TestServerListenerErrors(t *testing.T) {
 		}), want: fc0 + `filters[0] "hcm": route_config: virtual_hosts[0]: domains is empty`},
 		{name: "client-only filter on a server", build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 			h.HttpFilters = append([]*hcmv3.HttpFilter{httpFilter(t, "fault", &faultv3.HTTPFault{})}, h.HttpFilters...)
-		}), want: fc0 + `filters[0] "hcm": http_filters[0] "fault": filter type "` + FaultFilterTypeURL + `" is not supported on servers`},
+		}), want: fc0 + `filters[0] "hcm": http_filters[0] "fault": filter type "` + filterconfig.FaultTypeURL + `" is not supported on servers`},
 		{name: "no router", build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 			h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "rbac", &rbacv3.RBAC{})}
 		}),
@@ -327,7 +335,7 @@ func TestServerListenerErrors(t *testing.T) {
 
 		// DownstreamTlsContext (gRFC A29).
 		{name: "upstream context on a server", build: withTLS(upstream(nil)),
-			want: fc0 + `transport_socket.typed_config: type "` + UpstreamTLSContextTypeURL + `" is not supported, want "` + DownstreamTLSContextTypeURL + `"`},
+			want: fc0 + `transport_socket.typed_config: type "` + security.UpstreamTLSContextTypeURL + `" is not supported, want "` + security.DownstreamTLSContextTypeURL + `"`},
 		{name: "require_sni", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) { d.RequireSni = wrapperspb.Bool(true) })),
 			want: tls0 + `require_sni: not supported`},
 		{name: "ocsp stapling", build: withTLS(downstream(func(d *tlsv3.DownstreamTlsContext) {

@@ -5,10 +5,12 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
 // TypeURLPrefix is the prefix that every xDS type URL starts with.
-const TypeURLPrefix = "type.googleapis.com/"
+const TypeURLPrefix = decoding.TypeURLPrefix
 
 // Type describes one kind of xDS resource. Implementations must be safe for
 // concurrent use and are usually stateless values. TypeURL, ShortName and

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/history"
@@ -16,7 +18,7 @@ import (
 func BenchmarkRecordEndpointChange(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprint("clusters=", n), func(b *testing.B) {
-			var routes []xdsresource.Route
+			var routes []routeconfig.Route
 			for i := range n {
 				routes = append(routes, toCluster(fmt.Sprint("c", i), fmt.Sprint("/s", i, "/")))
 			}

@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
@@ -99,7 +103,7 @@ func changes(from, to *xdsconfig.Config, ch xdsconfig.Changes) ([]Change, int) {
 	return l.list, l.omitted
 }
 
-func routesOf(vh *xdsresource.VirtualHost) []xdsresource.Route {
+func routesOf(vh *routeconfig.VirtualHost) []routeconfig.Route {
 	if vh == nil {
 		return nil
 	}
@@ -141,7 +145,7 @@ func describeRouteConfig(c *xdsconfig.Config) string {
 }
 
 // describeVirtualHost describes vh but its routes, "" for none.
-func describeVirtualHost(vh *xdsresource.VirtualHost) string {
+func describeVirtualHost(vh *routeconfig.VirtualHost) string {
 	if vh == nil {
 		return ""
 	}
@@ -234,7 +238,7 @@ const maxAlignedRoutes = 512
 // of it that routes differs.
 type routeText struct{ text, key string }
 
-func routeTexts(routes []xdsresource.Route) []routeText {
+func routeTexts(routes []routeconfig.Route) []routeText {
 	out := make([]routeText, len(routes))
 	for i := range routes {
 		r := &routes[i]
@@ -251,7 +255,7 @@ func routeTexts(routes []xdsresource.Route) []routeText {
 }
 
 // overridesKey identifies the content of filter overrides.
-func overridesKey(fo xdsresource.FilterOverrides) string {
+func overridesKey(fo filterconfig.Overrides) string {
 	if len(fo) == 0 {
 		return ""
 	}
@@ -271,7 +275,7 @@ func overridesKey(fo xdsresource.FilterOverrides) string {
 // diffRoutes adds the changes of the routes from a to b: the routes of a
 // longest common subsequence stay, and between two of them the routes of
 // a and b are paired as changed, the rest added or removed.
-func diffRoutes(l *changeList, ra, rb []xdsresource.Route) {
+func diffRoutes(l *changeList, ra, rb []routeconfig.Route) {
 	a, b := routeTexts(ra), routeTexts(rb)
 	i, j := 0, 0
 	gap := func(iEnd, jEnd int) {
@@ -335,7 +339,7 @@ func diffRoutes(l *changeList, ra, rb []xdsresource.Route) {
 
 // label names route r: its name, or "#INDEX", its position in the
 // virtual host's routes as received.
-func label(r *xdsresource.Route) string {
+func label(r *routeconfig.Route) string {
 	if r.Name != "" {
 		return r.Name
 	}

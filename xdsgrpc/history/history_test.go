@@ -11,11 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/history"
@@ -24,27 +29,27 @@ import (
 // TestMain ends the test binary without the race detector's pause at exit.
 func TestMain(m *testing.M) { testmain.Run(m) }
 
-func toCluster(name, prefix string) xdsresource.Route {
-	return xdsresource.Route{PathMatch: xdsresource.PathPrefix, Prefix: prefix, Action: xdsresource.RouteAction{Kind: xdsresource.ActionCluster, Cluster: name}}
+func toCluster(name, prefix string) routeconfig.Route {
+	return routeconfig.Route{PathMatch: routeconfig.PathPrefix, Prefix: prefix, Action: routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: name}}
 }
 
 // config returns a config of routes over EDS clusters with one endpoint
 // each, named by the routes.
-func config(routes ...xdsresource.Route) *xdsconfig.Config {
+func config(routes ...routeconfig.Route) *xdsconfig.Config {
 	// Each route's index as received is its position, as when gRPC keeps
 	// every route of the resource.
 	routes = slices.Clone(routes)
 	for i := range routes {
 		routes[i].Index = i
 	}
-	vh := &xdsresource.VirtualHost{Name: "vh", Domains: []string{"*"}, Routes: routes}
+	vh := &routeconfig.VirtualHost{Name: "vh", Domains: []string{"*"}, Routes: routes}
 	c := &xdsconfig.Config{ListenerName: "L", Listener: &xdsresource.Listener{Name: "L", RouteConfigName: "R"}, ListenerVersion: "1",
-		RouteConfigName: "R", RouteConfig: &xdsresource.RouteConfiguration{Name: "R"}, RouteConfigVersion: "1", VirtualHost: vh,
+		RouteConfigName: "R", RouteConfig: &routeconfig.Config{Name: "R"}, RouteConfigVersion: "1", VirtualHost: vh,
 		Clusters: map[string]*xdsconfig.ClusterConfig{}}
 	for _, r := range routes {
 		name := r.Action.Cluster
 		c.Clusters[name] = &xdsconfig.ClusterConfig{Name: name, Version: "1", EndpointsVersion: "1",
-			Cluster:   &xdsresource.Cluster{Name: name, Kind: xdsresource.ClusterEDS, LBPolicy: "round_robin"},
+			Cluster:   &xdsresource.Cluster{Name: name, Kind: xdsresource.ClusterEDS, Config: lbpolicy.Config{LBPolicy: "round_robin"}},
 			Endpoints: &xdsresource.ClusterLoadAssignment{ClusterName: name, Localities: []xdsresource.Locality{{Weight: 1, Endpoints: []xdsresource.Endpoint{{Addresses: []string{name + ":1"}}}}}}}
 	}
 	return c
@@ -69,25 +74,25 @@ func TestChangesAlignRoutes(t *testing.T) {
 	named.Name = "n"
 	for _, tc := range []struct {
 		name     string
-		from, to []xdsresource.Route
+		from, to []routeconfig.Route
 		want     []string
 	}{
-		{"insert at the front", []xdsresource.Route{a, b}, []xdsresource.Route{c, a, b}, []string{
+		{"insert at the front", []routeconfig.Route{a, b}, []routeconfig.Route{c, a, b}, []string{
 			`route #0 added:  -> prefix "/c/" -> cluster "c"`,
 			`cluster c added:  -> eds "c" round_robin, endpoints [c:1]`,
 		}},
-		{"remove in the middle", []xdsresource.Route{a, b, c}, []xdsresource.Route{a, c}, []string{
+		{"remove in the middle", []routeconfig.Route{a, b, c}, []routeconfig.Route{a, c}, []string{
 			`route #1 removed: prefix "/b/" -> cluster "b" -> `,
 			`cluster b removed: eds "b" round_robin, endpoints [b:1] -> `,
 		}},
-		{"change one", []xdsresource.Route{a, b, c}, []xdsresource.Route{a, named, c}, []string{
+		{"change one", []routeconfig.Route{a, b, c}, []routeconfig.Route{a, named, c}, []string{
 			`route n changed: prefix "/b/" -> cluster "b" -> prefix "/named/" -> cluster "b"`,
 		}},
-		{"swap", []xdsresource.Route{a, b}, []xdsresource.Route{b, a}, []string{
+		{"swap", []routeconfig.Route{a, b}, []routeconfig.Route{b, a}, []string{
 			`route #0 removed: prefix "/a/" -> cluster "a" -> `,
 			`route #1 added:  -> prefix "/a/" -> cluster "a"`,
 		}},
-		{"replace all", []xdsresource.Route{a}, []xdsresource.Route{b, c}, []string{
+		{"replace all", []routeconfig.Route{a}, []routeconfig.Route{b, c}, []string{
 			`route #0 changed: prefix "/a/" -> cluster "a" -> prefix "/b/" -> cluster "b"`,
 			`route #1 added:  -> prefix "/c/" -> cluster "c"`,
 			`cluster b added:  -> eds "b" round_robin, endpoints [b:1]`,
@@ -105,9 +110,9 @@ func TestChangesAlignRoutes(t *testing.T) {
 }
 
 func TestChangesFilterOverrides(t *testing.T) {
-	with := func(v string) xdsresource.Route {
+	with := func(v string) routeconfig.Route {
 		r := toCluster("a", "/")
-		r.FilterOverrides = xdsresource.FilterOverrides{"fault": {TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte(v)}}}
+		r.FilterOverrides = filterconfig.Overrides{"fault": {TypeURL: "t", Config: &anypb.Any{TypeUrl: "t", Value: []byte(v)}}}
 		return r
 	}
 	got := changes(config(with("1")), config(with("2")))
@@ -125,7 +130,7 @@ func TestChangesListenerAndClusters(t *testing.T) {
 	to := config(toCluster("a", "/"))
 	to.VirtualHost = from.VirtualHost
 	to.Listener = &xdsresource.Listener{Name: "L", RouteConfigName: "R", MaxStreamDuration: time.Second,
-		HTTPFilters: []xdsresource.HTTPFilter{{Name: "fault"}, {Name: "router"}}}
+		HTTPFilters: []filterconfig.Filter{{Name: "fault"}, {Name: "router"}}}
 	to.Clusters["a"].Err = status.Error(codes.Unavailable, "cds gone")
 	to.Clusters["a"].Cluster = nil
 	want := []string{
@@ -138,7 +143,7 @@ func TestChangesListenerAndClusters(t *testing.T) {
 	// A resource resent with nothing that routes changed: no change.
 	again := *to
 	again.Listener = &xdsresource.Listener{Name: "L", RouteConfigName: "R", MaxStreamDuration: time.Second,
-		HTTPFilters: []xdsresource.HTTPFilter{{Name: "fault"}, {Name: "router"}}}
+		HTTPFilters: []filterconfig.Filter{{Name: "fault"}, {Name: "router"}}}
 	if got := changes(to, &again); len(got) != 0 {
 		t.Errorf("changes %q, want none", got)
 	}
@@ -182,7 +187,7 @@ func TestRecorderKeepsTheLast(t *testing.T) {
 // and routes outnumber what an entry lists.
 func hostileConfig(n int, seed string) *xdsconfig.Config {
 	long := strings.Repeat(seed, 4096)
-	var routes []xdsresource.Route
+	var routes []routeconfig.Route
 	for i := range n {
 		r := toCluster(fmt.Sprint(long, i), fmt.Sprint("/", long, i))
 		r.Name = fmt.Sprint(long, i)
@@ -274,7 +279,7 @@ func TestEntryCost(t *testing.T) {
 // each entry's resources against those a new recorder lists for the same
 // config.
 func TestResourcesOfUpdates(t *testing.T) {
-	var routes []xdsresource.Route
+	var routes []routeconfig.Route
 	for i := range 40 {
 		routes = append(routes, toCluster(fmt.Sprintf("c%02d", i), fmt.Sprint("/", i, "/")))
 	}

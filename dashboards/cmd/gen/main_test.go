@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/xdslens/xdslens/dashboards"
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // The flags reach every file: the runbook URL is in each alert's

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/cache"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 	"github.com/xdslens/xdslens/xdsclient/internal/txn"

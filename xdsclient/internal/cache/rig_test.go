@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/cache"
 	"github.com/xdslens/xdslens/xdsclient/internal/lane"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"

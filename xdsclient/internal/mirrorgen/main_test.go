@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdslens/xdslens/internal/testmain"
+	"github.com/xdslens/xdslens/internal/testing/testmain"
 )
 
 // TestMain ends the test binary without the race detector's pause at exit.

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
 	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 )

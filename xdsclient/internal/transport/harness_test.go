@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/xdslens/xdslens/internal/controlplane"
+	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport"
 	"github.com/xdslens/xdslens/xdsclient/internal/transport/transporttest"

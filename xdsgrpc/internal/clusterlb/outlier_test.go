@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
 )
@@ -209,11 +211,11 @@ func TestOutlierDetectionUnderPolicies(t *testing.T) {
 		name string
 		set  func(*xdsresource.Cluster)
 	}{
-		{"round_robin", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRoundRobin }},
-		{"least_request", func(c *xdsresource.Cluster) { c.LBPolicy, c.LeastRequestChoiceCount = xdsresource.LBLeastRequest, 2 }},
-		{"ring_hash", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRingHash }},
+		{"round_robin", func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.RoundRobin }},
+		{"least_request", func(c *xdsresource.Cluster) { c.LBPolicy, c.LeastRequestChoiceCount = lbpolicy.LeastRequest, 2 }},
+		{"ring_hash", func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.RingHash }},
 		{"weighted_round_robin", func(c *xdsresource.Cluster) {
-			c.LBPolicy, c.WeightedRoundRobin = xdsresource.LBWeightedRoundRobin, &xdsresource.WeightedRoundRobinConfig{
+			c.LBPolicy, c.WeightedRoundRobin = lbpolicy.WeightedRoundRobin, &lbpolicy.WeightedRoundRobinConfig{
 				BlackoutPeriod: time.Second, WeightExpirationPeriod: time.Minute, WeightUpdatePeriod: time.Second, ErrorUtilizationPenalty: 1}
 		}},
 	} {

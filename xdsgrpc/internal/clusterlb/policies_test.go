@@ -7,13 +7,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/pickfirst"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/serviceconfig"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
@@ -35,7 +37,7 @@ func TestPickFirst(t *testing.T) {
 	ctx := xdstest.Context(t)
 	bs := startBackends(t, "a", "b", "c")
 	leaf := withPolicy(edsCluster("c1", locality("z1", 0, 1, bs[0]), locality("z2", 0, 1, bs[1], bs[2])),
-		func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBPickFirst })
+		func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.PickFirst })
 	ch := dial(t, config("c1", leaf))
 	if got := ch.counts(t, ctx, 30); got["a"] != 30 {
 		t.Fatalf("pick_first spread 30 RPCs as %v, want all on a", got)
@@ -54,8 +56,8 @@ func TestRingHash(t *testing.T) {
 	ctx := xdstest.Context(t)
 	bs := startBackends(t, "a", "b", "c")
 	leaf := withPolicy(edsCluster("c1", locality("z1", 0, 1, bs...)), func(c *xdsresource.Cluster) {
-		c.LBPolicy = xdsresource.LBRingHash
-		c.RingHash = &xdsresource.RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}
+		c.LBPolicy = lbpolicy.RingHash
+		c.RingHash = &lbpolicy.RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}
 	})
 	ch := dial(t, config("c1", leaf))
 	byHash := func(h uint64) string {
@@ -117,7 +119,7 @@ func TestLeastRequest(t *testing.T) {
 	ctx := xdstest.Context(t)
 	bs := startBackends(t, "a", "b", "c")
 	leaf := withPolicy(edsCluster("c1", locality("z1", 0, 1, bs...)), func(c *xdsresource.Cluster) {
-		c.LBPolicy, c.LeastRequestChoiceCount = xdsresource.LBLeastRequest, 3
+		c.LBPolicy, c.LeastRequestChoiceCount = lbpolicy.LeastRequest, 3
 	})
 	ch := dial(t, config("c1", leaf))
 	// Only a holds RPCs: send held RPCs until one stays on a.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	"google.golang.org/grpc/balancer"
 	// The endpoint policies a Cluster may name, registered with gRPC
 	// (round_robin and pick_first are registered by gRPC itself).
@@ -53,15 +55,15 @@ type configParser interface {
 // endpoint of the priority; a custom policy (a TypedStruct naming a
 // balancer registered with gRPC) gets the struct as its JSON config.
 func policyOf(c *xdsresource.Cluster) (*endpointPolicy, error) {
-	if c.LBPolicy == "" || c.LBPolicy == xdsresource.LBRoundRobin {
+	if c.LBPolicy == "" || c.LBPolicy == lbpolicy.RoundRobin {
 		// ROUND_ROBIN is the default of lb_policy.
-		child, err := leafPolicy(c, xdsresource.LBRoundRobin)
+		child, err := leafPolicy(c, lbpolicy.RoundRobin)
 		if err != nil {
 			return nil, err
 		}
 		return overLocalities(child), nil
 	}
-	if c.LBPolicy == xdsresource.LBWRRLocality {
+	if c.LBPolicy == lbpolicy.WRRLocality {
 		child, err := leafPolicy(c, c.LBChildPolicy)
 		if err != nil {
 			return nil, fmt.Errorf("wrr_locality's child: %w", err)
@@ -81,27 +83,27 @@ func overLocalities(child *endpointPolicy) *endpointPolicy {
 	}
 }
 
-// leafPolicy is the endpoint policy named name (an xdsresource.LB* name or
+// leafPolicy is the endpoint policy named name (one of package lbpolicy's or
 // a custom policy's), with its config from c.
 func leafPolicy(c *xdsresource.Cluster, name string) (*endpointPolicy, error) {
 	var grpcName string
 	var js any
 	switch name {
-	case xdsresource.LBRoundRobin:
+	case lbpolicy.RoundRobin:
 		grpcName, js = nameRoundRobin, struct{}{}
-	case xdsresource.LBPickFirst:
+	case lbpolicy.PickFirst:
 		grpcName, js = namePickFirst, map[string]bool{"shuffleAddressList": c.PickFirstShuffle}
-	case xdsresource.LBLeastRequest:
+	case lbpolicy.LeastRequest:
 		grpcName, js = nameLeastRequest, map[string]uint32{"choiceCount": c.LeastRequestChoiceCount}
-	case xdsresource.LBRingHash:
+	case lbpolicy.RingHash:
 		rh := c.RingHash
 		if rh == nil {
-			rh = &xdsresource.RingHashConfig{MinRingSize: xdsresource.DefaultRingHashMinSize, MaxRingSize: xdsresource.DefaultRingHashMaxSize}
+			rh = &lbpolicy.RingHashConfig{MinRingSize: lbpolicy.DefaultRingHashMinSize, MaxRingSize: lbpolicy.DefaultRingHashMaxSize}
 		}
 		cfg := ringhash.NewConfig(rh.MinRingSize, rh.MaxRingSize)
 		js, _ := json.Marshal(cfg)
 		return &endpointPolicy{name: ringhash.Name, builder: ringhash.Builder{}, config: cfg, key: ringhash.Name + string(js)}, nil
-	case xdsresource.LBWeightedRoundRobin:
+	case lbpolicy.WeightedRoundRobin:
 		grpcName, js = nameWeightedRoundRobin, wrrJSON(c.WeightedRoundRobin)
 	default:
 		grpcName = name
@@ -128,7 +130,7 @@ func leafPolicy(c *xdsresource.Cluster, name string) (*endpointPolicy, error) {
 }
 
 // wrrJSON is weighted_round_robin's JSON config of c (gRFC A58).
-func wrrJSON(c *xdsresource.WeightedRoundRobinConfig) map[string]any {
+func wrrJSON(c *lbpolicy.WeightedRoundRobinConfig) map[string]any {
 	if c == nil {
 		return map[string]any{}
 	}

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
+
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/balancer"
 
-	"github.com/xdslens/xdslens/internal/xdstest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )
@@ -60,12 +62,12 @@ func BenchmarkPickPolicy(b *testing.B) {
 		set  func(*xdsresource.Cluster)
 		ctx  context.Context
 	}{
-		{"round_robin", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRoundRobin }, context.Background()},
-		{"pick_first", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBPickFirst }, context.Background()},
-		{"ring_hash", func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRingHash }, hashCtx(ringHashOwning)},
-		{"least_request", func(c *xdsresource.Cluster) { c.LBPolicy, c.LeastRequestChoiceCount = xdsresource.LBLeastRequest, 2 }, context.Background()},
+		{"round_robin", func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.RoundRobin }, context.Background()},
+		{"pick_first", func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.PickFirst }, context.Background()},
+		{"ring_hash", func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.RingHash }, hashCtx(ringHashOwning)},
+		{"least_request", func(c *xdsresource.Cluster) { c.LBPolicy, c.LeastRequestChoiceCount = lbpolicy.LeastRequest, 2 }, context.Background()},
 		{"weighted_round_robin", func(c *xdsresource.Cluster) {
-			c.LBPolicy, c.WeightedRoundRobin = xdsresource.LBWeightedRoundRobin, &xdsresource.WeightedRoundRobinConfig{
+			c.LBPolicy, c.WeightedRoundRobin = lbpolicy.WeightedRoundRobin, &lbpolicy.WeightedRoundRobinConfig{
 				BlackoutPeriod: 10 * time.Second, WeightExpirationPeriod: 3 * time.Minute, WeightUpdatePeriod: time.Second, ErrorUtilizationPenalty: 1}
 		}, context.Background()},
 	}
@@ -102,7 +104,7 @@ func BenchmarkPickPolicy(b *testing.B) {
 			lis.Close()
 		}
 		info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: hashCtx(ringHashOwning)}
-		p := policyPicker(b, func(c *xdsresource.Cluster) { c.LBPolicy = xdsresource.LBRingHash }, many, func(p balancer.Picker) bool {
+		p := policyPicker(b, func(c *xdsresource.Cluster) { c.LBPolicy = lbpolicy.RingHash }, many, func(p balancer.Picker) bool {
 			_, err := p.Pick(info)
 			return err == nil
 		})

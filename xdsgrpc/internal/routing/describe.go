@@ -6,13 +6,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
 // DescribeMatch returns the match of r in words, its matchers joined with
 // ", ": `prefix "/pkg.Svc/", header "x-env" exact "canary",
 // runtime_fraction 25%`.
-func DescribeMatch(r *xdsresource.Route) string {
+func DescribeMatch(r *routeconfig.Route) string {
 	parts := []string{DescribePath(r)}
 	for _, h := range r.Headers {
 		parts = append(parts, DescribeHeader(h))
@@ -25,13 +28,13 @@ func DescribeMatch(r *xdsresource.Route) string {
 
 // DescribePath returns the path matcher of r in words: `prefix
 // "/pkg.Svc/"`, `path "/pkg.Svc/M" (ignoring case)`, `safe_regex "..."`.
-func DescribePath(r *xdsresource.Route) string {
+func DescribePath(r *routeconfig.Route) string {
 	switch r.PathMatch {
-	case xdsresource.PathPrefix:
+	case routeconfig.PathPrefix:
 		return "prefix " + strconv.Quote(r.Prefix) + caseNote(r.CaseInsensitive)
-	case xdsresource.PathExact:
+	case routeconfig.PathExact:
 		return "path " + strconv.Quote(r.Path) + caseNote(r.CaseInsensitive)
-	case xdsresource.PathRegex:
+	case routeconfig.PathRegex:
 		return "safe_regex " + strconv.Quote(r.SafeRegex)
 	}
 	return "no path matcher"
@@ -46,20 +49,20 @@ func caseNote(insensitive bool) string {
 
 // DescribeHeader returns a header matcher in words: `header "x-env" exact
 // "canary"`, `header "x-id" not present`, `header "x-n" range [1, 10)`.
-func DescribeHeader(h xdsresource.HeaderMatcher) string {
+func DescribeHeader(h matcher.Header) string {
 	var b strings.Builder
 	b.WriteString("header " + strconv.Quote(h.Name) + " ")
 	if h.Invert {
 		b.WriteString("not ")
 	}
 	switch h.Kind {
-	case xdsresource.HeaderPresent:
+	case matcher.Present:
 		if h.Present {
 			b.WriteString("present")
 		} else {
 			b.WriteString("absent")
 		}
-	case xdsresource.HeaderRange:
+	case matcher.Range:
 		fmt.Fprintf(&b, "range [%d, %d)", h.RangeStart, h.RangeEnd)
 	default:
 		b.WriteString(h.Kind.String() + " " + strconv.Quote(h.Value))
@@ -73,22 +76,22 @@ func DescribeHeader(h xdsresource.HeaderMatcher) string {
 // DescribeAction returns what r does with the RPCs it matches: `cluster
 // "c1"`, `weighted_clusters "c1" 80, "c2" 20`, or an action gRPC cannot
 // forward with.
-func DescribeAction(r *xdsresource.Route) string {
+func DescribeAction(r *routeconfig.Route) string {
 	a := &r.Action
 	switch a.Kind {
-	case xdsresource.ActionCluster:
+	case routeconfig.ActionCluster:
 		return "cluster " + strconv.Quote(a.Cluster)
-	case xdsresource.ActionWeightedClusters:
+	case routeconfig.ActionWeightedClusters:
 		parts := make([]string, len(a.WeightedClusters))
 		for i, wc := range a.WeightedClusters {
 			parts[i] = strconv.Quote(wc.Name) + " " + strconv.FormatUint(uint64(wc.Weight), 10)
 		}
 		return "weighted_clusters " + strings.Join(parts, ", ")
-	case xdsresource.ActionClusterHeader:
+	case routeconfig.ActionClusterHeader:
 		return "cluster_header " + strconv.Quote(a.ClusterHeader) + " (never matched by gRPC)"
-	case xdsresource.ActionClusterSpecifierPlugin:
+	case routeconfig.ActionClusterSpecifierPlugin:
 		return "cluster_specifier_plugin " + strconv.Quote(a.ClusterSpecifierPlugin)
-	case xdsresource.ActionNonForwarding:
+	case routeconfig.ActionNonForwarding:
 		return "non_forwarding_action (cannot forward)"
 	}
 	return "an action gRPC cannot forward with (redirect, direct_response or filter_action)"
@@ -97,7 +100,7 @@ func DescribeAction(r *xdsresource.Route) string {
 // DescribeRoute returns r in one line: its match, its action and what else
 // it asks of an RPC (max_stream_duration, retry_policy, hash policies,
 // filter overrides), such as `prefix "/" -> cluster "c1", timeout 1s`.
-func DescribeRoute(r *xdsresource.Route) string {
+func DescribeRoute(r *routeconfig.Route) string {
 	parts := []string{DescribeMatch(r) + " -> " + DescribeAction(r)}
 	if r.MaxStreamDuration != nil {
 		parts = append(parts, "timeout "+r.MaxStreamDuration.String())
@@ -116,7 +119,7 @@ func DescribeRoute(r *xdsresource.Route) string {
 
 // DescribeOverrides lists the HTTP filters that overrides configure, by
 // name: `[fault rbac (disabled)]`.
-func DescribeOverrides(overrides xdsresource.FilterOverrides) string {
+func DescribeOverrides(overrides filterconfig.Overrides) string {
 	names := make([]string, 0, len(overrides))
 	for name, o := range overrides {
 		if o.Disabled {
@@ -130,21 +133,21 @@ func DescribeOverrides(overrides xdsresource.FilterOverrides) string {
 
 // DescribeRetry returns a retry_policy in words: `retry on [unavailable]
 // up to 3 retries, backoff 25ms to 250ms`.
-func DescribeRetry(rp *xdsresource.RetryPolicy) string {
+func DescribeRetry(rp *routeconfig.RetryPolicy) string {
 	return fmt.Sprintf("retry on %v up to %d retries, backoff %v to %v", rp.RetryOn, rp.NumRetries, rp.BaseInterval, rp.MaxInterval)
 }
 
 // DescribeHashPolicy returns a hash policy in words: `header "x-user"`,
 // `header "x-user" rewritten "^u-" -> "" (terminal)`, `channel_id`.
-func DescribeHashPolicy(h xdsresource.HashPolicy) string {
+func DescribeHashPolicy(h routeconfig.HashPolicy) string {
 	var s string
 	switch h.Kind {
-	case xdsresource.HashHeader:
+	case routeconfig.HashHeader:
 		s = "header " + strconv.Quote(h.HeaderName)
 		if h.Regex != "" {
 			s += " rewritten " + strconv.Quote(h.Regex) + " -> " + strconv.Quote(h.Substitution)
 		}
-	case xdsresource.HashChannelID:
+	case routeconfig.HashChannelID:
 		s = "channel_id"
 	default:
 		s = "unknown"

@@ -5,32 +5,34 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"google.golang.org/grpc/metadata"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
 // explainRoutes are routes whose matchers, in turn, decide.
-func explainRoutes() *xdsresource.VirtualHost {
-	withHeaders := func(r xdsresource.Route, hs ...xdsresource.HeaderMatcher) xdsresource.Route {
+func explainRoutes() *routeconfig.VirtualHost {
+	withHeaders := func(r routeconfig.Route, hs ...matcher.Header) routeconfig.Route {
 		r.Headers = hs
 		return r
 	}
-	withFraction := func(r xdsresource.Route, f uint32) xdsresource.Route {
+	withFraction := func(r routeconfig.Route, f uint32) routeconfig.Route {
 		r.FractionPerMillion = u32(f)
 		return r
 	}
-	return &xdsresource.VirtualHost{Routes: []xdsresource.Route{
-		prefix("/svc.H/", xdsresource.RouteAction{Kind: xdsresource.ActionClusterHeader, ClusterHeader: "x-c"}),
-		withHeaders(prefix("/svc.A/", cluster("canary")), xdsresource.HeaderMatcher{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary"}),
-		withHeaders(prefix("/svc.A/", cluster("absent")), xdsresource.HeaderMatcher{Name: "x-skip", Kind: xdsresource.HeaderPresent, Present: false}),
+	return &routeconfig.VirtualHost{Routes: []routeconfig.Route{
+		prefix("/svc.H/", routeconfig.Action{Kind: routeconfig.ActionClusterHeader, ClusterHeader: "x-c"}),
+		withHeaders(prefix("/svc.A/", cluster("canary")), matcher.Header{Name: "x-env", Kind: matcher.Exact, Value: "canary"}),
+		withHeaders(prefix("/svc.A/", cluster("absent")), matcher.Header{Name: "x-skip", Kind: matcher.Present, Present: false}),
 		withFraction(prefix("/svc.A/", cluster("never")), 0),
 		withFraction(prefix("/svc.A/", cluster("quarter")), 250_000),
 		withFraction(prefix("/svc.A/", cluster("all")), 1_000_000),
-		withHeaders(prefix("/svc.B/", cluster("bin")), xdsresource.HeaderMatcher{Name: "x-id-bin", Kind: xdsresource.HeaderPresent, Present: true}),
-		prefix("/svc.B/", xdsresource.RouteAction{Kind: xdsresource.ActionWeightedClusters, WeightedClusters: []xdsresource.WeightedCluster{{Name: "w1", Weight: 3}, {Name: "w2", Weight: 1}}}),
-		prefix("/svc.N/", xdsresource.RouteAction{Kind: xdsresource.ActionNonForwarding}),
+		withHeaders(prefix("/svc.B/", cluster("bin")), matcher.Header{Name: "x-id-bin", Kind: matcher.Present, Present: true}),
+		prefix("/svc.B/", routeconfig.Action{Kind: routeconfig.ActionWeightedClusters, WeightedClusters: []routeconfig.WeightedCluster{{Name: "w1", Weight: 3}, {Name: "w2", Weight: 1}}}),
+		prefix("/svc.N/", routeconfig.Action{Kind: routeconfig.ActionNonForwarding}),
 	}}
 }
 
@@ -161,17 +163,17 @@ func TestChoices(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	r := xdsresource.Route{
-		PathMatch: xdsresource.PathExact, Path: "/svc/M", CaseInsensitive: true,
-		Headers: []xdsresource.HeaderMatcher{
-			{Name: "x-env", Kind: xdsresource.HeaderExact, Value: "canary", IgnoreCase: true},
-			{Name: "x-id", Kind: xdsresource.HeaderPresent, Present: true, Invert: true},
-			{Name: "x-n", Kind: xdsresource.HeaderRange, RangeStart: 1, RangeEnd: 10},
+	r := routeconfig.Route{
+		PathMatch: routeconfig.PathExact, Path: "/svc/M", CaseInsensitive: true,
+		Headers: []matcher.Header{
+			{Name: "x-env", Kind: matcher.Exact, Value: "canary", IgnoreCase: true},
+			{Name: "x-id", Kind: matcher.Present, Present: true, Invert: true},
+			{Name: "x-n", Kind: matcher.Range, RangeStart: 1, RangeEnd: 10},
 		},
 		FractionPerMillion: u32(333_333),
-		Action:             xdsresource.RouteAction{Kind: xdsresource.ActionWeightedClusters, WeightedClusters: []xdsresource.WeightedCluster{{Name: "a", Weight: 80}, {Name: "b", Weight: 20}}},
-		HashPolicies:       []xdsresource.HashPolicy{{Kind: xdsresource.HashHeader, HeaderName: "x-user", Regex: "^u-", Terminal: true}, {Kind: xdsresource.HashChannelID}},
-		RetryPolicy:        &xdsresource.RetryPolicy{RetryOn: []string{"unavailable"}, NumRetries: 2, BaseInterval: 25e6, MaxInterval: 250e6},
+		Action:             routeconfig.Action{Kind: routeconfig.ActionWeightedClusters, WeightedClusters: []routeconfig.WeightedCluster{{Name: "a", Weight: 80}, {Name: "b", Weight: 20}}},
+		HashPolicies:       []routeconfig.HashPolicy{{Kind: routeconfig.HashHeader, HeaderName: "x-user", Regex: "^u-", Terminal: true}, {Kind: routeconfig.HashChannelID}},
+		RetryPolicy:        &routeconfig.RetryPolicy{RetryOn: []string{"unavailable"}, NumRetries: 2, BaseInterval: 25e6, MaxInterval: 250e6},
 	}
 	want := `path "/svc/M" (ignoring case), header "x-env" exact "canary" (ignoring case), header "x-id" not present, header "x-n" range [1, 10), runtime_fraction 33.33% -> weighted_clusters "a" 80, "b" 20, retry on [unavailable] up to 2 retries, backoff 25ms to 250ms, hash header "x-user" rewritten "^u-" -> "" (terminal), hash channel_id`
 	if got := routing.DescribeRoute(&r); got != want {

@@ -7,15 +7,15 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/metadata"
-
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 )
 
 // hashPolicy is one compiled hash policy of a route (gRFC A42).
 type hashPolicy struct {
-	kind     xdsresource.HashPolicyKind
+	kind     routeconfig.HashPolicyKind
 	header   string
 	re       *regexp.Regexp // nil without regex_rewrite
 	subst    string
@@ -24,13 +24,13 @@ type hashPolicy struct {
 	ctype    bool // content-type: always "application/grpc"
 }
 
-func compileHashPolicies(ps []xdsresource.HashPolicy) ([]hashPolicy, error) {
+func compileHashPolicies(ps []routeconfig.HashPolicy) ([]hashPolicy, error) {
 	out := make([]hashPolicy, 0, len(ps))
 	for i, p := range ps {
 		hp := hashPolicy{kind: p.Kind, header: p.HeaderName, subst: p.Substitution, terminal: p.Terminal}
 		hp.skip = strings.HasSuffix(p.HeaderName, "-bin")
 		hp.ctype = p.HeaderName == "content-type"
-		if p.Kind == xdsresource.HashHeader && p.Regex != "" {
+		if p.Kind == routeconfig.HashHeader && p.Regex != "" {
 			re, err := regexp.Compile(p.Regex)
 			if err != nil {
 				return nil, fmt.Errorf("hash_policy[%d] regex_rewrite %q: %w", i, p.Regex, err)
@@ -64,13 +64,13 @@ func (t *Table) Hash(ctx context.Context, i int, channelID uint64) (hash uint64,
 		p := &t.actions[i].hashes[k]
 		var h uint64
 		switch p.kind {
-		case xdsresource.HashHeader:
+		case routeconfig.HashHeader:
 			v, present := p.value(ctx)
 			if !present {
 				continue
 			}
 			h = xxhash.Sum64String(v)
-		case xdsresource.HashChannelID:
+		case routeconfig.HashChannelID:
 			h = channelID
 		default:
 			continue

@@ -5,10 +5,11 @@ import (
 	"math/bits"
 	"testing"
 
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
+
 	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
@@ -25,34 +26,34 @@ func TestHash(t *testing.T) {
 		}
 		return h
 	}
-	header := func(name string) xdsresource.HashPolicy {
-		return xdsresource.HashPolicy{Kind: xdsresource.HashHeader, HeaderName: name}
+	header := func(name string) routeconfig.HashPolicy {
+		return routeconfig.HashPolicy{Kind: routeconfig.HashHeader, HeaderName: name}
 	}
-	channel := xdsresource.HashPolicy{Kind: xdsresource.HashChannelID}
+	channel := routeconfig.HashPolicy{Kind: routeconfig.HashChannelID}
 	md := metadata.Pairs("user", "alice", "multi", "a", "multi", "b", "key-bin", "x", "path", "/v1/items/42")
 	for _, tc := range []struct {
 		name     string
-		policies []xdsresource.HashPolicy
+		policies []routeconfig.HashPolicy
 		want     uint64
 		ok       bool
 	}{
-		{"header", []xdsresource.HashPolicy{header("user")}, xxhash.Sum64String("alice"), true},
-		{"values joined", []xdsresource.HashPolicy{header("multi")}, xxhash.Sum64String("a,b"), true},
-		{"absent header", []xdsresource.HashPolicy{header("nobody")}, 0, false},
-		{"-bin header", []xdsresource.HashPolicy{header("key-bin")}, 0, false},
-		{"content-type", []xdsresource.HashPolicy{header("content-type")}, xxhash.Sum64String("application/grpc"), true},
-		{"regex rewrite", []xdsresource.HashPolicy{{Kind: xdsresource.HashHeader, HeaderName: "path", Regex: `/\d+$`, Substitution: "/ID"}}, xxhash.Sum64String("/v1/items/ID"), true},
-		{"channel id", []xdsresource.HashPolicy{channel}, channelID, true},
-		{"two combined", []xdsresource.HashPolicy{header("user"), channel}, combine(xxhash.Sum64String("alice"), channelID), true},
-		{"absent skipped", []xdsresource.HashPolicy{header("nobody"), header("user")}, combine(xxhash.Sum64String("alice")), true},
-		{"terminal", []xdsresource.HashPolicy{{Kind: xdsresource.HashHeader, HeaderName: "user", Terminal: true}, channel}, combine(xxhash.Sum64String("alice")), true},
-		{"terminal without hash", []xdsresource.HashPolicy{{Kind: xdsresource.HashHeader, HeaderName: "nobody", Terminal: true}, channel}, combine(channelID), true},
-		{"same twice", []xdsresource.HashPolicy{header("user"), header("user")}, combine(xxhash.Sum64String("alice"), xxhash.Sum64String("alice")), true},
+		{"header", []routeconfig.HashPolicy{header("user")}, xxhash.Sum64String("alice"), true},
+		{"values joined", []routeconfig.HashPolicy{header("multi")}, xxhash.Sum64String("a,b"), true},
+		{"absent header", []routeconfig.HashPolicy{header("nobody")}, 0, false},
+		{"-bin header", []routeconfig.HashPolicy{header("key-bin")}, 0, false},
+		{"content-type", []routeconfig.HashPolicy{header("content-type")}, xxhash.Sum64String("application/grpc"), true},
+		{"regex rewrite", []routeconfig.HashPolicy{{Kind: routeconfig.HashHeader, HeaderName: "path", Regex: `/\d+$`, Substitution: "/ID"}}, xxhash.Sum64String("/v1/items/ID"), true},
+		{"channel id", []routeconfig.HashPolicy{channel}, channelID, true},
+		{"two combined", []routeconfig.HashPolicy{header("user"), channel}, combine(xxhash.Sum64String("alice"), channelID), true},
+		{"absent skipped", []routeconfig.HashPolicy{header("nobody"), header("user")}, combine(xxhash.Sum64String("alice")), true},
+		{"terminal", []routeconfig.HashPolicy{{Kind: routeconfig.HashHeader, HeaderName: "user", Terminal: true}, channel}, combine(xxhash.Sum64String("alice")), true},
+		{"terminal without hash", []routeconfig.HashPolicy{{Kind: routeconfig.HashHeader, HeaderName: "nobody", Terminal: true}, channel}, combine(channelID), true},
+		{"same twice", []routeconfig.HashPolicy{header("user"), header("user")}, combine(xxhash.Sum64String("alice"), xxhash.Sum64String("alice")), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{{
-				PathMatch: xdsresource.PathPrefix, HashPolicies: tc.policies,
-				Action: xdsresource.RouteAction{Kind: xdsresource.ActionCluster, Cluster: "c"},
+			vh := &routeconfig.VirtualHost{Routes: []routeconfig.Route{{
+				PathMatch: routeconfig.PathPrefix, HashPolicies: tc.policies,
+				Action: routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: "c"},
 			}}}
 			tbl, err := routing.Compile(vh)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 	"fmt"
 
 	"github.com/xdslens/xdslens/internal/routematch"
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Outcome is what routing decided for one RPC.
@@ -77,7 +77,7 @@ type Table struct {
 
 // action is what a route does with the RPCs it takes.
 type action struct {
-	kind xdsresource.ActionKind
+	kind routeconfig.ActionKind
 	// targets are the route's clusters with cumulative weights; one
 	// entry of weight 1 for a single cluster.
 	targets []target
@@ -99,7 +99,7 @@ func WithRand(r Rand) Option { return func(t *Table) { t.rnd = r } }
 
 // Compile compiles the routes of vh. It fails only on a regular expression
 // that does not compile, which the resource validation already rejects.
-func Compile(vh *xdsresource.VirtualHost, opts ...Option) (*Table, error) {
+func Compile(vh *routeconfig.VirtualHost, opts ...Option) (*Table, error) {
 	t := &Table{rnd: routematch.DefaultRand}
 	for _, o := range opts {
 		o(t)
@@ -122,17 +122,17 @@ func Compile(vh *xdsresource.VirtualHost, opts ...Option) (*Table, error) {
 	for i := range vh.Routes {
 		r, a := &vh.Routes[i], &t.actions[i]
 		a.kind = r.Action.Kind
-		if a.kind == xdsresource.ActionClusterHeader {
+		if a.kind == routeconfig.ActionClusterHeader {
 			continue // never matched
 		}
 		if a.hashes, err = compileHashPolicies(r.HashPolicies); err != nil {
 			return nil, fmt.Errorf("routes[%d]: %w", i, err)
 		}
 		switch a.kind {
-		case xdsresource.ActionCluster:
+		case routeconfig.ActionCluster:
 			a.targets = []target{{cluster: clusterIndex(r.Action.Cluster), cumulative: 1}}
 			a.total = 1
-		case xdsresource.ActionWeightedClusters:
+		case routeconfig.ActionWeightedClusters:
 			for _, wc := range r.Action.WeightedClusters {
 				a.total += wc.Weight
 				a.targets = append(a.targets, target{cluster: clusterIndex(wc.Name), cumulative: a.total})
@@ -151,7 +151,7 @@ func (t *Table) Route(ctx context.Context, method string) Decision {
 	}
 	a := &t.actions[i]
 	switch a.kind {
-	case xdsresource.ActionCluster, xdsresource.ActionWeightedClusters:
+	case routeconfig.ActionCluster, routeconfig.ActionWeightedClusters:
 		return Decision{Outcome: Routed, Route: i, Cluster: a.pick(t.rnd)}
 	}
 	return Decision{Outcome: Unsupported, Route: i, Cluster: -1}

@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/routing"
 )
 
 func u32(v uint32) *uint32 { return &v }
 
-func cluster(name string) xdsresource.RouteAction {
-	return xdsresource.RouteAction{Kind: xdsresource.ActionCluster, Cluster: name}
+func cluster(name string) routeconfig.Action {
+	return routeconfig.Action{Kind: routeconfig.ActionCluster, Cluster: name}
 }
 
-func prefix(p string, a xdsresource.RouteAction) xdsresource.Route {
-	return xdsresource.Route{PathMatch: xdsresource.PathPrefix, Prefix: p, Action: a}
+func prefix(p string, a routeconfig.Action) routeconfig.Route {
+	return routeconfig.Route{PathMatch: routeconfig.PathPrefix, Prefix: p, Action: a}
 }
 
 // route returns the cluster name the table routes (ctx, method) to, or the
@@ -31,15 +31,15 @@ func route(t *testing.T, tbl *routing.Table, ctx context.Context, method string)
 }
 
 func TestPathMatching(t *testing.T) {
-	vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{
-		{PathMatch: xdsresource.PathExact, Path: "/svc.A/Get", Action: cluster("exact")},
-		{PathMatch: xdsresource.PathExact, Path: "/SVC.B/get", CaseInsensitive: true, Action: cluster("exact-ci")},
-		{PathMatch: xdsresource.PathRegex, SafeRegex: "/svc\\.R/.*", CaseInsensitive: true, Action: cluster("regex")},
-		{PathMatch: xdsresource.PathPrefix, Prefix: "/SVC.C/", CaseInsensitive: true, Action: cluster("prefix-ci")},
+	vh := &routeconfig.VirtualHost{Routes: []routeconfig.Route{
+		{PathMatch: routeconfig.PathExact, Path: "/svc.A/Get", Action: cluster("exact")},
+		{PathMatch: routeconfig.PathExact, Path: "/SVC.B/get", CaseInsensitive: true, Action: cluster("exact-ci")},
+		{PathMatch: routeconfig.PathRegex, SafeRegex: "/svc\\.R/.*", CaseInsensitive: true, Action: cluster("regex")},
+		{PathMatch: routeconfig.PathPrefix, Prefix: "/SVC.C/", CaseInsensitive: true, Action: cluster("prefix-ci")},
 		prefix("/svc.A/", cluster("prefix")),
-		prefix("/svc.N/", xdsresource.RouteAction{Kind: xdsresource.ActionNonForwarding}),
-		prefix("/svc.H/", xdsresource.RouteAction{Kind: xdsresource.ActionClusterHeader, ClusterHeader: "x-cluster"}),
-		prefix("/svc.U/", xdsresource.RouteAction{Kind: xdsresource.ActionUnsupported}),
+		prefix("/svc.N/", routeconfig.Action{Kind: routeconfig.ActionNonForwarding}),
+		prefix("/svc.H/", routeconfig.Action{Kind: routeconfig.ActionClusterHeader, ClusterHeader: "x-cluster"}),
+		prefix("/svc.U/", routeconfig.Action{Kind: routeconfig.ActionUnsupported}),
 	}}
 	tbl, err := routing.Compile(vh)
 	if err != nil {
@@ -79,9 +79,9 @@ func seq(vs ...uint32) routing.Rand {
 }
 
 func TestRuntimeFraction(t *testing.T) {
-	vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{
-		{PathMatch: xdsresource.PathPrefix, FractionPerMillion: u32(250_000), Action: cluster("quarter")},
-		{PathMatch: xdsresource.PathPrefix, FractionPerMillion: u32(0), Action: cluster("never")},
+	vh := &routeconfig.VirtualHost{Routes: []routeconfig.Route{
+		{PathMatch: routeconfig.PathPrefix, FractionPerMillion: u32(250_000), Action: cluster("quarter")},
+		{PathMatch: routeconfig.PathPrefix, FractionPerMillion: u32(0), Action: cluster("never")},
 		prefix("", cluster("rest")),
 	}}
 	tbl, err := routing.Compile(vh, routing.WithRand(seq(0, 249_999, 250_000, 0, 999_999, 999_999)))
@@ -101,8 +101,8 @@ func TestRuntimeFraction(t *testing.T) {
 }
 
 func TestWeightedClusters(t *testing.T) {
-	vh := &xdsresource.VirtualHost{Routes: []xdsresource.Route{
-		prefix("", xdsresource.RouteAction{Kind: xdsresource.ActionWeightedClusters, WeightedClusters: []xdsresource.WeightedCluster{
+	vh := &routeconfig.VirtualHost{Routes: []routeconfig.Route{
+		prefix("", routeconfig.Action{Kind: routeconfig.ActionWeightedClusters, WeightedClusters: []routeconfig.WeightedCluster{
 			{Name: "a", Weight: 1}, {Name: "b", Weight: 3},
 		}}),
 	}}
@@ -132,9 +132,9 @@ func TestWeightedClusters(t *testing.T) {
 // BenchmarkRoute routes an RPC that matches the last of 1,000 routes over
 // 100 clusters: the worst case of a path-only table.
 func BenchmarkRoute(b *testing.B) {
-	vh := &xdsresource.VirtualHost{}
+	vh := &routeconfig.VirtualHost{}
 	for i := range 1000 {
-		vh.Routes = append(vh.Routes, xdsresource.Route{PathMatch: xdsresource.PathExact, Path: fmt.Sprintf("/svc.S%d/Method", i), Action: cluster(fmt.Sprintf("c%d", i%100))})
+		vh.Routes = append(vh.Routes, routeconfig.Route{PathMatch: routeconfig.PathExact, Path: fmt.Sprintf("/svc.S%d/Method", i), Action: cluster(fmt.Sprintf("c%d", i%100))})
 	}
 	tbl, err := routing.Compile(vh)
 	if err != nil {

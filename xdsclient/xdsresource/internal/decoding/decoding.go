@@ -1,0 +1,70 @@
+// Package decoding holds what the decoders of package xdsresource and of its
+// subpackages share: the type URLs of the wrappers they see, a message
+// unmarshalled with its type named in the error, fractions and weights
+// read as gRPC reads them, and the plurals of their summaries.
+package decoding
+
+import (
+	"fmt"
+	"math"
+
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// TypeURLPrefix is the prefix that every xDS type URL starts with.
+const TypeURLPrefix = "type.googleapis.com/"
+
+// Type URLs of the two TypedStruct wrappers, which carry a config as a
+// JSON-like struct under the type URL of the config they stand for.
+const (
+	XDSTypedStructURL  = TypeURLPrefix + "xds.type.v3.TypedStruct"
+	UDPATypedStructURL = TypeURLPrefix + "udpa.type.v1.TypedStruct"
+)
+
+// TypeURLOf returns the type URL of m's message type.
+func TypeURLOf(m proto.Message) string {
+	return TypeURLPrefix + string(m.ProtoReflect().Descriptor().FullName())
+}
+
+// Unmarshal decodes b into m, which must be empty (new or reset), naming
+// the message type in the error. Merging into an empty message is decoding
+// it, without a Reset first.
+func Unmarshal(b []byte, m proto.Message) error {
+	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, m); err != nil {
+		return fmt.Errorf("cannot unmarshal %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
+	}
+	return nil
+}
+
+// PerMillion converts a fractional percentage to parts per million, capped
+// at one million.
+func PerMillion(f *typev3.FractionalPercent) (uint32, error) {
+	var scale uint64
+	switch f.GetDenominator() {
+	case typev3.FractionalPercent_HUNDRED:
+		scale = 10_000
+	case typev3.FractionalPercent_TEN_THOUSAND:
+		scale = 100
+	case typev3.FractionalPercent_MILLION:
+		scale = 1
+	default:
+		return 0, fmt.Errorf("unsupported denominator %v", f.GetDenominator())
+	}
+	return uint32(min(uint64(f.GetNumerator())*scale, 1_000_000)), nil
+}
+
+// AddWeight adds w to *sum and reports whether the total still fits a
+// uint32.
+func AddWeight(sum *uint64, w uint32) bool {
+	*sum += uint64(w)
+	return *sum <= math.MaxUint32
+}
+
+// Plural returns "n thing" or "n things".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,113 @@
+package lbpolicy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
+	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
+	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+)
+
+// WeightedRoundRobinConfig is a validated ClientSideWeightedRoundRobin
+// policy (gRFC A58) with gRPC's defaults filled in.
+type WeightedRoundRobinConfig struct {
+	// EnableOOBLoadReport is enable_oob_load_report.
+	EnableOOBLoadReport bool
+	// OOBReportingPeriod is oob_reporting_period (default 10s); zero when
+	// out-of-band reports are disabled.
+	OOBReportingPeriod time.Duration
+	// BlackoutPeriod is blackout_period (default 10s).
+	BlackoutPeriod time.Duration
+	// WeightExpirationPeriod is weight_expiration_period (default 3m).
+	WeightExpirationPeriod time.Duration
+	// WeightUpdatePeriod is weight_update_period (default 1s), at least
+	// 100ms.
+	WeightUpdatePeriod time.Duration
+	// ErrorUtilizationPenalty is error_utilization_penalty (default 1),
+	// never negative.
+	ErrorUtilizationPenalty float64
+}
+
+// validateWRR applies gRPC's weighted_round_robin rules to m: only a
+// negative error_utilization_penalty is invalid.
+func validateWRR(m *cswrrv3.ClientSideWeightedRoundRobin) (*WeightedRoundRobinConfig, error) {
+	c := &WeightedRoundRobinConfig{
+		EnableOOBLoadReport:     m.GetEnableOobLoadReport().GetValue(),
+		OOBReportingPeriod:      10 * time.Second,
+		BlackoutPeriod:          10 * time.Second,
+		WeightExpirationPeriod:  3 * time.Minute,
+		WeightUpdatePeriod:      time.Second,
+		ErrorUtilizationPenalty: 1,
+	}
+	for _, d := range []struct {
+		set bool
+		src interface{ AsDuration() time.Duration }
+		dst *time.Duration
+	}{
+		{m.GetOobReportingPeriod() != nil, m.GetOobReportingPeriod(), &c.OOBReportingPeriod},
+		{m.GetBlackoutPeriod() != nil, m.GetBlackoutPeriod(), &c.BlackoutPeriod},
+		{m.GetWeightExpirationPeriod() != nil, m.GetWeightExpirationPeriod(), &c.WeightExpirationPeriod},
+		{m.GetWeightUpdatePeriod() != nil, m.GetWeightUpdatePeriod(), &c.WeightUpdatePeriod},
+	} {
+		if d.set {
+			*d.dst = d.src.AsDuration()
+		}
+	}
+	if p := m.GetErrorUtilizationPenalty(); p != nil {
+		if p.GetValue() < 0 {
+			return nil, fmt.Errorf("error_utilization_penalty is %v, must not be negative", p.GetValue())
+		}
+		c.ErrorUtilizationPenalty = float64(p.GetValue())
+	}
+	if !c.EnableOOBLoadReport {
+		c.OOBReportingPeriod = 0
+	}
+	c.WeightUpdatePeriod = max(c.WeightUpdatePeriod, 100*time.Millisecond)
+	return c, nil
+}
+
+// customPolicy handles a load_balancing_policy entry wrapped in a
+// TypedStruct (gRFC A52): the policy is named by the last path segment of
+// the TypedStruct's type_url, and is used when a balancer of that name is
+// registered with gRPC in this program, whose config parser then checks
+// the TypedStruct's value as JSON. ok is false when no such balancer is
+// registered, so that the entry is skipped.
+func customPolicy(typeURL string, value *structpb.Struct) (name string, config json.RawMessage, ok bool, err error) {
+	name = typeURL[strings.LastIndex(typeURL, "/")+1:]
+	b := balancer.Get(name)
+	if b == nil {
+		return "", nil, false, nil
+	}
+	if value == nil {
+		value = &structpb.Struct{}
+	}
+	config, err = value.MarshalJSON()
+	if err != nil {
+		return "", nil, false, err
+	}
+	if p, isParser := b.(balancer.ConfigParser); isParser {
+		if _, err := p.ParseConfig(config); err != nil {
+			return "", nil, false, fmt.Errorf("custom policy %q: %v", name, err)
+		}
+	}
+	return name, config, true, nil
+}
+
+// typedStructPolicy reads a TypedStruct of either kind from b.
+func typedStructPolicy(url string, b []byte) (typeURL string, value *structpb.Struct, err error) {
+	if url == decoding.XDSTypedStructURL {
+		ts := new(xdstypev3.TypedStruct)
+		err = decoding.Unmarshal(b, ts)
+		return ts.GetTypeUrl(), ts.GetValue(), err
+	}
+	ts := new(udpatypev1.TypedStruct)
+	err = decoding.Unmarshal(b, ts)
+	return ts.GetTypeUrl(), ts.GetValue(), err
+}

@@ -1,0 +1,9 @@
+package rls
+
+import (
+	"testing"
+
+	"github.com/xdslens/xdslens/internal/testing/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }

@@ -1,0 +1,250 @@
+package routeconfig
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/rls"
+)
+
+// ActionKind says what a route does.
+type ActionKind int
+
+// Route action kinds.
+const (
+	// ActionCluster sends requests to Action.Cluster.
+	ActionCluster ActionKind = iota + 1
+	// ActionWeightedClusters splits requests over
+	// Action.WeightedClusters.
+	ActionWeightedClusters
+	// ActionClusterHeader sends requests to the cluster named by the
+	// request header Action.ClusterHeader. gRPC clients do not
+	// support it and ignore such routes.
+	ActionClusterHeader
+	// ActionNonForwarding is non_forwarding_action, used by servers.
+	ActionNonForwarding
+	// ActionClusterSpecifierPlugin sends requests to the cluster that the
+	// RLS plugin Action.ClusterSpecifierPlugin picks (gRFC A28).
+	ActionClusterSpecifierPlugin
+	// ActionUnsupported is any other action (redirect, direct_response,
+	// filter_action): gRPC keeps the route but fails the requests it
+	// matches.
+	ActionUnsupported
+)
+
+// String returns a short name for k.
+func (k ActionKind) String() string {
+	switch k {
+	case ActionCluster:
+		return "cluster"
+	case ActionWeightedClusters:
+		return "weighted_clusters"
+	case ActionClusterHeader:
+		return "cluster_header"
+	case ActionNonForwarding:
+		return "non_forwarding"
+	case ActionClusterSpecifierPlugin:
+		return "cluster_specifier_plugin"
+	case ActionUnsupported:
+		return "unsupported"
+	}
+	return fmt.Sprintf("ActionKind(%d)", int(k))
+}
+
+// Action is what a Route does; Kind says which field applies.
+type Action struct {
+	Kind ActionKind
+	// Cluster is set for ActionCluster.
+	Cluster string
+	// WeightedClusters is set for ActionWeightedClusters. Clusters of
+	// weight 0 are left out; the weights add up to more than 0 and fit a
+	// uint32.
+	WeightedClusters []WeightedCluster
+	// ClusterHeader is set for ActionClusterHeader.
+	ClusterHeader string
+	// ClusterSpecifierPlugin is set for ActionClusterSpecifierPlugin: the
+	// name of an entry of RouteConfiguration.ClusterSpecifierPlugins.
+	ClusterSpecifierPlugin string
+}
+
+// WeightedCluster is one entry of a weighted_clusters action.
+type WeightedCluster struct {
+	Name   string
+	Weight uint32
+	// FilterOverrides is the cluster's typed_per_filter_config, nil when
+	// empty: for an HTTP filter it has an override for, it wins over the
+	// route's and the virtual host's.
+	FilterOverrides filterconfig.Overrides
+}
+
+// HashPolicyKind says what a HashPolicy hashes.
+type HashPolicyKind int
+
+// Hash policy kinds.
+const (
+	// HashHeader hashes the value of the header HashPolicy.HeaderName.
+	HashHeader HashPolicyKind = iota + 1
+	// HashChannelID hashes a per-channel random value.
+	HashChannelID
+)
+
+// HashPolicy is one hash policy of a route, used by ring_hash.
+type HashPolicy struct {
+	Kind HashPolicyKind
+	// HeaderName is set for HashHeader.
+	HeaderName string
+	// Regex and Substitution, when Regex is not empty, rewrite the header
+	// value before hashing.
+	Regex, Substitution string
+	// Terminal stops the evaluation of later policies once this one has
+	// produced a hash.
+	Terminal bool
+}
+
+// RetryPolicy is a validated retry_policy.
+type RetryPolicy struct {
+	// RetryOn lists the retry_on conditions that gRPC supports:
+	// "cancelled", "deadline-exceeded", "internal", "resource-exhausted",
+	// "unavailable". Empty means no retries.
+	RetryOn []string
+	// NumRetries is at least 1 (default 1).
+	NumRetries uint32
+	// BaseInterval (default 25ms) and MaxInterval (default ten times
+	// BaseInterval) are positive.
+	BaseInterval, MaxInterval time.Duration
+}
+
+func validateRouteAction(trustedServer bool, a *routev3.RouteAction, r *Route, plugins map[string]*rls.Config) (keep bool, err error) {
+	switch cs := a.GetClusterSpecifier().(type) {
+	case *routev3.RouteAction_Cluster:
+		if cs.Cluster == "" {
+			return false, errors.New("route.cluster is empty")
+		}
+		r.Action = Action{Kind: ActionCluster, Cluster: cs.Cluster}
+	case *routev3.RouteAction_WeightedClusters:
+		var sum uint64
+		var wcs []WeightedCluster
+		for i, c := range cs.WeightedClusters.GetClusters() {
+			if c.GetName() == "" {
+				return false, fmt.Errorf("weighted_clusters.clusters[%d]: name is empty", i)
+			}
+			overrides, err := filterconfig.ValidateOverrides(c.GetTypedPerFilterConfig())
+			if err != nil {
+				return false, fmt.Errorf("weighted_clusters.clusters[%d]: %v", i, err)
+			}
+			w := c.GetWeight().GetValue()
+			if w == 0 {
+				continue
+			}
+			if !decoding.AddWeight(&sum, w) {
+				return false, errors.New("weighted_clusters weights sum to more than 4294967295")
+			}
+			wcs = append(wcs, WeightedCluster{Name: c.GetName(), Weight: w, FilterOverrides: overrides})
+		}
+		if sum == 0 {
+			return false, errors.New("weighted_clusters weights sum to 0")
+		}
+		r.Action = Action{Kind: ActionWeightedClusters, WeightedClusters: wcs}
+	case *routev3.RouteAction_ClusterHeader:
+		if cs.ClusterHeader == "" {
+			return false, errors.New("route.cluster_header is empty")
+		}
+		r.Action = Action{Kind: ActionClusterHeader, ClusterHeader: cs.ClusterHeader}
+	case *routev3.RouteAction_ClusterSpecifierPlugin:
+		rl, ok := plugins[cs.ClusterSpecifierPlugin]
+		switch {
+		case !ok:
+			return false, fmt.Errorf("route.cluster_specifier_plugin %q is not in cluster_specifier_plugins", cs.ClusterSpecifierPlugin)
+		case rl == nil:
+			return false, nil // an optional plugin that is not supported
+		}
+		r.Action = Action{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: cs.ClusterSpecifierPlugin}
+	default:
+		return false, nil
+	}
+
+	msd := a.GetMaxStreamDuration()
+	if d := msd.GetGrpcTimeoutHeaderMax(); d != nil {
+		v := d.AsDuration()
+		r.MaxStreamDuration = &v
+	} else if d := msd.GetMaxStreamDuration(); d != nil {
+		v := d.AsDuration()
+		r.MaxStreamDuration = &v
+	}
+	for i, hp := range a.GetHashPolicy() {
+		p, ok, err := validateHashPolicy(hp)
+		if err != nil {
+			return false, fmt.Errorf("route.hash_policy[%d]: %v", i, err)
+		}
+		if ok {
+			r.HashPolicies = append(r.HashPolicies, p)
+		}
+	}
+	if r.RetryPolicy, err = validateRetryPolicy(a.GetRetryPolicy()); err != nil {
+		return false, fmt.Errorf("route.%v", err)
+	}
+	if trustedServer {
+		r.AutoHostRewrite = a.GetAutoHostRewrite().GetValue()
+	}
+	return true, nil
+}
+
+func validateHashPolicy(m *routev3.RouteAction_HashPolicy) (HashPolicy, bool, error) {
+	p := HashPolicy{Terminal: m.GetTerminal()}
+	switch s := m.GetPolicySpecifier().(type) {
+	case *routev3.RouteAction_HashPolicy_Header_:
+		p.Kind, p.HeaderName = HashHeader, s.Header.GetHeaderName()
+		if rw := s.Header.GetRegexRewrite(); rw != nil {
+			p.Regex, p.Substitution = rw.GetPattern().GetRegex(), rw.GetSubstitution()
+			if err := matcher.CheckRegex(p.Regex); err != nil {
+				return p, false, fmt.Errorf("header.regex_rewrite: %v", err)
+			}
+		}
+		return p, true, nil
+	case *routev3.RouteAction_HashPolicy_FilterState_:
+		if s.FilterState.GetKey() != "io.grpc.channel_id" {
+			return p, false, nil
+		}
+		p.Kind = HashChannelID
+		return p, true, nil
+	}
+	return p, false, nil
+}
+
+func validateRetryPolicy(m *routev3.RetryPolicy) (*RetryPolicy, error) {
+	if m == nil {
+		return nil, nil
+	}
+	p := &RetryPolicy{NumRetries: 1, BaseInterval: 25 * time.Millisecond}
+	for c := range strings.SplitSeq(m.GetRetryOn(), ",") {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if retryCodes[c] {
+			p.RetryOn = append(p.RetryOn, c)
+		}
+	}
+	if n := m.GetNumRetries(); n != nil {
+		if n.GetValue() < 1 {
+			return nil, errors.New("retry_policy.num_retries is 0, must be at least 1")
+		}
+		p.NumRetries = n.GetValue()
+	}
+	if b := m.GetRetryBackOff(); b != nil {
+		if p.BaseInterval = b.GetBaseInterval().AsDuration(); p.BaseInterval <= 0 {
+			return nil, errors.New("retry_policy.retry_back_off.base_interval must be positive")
+		}
+	}
+	p.MaxInterval = 10 * p.BaseInterval
+	if mi := m.GetRetryBackOff().GetMaxInterval(); mi != nil {
+		if p.MaxInterval = mi.AsDuration(); p.MaxInterval <= 0 {
+			return nil, errors.New("retry_policy.retry_back_off.max_interval must be positive")
+		}
+	}
+	return p, nil
+}
