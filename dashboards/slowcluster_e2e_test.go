@@ -46,6 +46,10 @@ func slowClusterResources(fastAddr, slowAddr string) []proto.Message {
 	}
 }
 
+// readmeSlowestQuery is the query the README gives for "which cluster is
+// slow" in Prometheus itself, without the dashboards' variables.
+const readmeSlowestQuery = `sort_desc(histogram_quantile(0.99, sum by (le, grpc_lb_backend_service) (rate(grpc_client_attempt_duration_seconds_bucket{grpc_lb_locality!=""}[5m]))))`
+
 // value returns the value of an instant query's sample.
 func value(t *testing.T, s promtest.Sample) float64 {
 	t.Helper()
@@ -129,6 +133,15 @@ func TestWhichClusterIsSlow(t *testing.T) {
 		if v := value(t, s); v >= slowDelay.Seconds() {
 			t.Errorf("cluster %s's p99 %.3gs, want below %v", s.Metric[dashboards.LabelBackendService], v, slowDelay)
 		}
+	}
+
+	// The README's query ranks them alike.
+	plain, err := prom.Query(readmeSlowestQuery)
+	if err != nil || len(plain) != 3 || plain[0].Metric[dashboards.LabelBackendService] != "slow" {
+		t.Errorf("%s: %v (%v), want cluster slow first of three", readmeSlowestQuery, plain, err)
+	}
+	for _, s := range plain {
+		t.Logf("%s: {grpc_lb_backend_service=%q} %.3g", readmeSlowestQuery, s.Metric[dashboards.LabelBackendService], value(t, s))
 	}
 
 	// The p99 over the last minute, as Attempt latency p50 / p99 by
