@@ -90,17 +90,18 @@ func (g *gen) failedPicks() cog.Builder[dashboard.Panel] {
 
 func (g *gen) callsByStatus() cog.Builder[dashboard.Panel] {
 	return timeSeries("Calls by status code",
-		"RPCs sent to an endpoint per second, when they end, by cluster and status code, summed over the selected "+
-			"processes and targets (`xdslens.data_plane.calls`). OK is green. These are the RPCs that reached a "+
-			"backend; those failed before are in *RPCs by cluster and outcome*.\n\n"+
+		"RPCs sent to an endpoint in each interval of the graph, when they end, by cluster and status code, summed "+
+			"over the selected processes and targets (`xdslens.data_plane.calls`). OK is green. These are the RPCs that "+
+			"reached a backend; those failed before are in *RPCs by cluster and outcome*. A status's series is born with "+
+			"its first call, which counts too: the first UNIMPLEMENTED shows.\n\n"+
 			"**Bad**: UNAVAILABLE or DEADLINE_EXCEEDED rising at one cluster: its backends fail or are slow; other "+
 			"codes are usually the application's own.\n\n"+
 			"**Do**: compare with the backends' own metrics, and with *Calls reported by kind* (what the control "+
 			"plane is told through LRS).").
 		WithTarget(query("A",
-			sumBy(rate(g.sel(MetricDataPlaneCalls, mTarget)), LabelBackendService, LabelStatus),
+			g.increaseBy(MetricDataPlaneCalls, LabelBackendService, LabelStatus),
 			legend(LabelBackendService, LabelStatus))).
-		Unit(unitPerSecond("calls")).
+		Unit("short").
 		Min(0).
 		OverrideByRegexp(stateRegexp("OK"), []dashboard.DynamicConfigValue{fixedColor("green")})
 }

@@ -54,9 +54,10 @@ func readsServer(expr string) bool {
 	return strings.Contains(expr, "xdslens_xds_server_")
 }
 
-// readsDataPlane reports whether a query reads the data-plane series.
+// readsDataPlane reports whether a query reads the data-plane series
+// (the per-call ones included).
 func readsDataPlane(expr string) bool {
-	return strings.Contains(expr, "xdslens_data_plane_") || strings.Contains(expr, "grpc_lb_")
+	return strings.Contains(expr, "xdslens_data_plane_") || strings.Contains(expr, "grpc_lb_") || strings.Contains(expr, "grpc_client_")
 }
 
 // The listeners of the data-plane scenario, one xds:/// channel each, and

@@ -144,11 +144,14 @@ func dataPlaneRules(o AlertOptions, s func(string, ...string) string, runbook fu
 	ratio := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	percent := func(v float64) string { return strconv.FormatFloat(v*100, 'g', -1, 64) + "%" }
 	resolves := " It resolves within " + w.short + " of the last failure and one rule evaluation."
-	// calls is the rate of the calls of each channel and cluster whose
-	// status matches status (any status without it).
+	// calls is the increase of the calls of each channel and cluster
+	// whose status matches status (any status without it) over window. A
+	// status's series is born with its first call, which counts too
+	// (increaseFromBirth): a rate would miss the first burst of a new
+	// status, and see it a rule evaluation late.
 	calls := func(window string, status ...string) string {
 		return fmt.Sprintf("sum without (%s, %s, %s, %s) (%s)", LabelScopeName, LabelScopeVersion, LabelLeafCluster, LabelStatus,
-			rateOf(s(MetricDataPlaneCalls, status...), window))
+			increaseFromBirth(s(MetricDataPlaneCalls, status...), window))
 	}
 	notOK := LabelStatus + `!~"` + strings.Join(d.BackendOKStatuses, "|") + `"`
 	return []Rule{

@@ -14,7 +14,11 @@
 //     notifications, the data plane (the RPCs of the xdslens channels the
 //     clients route, from package telemetry/dataplane: RPCs by cluster and
 //     outcome, failed picks, calls by status code, drops, in-flight RPCs
-//     against max_requests, config updates and errors), resilience
+//     against max_requests, config updates and errors), latency and
+//     errors by cluster (from gRFC A66's per-call instruments,
+//     dataplane.WithPerCallMetrics: attempt latency p50 and p99 by cluster
+//     and by locality, the slowest clusters, attempts and their error
+//     share by cluster), resilience
 //     (ejections by outlier detection and the share of each cluster's
 //     endpoints ejected, retries by code and as a share of calls, injected
 //     faults), xDS-enabled servers

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -83,6 +82,7 @@ func (g *gen) overview() (dashboard.Dashboard, error) {
 			{g.fetchOutcomes(), 24, 8, []string{AlertResourcesDoesNotExist}},
 		}},
 		g.dataPlaneRow(),
+		g.latencyRow(),
 		g.resilienceRow(),
 		g.loadBalancingRow(),
 		g.serverRow(),
@@ -405,26 +405,20 @@ func (g *gen) adsStreams() cog.Builder[dashboard.Panel] {
 }
 
 func (g *gen) disconnectedTime() cog.Builder[dashboard.Panel] {
-	return bargauge.NewPanelBuilder().
-		Title("Time disconnected").
-		Description("The share of the dashboard's time range in which each client had no working ADS stream " +
-			"to each server (`grpc.xds_client.connected` == 0, over the scraped samples of the range). A " +
-			"server the client has never reached reads 100 %, which *Server failures* cannot show: it " +
-			"counts a single failure for it.\n\n" +
-			"**Bad**: anything above zero; 100 % means the server was never reached in the range, or was " +
-			"lost before it began.\n\n" +
-			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; " +
+	return horizontalBars("Time disconnected",
+		"The share of the dashboard's time range in which each client had no working ADS stream "+
+			"to each server (`grpc.xds_client.connected` == 0, over the scraped samples of the range). A "+
+			"server the client has never reached reads 100 %, which *Server failures* cannot show: it "+
+			"counts a single failure for it.\n\n"+
+			"**Bad**: anything above zero; 100 % means the server was never reached in the range, or was "+
+			"lost before it began.\n\n"+
+			"**Do**: for a server never reached, check its URI, DNS, TLS and credentials in the bootstrap; "+
 			"otherwise see *Server connection over time* for when it happened.").
-		Datasource(datasourceRef()).
 		WithTarget(instant("A",
 			"1 - avg_over_time("+g.connected()+"[$__range])",
 			g.legend(LabelServer, LabelTarget))).
 		Unit("percentunit").
 		Min(0).
 		Max(1).
-		Thresholds(thresholds("green", 0.001, "red")).
-		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
-		Orientation(common.VizOrientationHorizontal).
-		DisplayMode(common.BarGaugeDisplayModeBasic).
-		ShowUnfilled(true)
+		Thresholds(thresholds("green", 0.001, "red"))
 }

@@ -263,6 +263,7 @@ func dataPlaneTests(o dashboards.AlertOptions) []ruleTest {
 				firing{channelLabels(dashboards.LabelBackendService, "agg"), 0.06},
 				firing{channelLabels(dashboards.LabelBackendService, "c1"), 0.1}),
 		},
+		backendErrorsFirstBurst(o, calls),
 		{
 			name:     dashboards.AlertRPCsDropped,
 			interval: scrape,

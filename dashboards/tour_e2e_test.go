@@ -32,9 +32,16 @@ const tourRateInterval = "4s"
 // demo tour by design, and why.
 var zeroOnTour = map[string]string{
 	"xds-client-overview.json: Drops by category":                       "the demo's endpoints have no drop_overloads",
-	"xds-client-overview.json: In flight / max_requests":                "the demo's RPCs end within milliseconds: none is in flight at a scrape",
 	"xds-client-overview.json: Endpoint weights (weighted_round_robin)": "the demo's cluster is round_robin",
 	"xds-client-overview.json: TLS handshake failures":                  "the tour's client has the mesh's certificate: no handshake fails",
+}
+
+// mayBeZeroOnTour are the panels whose values over the tour depend on
+// timing alone, and why: neither "shows something" nor "shows nothing"
+// holds in every run. Another test checks that they show data.
+var mayBeZeroOnTour = map[string]string{
+	"xds-client-overview.json: In flight / max_requests": "the demo's RPCs end within milliseconds: a scrape sees one in flight " +
+		"only if it comes while one is (TestDataPlaneOnPrometheus has a cluster whose RPCs stay in flight)",
 }
 
 // signalWriter closes seen once what it is written contains want.
@@ -123,6 +130,9 @@ func TestEveryPanelOverTheTour(t *testing.T) {
 		}
 	}
 	for _, panel := range slices.Sorted(maps.Keys(shown)) {
+		if _, either := mayBeZeroOnTour[panel]; either {
+			continue
+		}
 		why, zero := zeroOnTour[panel]
 		switch points := shown[panel]; {
 		case zero && points > 0:
@@ -134,6 +144,11 @@ func TestEveryPanelOverTheTour(t *testing.T) {
 	for panel := range zeroOnTour {
 		if _, ok := shown[panel]; !ok {
 			t.Errorf("zeroOnTour lists %s, which no dashboard has", panel)
+		}
+	}
+	for panel := range mayBeZeroOnTour {
+		if _, ok := shown[panel]; !ok {
+			t.Errorf("mayBeZeroOnTour lists %s, which no dashboard has", panel)
 		}
 	}
 	watch.Stop(t)

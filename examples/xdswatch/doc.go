@@ -351,7 +351,11 @@
 // is that of the xDS client the channels share, --target, as on the
 // client's own series, and whose xdslens.channel_target is the channel's
 // argument (xds:///demo), but on the in-flight and max_requests gauges,
-// which count per xDS client; a channel's gauges stop when it is closed. --otlp-endpoint pushes the same ones to
+// which count per xDS client; a channel's gauges stop when it is closed.
+// Its RPCs are measured with gRFC A66's per-call instruments too
+// (dataplane.WithPerCallMetrics: grpc.client.attempt.duration by cluster
+// and locality, grpc.client.call.duration, ...), whose grpc.target is, as
+// A66 says, the channel's own (xds:///demo). --otlp-endpoint pushes the same ones to
 // an OpenTelemetry Collector or any OTLP receiver, and otel-collector.yaml beside this file
 // is a Collector configuration that receives them and serves them to
 // Prometheus. Both describe the process with the OpenTelemetry resource,

@@ -184,7 +184,9 @@ func (cs *channelSet) add(t target) error {
 		Ejection:      ch.ejection,
 	})}
 	for _, mp := range cs.meters {
-		opts = append(opts, dataplane.WithMeterProvider(mp))
+		// The channel is xdswatch's own: no other instrumentation counts
+		// its RPCs, so gRFC A66's per-call instruments go with the rest.
+		opts = append(opts, dataplane.WithMeterProvider(mp), dataplane.WithPerCallMetrics(mp))
 	}
 	b := xdsgrpc.NewBuilder(cs.pool, opts...)
 	ch.conn, err = grpc.NewClient(t.key(), append(b.DialOptions(),

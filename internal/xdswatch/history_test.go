@@ -1,15 +1,9 @@
 package xdswatch
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/emptypb"
-	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/xdslens/xdslens/admin"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/xdsgrpc/history"
 )
@@ -27,19 +21,7 @@ func TestAdminConfigHistory(t *testing.T) {
 	cc := dial(t, *l.CSDS)
 	list := func() []history.Channel {
 		t.Helper()
-		out := new(structpb.Struct)
-		if err := cc.Invoke(testContext(t), admin.ConfigHistoryList, &emptypb.Empty{}, out); err != nil {
-			t.Fatalf("List: %v", err)
-		}
-		b, err := protojson.Marshal(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var answer struct{ Channels []history.Channel }
-		if err := json.Unmarshal(b, &answer); err != nil {
-			t.Fatal(err)
-		}
-		return answer.Channels
+		return configHistory(t, cc)
 	}
 	p.nextOf(t, eventConfig)
 	p.nextOf(t, eventConfig)
