@@ -56,6 +56,8 @@ type Config struct {
 	// or alone for a place out of that range. It may be called on several
 	// goroutines at once, for distinct places.
 	Deliver func(n int) func(place int, d Delivery) any
+	// Cancel ends the watch of a Watcher of an entry: what its Stop does.
+	Cancel func(w *Watcher)
 }
 
 // Delivery is a valid resource on its way to watchers: of type Type, named
@@ -125,6 +127,7 @@ type Kind struct {
 	TypeInfo
 	Rank  int // the order the type was registered in: requests go in it
 	table entryTable
+	cache *Cache
 }
 
 // TypeInfo is a resource type and what it says of itself, read once by
@@ -164,7 +167,7 @@ func (c *Cache) Register(tx *txn.Tx, t TypeInfo) (*Kind, error) {
 	if s.kinds == nil {
 		s.kinds = map[string]*Kind{}
 	}
-	k := &Kind{TypeInfo: t, Rank: len(s.order)}
+	k := &Kind{TypeInfo: t, Rank: len(s.order), cache: c}
 	s.kinds[url] = k
 	s.order = append(s.order, k)
 	return k, nil

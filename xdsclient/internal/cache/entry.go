@@ -78,10 +78,16 @@ type Watcher struct {
 	// heardAmbient: the last callback queued to it was an ambient error
 	// whose cause is not over; when it ends, it gets AmbientError(nil).
 	heardAmbient bool
-	// Sink is what the callbacks go to: package xdsclient's Watcher.
+	// Sink is what the callbacks go to: package xdsclient's Watcher,
+	// or its TypedWatcher of a built-in type.
 	Sink  any
 	entry *Entry // nil for a watch refused at the start
 }
+
+// Stop ends the watch of w, a watcher of an entry, through the cache's
+// Config.Cancel. As a method value it is a watch's cancel func: one word
+// besides the watcher, which a client holding many watches keeps once.
+func (w *Watcher) Stop() { w.entry.kind.cache.cfg.Cancel(w) }
 
 // Entry returns the watcher's entry, nil for a watch that was refused.
 func (w *Watcher) Entry() *Entry { return w.entry }
