@@ -256,7 +256,7 @@ func (c *Client) watch(typ xdsresource.Type, name string, w any) (cancel func())
 			e = c.cache.Add(tx, k, name, a.Group())
 			c.auths.Subscribe(tx, a, e)
 		}
-		ref := &cache.Watcher{Sink: w}
+		ref := c.cache.NewWatcher(tx, e, w)
 		c.cache.Watch(tx, e, ref, res, resErr, c.auths.Down(tx, a))
 		return ref.Stop
 	}
@@ -342,10 +342,11 @@ func (c *Client) Close() {
 
 // Dump returns every cache entry, sorted by type URL and name. It never
 // holds the client's lock for long, whatever the size of the cache: it
-// lists the entries a thousand at a time and copies them 128 at a time, so
-// an update or a watch waits at most for one such step. Each snapshot is
-// one entry exactly as the cache held it; entries removed before their
-// step are left out, entries added meanwhile may or may not be seen, and a
+// lists the entries with the lock released (the cache's tables of entries
+// stay as they were for it, changes going to a copy) and copies them 128
+// at a time, so an update or a watch waits at most for one such step. Each
+// snapshot is one entry exactly as the cache held it; entries removed
+// before their step are left out, entries added meanwhile are not seen, and a
 // dump taken while updates flow shows each entry as it was when its step
 // ran. The snapshots share the cache's bytes (Raw, FailedRaw), which must
 // not be modified. A closed client has no entries.

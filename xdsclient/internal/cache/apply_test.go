@@ -207,7 +207,7 @@ func newEntries(tb testing.TB, typ xdsresource.Type, n int, deliver func(int) fu
 	g := cache.NewGroup(tx, "#old", f.src)
 	for i := range n {
 		e := f.c.Add(tx, k, "c"+strconv.Itoa(i), g)
-		f.c.Watch(tx, e, &cache.Watcher{}, nil, nil, "")
+		f.c.Watch(tx, e, f.c.NewWatcher(tx, e, nil), nil, nil, "")
 		f.entries = append(f.entries, e)
 	}
 	return f

@@ -114,10 +114,9 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
 	}
 	defer tx.Unlock()
-	s := c.s.Of(tx)
-	s.gen++
+	gen := c.nextGen(tx)
 	base := &update{version: u.Version, shown: u.ShownVersion, at: at, src: src}
-	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base, typeURL: u.TypeURL,
+	r := response{c: c, tx: tx, src: src, k: k, gen: gen, base: base, last: base, typeURL: u.TypeURL,
 		nonce: u.Nonce, delta: u.Delta, resources: u.Resources, items: items, changed: changed, deliver: deliver}
 	for i := range items {
 		r.resource(i, &items[i])
@@ -220,7 +219,7 @@ func stale(items []item) bool {
 	found := false
 	for i := range items {
 		it := &items[i]
-		if it.unchanged && (it.e.removed || it.e.res.from != it.was) {
+		if it.unchanged && (it.e.is(flagRemoved) || it.e.res.from != it.was) {
 			it.unchanged, it.looked = false, false
 			it.raw = &anypb.Any{}
 			found = true
@@ -290,7 +289,7 @@ type response struct {
 	tx  *txn.Tx
 	src *Source
 	k   *Kind
-	gen uint64
+	gen uint32
 	// base is the response's update; last the update of the last resource
 	// applied, which the next one shares if it has the same version
 	// (delta).
@@ -316,7 +315,7 @@ func (r *response) entry(hint *Entry, name, twice string) (_ *Entry, ok bool) {
 	if e == nil {
 		e = r.k.table.get(name)
 	}
-	if e == nil || e.group.Active(r.tx) != r.src {
+	if e == nil || e.kg.group.Active(r.tx) != r.src {
 		return nil, false // not subscribed, or not from the server in use: ignored, not counted
 	}
 	if e.seenGen == r.gen {
@@ -476,7 +475,7 @@ func (r *response) events() iter.Seq[*decision] {
 		}
 		var x decision
 		for e := range r.k.table.all() {
-			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
+			if e.seenGen != r.gen && e.kg.group.Active(r.tx) == r.src {
 				x = decision{e: e, ev: event{kind: evDeletion}, s: e.current()}
 				if !yield(&x) {
 					return
