@@ -60,9 +60,10 @@ func (e *Entry) set(f entryFlags, on bool) {
 
 // kindGroup is what the entries of one kind in one group share.
 type kindGroup struct {
-	kind  *Kind
-	group *Group
-	n     int // entries
+	kind   *Kind
+	group  *Group
+	n      int  // entries
+	picked bool // in the groups Names was asked for, while it runs
 }
 
 // held is a resource an entry holds: its serialized bytes (the value of the

@@ -110,3 +110,25 @@ func (c *Cache) Versions(_ *txn.Tx, src *Source, k *Kind) map[string]string {
 	}
 	return out
 }
+
+// Names returns the names of the entries of k whose group in reports, in
+// no particular order: what a State of the World request of k subscribes
+// on a server, whose groups in names.
+func (c *Cache) Names(_ *txn.Tx, k *Kind, in func(*Group) bool) []string {
+	n := 0
+	for _, kg := range k.groups {
+		if kg.picked = in(kg.group); kg.picked {
+			n += kg.n
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for e := range k.table.all() {
+		if e.kg.picked {
+			out = append(out, e.name)
+		}
+	}
+	return out
+}

@@ -45,6 +45,12 @@ type Handler interface {
 	// StreamStarted: stream id was created. Its requests are built after
 	// this returns.
 	StreamStarted(id uint64)
+	// Requests calls build, unless stream id is no longer current, with
+	// the lock that Subscribe and Unsubscribe are called with held: names
+	// returns the names of typeURL subscribed on the server, in any order,
+	// which a State of the World request subscribes (build does not keep
+	// them past the request).
+	Requests(id uint64, build func(names func(typeURL string) []string))
 	// Versions returns the versions held of the resources of typeURL from
 	// this server, by name, for the first delta request of the type on
 	// stream id (initial_resource_versions); nil for none.

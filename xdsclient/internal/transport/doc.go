@@ -5,7 +5,9 @@
 //
 // A Conn keeps what is subscribed on the server, per type, and frames the
 // requests: over State of the World each request names every subscribed
-// resource of its type; over delta it names what changed, and the first
+// resource of its type, which the Handler gives (Requests: the client
+// keeps its names once, in its cache); over delta it names what changed,
+// and the first
 // request of a type on a stream subscribes everything, with the versions
 // held. It turns each response of either protocol into one Update, the
 // same value whatever the protocol, with what a message may quote of the
@@ -17,6 +19,7 @@
 //	Handler method   called when
 //	Connectivity     the channel reports a new state
 //	StreamStarted    a stream was created (its first requests follow)
+//	Requests         requests are made: under the lock subscriptions change with, the names subscribed
 //	Versions         the first delta request of a type is built: the versions held
 //	Sending          a request is about to be written: the names it subscribes for the first time on the stream
 //	Sent             a request was written
@@ -24,7 +27,7 @@
 //	StreamEnded      a stream ended, or could not be created
 //
 // The Handler's methods are called from the Conn's goroutines, one stream's
-// at a time, never with the Conn's own lock held; the Conn's methods may be
-// called from inside them, and under the client's lock (which is taken
-// before the Conn's).
+// at a time, never with the Conn's own lock held (Requests' build takes it,
+// under the client's); the Conn's methods may be called from inside them,
+// and under the client's lock (which is taken before the Conn's).
 package transport
