@@ -86,14 +86,12 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		deliver = c.cfg.Deliver(changed)
 	}
 	// A resource found changed is made ready for watchers as it is decoded,
-	// on the decoding goroutine: copied, and made into what they get.
+	// on the decoding goroutine: made into what they get.
 	at := time.Now()
 	ready := func(i int, it *item) {
 		if it.err != nil || !it.looked || it.place < 0 {
 			return // invalid, or not known to be a change: see resource
 		}
-		it.kept = bytes.Clone(it.data)
-		it.raw.Value = it.kept
 		v := u.Version
 		if r := &u.Resources[i]; u.Delta && r.Version != v {
 			v = r.Version
@@ -251,7 +249,10 @@ func inParallel(n int, f func(lo, hi int)) {
 }
 
 // decodeItems decodes the items that are neither unchanged nor failed,
-// of type URL typeURL, and calls ready for each once decoded. Items are
+// of type URL typeURL, and calls ready for each once decoded. What is
+// decoded is a copy of the bytes received (kept), never the response's
+// buffer, which the transport reuses: a decoded value may keep slices of
+// what it was decoded from (a Type of the user's may). Items are
 // independent and xdsresource.Type implementations are safe for
 // concurrent use, so a large response is decoded in parallel: decoding is
 // most of the client's work on a full-state update.
@@ -259,7 +260,10 @@ func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL s
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
-				it.raw.TypeUrl, it.raw.Value = typeURL, it.data
+				if it.kept == nil {
+					it.kept = bytes.Clone(it.data)
+				}
+				it.raw.TypeUrl, it.raw.Value = typeURL, it.kept
 				it.decode(typ, opts)
 				ready(i, it)
 			}
@@ -369,7 +373,7 @@ func (r *response) resource(i int, it *item) {
 		same := f != nil && f.raw != nil && string(f.raw) == string(it.data)
 		if same {
 			it.kept = f.raw
-		} else {
+		} else if it.kept == nil {
 			it.kept = bytes.Clone(it.data)
 		}
 		it.e, it.ev, it.s = e, event{kind: evInvalid, sameBytes: same}, e.current()
@@ -389,7 +393,9 @@ func (r *response) resource(i int, it *item) {
 	case unchanged:
 		it.kept, it.res = nil, nil // made while decoding, but not a change after all
 	case it.res == nil: // not made while decoding
-		it.kept = bytes.Clone(it.data)
+		if it.kept == nil {
+			it.kept = bytes.Clone(it.data)
+		}
 		if it.raw == nil {
 			it.raw = &anypb.Any{TypeUrl: r.k.URL}
 		}

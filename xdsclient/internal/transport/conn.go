@@ -64,7 +64,9 @@ type Handler interface {
 	// Sent: a request was written on stream id.
 	Sent(id uint64, r Request)
 	// Response: a response was read on stream id. The next is read once
-	// the Result's Wait is closed.
+	// the Result's Wait is closed. The Values of u's resources are slices
+	// of a buffer the Conn reuses once Response returns: what is kept of
+	// them, or decoded from them, must be copied.
 	Response(id uint64, u *Update) Result
 	// StreamEnded: stream id ended, or (e.Started false, id 0) no stream
 	// could be created.
@@ -324,6 +326,7 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 		}
 		tx.Unlock()
 		res := c.h.Response(id, u)
+		u.release()
 		c.acknowledge(id, u, res)
 		if res.Wait != nil {
 			// Flow control: read on only once watchers have taken this

@@ -6,6 +6,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xdstp"
@@ -39,6 +40,19 @@ type Update struct {
 	// Subscribed how many names of it are now.
 	Known      bool
 	Subscribed int
+
+	// buf holds the bytes the resources are slices of, given back to
+	// gRPC's pool by release.
+	buf mem.Buffer
+}
+
+// release gives back the buffer the resources of u are slices of: once
+// the handler has taken u (Handler.Response), which copies what it keeps.
+func (u *Update) release() {
+	if u.buf != nil {
+		u.buf.Free()
+		u.buf = nil
+	}
 }
 
 // ResourceError is one TP3 error of an Update: the resource's name ("" if
@@ -124,10 +138,12 @@ func (s grpcStream) receive() (*Update, error) {
 	if err := s.st.RecvMsg(&f); err != nil {
 		return nil, err
 	}
-	u, err := s.parse(f.b)
+	u, err := s.parse(f.buf.ReadOnlyData())
 	if err != nil {
+		f.buf.Free()
 		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
 	}
+	u.buf = f.buf
 	return u, nil
 }
 
