@@ -3,7 +3,9 @@ package transport
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -120,6 +122,9 @@ type Conn struct {
 	cancel context.CancelFunc
 	wake   chan struct{} // a request is due
 	kick   chan struct{} // something is subscribed
+	// changes counts the subscriptions and unsubscriptions, which the
+	// send loop watches to let a burst of them end (settle).
+	changes atomic.Uint64
 
 	// told orders what the handler hears of the channel's connectivity
 	// and of a stream's start: a state is read and told with it held, and
@@ -340,6 +345,45 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 	}
 }
 
+// How the send loop lets a burst of subscriptions end (settle): it yields
+// settleYields times to see whether more come, then, while they do, waits
+// settleStep at a time, up to settleMax in all.
+const (
+	settleYields = 16
+	settleStep   = time.Millisecond
+	settleMax    = 20 * time.Millisecond
+)
+
+// settle returns, with the count of changes the requests about to be made
+// will carry, once the subscriptions stopped changing (yield gives the
+// processor up once; step waits settleStep and returns false once the
+// stream ended): a caller that
+// watches many resources in a row (a fresh client, a callback watching
+// every cluster of a route) is then asked for in one request, not in
+// many partial ones that a server would each answer with everything
+// subscribed so far (and some servers ignore a request sent before the
+// answer to the previous one, so that such a request only delays the
+// next). Requests that subscribe nothing new (an ACK) are made at once,
+// as are those of a single subscription, after a few yields; a burst is
+// waited for a millisecond at a time, for at most settleMax, which bounds
+// the delay of any request.
+func (c *Conn) settle(built uint64, yield func(), step func() bool) uint64 {
+	n := c.changes.Load()
+	if n == built {
+		return n
+	}
+	for range settleYields {
+		yield()
+	}
+	for waited := time.Duration(0); c.changes.Load() != n && waited < settleMax; waited += settleStep {
+		n = c.changes.Load()
+		if !step() {
+			break
+		}
+	}
+	return c.changes.Load()
+}
+
 // acknowledge records what the next request of u's type says of u: the
 // nonce, and the version accepted or the NACK.
 func (c *Conn) acknowledge(id uint64, u *Update, res Result) {
@@ -366,12 +410,26 @@ func (c *Conn) acknowledge(id uint64, u *Update, res Result) {
 // until the stream ends.
 func (c *Conn) sendLoop(ctx context.Context, stream adsStream, id uint64) {
 	first := true
+	var built uint64 // changes when the last requests were made
+	t := time.NewTimer(settleStep)
+	t.Stop()
+	defer t.Stop()
+	step := func() bool { // waits settleStep, false if the stream ended
+		t.Reset(settleStep)
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
 		select {
 		case <-c.wake:
 		case <-ctx.Done():
 			return
 		}
+		built = c.settle(built, runtime.Gosched, step)
 		for _, r := range c.requests(id, &first) {
 			c.h.Sending(id, r.info.TypeURL, r.fresh, r.resumed)
 			if err := stream.send(r); err != nil {

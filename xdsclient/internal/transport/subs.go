@@ -78,6 +78,7 @@ func (c *Conn) Subscribe(typeURL string, rank int, name string) {
 	ts.n++
 	st.n++
 	ts.dirty = true
+	c.changes.Add(1)
 	// What the next request subscribes anew is kept only while a stream
 	// is open and has had a request of the type: the first request of a
 	// stream subscribes every name.
@@ -110,6 +111,7 @@ func (c *Conn) Unsubscribe(typeURL, name string) {
 	ts.n--
 	st.n--
 	ts.dirty = true
+	c.changes.Add(1)
 	if c.cfg.Delta {
 		if ts.sent[name] {
 			if ts.unsub == nil {
