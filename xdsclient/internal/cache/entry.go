@@ -141,6 +141,17 @@ func (e *Entry) State(*txn.Tx) (State, bool) { return e.state, e.res.ok() }
 // Err returns the data error the entry carries, nil when none.
 func (e *Entry) Err(*txn.Tx) error { return e.failureErr() }
 
+// settled reports whether a valid response that carries the bytes e holds,
+// from the server that sent them, changes nothing of e but the update
+// that last carried them (held.from): e is ACKED, holds a resource, no
+// timer runs, no deletion was ignored, it has no side fields (no failure,
+// one watcher at most) and its watcher carries no ambient error
+// (transition's evValid, unchanged: no state, no hook, no callback).
+func (e *Entry) settled() bool {
+	return e.state == StateACKed && e.res.ok() && e.flags&(flagDeletionIgnored|flagTiming|flagExtra) == 0 &&
+		!(e.is(flagFirstWatching) && e.first.heardAmbient)
+}
+
 // current returns what transition reads of e.
 func (e *Entry) current() entryState {
 	return entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.is(flagDeletionIgnored)}

@@ -98,7 +98,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		}
 		it.res = deliver(it.place, Delivery{Type: k.Type, Name: it.name, Version: v, Value: it.value, Raw: it.raw, Server: src.URI, At: at})
 	}
-	decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
+	decodeItems(k.Type, src.Decode, u.TypeURL, items, changed, ready)
 	for {
 		tx = c.cfg.Mutex.Lock()
 		if !open(tx) {
@@ -109,7 +109,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 			break
 		}
 		tx.Unlock() // what some entry held changed meanwhile: decode after all
-		decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
+		decodeItems(k.Type, src.Decode, u.TypeURL, items, len(items), ready)
 	}
 	defer tx.Unlock()
 	gen := c.nextGen(tx)
@@ -255,9 +255,15 @@ func inParallel(n int, f func(lo, hi int)) {
 // what it was decoded from (a Type of the user's may). Items are
 // independent and xdsresource.Type implementations are safe for
 // concurrent use, so a large response is decoded in parallel: decoding is
-// most of the client's work on a full-state update.
-func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL string, items []item, ready func(i int, it *item)) {
-	inParallel(len(items), func(lo, hi int) {
+// most of the client's work on a full-state update. todo bounds how many
+// need it: below parallelMin (one resource changed in a large response),
+// they are decoded on the caller's goroutine.
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL string, items []item, todo int, ready func(i int, it *item)) {
+	run := inParallel
+	if todo < parallelMin {
+		run = func(n int, f func(lo, hi int)) { f(0, n) }
+	}
+	run(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
 				if it.kept == nil {
@@ -387,6 +393,14 @@ func (r *response) resource(i int, it *item) {
 	unchanged := it.unchanged
 	if !it.looked || e != it.e || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
+	}
+	if unchanged && e.settled() {
+		// Most resources of a full state, done here rather than decided
+		// and carried out one by one: what transition and carryOut would
+		// do (TestSettledUnchanged).
+		e.res.from = it.u
+		it.e, it.kept, it.res = e, nil, nil
+		return
 	}
 	it.e, it.ev, it.s = e, event{kind: evValid, unchanged: unchanged}, e.current()
 	switch {
