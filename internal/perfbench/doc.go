@@ -19,6 +19,9 @@
 //   - OP/delta-push: over delta against a server in the benchmark
 //     that does only the work of what changed, which measures the client's
 //     own cost. update-one also runs at N = 100,000, over both protocols.
+//   - retained-heap: the heap a client retains once it holds the N
+//     clusters, as a multiple of the response's wire size (heap/wire), at
+//     N = 1,000, 10,000 and 100,000.
 //   - OP/raw-ads: the floor for OP, a bare ADS stream made with the
 //     generated gRPC client against the same server and snapshots, that
 //     only receives, unpacks every resource into a Cluster and ACKs.

@@ -411,7 +411,9 @@ type rawADS struct {
 
 // dialRaw opens a raw ADS stream to e's server and subscribes to names.
 func (e *env) dialRaw(names []string) *rawADS {
-	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// A response of 100,000 clusters is larger than gRPC's default limit.
+	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
 	if err != nil {
 		e.tb.Fatal(err)
 	}

@@ -44,6 +44,7 @@ func BenchmarkPerf(b *testing.B) {
 		b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, largeSize, true, sotw) })
 		b.Run("update-one/delta", func(b *testing.B) { benchUpdateClient(b, largeSize, true, delta) })
 		b.Run("update-one/delta-push", func(b *testing.B) { benchUpdateClient(b, largeSize, true, deltaPush) })
+		b.Run("retained-heap", func(b *testing.B) { benchRetained(b, largeSize) })
 	})
 }
 
