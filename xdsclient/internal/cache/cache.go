@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -110,6 +111,9 @@ const (
 type Cache struct {
 	cfg Config
 	s   txn.Guarded[state]
+	// scratch holds what Apply works in (*scratch), between responses;
+	// the collector empties it.
+	scratch sync.Pool
 }
 
 type state struct {

@@ -40,11 +40,13 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	// code, perhaps), with the lock released; looking them up only reads
 	// the cache, with the lock held. Both run on several goroutines for a
 	// large response.
-	items := make([]item, len(u.Resources))
+	sc := c.scratchFor(len(u.Resources))
+	defer c.putScratch(sc)
+	items := sc.items
 	var rawNames [][]byte
 	reader, _ := k.Type.(xdsresource.NameReader)
 	if reader != nil {
-		rawNames = make([][]byte, len(items))
+		rawNames = sc.rawNames
 	}
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -131,6 +133,32 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	r.decide()
 	r.NACK = r.nacks.err()
 	return c.commit(&r), true
+}
+
+// scratch is what Apply works in, kept between responses (Cache.scratch)
+// rather than made for each: for a large response, megabytes that would
+// otherwise be garbage for the collector every time.
+type scratch struct {
+	items    []item
+	rawNames [][]byte
+}
+
+// scratchFor returns scratch space for n resources, zeroed.
+func (c *Cache) scratchFor(n int) *scratch {
+	sc, _ := c.scratch.Get().(*scratch)
+	if sc == nil || cap(sc.items) < n {
+		return &scratch{items: make([]item, n), rawNames: make([][]byte, n)}
+	}
+	sc.items, sc.rawNames = sc.items[:n], sc.rawNames[:n]
+	return sc
+}
+
+// putScratch keeps sc for the next response, zeroed: it then refers to
+// nothing, so that what the response made is not kept alive by it.
+func (c *Cache) putScratch(sc *scratch) {
+	clear(sc.items)
+	clear(sc.rawNames)
+	c.scratch.Put(sc)
 }
 
 // item is one resource of a response on its way into the cache.

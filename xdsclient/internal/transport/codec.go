@@ -75,7 +75,10 @@ var errMalformed = wire.ErrMalformed
 // ParseSotW reads a DiscoveryResponse. It fails where protobuf would on
 // the fields it reads (a malformed field, a string that is not UTF-8),
 // and is no stricter than protobuf on the others.
-func ParseSotW(b []byte) (*Update, error) {
+func ParseSotW(b []byte) (*Update, error) { return parseSotW(b, nil) }
+
+// parseSotW is ParseSotW, with the resources in reuse when it has room.
+func parseSotW(b []byte, reuse []Resource) (*Update, error) {
 	u := &Update{}
 	n := 0
 	err := envelope(b, u, fieldErrors, func(num protowire.Number, v []byte) error {
@@ -90,7 +93,11 @@ func ParseSotW(b []byte) (*Update, error) {
 	// The resources are read once the type URL is known, which may come
 	// after them: a second walk of the fields, already checked, so that
 	// the only allocation is the resources'.
-	u.Resources = make([]Resource, n)
+	if cap(reuse) >= n {
+		u.Resources = reuse[:n]
+	} else {
+		u.Resources = make([]Resource, n)
+	}
 	i := 0
 	err = wire.BytesFields(b, func(num protowire.Number, a []byte) error {
 		if num != fieldResources {
@@ -142,7 +149,10 @@ func plainAny(b []byte, typeURL string) (value []byte, ok bool) {
 
 // ParseDelta reads a DeltaDiscoveryResponse, as ParseSotW does a
 // DiscoveryResponse.
-func ParseDelta(b []byte) (*Update, error) {
+func ParseDelta(b []byte) (*Update, error) { return parseDelta(b, nil) }
+
+// parseDelta is ParseDelta, with the resources in reuse when it has room.
+func parseDelta(b []byte, reuse []Resource) (*Update, error) {
 	u := &Update{Delta: true}
 	var res [][]byte
 	err := envelope(b, u, fieldDeltaErrors, func(num protowire.Number, v []byte) error {
@@ -161,7 +171,11 @@ func ParseDelta(b []byte) (*Update, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DeltaDiscoveryResponse: %w", err)
 	}
-	u.Resources = make([]Resource, 0, len(res))
+	if cap(reuse) >= len(res) {
+		u.Resources = reuse[:0]
+	} else {
+		u.Resources = make([]Resource, 0, len(res))
+	}
 	for i, b := range res {
 		r, ok, err := readDeltaResource(b, u.TypeURL)
 		if err != nil {

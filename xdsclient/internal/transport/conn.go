@@ -125,6 +125,9 @@ type Conn struct {
 	// changes counts the subscriptions and unsubscriptions, which the
 	// send loop watches to let a burst of them end (settle).
 	changes atomic.Uint64
+	// resources holds the resources of a response the handler took
+	// (*[]Resource), for the next; the collector empties it.
+	resources sync.Pool
 
 	// told orders what the handler hears of the channel's connectivity
 	// and of a stream's start: a state is read and told with it held, and

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"sync"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
@@ -42,16 +43,26 @@ type Update struct {
 	Subscribed int
 
 	// buf holds the bytes the resources are slices of, given back to
-	// gRPC's pool by release.
-	buf mem.Buffer
+	// gRPC's pool by release, and Resources go back to pool (in reuse)
+	// for the next response.
+	buf   mem.Buffer
+	reuse *[]Resource
+	pool  *sync.Pool
 }
 
-// release gives back the buffer the resources of u are slices of: once
-// the handler has taken u (Handler.Response), which copies what it keeps.
+// release gives back the buffer the resources of u are slices of, and
+// the resources themselves: once the handler has taken u
+// (Handler.Response), which copies what it keeps.
 func (u *Update) release() {
 	if u.buf != nil {
 		u.buf.Free()
 		u.buf = nil
+	}
+	if u.reuse != nil {
+		clear(u.Resources)
+		*u.reuse = u.Resources[:0]
+		u.pool.Put(u.reuse)
+		u.Resources, u.reuse = nil, nil
 	}
 }
 
@@ -120,17 +131,19 @@ const (
 func (c *Conn) open(ctx context.Context) (adsStream, error) {
 	if c.cfg.Delta {
 		st, err := c.cc.NewStream(ctx, deltaDesc, deltaMethod, grpc.ForceCodecV2(codec{}))
-		return grpcStream{st, ParseDelta}, err
+		return grpcStream{st, parseDelta, &c.resources}, err
 	}
 	st, err := c.cc.NewStream(ctx, sotwDesc, sotwMethod, grpc.ForceCodecV2(codec{}))
-	return grpcStream{st, ParseSotW}, err
+	return grpcStream{st, parseSotW, &c.resources}, err
 }
 
 // grpcStream is an ADS stream of either protocol: parse reads its
-// responses.
+// responses, into the resources of an earlier one (from resources) when
+// they have room.
 type grpcStream struct {
-	st    grpc.ClientStream
-	parse func([]byte) (*Update, error)
+	st        grpc.ClientStream
+	parse     func(b []byte, reuse []Resource) (*Update, error)
+	resources *sync.Pool // of *[]Resource
 }
 
 func (s grpcStream) receive() (*Update, error) {
@@ -138,12 +151,16 @@ func (s grpcStream) receive() (*Update, error) {
 	if err := s.st.RecvMsg(&f); err != nil {
 		return nil, err
 	}
-	u, err := s.parse(f.buf.ReadOnlyData())
+	reuse, _ := s.resources.Get().(*[]Resource)
+	if reuse == nil {
+		reuse = new([]Resource)
+	}
+	u, err := s.parse(f.buf.ReadOnlyData(), *reuse)
 	if err != nil {
 		f.buf.Free()
 		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
 	}
-	u.buf = f.buf
+	u.buf, u.reuse, u.pool = f.buf, reuse, s.resources
 	return u, nil
 }
 
