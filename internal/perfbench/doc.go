@@ -25,6 +25,9 @@
 //   - OP/raw-ads: the floor for OP, a bare ADS stream made with the
 //     generated gRPC client against the same server and snapshots, that
 //     only receives, unpacks every resource into a Cluster and ACKs.
+//   - OP/ack-only: the floor under any State of the World client, for the
+//     updates: a stream that receives each response as bytes, reads only
+//     its version and nonce and ACKs, decoding and keeping nothing.
 //   - unmarshal: the floor of plain proto.Unmarshal of the same
 //     DiscoveryResponse bytes plus unpacking every Any into a Cluster.
 //

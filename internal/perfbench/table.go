@@ -131,6 +131,7 @@ func WriteTable(w io.Writer, s Samples) error {
 				client("resources/s"), client("requests/op"), t.text, met)
 		}
 	}
+	writeAckOnly(w, s, ns)
 	writeDeltaTable(w, s, ns)
 	var heap []string
 	for _, n := range ns {
@@ -148,6 +149,26 @@ func WriteTable(w io.Writer, s Samples) error {
 		fmt.Fprintf(w, "\nRetained heap (target ≤ %d× the wire size): %s.\n", heapTarget, strings.Join(heap, "; "))
 	}
 	return nil
+}
+
+// writeAckOnly writes, for every size and update measured with it, the
+// floor under any State of the World client (ack-only) and its ratio to
+// raw-ADS: what a ratio target leaves for the client's own work.
+func writeAckOnly(w io.Writer, s Samples, ns []int) {
+	var floors []string
+	for _, n := range ns {
+		prefix := fmt.Sprintf("Perf/n=%d/", n)
+		for _, op := range []string{"update-all", "update-one"} {
+			a, ok := s.Median(prefix+op+"/ack-only", "ns/op")
+			if !ok {
+				continue
+			}
+			floors = append(floors, fmt.Sprintf("n=%d %s %.2f ms, %s raw-ADS", n, op, a/1e6, ratio(a, median(s, prefix+op+"/raw-ads", "ns/op"))))
+		}
+	}
+	if len(floors) > 0 {
+		fmt.Fprintf(w, "\nFloor under any State of the World client (ack-only: the response read as bytes, its version and nonce taken, the ACK sent): %s.\n", strings.Join(floors, "; "))
+	}
 }
 
 // deltaTargets are the targets of delta against State of the World (SotW),
