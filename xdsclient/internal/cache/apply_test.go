@@ -28,22 +28,7 @@ import (
 func TestApplyKeepsCopies(t *testing.T) {
 	for _, n := range []int{3, 1000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			// One buffer holds them all, as the response they came in.
-			var wire []byte
-			want := make([][]byte, n)
-			for i := range n {
-				raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want[i] = raw
-				wire = append(wire, raw...)
-			}
-			resources := make([]transport.Resource, n)
-			for i, rest := 0, wire; i < n; i++ {
-				resources[i] = transport.Resource{Value: rest[:len(want[i]):len(want[i])]}
-				rest = rest[len(want[i]):]
-			}
+			wire, want, resources := inOneBuffer(t, n)
 			got := make(chan *cache.Delivery, n)
 			f := newClusters(t, n, func(d cache.Delivery) any { return &d }, func(_ *cache.Watcher, payload any, _ error, _ bool) {
 				got <- payload.(*cache.Delivery)
@@ -75,6 +60,28 @@ func TestApplyKeepsCopies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inOneBuffer returns the clusters c0..c(n-1) marshalled (want), and as
+// the resources of a response (slices of wire), all in one buffer as in
+// the response they came in.
+func inOneBuffer(t *testing.T, n int) (wire []byte, want [][]byte, resources []transport.Resource) {
+	t.Helper()
+	want = make([][]byte, n)
+	for i := range n {
+		raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = raw
+		wire = append(wire, raw...)
+	}
+	resources = make([]transport.Resource, n)
+	for i, rest := 0, wire; i < n; i++ {
+		resources[i] = transport.Resource{Value: rest[:len(want[i]):len(want[i])]}
+		rest = rest[len(want[i]):]
+	}
+	return wire, want, resources
 }
 
 // misnaming is the Cluster type with a NameReader that reads every
@@ -138,21 +145,7 @@ func (k keeping) Decode(opts xdsresource.DecodeOptions, raw *anypb.Any) (string,
 func TestApplyDecodesCopies(t *testing.T) {
 	for _, n := range []int{3, 1000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			var wire []byte
-			want := make([][]byte, n)
-			for i := range n {
-				raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want[i] = raw
-				wire = append(wire, raw...)
-			}
-			resources := make([]transport.Resource, n)
-			for i, rest := 0, wire; i < n; i++ {
-				resources[i] = transport.Resource{Value: rest[:len(want[i]):len(want[i])]}
-				rest = rest[len(want[i]):]
-			}
+			wire, want, resources := inOneBuffer(t, n)
 			got := make(chan cache.Delivery, n)
 			f := newEntries(t, keeping{xdsresource.ClusterType}, n, func(int) func(int, cache.Delivery) any {
 				return func(_ int, d cache.Delivery) any { return d }
