@@ -136,3 +136,41 @@ func BenchmarkWatchCancel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWatch measures a fresh client registering n watches, one per
+// cluster, as a caller does at start: the client's own work (entries,
+// subscriptions, watchers' records), with the server's answers left out
+// (it never answers).
+func BenchmarkWatch(b *testing.B) {
+	const n = 10_000
+	srv := xdstest.NewPushServer(b)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%d", i)
+	}
+	var sink xdsclient.TypedWatcher[*xdsresource.Cluster] = clusterSink{xdstest.NewCountdown(0)}
+	cancels := make([]func(), n)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c, err := xdsclient.New(bootstrapFor(b, srv.Addr()), xdsclient.WithResourceTimeout(time.Hour))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for i, name := range names {
+			cancels[i] = xdsclient.WatchCluster(c, name, sink)
+		}
+		b.StopTimer()
+		c.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/watch")
+}
+
+// clusterSink is a TypedWatcher of clusters that hands every callback to
+// a Watcher.
+type clusterSink struct{ w xdsclient.Watcher }
+
+func (s clusterSink) ResourceChanged(*xdsresource.Cluster, error) { s.w.ResourceChanged(nil, nil) }
+func (s clusterSink) AmbientError(err error)                      { s.w.AmbientError(err) }

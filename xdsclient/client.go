@@ -110,7 +110,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		closeDone: make(chan struct{}),
 	}
 	obs := observer{c}
-	c.cache = cache.New(cache.Config{Mutex: &c.mu, NodeID: c.nodeID, Observer: obs, Deliver: newResources})
+	c.cache = cache.New(cache.Config{Mutex: &c.mu, NodeID: c.nodeID, Observer: obs, Deliver: newResources, Cancel: c.cancelWatch})
 	c.auths = authority.New(authority.Config{
 		Mutex: &c.mu, Cache: c.cache, Bootstrap: cfg, Fallback: o.fallback, Legacy: o.legacy,
 		Transport: transport.Config{Node: node, KeepaliveTime: o.keepaliveTime, KeepaliveTimeout: o.keepaliveWait,
@@ -198,6 +198,12 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 	if isNil(w) {
 		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil Watcher" + nilType(w))
 	}
+	return c.watch(typ, name, w)
+}
+
+// watch is Watch for a sink that is a Watcher or the TypedWatcher of a
+// typed helper (see deliverTo), checked not to be nil.
+func (c *Client) watch(typ xdsresource.Type, name string, w any) (cancel func()) {
 	nameErr := checkName(name)
 	ti := cache.Describe(typ) // the type's own methods, before the lock
 	tx := c.mu.Lock()
@@ -251,9 +257,9 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 			e = c.cache.Add(tx, k, name, a.Group())
 			c.auths.Subscribe(tx, a, e)
 		}
-		ref := &cache.Watcher{Sink: w}
+		ref := c.cache.NewWatcher(tx, e, w)
 		c.cache.Watch(tx, e, ref, res, resErr, c.auths.Down(tx, a))
-		return func() { c.cancelWatch(ref) }
+		return ref.Stop
 	}
 }
 
@@ -262,7 +268,7 @@ func (c *Client) Watch(typ xdsresource.Type, name string, w Watcher) (cancel fun
 // which its cancel func, like any other, can stop. The callback runs on
 // the lane of the caller, when Watch is called from a callback or a hook
 // (after that callback, then), else on the client's own lane.
-func (c *Client) refuse(tx *txn.Tx, ti cache.TypeInfo, name string, w Watcher, err error) (cancel func()) {
+func (c *Client) refuse(tx *txn.Tx, ti cache.TypeInfo, name string, w any, err error) (cancel func()) {
 	ref := &cache.Watcher{Sink: w}
 	l, ok := c.lanes.Current().(*lane.Lane[*cache.Watcher])
 	if !ok {
@@ -270,7 +276,7 @@ func (c *Client) refuse(tx *txn.Tx, ti cache.TypeInfo, name string, w Watcher, e
 	}
 	l.Call(tx, ref, func() {
 		c.watcherNotified(ti.URL, name, NotifyResourceError, err)
-		w.ResourceChanged(nil, err)
+		deliverTo(w, nil, err, false)
 	})
 	return func() {
 		ref.Cancel()
@@ -393,10 +399,11 @@ func (c *Client) startClose() {
 
 // Dump returns every cache entry, sorted by type URL and name. It never
 // holds the client's lock for long, whatever the size of the cache: it
-// lists the entries a thousand at a time and copies them 128 at a time, so
-// an update or a watch waits at most for one such step. Each snapshot is
-// one entry exactly as the cache held it; entries removed before their
-// step are left out, entries added meanwhile may or may not be seen, and a
+// lists the entries with the lock released (the cache's tables of entries
+// stay as they were for it, changes going to a copy) and copies them 128
+// at a time, so an update or a watch waits at most for one such step. Each
+// snapshot is one entry exactly as the cache held it; entries removed
+// before their step are left out, entries added meanwhile are not seen, and a
 // dump taken while updates flow shows each entry as it was when its step
 // ran. The snapshots share the cache's bytes (Raw, FailedRaw), which must
 // not be modified. A closed client has no entries.

@@ -126,8 +126,10 @@
 //	           server's features (source.go, transition.go) and the NACK worded
 //	           (nack.go) before any is carried out (apply.go)
 //	lane       of that server: the hooks, then the watcher callbacks
-//	transport  the ACK or NACK goes out; the next response is read once the lane ran the
-//	           callbacks of this one (flow control, per stream)
+//	transport  the ACK or NACK goes out (over State of the World it names every
+//	           subscribed resource, read from the cache with the client's lock held);
+//	           the next response is read once the lane ran the callbacks of this one
+//	           (flow control, per stream)
 //
 // Locks, outer first: a Pool's; the client's (a txn.Mutex: the cache, the
 // authorities and the servers' health are reached only through the

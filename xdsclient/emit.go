@@ -213,13 +213,8 @@ func (c *Client) deliver(w *cache.Watcher, payload any, err error, ambient bool)
 		e := w.Entry()
 		c.watcherNotified(e.Kind().URL, e.Name(), kind, err)
 	}
-	sink := w.Sink.(Watcher)
-	if ambient {
-		sink.AmbientError(err)
-		return
-	}
 	res, _ := payload.(*Resource)
-	sink.ResourceChanged(res, err)
+	deliverTo(w.Sink, res, err, ambient)
 }
 
 // watcherNotified calls the WatcherNotified hooks.

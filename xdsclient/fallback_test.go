@@ -328,6 +328,11 @@ func TestFallbackPerAuthority(t *testing.T) {
 	for len(req.GetResourceNames()) < 2 {
 		req = m.RecvType(st1, cdsURL)
 	}
+	// Each server's requests name the resources of the authorities that
+	// use it: server 1 both, server 0 A's alone.
+	if got, want := names(req), []string{nameA, nameB}; !slices.Equal(got, want) {
+		t.Fatalf("shared server's request names %v, want %v", got, want)
+	}
 	m.send(st1, cdsURL, "fb-1", controlplane.Cluster(nameB, "x"), controlplane.Cluster(nameA, "fb"))
 	for {
 		if e := recA.Next(t); e.Kind == xdsclient.NotifyResource {
@@ -349,12 +354,22 @@ func TestFallbackPerAuthority(t *testing.T) {
 		t.Fatal(err)
 	}
 	st0 := m.streamOn(0)
-	m.RecvType(st0, cdsURL)
+	if got := names(m.RecvType(st0, cdsURL)); !slices.Equal(got, []string{nameA}) {
+		t.Fatalf("A's primary's request names %v, want [%s]", got, nameA)
+	}
 	m.send(st0, cdsURL, "a-1", controlplane.Cluster(nameA, "primary"))
 	if e := recA.Expect(t, xdsclient.NotifyResource, 0); e.Resource.Version != "a-1" {
 		t.Fatalf("got %s", e.Resource.Version)
 	}
-	m.RecvType(st1, cdsURL) // the unsubscription of A's name on server 1
+	// The unsubscription of A's name on server 1 (after the ACK of fb-1,
+	// which may still name it).
+	req = m.RecvType(st1, cdsURL)
+	for len(req.GetResourceNames()) == 2 {
+		req = m.RecvType(st1, cdsURL)
+	}
+	if got := names(req); !slices.Equal(got, []string{nameB}) {
+		t.Fatalf("after the switch back, server 1's request names %v, want [%s]", got, nameB)
+	}
 	m.send(st1, cdsURL, "fb-2", controlplane.Cluster(nameB, "y"), controlplane.Cluster(nameA, "late"))
 	recB.Expect(t, xdsclient.NotifyResource, 0)
 	recA.ExpectNone(t)

@@ -5,15 +5,13 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/xerr"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Watcher receives what the client learns about one resource (gRFC A88).
@@ -104,12 +102,42 @@ type TypedWatcher[T any] interface {
 	AmbientError(err error)
 }
 
-type typedAdapter[T any] struct{ w TypedWatcher[T] }
+// A watch's sink is the watcher it was made with, kept as given: a
+// Watcher, or the TypedWatcher of one of the typed helpers, with no adapter
+// around it (a client may hold tens of thousands of watches).
 
-// ResourceChanged passes r's value on. A value of another Go type than T
-// (the type URL is served by a Type other than the one the typed helper
-// expects) is delivered as an error, never as a zero value with no error.
-func (a typedAdapter[T]) ResourceChanged(r *Resource, err error) {
+// deliverTo gives a callback to sink: AmbientError(err) if ambient, else
+// ResourceChanged(r, err).
+func deliverTo(sink any, r *Resource, err error, ambient bool) {
+	switch w := sink.(type) {
+	case Watcher:
+		if ambient {
+			w.AmbientError(err)
+			return
+		}
+		w.ResourceChanged(r, err)
+	case TypedWatcher[*xdsresource.Listener]:
+		deliverTyped(w, r, err, ambient)
+	case TypedWatcher[*routeconfig.Config]:
+		deliverTyped(w, r, err, ambient)
+	case TypedWatcher[*xdsresource.Cluster]:
+		deliverTyped(w, r, err, ambient)
+	case TypedWatcher[*xdsresource.ClusterLoadAssignment]:
+		deliverTyped(w, r, err, ambient)
+	default:
+		panic(fmt.Sprintf("xdsclient: a watch's sink is a %T, neither a Watcher nor a TypedWatcher of a built-in type", sink))
+	}
+}
+
+// deliverTyped gives a callback to w, passing r's value on. A value of
+// another Go type than T (the type URL is served by a Type other than the
+// one the typed helper expects) is delivered as an error, never as a zero
+// value with no error.
+func deliverTyped[T any](w TypedWatcher[T], r *Resource, err error, ambient bool) {
+	if ambient {
+		w.AmbientError(err)
+		return
+	}
 	var v T
 	if r != nil && err == nil {
 		var ok bool
@@ -117,18 +145,17 @@ func (a typedAdapter[T]) ResourceChanged(r *Resource, err error) {
 			err = status.Errorf(codes.Internal, "%s %q: decoded value is a %T, not the %T this watcher takes", r.Type.TypeURL(), r.Name, r.Value, v)
 		}
 	}
-	a.w.ResourceChanged(v, err)
+	w.ResourceChanged(v, err)
 }
-
-func (a typedAdapter[T]) AmbientError(err error) { a.w.AmbientError(err) }
 
 // watchTyped watches name of typ for w, which, like Watch's watcher, must
 // not be nil, nor a nil value of a pointer (map, func, chan, slice) type.
+// T is one of the built-in types' values, which deliverTo knows.
 func watchTyped[T any](c *Client, typ xdsresource.Type, name string, w TypedWatcher[T]) (cancel func()) {
 	if isNil(w) {
 		panic("xdsclient: Watch of " + xerr.ShortName(typ) + " " + xerr.Shown(name) + " with a nil TypedWatcher" + nilType(w))
 	}
-	return c.Watch(typ, name, typedAdapter[T]{w})
+	return c.watch(typ, name, w)
 }
 
 // isNil reports whether w is nil or holds a nil value of a type that can

@@ -19,9 +19,15 @@
 //   - OP/delta-push: over delta against a server in the benchmark
 //     that does only the work of what changed, which measures the client's
 //     own cost. update-one also runs at N = 100,000, over both protocols.
+//   - retained-heap: the heap a client retains once it holds the N
+//     clusters, as a multiple of the response's wire size (heap/wire), at
+//     N = 1,000, 10,000 and 100,000.
 //   - OP/raw-ads: the floor for OP, a bare ADS stream made with the
 //     generated gRPC client against the same server and snapshots, that
 //     only receives, unpacks every resource into a Cluster and ACKs.
+//   - OP/ack-only: the floor under any State of the World client, for the
+//     updates: a stream that receives each response as bytes, reads only
+//     its version and nonce and ACKs, decoding and keeping nothing.
 //   - unmarshal: the floor of plain proto.Unmarshal of the same
 //     DiscoveryResponse bytes plus unpacking every Any into a Cluster.
 //

@@ -409,14 +409,23 @@ type rawADS struct {
 	names  []string
 }
 
-// dialRaw opens a raw ADS stream to e's server and subscribes to names.
-func (e *env) dialRaw(names []string) *rawADS {
-	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// dial returns a channel to e's server, for the floors.
+func (e *env) dial() *grpc.ClientConn {
+	// A response of 100,000 clusters is larger than gRPC's default limit.
+	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30)))
 	if err != nil {
 		e.tb.Fatal(err)
 	}
+	return cc
+}
+
+// dialRaw opens a raw ADS stream to e's server and subscribes to names.
+func (e *env) dialRaw(names []string) *rawADS {
+	cc := e.dial()
 	ctx, cancel := context.WithCancel(e.ctx)
 	r := &rawADS{cc: cc, cancel: cancel, names: names}
+	var err error
 	r.stream, err = discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
 	if err == nil {
 		err = r.stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: e.node}, TypeUrl: cdsURL, ResourceNames: names})

@@ -31,11 +31,13 @@ func BenchmarkPerf(b *testing.B) {
 			b.Run("update-all/client", func(b *testing.B) { benchUpdateClient(b, n, false, sotw) })
 			b.Run("update-all/delta", func(b *testing.B) { benchUpdateClient(b, n, false, delta) })
 			b.Run("update-all/delta-push", func(b *testing.B) { benchUpdateClient(b, n, false, deltaPush) })
-			b.Run("update-all/raw-ads", func(b *testing.B) { benchUpdateRaw(b, n, false) })
+			b.Run("update-all/raw-ads", func(b *testing.B) { benchUpdateFloor(b, n, false, rawFloor) })
+			b.Run("update-all/ack-only", func(b *testing.B) { benchUpdateFloor(b, n, false, ackOnlyFloor) })
 			b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, n, true, sotw) })
 			b.Run("update-one/delta", func(b *testing.B) { benchUpdateClient(b, n, true, delta) })
 			b.Run("update-one/delta-push", func(b *testing.B) { benchUpdateClient(b, n, true, deltaPush) })
-			b.Run("update-one/raw-ads", func(b *testing.B) { benchUpdateRaw(b, n, true) })
+			b.Run("update-one/raw-ads", func(b *testing.B) { benchUpdateFloor(b, n, true, rawFloor) })
+			b.Run("update-one/ack-only", func(b *testing.B) { benchUpdateFloor(b, n, true, ackOnlyFloor) })
 			b.Run("unmarshal", func(b *testing.B) { benchUnmarshal(b, n) })
 			b.Run("retained-heap", func(b *testing.B) { benchRetained(b, n) })
 		})
@@ -44,6 +46,7 @@ func BenchmarkPerf(b *testing.B) {
 		b.Run("update-one/client", func(b *testing.B) { benchUpdateClient(b, largeSize, true, sotw) })
 		b.Run("update-one/delta", func(b *testing.B) { benchUpdateClient(b, largeSize, true, delta) })
 		b.Run("update-one/delta-push", func(b *testing.B) { benchUpdateClient(b, largeSize, true, deltaPush) })
+		b.Run("retained-heap", func(b *testing.B) { benchRetained(b, largeSize) })
 	})
 }
 
@@ -182,9 +185,22 @@ func benchUpdateClient(b *testing.B, n int, one bool, kind serverKind) {
 	f.check(b, u.count, u.variant)
 }
 
-func benchUpdateRaw(b *testing.B, n int, one bool) {
+// floor is a stream of one of the floors: receive reads a response and
+// ACKs it, returning how many resources it carried.
+type floor interface {
+	receive(tb testing.TB) int
+	close()
+}
+
+// The floors' streams, subscribed to names on e's server.
+func rawFloor(e *env, names []string) floor     { return e.dialRaw(names) }
+func ackOnlyFloor(e *env, names []string) floor { return e.dialAckOnly(names) }
+
+// benchUpdateFloor measures the updates of benchUpdateClient on a floor's
+// stream.
+func benchUpdateFloor(b *testing.B, n int, one bool, dial func(*env, []string) floor) {
 	e := newEnv(b, n)
-	r := e.dialRaw(clusterNames(n))
+	r := dial(e, clusterNames(n))
 	defer r.close()
 	r.receive(b)
 	u := newUpdater(e, one)

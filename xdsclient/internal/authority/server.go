@@ -148,6 +148,33 @@ func (s *Server) StreamStarted(id uint64) {
 	s.as.cfg.Observer.StreamStarted(tx, s, s.s.Of(tx).h.Attempts)
 }
 
+// Requests implements transport.Handler: the names subscribed on the
+// server are those of the entries of the authorities that use it (an
+// authority subscribes its entries on every server from its primary down
+// to its active one), read from the cache with the lock held.
+func (s *Server) Requests(id uint64, build func(names func(typeURL string) []string)) {
+	tx, ok := s.lock(id)
+	if !ok {
+		return
+	}
+	defer tx.Unlock()
+	build(func(typeURL string) []string { return s.names(tx, typeURL) })
+}
+
+// names returns the names of typeURL subscribed on the server.
+func (s *Server) names(tx *txn.Tx, typeURL string) []string {
+	c := s.as.cfg.Cache
+	k := c.KindOf(tx, typeURL)
+	if k == nil {
+		return nil
+	}
+	auths := s.s.Of(tx).auths
+	return c.Names(tx, k, func(g *cache.Group) bool {
+		_, ok := auths[s.as.Of(tx, g)]
+		return ok
+	})
+}
+
 // Versions implements transport.Handler: the versions held, unless the
 // server failed since (package health).
 func (s *Server) Versions(id uint64, typeURL string) map[string]string {
@@ -294,7 +321,11 @@ func (s *Server) startTimers(tx *txn.Tx) {
 	c := s.as.cfg.Cache
 	for _, url := range s.conn.Types() {
 		if k := c.KindOf(tx, url); k != nil {
-			c.Sent(tx, s.src, k, s.conn.SentNames(url))
+			var names []string
+			if !s.Delta() {
+				names = s.names(tx, url)
+			}
+			c.Sent(tx, s.src, k, s.conn.SentNames(url, names))
 		}
 	}
 }

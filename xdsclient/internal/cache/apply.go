@@ -78,7 +78,7 @@ type decision struct {
 // apply decides an event that comes alone (a timer that fires, a
 // subscription sent, the failure of a server) and carries it out.
 func (c *Cache) apply(tx *txn.Tx, e *Entry, ev event, d details) {
-	src := e.group.Active(tx)
+	src := e.kg.group.Active(tx)
 	out, _ := src.outcome(e, ev)
 	c.carryOut(tx, e, src, ev, out, d)
 }
@@ -101,7 +101,7 @@ func (c *Cache) carryOut(tx *txn.Tx, e *Entry, src *Source, ev event, out outcom
 	case out.logUnignored:
 		c.cfg.Observer.Logged(tx, e, src, LogDeletionUnignored, d.u.version)
 	}
-	e.deletionIgnored = out.deletionIgnored
+	e.set(flagDeletionIgnored, out.deletionIgnored)
 	var err error
 	if out.notify == notifyError || out.notify == notifyAmbient || out.failure == recordFailure {
 		err = c.resourceErr(out.errCode, e, src, cause(ev, d, src))
@@ -167,7 +167,7 @@ func cause(ev event, d details, src *Source) string {
 
 // resourceErr is the error the watchers of e get, from src, with cause.
 func (c *Cache) resourceErr(code codes.Code, e *Entry, src *Source, cause string) error {
-	return xerr.Resource(code, e.kind.Short, e.name, src.URI, c.cfg.NodeID, cause)
+	return xerr.Resource(code, e.kg.kind.Short, e.name, src.URI, c.cfg.NodeID, cause)
 }
 
 // setState is the one place where an entry changes state or starts or
@@ -179,7 +179,7 @@ func (c *Cache) setState(tx *txn.Tx, e *Entry, state State, res held) {
 	if old == state && oldCached == res.ok() {
 		return
 	}
-	if gs := e.group.g.Of(tx); old != state {
+	if gs := e.kg.group.g.Of(tx); old != state {
 		if old == StateRequested {
 			gs.requested--
 		}
@@ -202,19 +202,19 @@ func (c *Cache) notify(tx *txn.Tx, e *Entry, res any, err error, ambient bool) {
 // ambient error.
 func (c *Cache) notifyOne(tx *txn.Tx, e *Entry, w *Watcher, res any, err error, ambient bool) {
 	w.heardAmbient = ambient && err != nil
-	e.group.Active(tx).Lane.Notify(tx, w, res, err, ambient)
+	e.kg.group.Active(tx).Lane.Notify(tx, w, res, err, ambient)
 }
 
 // startTimer starts e's timer on src, the server it uses, unless it runs.
 func (c *Cache) startTimer(tx *txn.Tx, e *Entry, src *Source) {
 	t := src.t.Of(tx)
-	if e.timing || e.removed || t.closed || e.group.Active(tx) != src {
+	if e.is(flagTiming|flagRemoved) || t.closed || e.kg.group.Active(tx) != src {
 		return
 	}
-	e.timerGen++
-	e.timing = true
+	t.gen++
+	e.set(flagTiming, true)
 	now := tx.Now()
-	t.q = append(t.q, timerSlot{e: e, gen: e.timerGen, at: now.Add(src.Timeout)})
+	t.q = append(t.q, timerSlot{e: e, gen: t.gen, at: now.Add(src.Timeout)})
 	if len(t.q) == 1 {
 		if t.wheel == nil {
 			t.wheel = time.AfterFunc(src.Timeout, func() { c.onWheel(src) })
@@ -223,23 +223,22 @@ func (c *Cache) startTimer(tx *txn.Tx, e *Entry, src *Source) {
 		}
 	}
 	if t.timed == nil {
-		t.timed = map[*Entry]struct{}{}
+		t.timed = map[*Entry]uint32{}
 	}
-	t.timed[e] = struct{}{}
+	t.timed[e] = t.gen
 	c.cfg.Observer.TimerStarted(tx, e, src)
 }
 
 // stopTimer stops e's timer if it runs on src.
 func (c *Cache) stopTimer(tx *txn.Tx, e *Entry, src *Source) {
-	if !e.timing || src == nil {
+	if !e.is(flagTiming) || src == nil {
 		return
 	}
 	t := src.t.Of(tx)
 	if _, ok := t.timed[e]; !ok {
 		return
 	}
-	e.timing = false
-	e.timerGen++
+	e.set(flagTiming, false)
 	t.untime(e)
 	c.cfg.Observer.TimerStopped(tx, e, src)
 }

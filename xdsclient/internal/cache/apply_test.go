@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient/internal/cache"
@@ -27,22 +28,7 @@ import (
 func TestApplyKeepsCopies(t *testing.T) {
 	for _, n := range []int{3, 1000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			// One buffer holds them all, as the response they came in.
-			var wire []byte
-			want := make([][]byte, n)
-			for i := range n {
-				raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want[i] = raw
-				wire = append(wire, raw...)
-			}
-			resources := make([]transport.Resource, n)
-			for i, rest := 0, wire; i < n; i++ {
-				resources[i] = transport.Resource{Value: rest[:len(want[i]):len(want[i])]}
-				rest = rest[len(want[i]):]
-			}
+			wire, want, resources := inOneBuffer(t, n)
 			got := make(chan *cache.Delivery, n)
 			f := newClusters(t, n, func(d cache.Delivery) any { return &d }, func(_ *cache.Watcher, payload any, _ error, _ bool) {
 				got <- payload.(*cache.Delivery)
@@ -74,6 +60,28 @@ func TestApplyKeepsCopies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inOneBuffer returns the clusters c0..c(n-1) marshalled (want), and as
+// the resources of a response (slices of wire), all in one buffer as in
+// the response they came in.
+func inOneBuffer(t *testing.T, n int) (wire []byte, want [][]byte, resources []transport.Resource) {
+	t.Helper()
+	want = make([][]byte, n)
+	for i := range n {
+		raw, err := proto.Marshal(controlplane.Cluster("c"+strconv.Itoa(i), ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = raw
+		wire = append(wire, raw...)
+	}
+	resources = make([]transport.Resource, n)
+	for i, rest := 0, wire; i < n; i++ {
+		resources[i] = transport.Resource{Value: rest[:len(want[i]):len(want[i])]}
+		rest = rest[len(want[i]):]
+	}
+	return wire, want, resources
 }
 
 // misnaming is the Cluster type with a NameReader that reads every
@@ -120,6 +128,45 @@ func TestApplyNameReadWrong(t *testing.T) {
 // unnamed is the Cluster type without its NameReader: a resource is
 // decoded before it is known to be a change.
 type unnamed struct{ xdsresource.Type }
+
+// keeping is the Cluster type whose decoded value is the bytes it was
+// decoded from, as a Type of the user's may keep slices of them.
+type keeping struct{ xdsresource.Type }
+
+func (k keeping) Decode(opts xdsresource.DecodeOptions, raw *anypb.Any) (string, any, error) {
+	name, _, err := k.Type.Decode(opts, raw)
+	return name, raw.Value, err
+}
+
+// TestApplyDecodesCopies: a Type decodes a copy of the bytes received,
+// never the response's buffer, which the transport reuses once the
+// response is applied: a decoded value that keeps slices of its input
+// stays as it was.
+func TestApplyDecodesCopies(t *testing.T) {
+	for _, n := range []int{3, 1000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			wire, want, resources := inOneBuffer(t, n)
+			got := make(chan cache.Delivery, n)
+			f := newEntries(t, keeping{xdsresource.ClusterType}, n, func(int) func(int, cache.Delivery) any {
+				return func(_ int, d cache.Delivery) any { return d }
+			}, func(_ *cache.Watcher, payload any, _ error, _ bool) { got <- payload.(cache.Delivery) })
+			u := &transport.Update{TypeURL: f.k.Type.TypeURL(), Version: "1", Resources: resources, Known: true, Subscribed: n}
+			a, ok := f.c.Apply(f.src, u, func(*txn.Tx) bool { return true })
+			if !ok || a.Valid != n || a.NACK != nil {
+				t.Fatalf("Apply: %+v, applied %v", a, ok)
+			}
+			clear(wire) // the transport reads the next response into it
+			<-a.Wait
+			for range n {
+				d := <-got
+				i, _ := strconv.Atoi(d.Name[1:])
+				if !bytes.Equal(d.Value.([]byte), want[i]) {
+					t.Fatalf("%s decoded from %x, which changed with the response's buffer; want a copy of %x", d.Name, d.Value, want[i])
+				}
+			}
+		})
+	}
+}
 
 // TestApplyDeliversInPlace: what watchers get of the changed resources of
 // a response is made in the places Deliver allocates together, each in
@@ -207,7 +254,7 @@ func newEntries(tb testing.TB, typ xdsresource.Type, n int, deliver func(int) fu
 	g := cache.NewGroup(tx, "#old", f.src)
 	for i := range n {
 		e := f.c.Add(tx, k, "c"+strconv.Itoa(i), g)
-		f.c.Watch(tx, e, &cache.Watcher{}, nil, nil, "")
+		f.c.Watch(tx, e, f.c.NewWatcher(tx, e, nil), nil, nil, "")
 		f.entries = append(f.entries, e)
 	}
 	return f

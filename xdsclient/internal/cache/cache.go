@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -56,6 +57,8 @@ type Config struct {
 	// or alone for a place out of that range. It may be called on several
 	// goroutines at once, for distinct places.
 	Deliver func(n int) func(place int, d Delivery) any
+	// Cancel ends the watch of a Watcher of an entry: what its Stop does.
+	Cancel func(w *Watcher)
 }
 
 // Delivery is a valid resource on its way to watchers: of type Type, named
@@ -108,16 +111,16 @@ const (
 type Cache struct {
 	cfg Config
 	s   txn.Guarded[state]
+	// scratch holds what Apply works in (*scratch), between responses;
+	// the collector empties it.
+	scratch sync.Pool
 }
 
 type state struct {
 	kinds map[string]*Kind // by type URL
 	order []*Kind          // in the order they were registered
 	n     int              // entries
-	// first and last are the ends of the list of entries, in the order
-	// they were made, which Dump walks a few at a time.
-	first, last *Entry
-	gen         uint64 // responses applied
+	gen   uint32           // responses applied (see nextGen)
 }
 
 // Kind is the entries of one resource type.
@@ -125,6 +128,11 @@ type Kind struct {
 	TypeInfo
 	Rank  int // the order the type was registered in: requests go in it
 	table entryTable
+	cache *Cache
+	// groups holds what the entries of each group share; extras the
+	// side fields of the few entries that have some (flagExtra).
+	groups map[*Group]*kindGroup
+	extras map[*Entry]*extra
 }
 
 // TypeInfo is a resource type and what it says of itself, read once by
@@ -164,7 +172,7 @@ func (c *Cache) Register(tx *txn.Tx, t TypeInfo) (*Kind, error) {
 	if s.kinds == nil {
 		s.kinds = map[string]*Kind{}
 	}
-	k := &Kind{TypeInfo: t, Rank: len(s.order)}
+	k := &Kind{TypeInfo: t, Rank: len(s.order), cache: c}
 	s.kinds[url] = k
 	s.order = append(s.order, k)
 	return k, nil
@@ -187,10 +195,18 @@ func (c *Cache) Get(tx *txn.Tx, k *Kind, name string) *Entry {
 // Add makes the entry of k named name, in group g, in StateRequested.
 func (c *Cache) Add(tx *txn.Tx, k *Kind, name string, g *Group) *Entry {
 	s := c.s.Of(tx)
-	e := &Entry{kind: k, name: name, group: g}
+	kg := k.groups[g]
+	if kg == nil {
+		if k.groups == nil {
+			k.groups = map[*Group]*kindGroup{}
+		}
+		kg = &kindGroup{kind: k, group: g}
+		k.groups[g] = kg
+	}
+	kg.n++
+	e := &Entry{kg: kg, name: name}
 	k.table.add(e)
 	s.n++
-	s.link(e)
 	g.g.Of(tx).n++
 	c.setState(tx, e, StateRequested, held{})
 	return e
@@ -199,27 +215,31 @@ func (c *Cache) Add(tx *txn.Tx, k *Kind, name string, g *Group) *Entry {
 // Remove takes e, which has no watcher left, out of the cache.
 func (c *Cache) Remove(tx *txn.Tx, e *Entry) {
 	s := c.s.Of(tx)
-	if e.deletionIgnored {
-		c.cfg.Observer.Logged(tx, e, e.group.Active(tx), LogDeletionUnwatched, "")
+	if e.is(flagDeletionIgnored) {
+		c.cfg.Observer.Logged(tx, e, e.Source(tx), LogDeletionUnwatched, "")
 	}
 	c.setState(tx, e, StateNone, held{})
-	c.stopTimer(tx, e, e.group.Active(tx))
-	e.removed = true
-	e.kind.table.remove(e)
+	c.stopTimer(tx, e, e.Source(tx))
+	e.set(flagRemoved, true)
+	e.tidy()
+	k, g := e.kg.kind, e.kg.group
+	k.table.remove(e)
+	if e.kg.n--; e.kg.n == 0 {
+		delete(k.groups, g)
+	}
 	s.n--
-	s.unlink(e)
-	e.group.g.Of(tx).n--
+	g.g.Of(tx).n--
 }
 
 // Clear drops every entry, when the client closes; no hook is called.
 func (c *Cache) Clear(tx *txn.Tx) {
 	s := c.s.Of(tx)
 	for e := range c.All(tx) {
-		e.removed = true
+		e.set(flagRemoved, true)
 	}
 	*s = state{kinds: s.kinds, order: s.order}
 	for _, k := range s.order {
-		k.table = entryTable{}
+		k.table, k.groups, k.extras = entryTable{}, nil, nil
 	}
 }
 
@@ -241,38 +261,23 @@ func (c *Cache) All(tx *txn.Tx) iter.Seq[*Entry] {
 func (c *Cache) EntriesOf(tx *txn.Tx, g *Group) iter.Seq[*Entry] {
 	return func(yield func(*Entry) bool) {
 		for e := range c.All(tx) {
-			if e.group == g && !yield(e) {
+			if e.kg.group == g && !yield(e) {
 				return
 			}
 		}
 	}
 }
 
-// link puts a new entry at the end of the list of entries.
-func (s *state) link(e *Entry) {
-	e.prev = s.last
-	if s.last != nil {
-		s.last.next = e
-	} else {
-		s.first = e
+// nextGen numbers a new response. The numbers wrap around after 2^32
+// responses: then every entry forgets the response that last named it, so
+// that none seems named by a response that did not name it.
+func (c *Cache) nextGen(tx *txn.Tx) uint32 {
+	s := c.s.Of(tx)
+	if s.gen++; s.gen == 0 {
+		for e := range c.All(tx) {
+			e.seenGen = 0
+		}
+		s.gen = 1
 	}
-	s.last = e
-}
-
-// unlink takes a removed entry out of the list of entries. Its own next
-// link is kept, so that a Dump that stopped at it goes on from there: the
-// entries after it are never taken out of the list without their links
-// being kept in the same way.
-func (s *state) unlink(e *Entry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		s.first = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		s.last = e.prev
-	}
-	e.prev = nil
+	return s.gen
 }

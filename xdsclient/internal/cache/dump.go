@@ -12,22 +12,19 @@ import (
 
 // dumpChunk is how many entries Dump copies per holding of the lock: an
 // update never waits behind more than this many copies, however large the
-// cache. dumpWalkChunk is how many it lists per holding: listing one costs
-// far less than copying it.
-const (
-	dumpChunk     = 128
-	dumpWalkChunk = 1024
-)
+// cache.
+const dumpChunk = 128
 
 // Dump calls each for every entry, sorted by type URL and name, with the
 // lock held, and returns false if open reported the client closed on one
 // of its holdings of the lock. It never holds the lock for long, whatever
-// the size of the cache: it lists the entries dumpWalkChunk at a time,
-// walking the list of entries and remembering where it stopped (an entry
-// removed meanwhile keeps its link to the next one, see unlink), sorts
-// them with the lock released (by type URL and name, which never change),
-// and calls each dumpChunk at a time, leaving out those removed by then.
-// held, when not nil, is told how long each holding lasted.
+// the size of the cache: it freezes the entry table of every kind
+// (entryTable.freeze: a table that changes meanwhile changes a copy), lists
+// their entries and sorts them with the lock released (by type URL and
+// name, which never change), thaws the tables, and calls each dumpChunk at
+// a time, leaving out the entries removed by then; entries made after the
+// tables were frozen are not seen. held, when not nil, is told how long
+// each holding lasted.
 func (c *Cache) Dump(open func(tx *txn.Tx) bool, each func(tx *txn.Tx, e *Entry), held func(time.Duration)) bool {
 	// step runs f with the lock held, unless the client is closed. Each
 	// holding starts with a fresh time slice, so that the scheduler seldom
@@ -46,38 +43,44 @@ func (c *Cache) Dump(open func(tx *txn.Tx) bool, each func(tx *txn.Tx, e *Entry)
 		}
 		return ok
 	}
-	var n int
-	if !step(func(tx *txn.Tx) { n = c.s.Of(tx).n }) {
+	var (
+		n      int
+		kinds  []*Kind
+		frozen [][]*Entry
+	)
+	freeze := func(tx *txn.Tx) {
+		s := c.s.Of(tx)
+		n = s.n
+		for _, k := range s.order {
+			if slots := k.table.freeze(); slots != nil {
+				kinds, frozen = append(kinds, k), append(frozen, slots)
+			}
+		}
+	}
+	if !step(freeze) {
 		return false
 	}
-	list := make([]*Entry, 0, n+n/8)
-	var at *Entry // the last entry walked
-	for started := false; !started || at != nil; started = true {
-		list = slices.Grow(list, dumpWalkChunk) // room is made before the lock is taken
-		walk := func(tx *txn.Tx) {
-			next := c.s.Of(tx).first
-			if at != nil {
-				next = at.next
-			}
-			for k := 0; next != nil && k < dumpWalkChunk; k++ {
-				if !next.removed {
-					list = append(list, next)
-				}
-				at, next = next, next.next
-			}
-			if next == nil {
-				at = nil
+	list := make([]*Entry, 0, n)
+	for _, slots := range frozen {
+		for _, e := range slots {
+			if e != nil {
+				list = append(list, e)
 			}
 		}
-		if !step(walk) {
-			return false
+	}
+	thaw := func(*txn.Tx) {
+		for i, k := range kinds {
+			k.table.thaw(frozen[i])
 		}
+	}
+	if !step(thaw) {
+		return false
 	}
 	sortEntries(list)
 	for lo := 0; lo < len(list); lo += dumpChunk {
 		copyChunk := func(tx *txn.Tx) {
 			for _, e := range list[lo:min(lo+dumpChunk, len(list))] {
-				if !e.removed {
+				if !e.is(flagRemoved) {
 					each(tx, e)
 				}
 			}
@@ -95,7 +98,7 @@ func (c *Cache) Dump(open func(tx *txn.Tx) bool, each func(tx *txn.Tx, e *Entry)
 func sortEntries(entries []*Entry) {
 	rank := map[*Kind]int32{}
 	for _, e := range entries {
-		rank[e.kind] = 0
+		rank[e.kg.kind] = 0
 	}
 	kinds := slices.SortedFunc(maps.Keys(rank), func(a, b *Kind) int {
 		return strings.Compare(a.URL, b.URL)
@@ -110,7 +113,7 @@ func sortEntries(entries []*Entry) {
 	}
 	keys := make([]key, len(entries))
 	for i, e := range entries {
-		keys[i] = key{e.name, rank[e.kind], e}
+		keys[i] = key{e.name, rank[e.kg.kind], e}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if a.rank != b.rank {

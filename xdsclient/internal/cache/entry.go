@@ -13,29 +13,57 @@ import (
 // who watches it. Its kind, name and group never change and are read
 // without the lock; the rest is reached with a Tx.
 //
-// A client may hold tens of thousands of entries, so an entry is kept to
-// 112 bytes: the resource is held as its bytes (decoded again for a watcher
-// that joins later), the version, time and server of an update are shared
-// by every entry the update carried, the server in use is its group's, and
-// what most entries never need (a failure, a second watcher) lives in a
-// side struct.
+// A client may hold tens of thousands of entries, so an entry, its first
+// watcher's record included, is kept to 96 bytes: the resource is held as
+// its bytes (decoded again for a watcher that joins later), the version,
+// time and server of an update are shared by every entry the update
+// carried, the kind and group by every entry of both, the server in use is
+// its group's, and what most entries never need (a failure, a second
+// watcher) is in a side table of the kind (Kind.extras), as is the
+// generation of a running timer in its server's timers.
 type Entry struct {
-	kind    *Kind
-	name    string
-	group   *Group
-	watcher *Watcher // the first watcher; the others are in x.watchers
-	res     held     // the resource in use, if any
-	x       *extra   // nil when every field of it is zero
-	seenGen uint64   // the response that last named this entry
-	// prev and next link the cache's entries in the order they were made
-	// (Dump walks them); a removed entry keeps next.
-	prev, next *Entry
+	kg    *kindGroup
+	name  string
+	first Watcher // the record of the entry's first watcher (see NewWatcher)
+	res   held    // the resource in use, if any
+	// seenGen is the response that last named this entry (response.gen).
+	seenGen uint32
+	state   State
+	flags   entryFlags
+}
 
-	timerGen        uint32 // counts the starts and stops of the timer
-	state           State
-	removed         bool
-	deletionIgnored bool // gRFC A53: a deletion was ignored (legacy mode)
-	timing          bool // the does-not-exist timer runs, on the group's server
+// entryFlags are an entry's yes-or-no facts, one bit each.
+type entryFlags uint8
+
+const (
+	// flagRemoved: the entry left the cache.
+	flagRemoved entryFlags = 1 << iota
+	// flagDeletionIgnored: gRFC A53, a deletion was ignored (legacy mode).
+	flagDeletionIgnored
+	// flagTiming: the does-not-exist timer runs, on the group's server.
+	flagTiming
+	// flagFirstWatching: the record first is a watcher of the entry.
+	flagFirstWatching
+	// flagExtra: the entry has fields in its kind's side table.
+	flagExtra
+)
+
+func (e *Entry) is(f entryFlags) bool { return e.flags&f != 0 }
+
+func (e *Entry) set(f entryFlags, on bool) {
+	if on {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
+}
+
+// kindGroup is what the entries of one kind in one group share.
+type kindGroup struct {
+	kind   *Kind
+	group  *Group
+	n      int  // entries
+	picked bool // in the groups Names was asked for, while it runs
 }
 
 // held is a resource an entry holds: its serialized bytes (the value of the
@@ -78,10 +106,16 @@ type Watcher struct {
 	// heardAmbient: the last callback queued to it was an ambient error
 	// whose cause is not over; when it ends, it gets AmbientError(nil).
 	heardAmbient bool
-	// Sink is what the callbacks go to: package xdsclient's Watcher.
+	// Sink is what the callbacks go to: package xdsclient's Watcher,
+	// or its TypedWatcher of a built-in type.
 	Sink  any
 	entry *Entry // nil for a watch refused at the start
 }
+
+// Stop ends the watch of w, a watcher of an entry, through the cache's
+// Config.Cancel. As a method value it is a watch's cancel func: one word
+// besides the watcher, which a client holding many watches keeps once.
+func (w *Watcher) Stop() { w.entry.kg.kind.cache.cfg.Cancel(w) }
 
 // Entry returns the watcher's entry, nil for a watch that was refused.
 func (w *Watcher) Entry() *Entry { return w.entry }
@@ -90,16 +124,16 @@ func (w *Watcher) Entry() *Entry { return w.entry }
 func (e *Entry) Name() string { return e.name }
 
 // Type returns the entry's resource type.
-func (e *Entry) Type() xdsresource.Type { return e.kind.Type }
+func (e *Entry) Type() xdsresource.Type { return e.kg.kind.Type }
 
 // Kind returns the entry's kind: its type and the order of requests.
-func (e *Entry) Kind() *Kind { return e.kind }
+func (e *Entry) Kind() *Kind { return e.kg.kind }
 
 // Group returns the entry's group, the entries of its authority.
-func (e *Entry) Group() *Group { return e.group }
+func (e *Entry) Group() *Group { return e.kg.group }
 
 // Source returns the server the entry uses now.
-func (e *Entry) Source(tx *txn.Tx) *Source { return e.group.Active(tx) }
+func (e *Entry) Source(tx *txn.Tx) *Source { return e.kg.group.Active(tx) }
 
 // State returns the entry's state and whether it holds a resource.
 func (e *Entry) State(*txn.Tx) (State, bool) { return e.state, e.res.ok() }
@@ -107,9 +141,20 @@ func (e *Entry) State(*txn.Tx) (State, bool) { return e.state, e.res.ok() }
 // Err returns the data error the entry carries, nil when none.
 func (e *Entry) Err(*txn.Tx) error { return e.failureErr() }
 
+// settled reports whether a valid response that carries the bytes e holds,
+// from the server that sent them, changes nothing of e but the update
+// that last carried them (held.from): e is ACKED, holds a resource, no
+// timer runs, no deletion was ignored, it has no side fields (no failure,
+// one watcher at most) and its watcher carries no ambient error
+// (transition's evValid, unchanged: no state, no hook, no callback).
+func (e *Entry) settled() bool {
+	return e.state == StateACKed && e.res.ok() && e.flags&(flagDeletionIgnored|flagTiming|flagExtra) == 0 &&
+		!(e.is(flagFirstWatching) && e.first.heardAmbient)
+}
+
 // current returns what transition reads of e.
 func (e *Entry) current() entryState {
-	return entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.deletionIgnored}
+	return entryState{state: e.state, cached: e.res.ok(), deletionIgnored: e.is(flagDeletionIgnored)}
 }
 
 // Snapshot is one entry as Dump copies it. Package xdsclient exports it
@@ -141,7 +186,7 @@ type Snapshot struct {
 
 // Snapshot copies the entry.
 func (e *Entry) Snapshot(tx *txn.Tx) Snapshot {
-	s := Snapshot{TypeURL: e.kind.URL, Name: e.name, Authority: e.group.Name, State: e.state, Server: e.group.Active(tx).URI, Watchers: e.watcherCount()}
+	s := Snapshot{TypeURL: e.kg.kind.URL, Name: e.name, Authority: e.kg.group.Name, State: e.state, Server: e.kg.group.Active(tx).URI, Watchers: e.watcherCount()}
 	if r := e.res; r.ok() {
 		s.Cached, s.Raw, s.Version, s.UpdatedAt, s.ResourceServer = true, r.raw, r.from.version, r.from.at, r.from.src.URI
 	}
@@ -151,27 +196,44 @@ func (e *Entry) Snapshot(tx *txn.Tx) Snapshot {
 	return s
 }
 
-// extraFields returns e.x, making it if needed.
-func (e *Entry) extraFields() *extra {
-	if e.x == nil {
-		e.x = &extra{}
+// extra returns e's side fields, nil if it has none.
+func (e *Entry) extra() *extra {
+	if !e.is(flagExtra) {
+		return nil
 	}
-	return e.x
+	return e.kg.kind.extras[e]
 }
 
-// tidy drops e.x once all of it is zero.
+// extraFields returns e's side fields, making them if needed.
+func (e *Entry) extraFields() *extra {
+	if x := e.extra(); x != nil {
+		return x
+	}
+	k := e.kg.kind
+	if k.extras == nil {
+		k.extras = map[*Entry]*extra{}
+	}
+	x := &extra{}
+	k.extras[e] = x
+	e.set(flagExtra, true)
+	return x
+}
+
+// tidy drops e's side fields once all of them are zero, or when e left
+// the cache.
 func (e *Entry) tidy() {
-	if x := e.x; x != nil && x.fail.err == nil && len(x.watchers) == 0 {
-		e.x = nil
+	if x := e.extra(); x != nil && (e.is(flagRemoved) || x.fail.err == nil && len(x.watchers) == 0) {
+		delete(e.kg.kind.extras, e)
+		e.set(flagExtra, false)
 	}
 }
 
 // failure returns the data error e carries, nil when none.
 func (e *Entry) failure() *failure {
-	if e.x == nil || e.x.fail.err == nil {
-		return nil
+	if x := e.extra(); x != nil && x.fail.err != nil {
+		return &x.fail
 	}
-	return &e.x.fail
+	return nil
 }
 
 func (e *Entry) failureErr() error {
@@ -182,19 +244,20 @@ func (e *Entry) failureErr() error {
 }
 
 func (e *Entry) clearFailure() {
-	if e.x != nil {
-		e.x.fail = failure{}
+	if x := e.extra(); x != nil {
+		x.fail = failure{}
 		e.tidy()
 	}
 }
 
-// watchers yields e's watchers in the order they were added.
+// watchers yields e's watchers in the order they were added: the first
+// one's record, if it still watches, was added before the others.
 func (e *Entry) watchers(yield func(*Watcher) bool) {
-	if e.watcher == nil || !yield(e.watcher) {
+	if e.is(flagFirstWatching) && !yield(&e.first) {
 		return
 	}
-	if e.x != nil {
-		for _, w := range e.x.watchers {
+	if x := e.extra(); x != nil {
+		for _, w := range x.watchers {
 			if !yield(w) {
 				return
 			}
@@ -203,18 +266,20 @@ func (e *Entry) watchers(yield func(*Watcher) bool) {
 }
 
 func (e *Entry) watcherCount() int {
-	switch {
-	case e.watcher == nil:
-		return 0
-	case e.x == nil:
-		return 1
+	n := 0
+	if e.is(flagFirstWatching) {
+		n = 1
 	}
-	return 1 + len(e.x.watchers)
+	if x := e.extra(); x != nil {
+		n += len(x.watchers)
+	}
+	return n
 }
 
+// addWatcher adds w, which is e.first when e had no watcher before.
 func (e *Entry) addWatcher(w *Watcher) {
-	if e.watcher == nil {
-		e.watcher = w
+	if w == &e.first {
+		e.set(flagFirstWatching, true)
 		return
 	}
 	x := e.extraFields()
@@ -222,17 +287,14 @@ func (e *Entry) addWatcher(w *Watcher) {
 }
 
 func (e *Entry) removeWatcher(w *Watcher) {
-	var rest []*Watcher
-	if e.x != nil {
-		rest = e.x.watchers
+	if w == &e.first {
+		e.set(flagFirstWatching, false)
+		return
 	}
-	if e.watcher == w {
-		e.watcher = nil
-		if len(rest) > 0 {
-			e.watcher, e.x.watchers = rest[0], rest[1:]
+	if x := e.extra(); x != nil {
+		if i := slices.Index(x.watchers, w); i >= 0 {
+			x.watchers = slices.Delete(x.watchers, i, i+1)
 		}
-	} else if i := slices.Index(rest, w); i >= 0 {
-		e.x.watchers = slices.Delete(rest, i, i+1)
+		e.tidy()
 	}
-	e.tidy()
 }

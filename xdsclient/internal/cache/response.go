@@ -40,11 +40,13 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	// code, perhaps), with the lock released; looking them up only reads
 	// the cache, with the lock held. Both run on several goroutines for a
 	// large response.
-	items := make([]item, len(u.Resources))
+	sc := c.scratchFor(len(u.Resources))
+	defer c.putScratch(sc)
+	items := sc.items
 	var rawNames [][]byte
 	reader, _ := k.Type.(xdsresource.NameReader)
 	if reader != nil {
-		rawNames = make([][]byte, len(items))
+		rawNames = sc.rawNames
 	}
 	inParallel(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -86,21 +88,19 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		deliver = c.cfg.Deliver(changed)
 	}
 	// A resource found changed is made ready for watchers as it is decoded,
-	// on the decoding goroutine: copied, and made into what they get.
+	// on the decoding goroutine: made into what they get.
 	at := time.Now()
 	ready := func(i int, it *item) {
 		if it.err != nil || !it.looked || it.place < 0 {
 			return // invalid, or not known to be a change: see resource
 		}
-		it.kept = bytes.Clone(it.data)
-		it.raw.Value = it.kept
 		v := u.Version
 		if r := &u.Resources[i]; u.Delta && r.Version != v {
 			v = r.Version
 		}
 		it.res = deliver(it.place, Delivery{Type: k.Type, Name: it.name, Version: v, Value: it.value, Raw: it.raw, Server: src.URI, At: at})
 	}
-	decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
+	decodeItems(k.Type, src.Decode, u.TypeURL, items, changed, ready)
 	for {
 		tx = c.cfg.Mutex.Lock()
 		if !open(tx) {
@@ -111,13 +111,12 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 			break
 		}
 		tx.Unlock() // what some entry held changed meanwhile: decode after all
-		decodeItems(k.Type, src.Decode, u.TypeURL, items, ready)
+		decodeItems(k.Type, src.Decode, u.TypeURL, items, len(items), ready)
 	}
 	defer tx.Unlock()
-	s := c.s.Of(tx)
-	s.gen++
+	gen := c.nextGen(tx)
 	base := &update{version: u.Version, shown: u.ShownVersion, at: at, src: src}
-	r := response{c: c, tx: tx, src: src, k: k, gen: s.gen, base: base, last: base, typeURL: u.TypeURL,
+	r := response{c: c, tx: tx, src: src, k: k, gen: gen, base: base, last: base, typeURL: u.TypeURL,
 		nonce: u.Nonce, delta: u.Delta, resources: u.Resources, items: items, changed: changed, deliver: deliver}
 	for i := range items {
 		r.resource(i, &items[i])
@@ -134,6 +133,32 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	r.decide()
 	r.NACK = r.nacks.err()
 	return c.commit(&r), true
+}
+
+// scratch is what Apply works in, kept between responses (Cache.scratch)
+// rather than made for each: for a large response, megabytes that would
+// otherwise be garbage for the collector every time.
+type scratch struct {
+	items    []item
+	rawNames [][]byte
+}
+
+// scratchFor returns scratch space for n resources, zeroed.
+func (c *Cache) scratchFor(n int) *scratch {
+	sc, _ := c.scratch.Get().(*scratch)
+	if sc == nil || cap(sc.items) < n {
+		return &scratch{items: make([]item, n), rawNames: make([][]byte, n)}
+	}
+	sc.items, sc.rawNames = sc.items[:n], sc.rawNames[:n]
+	return sc
+}
+
+// putScratch keeps sc for the next response, zeroed: it then refers to
+// nothing, so that what the response made is not kept alive by it.
+func (c *Cache) putScratch(sc *scratch) {
+	clear(sc.items)
+	clear(sc.rawNames)
+	c.scratch.Put(sc)
 }
 
 // item is one resource of a response on its way into the cache.
@@ -220,7 +245,7 @@ func stale(items []item) bool {
 	found := false
 	for i := range items {
 		it := &items[i]
-		if it.unchanged && (it.e.removed || it.e.res.from != it.was) {
+		if it.unchanged && (it.e.is(flagRemoved) || it.e.res.from != it.was) {
 			it.unchanged, it.looked = false, false
 			it.raw = &anypb.Any{}
 			found = true
@@ -252,15 +277,27 @@ func inParallel(n int, f func(lo, hi int)) {
 }
 
 // decodeItems decodes the items that are neither unchanged nor failed,
-// of type URL typeURL, and calls ready for each once decoded. Items are
+// of type URL typeURL, and calls ready for each once decoded. What is
+// decoded is a copy of the bytes received (kept), never the response's
+// buffer, which the transport reuses: a decoded value may keep slices of
+// what it was decoded from (a Type of the user's may). Items are
 // independent and xdsresource.Type implementations are safe for
 // concurrent use, so a large response is decoded in parallel: decoding is
-// most of the client's work on a full-state update.
-func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL string, items []item, ready func(i int, it *item)) {
-	inParallel(len(items), func(lo, hi int) {
+// most of the client's work on a full-state update. todo bounds how many
+// need it: below parallelMin (one resource changed in a large response),
+// they are decoded on the caller's goroutine.
+func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL string, items []item, todo int, ready func(i int, it *item)) {
+	run := inParallel
+	if todo < parallelMin {
+		run = func(n int, f func(lo, hi int)) { f(0, n) }
+	}
+	run(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
-				it.raw.TypeUrl, it.raw.Value = typeURL, it.data
+				if it.kept == nil {
+					it.kept = bytes.Clone(it.data)
+				}
+				it.raw.TypeUrl, it.raw.Value = typeURL, it.kept
 				it.decode(typ, opts)
 				ready(i, it)
 			}
@@ -290,7 +327,7 @@ type response struct {
 	tx  *txn.Tx
 	src *Source
 	k   *Kind
-	gen uint64
+	gen uint32
 	// base is the response's update; last the update of the last resource
 	// applied, which the next one shares if it has the same version
 	// (delta).
@@ -316,7 +353,7 @@ func (r *response) entry(hint *Entry, name, twice string) (_ *Entry, ok bool) {
 	if e == nil {
 		e = r.k.table.get(name)
 	}
-	if e == nil || e.group.Active(r.tx) != r.src {
+	if e == nil || e.kg.group.Active(r.tx) != r.src {
 		return nil, false // not subscribed, or not from the server in use: ignored, not counted
 	}
 	if e.seenGen == r.gen {
@@ -370,7 +407,7 @@ func (r *response) resource(i int, it *item) {
 		same := f != nil && f.raw != nil && string(f.raw) == string(it.data)
 		if same {
 			it.kept = f.raw
-		} else {
+		} else if it.kept == nil {
 			it.kept = bytes.Clone(it.data)
 		}
 		it.e, it.ev, it.s = e, event{kind: evInvalid, sameBytes: same}, e.current()
@@ -385,12 +422,22 @@ func (r *response) resource(i int, it *item) {
 	if !it.looked || e != it.e || e.res.from != it.was {
 		unchanged = e.res.ok() && e.res.from.src == r.src && bytes.Equal(e.res.raw, it.data)
 	}
+	if unchanged && e.settled() {
+		// Most resources of a full state, done here rather than decided
+		// and carried out one by one: what transition and carryOut would
+		// do (TestSettledUnchanged).
+		e.res.from = it.u
+		it.e, it.kept, it.res = e, nil, nil
+		return
+	}
 	it.e, it.ev, it.s = e, event{kind: evValid, unchanged: unchanged}, e.current()
 	switch {
 	case unchanged:
 		it.kept, it.res = nil, nil // made while decoding, but not a change after all
 	case it.res == nil: // not made while decoding
-		it.kept = bytes.Clone(it.data)
+		if it.kept == nil {
+			it.kept = bytes.Clone(it.data)
+		}
 		if it.raw == nil {
 			it.raw = &anypb.Any{TypeUrl: r.k.URL}
 		}
@@ -476,7 +523,7 @@ func (r *response) events() iter.Seq[*decision] {
 		}
 		var x decision
 		for e := range r.k.table.all() {
-			if e.seenGen != r.gen && e.group.Active(r.tx) == r.src {
+			if e.seenGen != r.gen && e.kg.group.Active(r.tx) == r.src {
 				x = decision{e: e, ev: event{kind: evDeletion}, s: e.current()}
 				if !yield(&x) {
 					return

@@ -3,6 +3,7 @@ package cache
 import (
 	"hash/maphash"
 	"iter"
+	"slices"
 )
 
 // entryTable is the set of cache entries of one resource type, keyed by
@@ -10,10 +11,13 @@ import (
 // probing: a slot costs 8 bytes where a map[string]*Entry costs about 40 per
 // entry, which matters for a client holding tens of thousands of small
 // resources. It is not safe for concurrent use (the client's lock guards it), and
-// entries must not be added or removed while iterating.
+// entries must not be added or removed while iterating; but its slots can
+// be frozen (freeze) for a walk with the lock released, which Dump makes:
+// until then, the table writes to a copy of them.
 type entryTable struct {
-	slots []*Entry // len is zero or a power of two
-	n     int
+	slots  []*Entry // len is zero or a power of two
+	n      int
+	frozen int // walks that hold slots (freeze), which must not change
 }
 
 var tableSeed = maphash.MakeSeed()
@@ -56,6 +60,8 @@ func (t *entryTable) getBytes(name []byte) *Entry {
 func (t *entryTable) add(e *Entry) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(max(minTableSlots, 2*len(t.slots)))
+	} else {
+		t.own()
 	}
 	t.place(e)
 	t.n++
@@ -77,6 +83,7 @@ func (t *entryTable) remove(e *Entry) {
 	if t.n == 0 {
 		return
 	}
+	t.own()
 	mask := len(t.slots) - 1
 	i := t.slot(maphash.String(tableSeed, e.name))
 	for t.slots[i] != e {
@@ -104,7 +111,7 @@ func (t *entryTable) remove(e *Entry) {
 // resize rehashes every entry into size slots.
 func (t *entryTable) resize(size int) {
 	old := t.slots
-	t.slots = make([]*Entry, size)
+	t.slots, t.frozen = make([]*Entry, size), 0
 	for _, e := range old {
 		if e != nil {
 			t.place(e)
@@ -123,5 +130,32 @@ func (t *entryTable) all() iter.Seq[*Entry] {
 				return
 			}
 		}
+	}
+}
+
+// freeze returns the slots, which stay as they are, entries and all, for a
+// walk with the lock released: until thaw, the table makes itself a copy of
+// them before it changes. A table with no slots returns nil.
+func (t *entryTable) freeze() []*Entry {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	t.frozen++
+	return t.slots
+}
+
+// thaw ends a walk of slots, which freeze returned: if the table still
+// writes to them, it may again once no other walk holds them.
+func (t *entryTable) thaw(slots []*Entry) {
+	if len(slots) > 0 && len(t.slots) == len(slots) && &t.slots[0] == &slots[0] {
+		t.frozen--
+	}
+}
+
+// own makes the slots the table's own to change: a copy, if a walk holds
+// them.
+func (t *entryTable) own() {
+	if t.frozen > 0 {
+		t.slots, t.frozen = slices.Clone(t.slots), 0
 	}
 }

@@ -105,24 +105,29 @@ func TestEntryTableRemoveInProbeRun(t *testing.T) {
 	}
 }
 
-// A cache entry stays within its size class: a client may hold tens of
-// thousands, and the retained heap target depends on it. (128 bytes: 16 of
-// them link the entries for Dump, which then never holds the lock for more
-// than a few hundred entries.)
+// A cache entry, its first watcher's record included, stays within its
+// size class: a client may hold tens of thousands, and the retained heap
+// target depends on it.
 func TestEntrySize(t *testing.T) {
-	if got := unsafe.Sizeof(Entry{}); got > 128 {
-		t.Errorf("entry is %d bytes, want at most 128", got)
+	if got := unsafe.Sizeof(Entry{}); got > 96 {
+		t.Errorf("entry is %d bytes, want at most 96", got)
 	}
 	if got := unsafe.Sizeof(Watcher{}); got > 32 {
 		t.Errorf("Watcher is %d bytes, want at most 32", got)
 	}
 }
 
-// Watchers after the first go to the side struct, which is dropped once
-// they are gone.
+// The first watcher's record is the entry's own, used once; watchers
+// after it go to the kind's side table, which lets the entry go once they
+// are gone. Watchers are yielded in the order they were added.
 func TestEntrySideStruct(t *testing.T) {
-	e := &Entry{}
-	refs := []*Watcher{{}, {}, {}}
+	k := &Kind{}
+	e := &Entry{kg: &kindGroup{kind: k}}
+	c := &Cache{}
+	refs := []*Watcher{c.NewWatcher(nil, e, "a"), c.NewWatcher(nil, e, "b"), c.NewWatcher(nil, e, "c")}
+	if refs[0] != &e.first || refs[1] == &e.first || refs[2] == &e.first {
+		t.Fatalf("records %p, want the entry's own (%p) first and new ones after", refs, &e.first)
+	}
 	for _, r := range refs {
 		e.addWatcher(r)
 	}
@@ -134,50 +139,63 @@ func TestEntrySideStruct(t *testing.T) {
 	if got := order(); !slices.Equal(got, refs[1:]) {
 		t.Fatalf("after removing the first: %v, want %v", got, refs[1:])
 	}
+	if again := c.NewWatcher(nil, e, "d"); again == &e.first {
+		t.Fatal("the entry's own record was handed out twice")
+	}
 	e.removeWatcher(refs[2])
 	e.removeWatcher(refs[1])
-	if e.watcherCount() != 0 || e.x != nil {
-		t.Fatalf("no watchers left: count %d, side struct %v", e.watcherCount(), e.x)
+	if e.watcherCount() != 0 || e.is(flagExtra) || len(k.extras) != 0 {
+		t.Fatalf("no watchers left: count %d, side fields %v", e.watcherCount(), k.extras)
 	}
-
 }
 
-// The list Dump walks: a walk that stopped at an entry goes on from it
-// after that entry, and the ones after it, are removed, and sees every
-// entry that was never removed, in order, and entries made meanwhile.
-func TestEntryListWalk(t *testing.T) {
-	c := &state{}
-	var es []*Entry
-	for i := range 6 {
-		e := &Entry{name: fmt.Sprint("e", i)}
-		es = append(es, e)
-		c.link(e)
+// A frozen table's slots stay as they were, entries and all, while the
+// table adds, removes and grows (it changes a copy); once thawed, the table
+// writes in place again, and lookups agree with a map throughout.
+func TestEntryTableFreeze(t *testing.T) {
+	var tab entryTable
+	model := map[string]*Entry{}
+	add := func(name string) {
+		e := &Entry{name: name}
+		tab.add(e)
+		model[name] = e
 	}
-	walk := func(from *Entry) []string {
-		var names []string
-		for e := from; e != nil; e = e.next {
-			if !e.removed {
-				names = append(names, e.name)
-			}
+	for i := range 20 {
+		add(fmt.Sprint("e", i))
+	}
+	frozen := tab.freeze()
+	before := slices.Clone(frozen)
+	second := tab.freeze() // two walks at once
+	for i := range 10 {
+		tab.remove(model[fmt.Sprint("e", i)])
+		delete(model, fmt.Sprint("e", i))
+	}
+	for i := range 100 {
+		add(fmt.Sprint("n", i)) // grows the table
+	}
+	if !slices.Equal(frozen, before) || !slices.Equal(second, before) {
+		t.Fatal("the frozen slots changed while the table did")
+	}
+	for name, e := range model {
+		if tab.get(name) != e {
+			t.Fatalf("get(%q) lost the entry while frozen", name)
 		}
-		return names
 	}
-	at := es[1] // a walk stopped here
-	for _, i := range []int{1, 2, 0} {
-		es[i].removed = true
-		c.unlink(es[i])
+	tab.thaw(frozen) // no longer the table's slots: nothing to do
+	tab.thaw(second)
+	if tab.frozen != 0 {
+		t.Fatalf("frozen = %d after the table left the frozen slots, want 0", tab.frozen)
 	}
-	c.link(&Entry{name: "new"})
-	es[5].removed = true
-	c.unlink(es[5])
-	if got, want := walk(at.next), []string{"e3", "e4", "new"}; !slices.Equal(got, want) {
-		t.Errorf("walk on from the removed e1 = %v, want %v", got, want)
+	now := tab.freeze()
+	tab.thaw(now)
+	add("in-place")
+	if &tab.slots[0] != &now[0] {
+		t.Error("a thawed table copied its slots to add an entry")
 	}
-	if got, want := walk(c.first), []string{"e3", "e4", "new"}; !slices.Equal(got, want) {
-		t.Errorf("walk from the start = %v, want %v", got, want)
-	}
-	if c.last.name != "new" || c.first.name != "e3" || c.first.prev != nil {
-		t.Errorf("ends: first %q, last %q", c.first.name, c.last.name)
+	held := tab.freeze()
+	tab.remove(model["in-place"])
+	if &tab.slots[0] == &held[0] || !slices.Contains(held, model["in-place"]) {
+		t.Error("a remove wrote to slots a walk holds")
 	}
 }
 
@@ -187,19 +205,19 @@ func TestSortEntries(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 7, 1000} {
 		var es []*Entry
 		for range n {
-			es = append(es, &Entry{kind: kinds[rand.IntN(len(kinds))], name: fmt.Sprint("n", rand.IntN(n+1))})
+			es = append(es, &Entry{kg: &kindGroup{kind: kinds[rand.IntN(len(kinds))]}, name: fmt.Sprint("n", rand.IntN(n+1))})
 		}
 		want := slices.Clone(es)
 		slices.SortStableFunc(want, func(a, b *Entry) int {
-			if c := strings.Compare(a.kind.Type.TypeURL(), b.kind.Type.TypeURL()); c != 0 {
+			if c := strings.Compare(a.kg.kind.Type.TypeURL(), b.kg.kind.Type.TypeURL()); c != 0 {
 				return c
 			}
 			return strings.Compare(a.name, b.name)
 		})
 		sortEntries(es)
 		for i := range es {
-			if es[i].kind != want[i].kind || es[i].name != want[i].name {
-				t.Fatalf("n=%d: position %d is %s/%s, want %s/%s", n, i, es[i].kind.Type.TypeURL(), es[i].name, want[i].kind.Type.TypeURL(), want[i].name)
+			if es[i].kg.kind != want[i].kg.kind || es[i].name != want[i].name {
+				t.Fatalf("n=%d: position %d is %s/%s, want %s/%s", n, i, es[i].kg.kind.Type.TypeURL(), es[i].name, want[i].kg.kind.Type.TypeURL(), want[i].name)
 			}
 		}
 		if !sameSet(es, want) {

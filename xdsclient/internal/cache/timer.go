@@ -11,9 +11,12 @@ import (
 // source lasts as long, so the order they start in is the order they fire
 // in. Slots of stopped timers are skipped when they come due.
 type timers struct {
-	q      []timerSlot
-	wheel  *time.Timer
-	timed  map[*Entry]struct{}
+	q     []timerSlot
+	wheel *time.Timer
+	// timed holds the entries whose timer runs, with the generation it
+	// was started as: a slot of another generation is stale.
+	timed  map[*Entry]uint32
+	gen    uint32 // counts the starts
 	closed bool
 }
 
@@ -38,8 +41,8 @@ func (c *Cache) onWheel(src *Source) {
 		s := t.q[0]
 		t.q[0] = timerSlot{}
 		t.q = t.q[1:]
-		if _, ok := t.timed[s.e]; ok {
-			c.fire(tx, s.e, s.gen, src)
+		if gen, ok := t.timed[s.e]; ok && gen == s.gen {
+			c.fire(tx, s.e, src)
 		}
 	}
 	if len(t.q) > 0 {
@@ -47,12 +50,12 @@ func (c *Cache) onWheel(src *Source) {
 	}
 }
 
-// fire fires e's timer started as generation gen on src.
-func (c *Cache) fire(tx *txn.Tx, e *Entry, gen uint32, src *Source) {
-	if e.removed || !e.timing || e.timerGen != gen {
+// fire fires e's timer, running on src and due.
+func (c *Cache) fire(tx *txn.Tx, e *Entry, src *Source) {
+	if e.is(flagRemoved) || !e.is(flagTiming) {
 		return
 	}
-	e.timing = false
+	e.set(flagTiming, false)
 	src.t.Of(tx).untime(e)
 	c.apply(tx, e, event{kind: evTimer}, details{})
 }
@@ -63,7 +66,7 @@ func (c *Cache) fire(tx *txn.Tx, e *Entry, gen uint32, src *Source) {
 // received nothing (transition).
 func (c *Cache) Sent(tx *txn.Tx, src *Source, k *Kind, names []string) {
 	for _, name := range names {
-		if e := k.table.get(name); e != nil && e.group.Active(tx) == src {
+		if e := k.table.get(name); e != nil && e.kg.group.Active(tx) == src {
 			c.apply(tx, e, event{kind: evSent}, details{})
 		}
 	}

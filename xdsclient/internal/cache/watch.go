@@ -32,12 +32,24 @@ func (h Held) Same(o Held) bool { return h.h.from == o.h.from }
 // deterministic, as it must be, never does.
 func (c *Cache) Decode(h Held) (any, error) {
 	e, src := h.e, h.h.from.src
-	raw := &anypb.Any{TypeUrl: e.kind.URL, Value: h.h.raw}
-	_, value, err := e.kind.Type.Decode(src.Decode, raw)
+	raw := &anypb.Any{TypeUrl: e.kg.kind.URL, Value: h.h.raw}
+	_, value, err := e.kg.kind.Type.Decode(src.Decode, raw)
 	if err != nil {
 		return nil, c.resourceErr(codes.Internal, e, src, fmt.Sprintf("held resource no longer decodes: %v", err))
 	}
-	return c.cfg.Deliver(1)(0, Delivery{Type: e.kind.Type, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
+	return c.cfg.Deliver(1)(0, Delivery{Type: e.kg.kind.Type, Name: e.name, Version: h.h.from.version, Value: value, Raw: raw, Server: src.URI, At: h.h.from.at}), nil
+}
+
+// NewWatcher returns the record of a new watcher of e whose callbacks go
+// to sink, for Watch: the entry's own record (Entry.first) for its first
+// watcher, which saves an allocation per watch, else a new one. A record
+// is used once: a cancel func may be called again after its watch ended.
+func (c *Cache) NewWatcher(_ *txn.Tx, e *Entry, sink any) *Watcher {
+	if e.first.entry == nil {
+		e.first.Sink, e.first.entry = sink, e
+		return &e.first
+	}
+	return &Watcher{Sink: sink, entry: e}
 }
 
 // Watch adds w to e and posts what w hears first (transition's evWatch):
@@ -47,7 +59,7 @@ func (c *Cache) Decode(h Held) (any, error) {
 func (c *Cache) Watch(tx *txn.Tx, e *Entry, w *Watcher, res any, resErr error, down string) {
 	w.entry = e
 	e.addWatcher(w)
-	src := e.group.Active(tx)
+	src := e.kg.group.Active(tx)
 	out, _ := src.outcome(e, event{kind: evWatch, serverDown: down != ""})
 	if out.join.resource {
 		c.notifyOne(tx, e, w, res, resErr, false)
@@ -68,11 +80,11 @@ func (c *Cache) Watch(tx *txn.Tx, e *Entry, w *Watcher, res any, resErr error, d
 // watcher left: the caller then unsubscribes it and Removes it.
 func (c *Cache) Unwatch(_ *txn.Tx, w *Watcher) (last bool) {
 	e := w.entry
-	if e == nil || e.removed {
+	if e == nil || e.is(flagRemoved) {
 		return false
 	}
 	e.removeWatcher(w)
-	return e.watcher == nil
+	return e.watcherCount() == 0
 }
 
 // Unreachable tells the watchers of g's entries that their server failed
@@ -94,6 +106,28 @@ func (c *Cache) Versions(_ *txn.Tx, src *Source, k *Kind) map[string]string {
 				out = map[string]string{}
 			}
 			out[e.name] = r.from.version
+		}
+	}
+	return out
+}
+
+// Names returns the names of the entries of k whose group in reports, in
+// no particular order: what a State of the World request of k subscribes
+// on a server, whose groups in names.
+func (c *Cache) Names(_ *txn.Tx, k *Kind, in func(*Group) bool) []string {
+	n := 0
+	for _, kg := range k.groups {
+		if kg.picked = in(kg.group); kg.picked {
+			n += kg.n
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for e := range k.table.all() {
+		if e.kg.picked {
+			out = append(out, e.name)
 		}
 	}
 	return out

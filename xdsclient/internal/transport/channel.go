@@ -34,9 +34,12 @@ type Stream interface {
 	Send(req proto.Message) error
 	// Recv reads the next response, as its serialized bytes (a
 	// DiscoveryResponse or a DeltaDiscoveryResponse), which the Conn
-	// parses (ParseSotW, ParseDelta). An error ends the stream; a gRPC
-	// status tells why (see Cause).
-	Recv() ([]byte, error)
+	// parses (ParseSotW, ParseDelta), and release, which the Conn calls
+	// once, when it no longer reads b (the handler has taken the
+	// response): the stream may then reuse b's memory, as gRPC's does
+	// its buffer. An error ends the stream; a gRPC status tells why (see
+	// Cause).
+	Recv() (b []byte, release func(), err error)
 }
 
 // Dialer makes the Channel to cfg.Server.

@@ -19,11 +19,13 @@ import (
 // the Conn reads itself (ParseSotW, ParseDelta): the resources of an
 // Update are slices of those bytes rather than a protobuf Any each, so a
 // response costs a few allocations however many resources it carries,
-// and a resource whose bytes are those held costs none.
+// and a resource whose bytes are those held costs none. The bytes are
+// gRPC's buffer (one of its pool's), not a copy: the Conn gives it back
+// once the handler has taken the response.
 type codec struct{}
 
-// frame is a message received, as bytes.
-type frame struct{ b []byte }
+// frame is a message received, as a buffer of gRPC's pool.
+type frame struct{ buf mem.Buffer }
 
 // Name is protobuf's: the messages on the wire are protobuf's.
 func (codec) Name() string { return "proto" }
@@ -45,7 +47,9 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("xDS stream: cannot unmarshal into a %T", v)
 	}
-	f.b = data.Materialize() // data is freed once Unmarshal returns
+	// data is freed once Unmarshal returns: this keeps a reference to its
+	// buffer (or to a copy in one buffer, if it came in several).
+	f.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
 	return nil
 }
 
@@ -71,29 +75,46 @@ var errMalformed = wire.ErrMalformed
 // ParseSotW reads a DiscoveryResponse. It fails where protobuf would on
 // the fields it reads (a malformed field, a string that is not UTF-8),
 // and is no stricter than protobuf on the others.
-func ParseSotW(b []byte) (*Update, error) {
+func ParseSotW(b []byte) (*Update, error) { return parseSotW(b, nil) }
+
+// parseSotW is ParseSotW, with the resources in reuse when it has room.
+func parseSotW(b []byte, reuse []Resource) (*Update, error) {
 	u := &Update{}
-	var anys [][]byte
+	n := 0
 	err := envelope(b, u, fieldErrors, func(num protowire.Number, v []byte) error {
 		if num == fieldResources {
-			anys = append(anys, v)
+			n++
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("DiscoveryResponse: %w", err)
 	}
-	u.Resources = make([]Resource, len(anys))
-	for i, a := range anys {
+	// The resources are read once the type URL is known, which may come
+	// after them: a second walk of the fields, already checked, so that
+	// the only allocation is the resources'.
+	if cap(reuse) >= n {
+		u.Resources = reuse[:n]
+	} else {
+		u.Resources = make([]Resource, n)
+	}
+	i := 0
+	err = wire.BytesFields(b, func(num protowire.Number, a []byte) error {
+		if num != fieldResources {
+			return nil
+		}
 		if value, ok := plainAny(a, u.TypeURL); ok {
 			u.Resources[i].Value = value
-			continue
+		} else if r, err := readAny(a, u.TypeURL); err != nil {
+			return fmt.Errorf("resources[%d]: %w", i, err)
+		} else {
+			u.Resources[i] = r
 		}
-		r, err := readAny(a, u.TypeURL)
-		if err != nil {
-			return nil, fmt.Errorf("DiscoveryResponse: resources[%d]: %w", i, err)
-		}
-		u.Resources[i] = r
+		i++
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DiscoveryResponse: %w", err)
 	}
 	return u, nil
 }
@@ -128,7 +149,10 @@ func plainAny(b []byte, typeURL string) (value []byte, ok bool) {
 
 // ParseDelta reads a DeltaDiscoveryResponse, as ParseSotW does a
 // DiscoveryResponse.
-func ParseDelta(b []byte) (*Update, error) {
+func ParseDelta(b []byte) (*Update, error) { return parseDelta(b, nil) }
+
+// parseDelta is ParseDelta, with the resources in reuse when it has room.
+func parseDelta(b []byte, reuse []Resource) (*Update, error) {
 	u := &Update{Delta: true}
 	var res [][]byte
 	err := envelope(b, u, fieldDeltaErrors, func(num protowire.Number, v []byte) error {
@@ -147,7 +171,11 @@ func ParseDelta(b []byte) (*Update, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DeltaDiscoveryResponse: %w", err)
 	}
-	u.Resources = make([]Resource, 0, len(res))
+	if cap(reuse) >= len(res) {
+		u.Resources = reuse[:0]
+	} else {
+		u.Resources = make([]Resource, 0, len(res))
+	}
 	for i, b := range res {
 		r, ok, err := readDeltaResource(b, u.TypeURL)
 		if err != nil {

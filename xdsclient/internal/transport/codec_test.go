@@ -2,8 +2,10 @@ package transport
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -227,6 +229,56 @@ func TestParseSotWAnyForms(t *testing.T) {
 		got := u.Resources[0]
 		if ok := want.GetTypeUrl() == cdsURL; (got.Err == nil) != ok || ok && !bytes.Equal(got.Value, want.GetValue()) {
 			t.Errorf("Any %x: read %+v, want value %q of type %q", a, got, want.GetValue(), want.GetTypeUrl())
+		}
+	}
+}
+
+// The resources of a response are read into those of an earlier one when
+// they have room, as the stream does (release gives them back, emptied):
+// what is read is the same as into new ones.
+func TestParseReusesResources(t *testing.T) {
+	var wires [][]byte
+	for _, n := range []int{3, 1, 5} {
+		resp := &discoveryv3.DiscoveryResponse{VersionInfo: "1", TypeUrl: cdsURL, Nonce: "n"}
+		for i := range n {
+			b, _ := proto.Marshal(&discoveryv3.DiscoveryRequest{VersionInfo: fmt.Sprint("r", i)})
+			resp.Resources = append(resp.Resources, &anypb.Any{TypeUrl: cdsURL, Value: b})
+		}
+		wire, err := proto.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wires = append(wires, wire)
+	}
+	var pool sync.Pool
+	for i, wire := range wires {
+		reuse, _ := pool.Get().(*[]Resource)
+		if reuse == nil {
+			reuse = new([]Resource)
+		}
+		room := cap(*reuse)
+		u, err := parseSotW(wire, *reuse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ParseSotW(wire)
+		if len(u.Resources) != len(want.Resources) {
+			t.Fatalf("response %d: %d resources, want %d", i, len(u.Resources), len(want.Resources))
+		}
+		for j := range want.Resources {
+			if !bytes.Equal(u.Resources[j].Value, want.Resources[j].Value) || u.Resources[j].Err != nil {
+				t.Fatalf("response %d, resource %d: %+v, want %+v", i, j, u.Resources[j], want.Resources[j])
+			}
+		}
+		reused := room > 0 && &u.Resources[:1][0] == &(*reuse)[:1][0]
+		if reused != (room >= len(u.Resources)) {
+			t.Errorf("response %d: reused %v with room for %d of %d", i, reused, room, len(u.Resources))
+		}
+		u.reuse, u.pool = reuse, &pool
+		backing := u.Resources
+		u.release()
+		if u.Resources != nil || backing[0].Value != nil {
+			t.Fatalf("response %d: release kept the resources or what they refer to", i)
 		}
 	}
 }

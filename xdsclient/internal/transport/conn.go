@@ -2,7 +2,9 @@ package transport
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -46,6 +48,12 @@ type Handler interface {
 	// StreamStarted: stream id was created. Its requests are built after
 	// this returns.
 	StreamStarted(id uint64)
+	// Requests calls build, unless stream id is no longer current, with
+	// the lock that Subscribe and Unsubscribe are called with held: names
+	// returns the names of typeURL subscribed on the server, in any order,
+	// which a State of the World request subscribes (build does not keep
+	// them past the request).
+	Requests(id uint64, build func(names func(typeURL string) []string))
 	// Versions returns the versions held of the resources of typeURL from
 	// this server, by name, for the first delta request of the type on
 	// stream id (initial_resource_versions); nil for none.
@@ -59,7 +67,9 @@ type Handler interface {
 	// Sent: a request was written on stream id.
 	Sent(id uint64, r Request)
 	// Response: a response was read on stream id. The next is read once
-	// the Result's Wait is closed.
+	// the Result's Wait is closed. The Values of u's resources are slices
+	// of a buffer the Conn reuses once Response returns: what is kept of
+	// them, or decoded from them, must be copied.
 	Response(id uint64, u *Update) Result
 	// StreamEnded: stream id ended, or (e.Started false, id 0) no stream
 	// could be created.
@@ -113,6 +123,12 @@ type Conn struct {
 	cancel context.CancelFunc
 	wake   chan struct{} // a request is due
 	kick   chan struct{} // something is subscribed
+	// changes counts the subscriptions and unsubscriptions, which the
+	// send loop watches to let a burst of them end (settle).
+	changes atomic.Uint64
+	// resources holds the resources of a response the handler took
+	// (*[]Resource), for the next; the collector empties it.
+	resources sync.Pool
 
 	// told orders what the handler hears of the channel's connectivity
 	// and of a stream's start: a state is read and told with it held, and
@@ -304,6 +320,7 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 		}
 		tx.Unlock()
 		res := c.h.Response(id, u)
+		u.release()
 		c.acknowledge(id, u, res)
 		if res.Wait != nil {
 			// Flow control: read on only once watchers have taken this
@@ -315,6 +332,45 @@ func (c *Conn) runStream() (id uint64, responded bool, err error) {
 			}
 		}
 	}
+}
+
+// How the send loop lets a burst of subscriptions end (settle): it yields
+// settleYields times to see whether more come, then, while they do, waits
+// settleStep at a time, up to settleMax in all.
+const (
+	settleYields = 16
+	settleStep   = time.Millisecond
+	settleMax    = 20 * time.Millisecond
+)
+
+// settle returns, with the count of changes the requests about to be made
+// will carry, once the subscriptions stopped changing (yield gives the
+// processor up once; step waits settleStep and returns false once the
+// stream ended): a caller that
+// watches many resources in a row (a fresh client, a callback watching
+// every cluster of a route) is then asked for in one request, not in
+// many partial ones that a server would each answer with everything
+// subscribed so far (and some servers ignore a request sent before the
+// answer to the previous one, so that such a request only delays the
+// next). Requests that subscribe nothing new (an ACK) are made at once,
+// as are those of a single subscription, after a few yields; a burst is
+// waited for a millisecond at a time, for at most settleMax, which bounds
+// the delay of any request.
+func (c *Conn) settle(built uint64, yield func(), step func() bool) uint64 {
+	n := c.changes.Load()
+	if n == built {
+		return n
+	}
+	for range settleYields {
+		yield()
+	}
+	for waited := time.Duration(0); c.changes.Load() != n && waited < settleMax; waited += settleStep {
+		n = c.changes.Load()
+		if !step() {
+			break
+		}
+	}
+	return c.changes.Load()
 }
 
 // acknowledge records what the next request of u's type says of u: the
@@ -343,12 +399,26 @@ func (c *Conn) acknowledge(id uint64, u *Update, res Result) {
 // until the stream ends.
 func (c *Conn) sendLoop(ctx context.Context, stream Stream, id uint64) {
 	first := true
+	var built uint64 // changes when the last requests were made
+	t := time.NewTimer(settleStep)
+	t.Stop()
+	defer t.Stop()
+	step := func() bool { // waits settleStep, false if the stream ended
+		t.Reset(settleStep)
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
 		select {
 		case <-c.wake:
 		case <-ctx.Done():
 			return
 		}
+		built = c.settle(built, runtime.Gosched, step)
 		for _, r := range c.requests(id, &first) {
 			c.h.Sending(id, r.info.TypeURL, r.fresh, r.resumed)
 			if err := stream.Send(r.message()); err != nil {
@@ -359,19 +429,28 @@ func (c *Conn) sendLoop(ctx context.Context, stream Stream, id uint64) {
 	}
 }
 
-// receive reads the next response of stream, of the Conn's protocol.
+// receive reads the next response of stream, of the Conn's protocol,
+// into the resources of an earlier one (c.resources) when they have room.
+// The Update holds the stream's bytes until its release.
 func (c *Conn) receive(stream Stream) (*Update, error) {
-	b, err := stream.Recv()
+	b, free, err := stream.Recv()
 	if err != nil {
 		return nil, err
 	}
-	parse := ParseSotW
+	parse := parseSotW
 	if c.cfg.Delta {
-		parse = ParseDelta
+		parse = parseDelta
 	}
-	u, err := parse(b)
+	reuse, _ := c.resources.Get().(*[]Resource)
+	if reuse == nil {
+		reuse = new([]Resource)
+	}
+	u, err := parse(b, *reuse)
 	if err != nil {
+		free()
+		c.resources.Put(reuse)
 		return nil, status.Errorf(codes.Internal, "xDS stream: %v", err)
 	}
+	u.free, u.reuse, u.pool = free, reuse, &c.resources
 	return u, nil
 }

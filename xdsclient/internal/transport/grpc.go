@@ -82,12 +82,14 @@ func (g grpcChannel) Close() { g.cc.Close() }
 // grpcStream is an ADS stream of either protocol.
 type grpcStream struct{ st grpc.ClientStream }
 
-func (s grpcStream) Recv() ([]byte, error) {
+// Recv hands over the buffer of gRPC's pool the response was read into,
+// not a copy; release gives it back.
+func (s grpcStream) Recv() ([]byte, func(), error) {
 	var f frame
 	if err := s.st.RecvMsg(&f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return f.b, nil
+	return f.buf.ReadOnlyData(), f.buf.Free, nil
 }
 
 func (s grpcStream) Send(req proto.Message) error { return s.st.SendMsg(req) }

@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,13 @@ type handler struct {
 	responses chan response
 	ended     chan ended
 
+	// subMu is the lock Subscribe and Unsubscribe are called with, held
+	// while Requests builds: subs is what is subscribed, by type URL, in
+	// the order of subscribing (the names a State of the World request
+	// names).
+	subMu sync.Mutex
+	subs  map[string][]string
+
 	mu sync.Mutex
 	// versions answers Versions, by type URL.
 	versions map[string]map[string]string
@@ -72,6 +80,11 @@ func newHandler() *handler {
 
 func (h *handler) Connectivity(s connectivity.State) { h.states <- s }
 func (h *handler) StreamStarted(id uint64)           { h.started <- id }
+func (h *handler) Requests(_ uint64, build func(names func(typeURL string) []string)) {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	build(func(typeURL string) []string { return h.subs[typeURL] })
+}
 func (h *handler) Versions(_ uint64, typeURL string) map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -178,18 +191,39 @@ func newRig(t *testing.T, delta bool, opts ...option) *rig {
 	return r
 }
 
-// subscribe subscribes names of typeURL.
+// subscribe subscribes names of typeURL, and records them in the
+// handler, as the client does in its cache.
 func (r *rig) subscribe(typeURL string, names ...string) {
+	h := r.h
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	if h.subs == nil {
+		h.subs = map[string][]string{}
+	}
 	for _, name := range names {
+		h.subs[typeURL] = append(slices.Clip(h.subs[typeURL]), name)
 		r.conn.Subscribe(typeURL, rank[typeURL], name)
 	}
 }
 
-// unsubscribe unsubscribes names of typeURL.
+// unsubscribe unsubscribes names of typeURL, and forgets them in the
+// handler.
 func (r *rig) unsubscribe(typeURL string, names ...string) {
+	h := r.h
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
 	for _, name := range names {
+		h.subs[typeURL] = slices.DeleteFunc(slices.Clone(h.subs[typeURL]), func(n string) bool { return n == name })
 		r.conn.Unsubscribe(typeURL, name)
 	}
+}
+
+// sentNames is the Conn's SentNames of typeURL, with the names the
+// handler holds.
+func (r *rig) sentNames(typeURL string) []string {
+	r.h.subMu.Lock()
+	defer r.h.subMu.Unlock()
+	return r.conn.SentNames(typeURL, r.h.subs[typeURL])
 }
 
 // clusters returns Anys of the clusters named.

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"sync"
+
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 
@@ -35,6 +37,29 @@ type Update struct {
 	// Subscribed how many names of it are now.
 	Known      bool
 	Subscribed int
+
+	// free gives back the bytes the resources are slices of to the
+	// Stream they came from (Stream.Recv), and Resources go back to pool
+	// (in reuse) for the next response.
+	free  func()
+	reuse *[]Resource
+	pool  *sync.Pool
+}
+
+// release gives back the bytes the resources of u are slices of, and
+// the resources themselves: once the handler has taken u
+// (Handler.Response), which copies what it keeps.
+func (u *Update) release() {
+	if u.free != nil {
+		u.free()
+		u.free = nil
+	}
+	if u.reuse != nil {
+		clear(u.Resources)
+		*u.reuse = u.Resources[:0]
+		u.pool.Put(u.reuse)
+		u.Resources, u.reuse = nil, nil
+	}
 }
 
 // ResourceError is one TP3 error of an Update: the resource's name ("" if

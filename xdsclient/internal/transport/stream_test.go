@@ -311,18 +311,18 @@ func TestTypesAndSentNames(t *testing.T) {
 			if got := r.conn.Types(); !slices.Equal(got, []string{cdsURL, edsURL}) {
 				t.Fatalf("Types() = %v, want [cds eds]", got)
 			}
-			if got := r.conn.SentNames(cdsURL); got != nil {
+			if got := r.sentNames(cdsURL); got != nil {
 				t.Fatalf("SentNames before any stream: %v", got)
 			}
 			st := r.srv.Accept(t)
 			anyRequest(t, st)
 			anyRequest(t, st)
-			got := r.conn.SentNames(cdsURL)
+			got := r.sentNames(cdsURL)
 			slices.Sort(got)
 			if !slices.Equal(got, []string{"a", "b"}) {
 				t.Fatalf("SentNames(cds) = %v, want [a b]", got)
 			}
-			if got := r.conn.SentNames(ldsURL); got != nil {
+			if got := r.sentNames(ldsURL); got != nil {
 				t.Fatalf("SentNames(lds) = %v, want none", got)
 			}
 		})

@@ -25,12 +25,10 @@ type typeState struct {
 	dirty          bool // a request is due
 	sentOnce       bool // a request of the type went out on this stream
 
-	// State of the World: names is the subscription, in the order of
-	// subscribing, shared with requests in flight (so never changed in
-	// place); gone the names unsubscribed since it was last rebuilt, and
-	// fresh those subscribed since the last request of the type.
-	names []string
-	gone  map[string]struct{}
+	// State of the World: fresh are the names subscribed since the last
+	// request of the type (some may have been unsubscribed since). The
+	// names a request subscribes come from the handler (Requests): the
+	// subscription is not kept twice.
 	fresh []string
 
 	// Delta: sent tells, for each subscribed name, whether its
@@ -81,6 +79,7 @@ func (c *Conn) Subscribe(typeURL string, rank int, name string) {
 	ts.n++
 	st.n++
 	ts.dirty = true
+	c.changes.Add(1)
 	// What the next request subscribes anew is kept only while a stream
 	// is open and has had a request of the type: the first request of a
 	// stream subscribes every name.
@@ -93,15 +92,8 @@ func (c *Conn) Subscribe(typeURL string, rank int, name string) {
 		if later && !ts.resync {
 			ts.pending = append(ts.pending, name)
 		}
-	} else {
-		if _, ok := ts.gone[name]; ok {
-			delete(ts.gone, name) // still in names
-		} else {
-			ts.names = append(ts.names, name)
-		}
-		if later {
-			ts.fresh = append(ts.fresh, name)
-		}
+	} else if later {
+		ts.fresh = append(ts.fresh, name)
 	}
 	tx.Unlock()
 	signal(c.kick)
@@ -120,6 +112,7 @@ func (c *Conn) Unsubscribe(typeURL, name string) {
 	ts.n--
 	st.n--
 	ts.dirty = true
+	c.changes.Add(1)
 	if c.cfg.Delta {
 		if ts.sent[name] {
 			if ts.unsub == nil {
@@ -128,18 +121,16 @@ func (c *Conn) Unsubscribe(typeURL, name string) {
 			ts.unsub[name] = struct{}{}
 		}
 		delete(ts.sent, name)
-	} else {
-		if ts.gone == nil {
-			ts.gone = map[string]struct{}{}
-		}
-		ts.gone[name] = struct{}{}
 	}
 	signal(c.wake)
 }
 
 // SentNames returns the names of typeURL whose subscription went out on
-// the current stream.
-func (c *Conn) SentNames(typeURL string) []string {
+// the current stream. Over State of the World they are those of names,
+// every name of typeURL subscribed (which the handler holds), not
+// subscribed since the last request of the type; over delta, names is not
+// read.
+func (c *Conn) SentNames(typeURL string, names []string) []string {
 	tx := c.mu.Lock()
 	defer tx.Unlock()
 	st := c.s.Of(tx)
@@ -159,12 +150,15 @@ func (c *Conn) SentNames(typeURL string) []string {
 	if !ts.sentOnce {
 		return nil
 	}
-	waiting := map[string]bool{}
+	if len(ts.fresh) == 0 {
+		return names
+	}
+	waiting := make(map[string]bool, len(ts.fresh))
 	for _, name := range ts.fresh {
 		waiting[name] = true
 	}
-	for _, name := range ts.names {
-		if _, gone := ts.gone[name]; !gone && !waiting[name] {
+	for _, name := range names {
+		if !waiting[name] {
 			out = append(out, name)
 		}
 	}
@@ -212,36 +206,41 @@ func (c *Conn) requests(id uint64, first *bool) []outgoing {
 			}
 		}
 	}
-	tx := c.mu.Lock()
-	defer tx.Unlock()
-	st := c.s.Of(tx)
-	if st.stream != id {
-		return nil
-	}
 	var out []outgoing
-	for _, ts := range st.types {
-		var r outgoing
-		var ok bool
-		if c.cfg.Delta {
-			r, ok = c.deltaRequest(ts, versions[ts.url])
-		} else {
-			r, ok = ts.sotwRequest()
+	// The handler's lock, which Subscribe is called with, is held while
+	// the requests are made: the names it gives agree with what the
+	// subscriptions here say (the names subscribed since the last request).
+	c.h.Requests(id, func(names func(typeURL string) []string) {
+		tx := c.mu.Lock()
+		defer tx.Unlock()
+		st := c.s.Of(tx)
+		if st.stream != id {
+			return
 		}
-		if !ok {
-			continue
+		for _, ts := range st.types {
+			var r outgoing
+			var ok bool
+			if c.cfg.Delta {
+				r, ok = c.deltaRequest(ts, versions[ts.url])
+			} else {
+				r, ok = ts.sotwRequest(names)
+			}
+			if !ok {
+				continue
+			}
+			r.info.NACK = ts.nack
+			r.info.Delta = c.cfg.Delta
+			node := firstNode(c.cfg.Node, first)
+			if r.sotw != nil {
+				r.sotw.ErrorDetail, r.sotw.Node = errorDetail(ts.nack), node
+			} else {
+				r.delta.ErrorDetail, r.delta.Node = errorDetail(ts.nack), node
+			}
+			ts.nack = nil
+			ts.sentOnce = true
+			out = append(out, r)
 		}
-		r.info.NACK = ts.nack
-		r.info.Delta = c.cfg.Delta
-		node := firstNode(c.cfg.Node, first)
-		if r.sotw != nil {
-			r.sotw.ErrorDetail, r.sotw.Node = errorDetail(ts.nack), node
-		} else {
-			r.delta.ErrorDetail, r.delta.Node = errorDetail(ts.nack), node
-		}
-		ts.nack = nil
-		ts.sentOnce = true
-		out = append(out, r)
-	}
+	})
 	return out
 }
 
@@ -261,32 +260,24 @@ func (c *Conn) resyncs(id uint64) []string {
 }
 
 // sotwRequest returns the State of the World request of ts, if one is due:
-// every name subscribed, the version accepted, the nonce. Subscription
-// changes made while a request is in flight are coalesced into the next.
-func (ts *typeState) sotwRequest() (outgoing, bool) {
+// every name subscribed (names gives them), the version accepted, the
+// nonce. Subscription changes made while a request is in flight are
+// coalesced into the next. The names it subscribes for the first time on
+// the stream are those subscribed since the last request (all of them in
+// the first request): some may have been unsubscribed since, which the
+// handler finds no longer subscribed.
+func (ts *typeState) sotwRequest(names func(typeURL string) []string) (outgoing, bool) {
 	if !ts.dirty || (ts.n == 0 && !ts.sentOnce) {
 		return outgoing{}, false
 	}
+	all := names(ts.url)
 	fresh := ts.fresh
 	if !ts.sentOnce {
-		fresh = nil // all of them, below
+		fresh = all
 	}
-	if len(ts.gone) > 0 {
-		kept := make([]string, 0, ts.n)
-		for _, name := range ts.names {
-			if _, gone := ts.gone[name]; !gone {
-				kept = append(kept, name)
-			}
-		}
-		fresh = slices.DeleteFunc(slices.Clone(fresh), func(name string) bool { _, gone := ts.gone[name]; return gone })
-		ts.names, ts.gone = kept, nil
-	}
-	if !ts.sentOnce {
-		fresh = ts.names
-	}
-	req := &discoveryv3.DiscoveryRequest{TypeUrl: ts.url, VersionInfo: ts.version, ResponseNonce: ts.nonce, ResourceNames: ts.names}
+	req := &discoveryv3.DiscoveryRequest{TypeUrl: ts.url, VersionInfo: ts.version, ResponseNonce: ts.nonce, ResourceNames: all}
 	ts.dirty, ts.fresh = false, nil
-	return outgoing{sotw: req, fresh: fresh, info: Request{TypeURL: ts.url, Names: len(ts.names), Version: ts.version, Nonce: ts.nonce}}, true
+	return outgoing{sotw: req, fresh: fresh, info: Request{TypeURL: ts.url, Names: len(all), Version: ts.version, Nonce: ts.nonce}}, true
 }
 
 // deltaRequest returns the delta request of ts, if one is due: the

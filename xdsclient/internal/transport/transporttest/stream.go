@@ -2,7 +2,9 @@ package transporttest
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +31,7 @@ type Stream struct {
 	responses [][]byte      // scripted, not yet read by the client
 	end       error         // the server's end, once scripted
 	taken     int           // responses the client read
+	held      int           // of them, those the client has not released
 	reading   bool          // the client waits in Recv
 }
 
@@ -164,6 +167,23 @@ func (st *Stream) Taken() (n int, reading bool) {
 	return st.taken, st.reading
 }
 
+// Held returns how many responses the client read and has not released
+// (the release Recv returns).
+func (st *Stream) Held() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.held
+}
+
+// WaitReleased waits until the client has released every response it
+// read, failing t if it has not within Timeout.
+func (st *Stream) WaitReleased(t testing.TB) {
+	t.Helper()
+	if !st.wait(Timeout, func() bool { return st.held == 0 }) {
+		t.Fatalf("stream to %s: %d responses read and not released within %v", st.s.uri, st.Held(), Timeout)
+	}
+}
+
 // Holds fails t unless the client has read n responses and neither reads
 // nor waits to read another for d: flow control.
 func (st *Stream) Holds(t testing.TB, n int, d time.Duration) {
@@ -203,25 +223,31 @@ func (c clientSide) Send(req proto.Message) error {
 	return nil
 }
 
-func (c clientSide) Recv() ([]byte, error) {
+// Recv hands over a copy of the next response, as gRPC hands over a
+// buffer of its pool, and a release that overwrites it: a client that
+// reads or keeps the bytes past their release sees them changed, as it
+// would once gRPC reused its buffer. Releasing a response twice panics,
+// as freeing a gRPC buffer twice does.
+func (c clientSide) Recv() ([]byte, func(), error) {
 	st := c.st
 	st.mu.Lock()
 	st.reading = true
 	st.changedLocked()
 	for {
 		if len(st.responses) > 0 {
-			b := st.responses[0]
+			b := slices.Clone(st.responses[0])
 			st.responses = st.responses[1:]
 			st.taken++
+			st.held++
 			st.reading = false
 			st.changedLocked()
 			st.mu.Unlock()
-			return b, nil
+			return b, st.release(b), nil
 		}
 		if err := st.end; err != nil {
 			st.reading = false
 			st.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
 		changed := st.changed
 		st.mu.Unlock()
@@ -231,8 +257,29 @@ func (c clientSide) Recv() ([]byte, error) {
 			st.mu.Lock()
 			st.reading = false
 			st.mu.Unlock()
-			return nil, status.FromContextError(st.ctx.Err()).Err()
+			return nil, nil, status.FromContextError(st.ctx.Err()).Err()
 		}
 		st.mu.Lock()
+	}
+}
+
+// Released is the byte a released response is overwritten with.
+const Released = 0xdd
+
+// release returns the release of b, a response the client read.
+func (st *Stream) release(b []byte) func() {
+	released := false
+	return func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if released {
+			panic(fmt.Sprintf("transporttest: stream to %s: a response released twice", st.s.uri))
+		}
+		released = true
+		for i := range b {
+			b[i] = Released
+		}
+		st.held--
+		st.changedLocked()
 	}
 }

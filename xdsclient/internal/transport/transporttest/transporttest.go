@@ -16,6 +16,10 @@
 //
 // Messages cross it serialized, as over gRPC: a request that does not
 // marshal fails its Send, and the test reads what the server would read.
+// A response's bytes are overwritten when the client releases them, as
+// gRPC reuses its buffer, so that a layer that keeps them without a copy
+// reads garbage; Held and WaitReleased tell whether the client released
+// what it read.
 // As a gRPC channel, a channel makes a stream only once READY: Accept
 // makes its server READY first. Every wait of a test's side ends, failing
 // the test, after Timeout.

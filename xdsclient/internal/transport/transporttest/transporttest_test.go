@@ -1,6 +1,7 @@
 package transporttest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -122,10 +123,14 @@ func TestStream(t *testing.T) {
 	st.NoRequest(t, 0)
 	st.Respond(t, &discoveryv3.DiscoveryResponse{Nonce: "1"})
 	st.End(status.Error(codes.Unavailable, "bye"))
-	if b, err := cs.Recv(); err != nil || len(b) == 0 {
+	b, release, err := cs.Recv()
+	if err != nil || len(b) == 0 {
 		t.Fatalf("Recv: %x, %v; want the response queued before the end", b, err)
 	}
-	if _, err := cs.Recv(); status.Code(err) != codes.Unavailable {
+	if got := st.Held(); got != 1 {
+		t.Fatalf("%d responses held after Recv, want 1", got)
+	}
+	if _, _, err := cs.Recv(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("Recv after the end: %v, want UNAVAILABLE", err)
 	}
 	if err := cs.Send(&discoveryv3.DiscoveryRequest{}); err != io.EOF {
@@ -136,4 +141,61 @@ func TestStream(t *testing.T) {
 	}
 	cancel()
 	st.WaitClosed(t)
+	release()
+	st.WaitReleased(t)
+}
+
+// A response's bytes are the client's own copy until it releases them,
+// which overwrites them (as gRPC reuses its buffer); a second release
+// panics.
+func TestRelease(t *testing.T) {
+	var n transporttest.Network
+	ch := dial(t, &n)
+	var cs transport.Stream
+	got := make(chan error, 1)
+	go func() {
+		var err error
+		cs, err = ch.NewStream(t.Context(), false)
+		got <- err
+	}()
+	st := n.Server(uri).Accept(t)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	sent := []byte{0x22, 0x01, '1'} // nonce "1"
+	st.RespondBytes(sent)
+	st.RespondBytes([]byte{0x22, 0x01, '2'})
+	b1, release1, err := cs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, release2, err := cs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held() != 2 {
+		t.Fatalf("%d responses held, want 2", st.Held())
+	}
+	b1[0] = 0
+	if sent[0] != 0x22 {
+		t.Fatal("the bytes received are those the test queued, not a copy")
+	}
+	release1()
+	if !bytes.Equal(b1, bytes.Repeat([]byte{transporttest.Released}, len(b1))) {
+		t.Fatalf("released bytes %x, want them overwritten", b1)
+	}
+	if !bytes.Equal(b2, []byte{0x22, 0x01, '2'}) {
+		t.Fatalf("the bytes held %x changed when another response was released", b2)
+	}
+	if st.Held() != 1 {
+		t.Fatalf("%d responses held after a release, want 1", st.Held())
+	}
+	release2()
+	st.WaitReleased(t)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second release did not panic")
+		}
+	}()
+	release2()
 }
