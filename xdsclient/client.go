@@ -385,6 +385,15 @@ func (c *Client) startClose() {
 	s.loadServers = nil
 	tx.Unlock()
 	c.cancel()
+	// A load report hook that closes the client runs on its Reporter's
+	// goroutine, which the closing must not wait for: that Reporter is
+	// stopped here, and ends once the hook returns.
+	for k, ls := range loads {
+		if ls.rep.Running() {
+			ls.stop()
+			delete(loads, k)
+		}
+	}
 	go func() {
 		defer close(c.closeDone)
 		for _, ls := range loads {

@@ -31,10 +31,10 @@ import (
 // callbacks of its lane, and the reading of that server's responses (flow
 // control), so hooks must be cheap. The load report hooks run on the
 // goroutine of their LRS stream, which they hold up likewise, and which
-// Close and ReportLoad's release wait for: called from a load report hook,
-// they would wait for ever (Shutdown with a deadline returns its
-// context's error instead). Hook calls posted before Close run before
-// Close returns.
+// Close and ReportLoad's release wait for, but not when called from one
+// of that stream's hooks: then they return at once, and the stream ends
+// (its last report written) once the hook returns. Hook calls posted
+// before Close run before Close returns.
 //
 // A server is named in every Info (Server, Previous, and the server in
 // errors and reasons) by its URI as shown: bootstrap.ServerConfig.ShownURI,

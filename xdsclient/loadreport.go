@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -25,8 +24,7 @@ import (
 // guarded by Client.mu; the rest is read-only after creation.
 type loadServer struct {
 	key  string
-	cc   *grpc.ClientConn
-	rep  *lrs.Reporter
+	rep  *lrs.Reporter // it closes its connection when it ends
 	refs int
 }
 
@@ -82,8 +80,8 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 			tx.Unlock()
 			return nil, nil, fmt.Errorf("xdsclient: load report: %w", err)
 		}
-		ls = &loadServer{key: s.Key(), cc: cc}
-		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s)), lrs.WithLabels(c.o.target, s.ShownURI()))
+		ls = &loadServer{key: s.Key()}
+		ls.rep = lrs.Start(cc, lrs.NewStore(), c.node, lrs.WithBackoff(c.o.backoff), lrs.WithEvents(c.loadEvents(s)), lrs.WithLabels(c.o.target, s.ShownURI()), lrs.WithEnd(func() { cc.Close() }))
 		if st.loadServers == nil {
 			st.loadServers = map[string]*loadServer{}
 		}
@@ -110,11 +108,10 @@ func (c *Client) ReportLoad(server, cluster, edsService string) (load *lrs.Clust
 	return ls.rep.Store().Cluster(cluster, edsService), release, nil
 }
 
-// stop ends the reporting and closes the connection.
-func (ls *loadServer) stop() {
-	ls.rep.Stop()
-	ls.cc.Close()
-}
+// stop ends the reporting; the Reporter closes the connection when it
+// ends. Called from a load report hook of the Reporter, stop returns
+// before that: once the hook returns.
+func (ls *loadServer) stop() { ls.rep.Stop() }
 
 // serverNamed returns the bootstrap server whose URI, as shown or as
 // written, is uri, preferring one the client has a channel to; nil if

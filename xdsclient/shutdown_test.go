@@ -147,48 +147,103 @@ func TestShutdownFromWatcherCallback(t *testing.T) {
 }
 
 // A load report hook runs on its LRS stream's goroutine, which closing
-// waits for: Shutdown from it fails with its context's error, naming the
-// load reports, instead of waiting for ever (Close would); once the hook
-// returns, everything ends.
-func TestShutdownFromLoadReportHook(t *testing.T) {
+// waits for, but not when the hook itself closes the client: Close, and
+// Shutdown, from a load report hook return at once without an error, the
+// load reporting ends once the hook returns, and nothing is left running.
+func TestCloseFromLoadReportHook(t *testing.T) {
+	for _, how := range []string{"Close", "Shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := xdstest.Context(t)
+			svc := lrsserver.NewService(lrsserver.Config{Interval: time.Hour})
+			cp, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithService(svc.Register))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cp.Stop()
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			var c *xdsclient.Client
+			ready := make(chan struct{})
+			errc := make(chan error, 1)
+			var once sync.Once
+			c, err = xdsclient.New(bootstrapFor(t, cp.Addr()), xdstest.ClientOptions(xdsclient.WithHooks(&xdsclient.Hooks{
+				LoadReportStreamStarted: func(xdsclient.LoadReportStreamInfo) {
+					<-ready
+					once.Do(func() {
+						if how == "Close" {
+							c.Close()
+							errc <- nil
+							return
+						}
+						errc <- c.Shutdown(ctx)
+					})
+				},
+			}))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, release, err := c.ReportLoad(cp.Addr(), "c1", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release()
+			close(ready)
+			select {
+			case err := <-errc:
+				if err != nil {
+					t.Errorf("%s from a load report hook = %v, want nil", how, err)
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s from a load report hook never returned", how)
+			}
+			if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
+				t.Fatalf("LRS stream open after %s from its hook returned: %v", how, err)
+			}
+		})
+	}
+}
+
+// ReportLoad's release, the last of the server's stream, from a load
+// report hook ends the stream once the hook returns, rather than wait for
+// the hook's own goroutine.
+func TestReleaseFromLoadReportHook(t *testing.T) {
 	ctx := xdstest.Context(t)
-	svc := lrsserver.NewService(lrsserver.Config{Interval: time.Hour})
+	svc := lrsserver.NewService(lrsserver.Config{Interval: time.Millisecond, SendAll: true})
 	cp, err := controlplane.Start(ctx, "127.0.0.1:0", controlplane.WithService(svc.Register))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cp.Stop()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	var c *xdsclient.Client
-	ready := make(chan struct{})
-	errc := make(chan error, 1)
+	var release func()
+	set := make(chan struct{})
+	released := make(chan struct{})
 	var once sync.Once
-	c, err = xdsclient.New(bootstrapFor(t, cp.Addr()), xdstest.ClientOptions(xdsclient.WithHooks(&xdsclient.Hooks{
-		LoadReportStreamStarted: func(xdsclient.LoadReportStreamInfo) {
-			<-ready
+	c, err := xdsclient.New(bootstrapFor(t, cp.Addr()), xdstest.ClientOptions(xdsclient.WithHooks(&xdsclient.Hooks{
+		LoadReportSent: func(xdsclient.LoadReportInfo) {
+			<-set
 			once.Do(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), shortDeadline)
-				defer cancel()
-				errc <- c.Shutdown(ctx)
+				release()
+				close(released)
 			})
 		},
 	}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, release, err := c.ReportLoad(cp.Addr(), "c1", "")
+	defer c.Close()
+	load, rel, err := c.ReportLoad(cp.Addr(), "c1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
-	close(ready)
+	release = rel
+	close(set)
+	load.CallDropped("overload")
 	select {
-	case err := <-errc:
-		if !errors.Is(err, context.DeadlineExceeded) || !contains(err, "load reports") {
-			t.Errorf("Shutdown from a load report hook = %v, want the context's error naming the load reports", err)
-		}
+	case <-released:
 	case <-ctx.Done():
-		t.Fatal("Shutdown from a load report hook never returned")
+		t.Fatal("release from a load report hook never returned")
 	}
-	c.Close()
+	if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
+		t.Fatalf("LRS stream open after its last release: %v", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/xdslens/xdslens/xdsclient/internal/backoff"
+	"github.com/xdslens/xdslens/xdsclient/internal/goid"
 )
 
 // FeatureSendAllClusters is the client feature, added to the node of the
@@ -109,6 +111,7 @@ type options struct {
 	backoff        func(retries int) time.Duration
 	events         Events
 	target, server string
+	end            func()
 }
 
 // WithBackoff sets the delay before retry number retries (counted from 0)
@@ -128,6 +131,13 @@ func WithEvents(e Events) Option {
 // events: the client's name and the LRS server's URI.
 func WithLabels(target, server string) Option {
 	return optionFunc(func(o *options) { o.target, o.server = target, server })
+}
+
+// WithEnd sets a func the Reporter's goroutine calls last, once its
+// stream has ended after Stop: to close the connection the Reporter
+// writes on, whether Stop waited for it or (called from an event) not.
+func WithEnd(f func()) Option {
+	return optionFunc(func(o *options) { o.end = f })
 }
 
 // Reporter keeps one LRS stream open to a server and writes the loads of
@@ -155,6 +165,11 @@ type Reporter struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
+	// inEvent is set while an event func runs; gid is the ID of the
+	// goroutine that runs them, read at the first event (goid). Together
+	// they tell Stop (and Running) whether its caller is an event func.
+	inEvent atomic.Bool
+	gid     atomic.Int64
 }
 
 // Start starts reporting the loads of store over cc, identifying the
@@ -185,14 +200,45 @@ func (r *Reporter) Store() *Store { return r.store }
 // Stop writes a last report if a stream with a response is open (waiting
 // at most FinalReportTimeout), ends the stream and returns once the
 // Reporter's goroutines have ended. It may be called more than once.
+// Called from one of the Reporter's Events (whose goroutine it would wait
+// for), it returns at once: the last report goes out, the stream ends and
+// WithEnd's func runs once that event returns.
 func (r *Reporter) Stop() {
 	r.stopOnce.Do(func() { close(r.stopping) })
+	if r.Running() {
+		return
+	}
 	<-r.done
-	r.cancel()
+}
+
+// Running reports whether the caller is one of the Reporter's Events,
+// running now. Only while an event runs is the caller's goroutine ID
+// read.
+func (r *Reporter) Running() bool {
+	return r.inEvent.Load() && r.gid.Load() == goid.Get()
+}
+
+// event runs f, an event func given info, marked as an event (Running).
+func event[I any](r *Reporter, f func(I), info I) {
+	if f == nil {
+		return
+	}
+	if r.gid.Load() == 0 {
+		r.gid.Store(goid.Get())
+	}
+	r.inEvent.Store(true)
+	defer r.inEvent.Store(false)
+	f(info)
 }
 
 func (r *Reporter) run() {
 	defer close(r.done)
+	defer func() {
+		r.cancel()
+		if r.o.end != nil {
+			r.o.end()
+		}
+	}()
 	retries := 0
 	for attempt := 1; ; attempt++ {
 		res := r.runStream(attempt)
@@ -209,9 +255,7 @@ func (r *Reporter) run() {
 		} else {
 			retries = 0
 		}
-		if f := r.o.events.StreamEnded; f != nil {
-			f(StreamEndInfo{Target: r.o.target, Server: r.o.server, Created: res.created, ResponseReceived: res.responded, Reports: res.reports, Err: res.err, Backoff: delay})
-		}
+		event(r, r.o.events.StreamEnded, StreamEndInfo{Target: r.o.target, Server: r.o.server, Created: res.created, ResponseReceived: res.responded, Reports: res.reports, Err: res.err, Backoff: delay})
 		if stopped {
 			return
 		}
@@ -264,9 +308,7 @@ func (r *Reporter) runStream(attempt int) (res streamResult) {
 		return res
 	}
 	res.created = true
-	if f := r.o.events.StreamStarted; f != nil {
-		f(StreamInfo{Target: r.o.target, Server: r.o.server, Attempt: attempt})
-	}
+	event(r, r.o.events.StreamStarted, StreamInfo{Target: r.o.target, Server: r.o.server, Attempt: attempt})
 	resps := make(chan *lrsv3.LoadStatsResponse)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -352,9 +394,7 @@ func (r *Reporter) runStream(attempt int) (res streamResult) {
 			}
 			res.responded = true
 			cfg = next
-			if f := r.o.events.ResponseReceived; f != nil {
-				f(ResponseInfo{Interval: next.interval, SendAll: next.all, Clusters: next.clusters})
-			}
+			event(r, r.o.events.ResponseReceived, ResponseInfo{Interval: next.interval, SendAll: next.all, Clusters: next.clusters})
 		case <-timerC:
 			if err := r.send(stream, cfg, false); err != nil {
 				res.err = fmt.Errorf("sending a load report: %w", streamErr(err))
@@ -376,8 +416,6 @@ func (r *Reporter) send(stream lrsv3.LoadReportingService_StreamLoadStatsClient,
 		r.store.restore(snaps)
 		return err
 	}
-	if f := r.o.events.ReportSent; f != nil {
-		f(ReportInfo{Target: r.o.target, Server: r.o.server, Clusters: t.clusters, Issued: t.issued, Succeeded: t.succeeded, Errored: t.errored, Dropped: t.dropped, Interval: cfg.interval, Final: final})
-	}
+	event(r, r.o.events.ReportSent, ReportInfo{Target: r.o.target, Server: r.o.server, Clusters: t.clusters, Issued: t.issued, Succeeded: t.succeeded, Errored: t.errored, Dropped: t.dropped, Interval: cfg.interval, Final: final})
 	return nil
 }

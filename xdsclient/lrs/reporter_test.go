@@ -3,6 +3,7 @@ package lrs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -334,6 +335,54 @@ func TestStopSendsFinalReportAndEndsStream(t *testing.T) {
 	defer mu.Unlock()
 	if started != 1 || len(sent) != 1 || !sent[0].Final || sent[0].Errored != 1 || sent[0].Dropped != 1 || sent[0].Issued != 1 || sent[0].Interval != time.Hour || sent[0].Clusters != 1 {
 		t.Errorf("events: %d streams started, reports %+v; want 1 stream and one final report of 1 call, 1 error, 1 drop", started, sent)
+	}
+}
+
+// Stop from one of the Reporter's events returns at once (it would wait
+// for its own goroutine otherwise); the final report is written and the
+// stream ended once the event returns, then WithEnd's func runs, last;
+// Stop from elsewhere afterwards returns once all that is done.
+func TestStopFromAnEvent(t *testing.T) {
+	ctx := testContext(t)
+	svc := lrsserver.NewService(lrsserver.Config{Interval: time.Hour, SendAll: true})
+	store := lrs.NewStore()
+	store.Cluster("c1", "").CallDropped("lb")
+	var r *lrs.Reporter
+	set := make(chan struct{})
+	stopped := make(chan bool, 1)
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	_, r = setup(t, svc, store, lrs.WithEvents(lrs.Events{
+		ResponseReceived: func(lrs.ResponseInfo) {
+			<-set
+			r.Stop()
+			stopped <- r.Running()
+		},
+		ReportSent:  func(i lrs.ReportInfo) { note(fmt.Sprintf("report final=%v", i.Final)) },
+		StreamEnded: func(i lrs.StreamEndInfo) { note("stream ended: " + i.Err.Error()) },
+	}), lrs.WithEnd(func() { note("end") }))
+	close(set)
+	select {
+	case running := <-stopped:
+		if !running {
+			t.Error("Running() = false inside an event")
+		}
+	case <-ctx.Done():
+		t.Fatal("Stop from an event never returned")
+	}
+	if r.Running() {
+		t.Error("Running() = true outside the events")
+	}
+	r.Stop()
+	mu.Lock()
+	got := strings.Join(order, "; ")
+	mu.Unlock()
+	if want := "report final=true; stream ended: " + lrs.ErrStopped.Error() + "; end"; got != want {
+		t.Errorf("after Stop from an event, then from the test: %s; want %s", got, want)
+	}
+	if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
+		t.Fatalf("stream still open after Stop: %v", err)
 	}
 }
 
