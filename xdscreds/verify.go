@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/xdslens/xdslens/internal/asciifold"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
@@ -109,7 +110,7 @@ func compileMatcher(m matcher.String) (sanMatcher, error) {
 		}
 		cm.re = re
 	case m.IgnoreCase:
-		cm.Value = strings.ToLower(m.Value)
+		cm.Value = asciifold.Lower(m.Value)
 	}
 	return cm, nil
 }
@@ -138,7 +139,7 @@ func (m sanMatcher) match(s string) bool {
 		return m.re.MatchString(s)
 	}
 	if m.IgnoreCase {
-		s = strings.ToLower(s)
+		s = asciifold.Lower(s)
 	}
 	switch m.Kind {
 	case matcher.Exact:
@@ -163,7 +164,7 @@ func dnsMatch(san, name string) bool {
 	if san == "" || name == "" || san[0] == '.' || name[0] == '.' {
 		return false
 	}
-	san, name = absolute(strings.ToLower(san)), absolute(strings.ToLower(name))
+	san, name = absolute(asciifold.Lower(san)), absolute(asciifold.Lower(name))
 	if !strings.Contains(san, "*") {
 		return san == name
 	}

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/xdslens/xdslens/internal/asciifold"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
@@ -60,7 +61,7 @@ func (r *Route) compile(src *routeconfig.Route, md Metadata) error {
 		r.path.re = re
 	}
 	if r.path.fold {
-		r.path.value = strings.ToLower(r.path.value)
+		r.path.value = asciifold.Lower(r.path.value)
 	}
 	for j, h := range src.Headers {
 		hm := headerMatcher{m: h, value: h.Value, md: md, absent: strings.HasSuffix(h.Name, "-bin"), ctype: h.Name == "content-type"}
@@ -72,7 +73,7 @@ func (r *Route) compile(src *routeconfig.Route, md Metadata) error {
 			hm.re = re
 		}
 		if h.IgnoreCase {
-			hm.value = strings.ToLower(hm.value)
+			hm.value = asciifold.Lower(hm.value)
 		}
 		r.headers = append(r.headers, hm)
 	}
@@ -112,12 +113,12 @@ func (p *pathMatcher) match(method string) bool {
 	switch p.kind {
 	case routeconfig.PathPrefix:
 		if p.fold {
-			return len(method) >= len(p.value) && strings.EqualFold(method[:len(p.value)], p.value)
+			return asciifold.HasPrefix(method, p.value)
 		}
 		return strings.HasPrefix(method, p.value)
 	case routeconfig.PathExact:
 		if p.fold {
-			return strings.EqualFold(method, p.value)
+			return asciifold.Equal(method, p.value)
 		}
 		return method == p.value
 	case routeconfig.PathRegex:
@@ -159,22 +160,22 @@ func (h *headerMatcher) matchString(v string) bool {
 	switch h.m.Kind {
 	case matcher.Exact:
 		if fold {
-			return strings.EqualFold(v, want)
+			return asciifold.Equal(v, want)
 		}
 		return v == want
 	case matcher.Prefix:
 		if fold {
-			return len(v) >= len(want) && strings.EqualFold(v[:len(want)], want)
+			return asciifold.HasPrefix(v, want)
 		}
 		return strings.HasPrefix(v, want)
 	case matcher.Suffix:
 		if fold {
-			return len(v) >= len(want) && strings.EqualFold(v[len(v)-len(want):], want)
+			return asciifold.HasSuffix(v, want)
 		}
 		return strings.HasSuffix(v, want)
 	case matcher.Contains:
 		if fold {
-			return strings.Contains(strings.ToLower(v), want)
+			return asciifold.Contains(v, want)
 		}
 		return strings.Contains(v, want)
 	}

@@ -57,6 +57,13 @@ func TestHeaderMatchingBothSides(t *testing.T) {
 		{"suffix", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "bc"}, kv{"x-v", "abc"}, true},
 		{"suffix no", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "bc"}, kv{"x-v", "abd"}, false},
 		{"contains", matcher.Header{Name: "x-v", Kind: matcher.Contains, Value: "B", IgnoreCase: true}, kv{"x-v", "abc"}, true},
+		// ignore_case folds ASCII letters only, as C-core: a non-ASCII
+		// letter matches only itself.
+		{"ignore case non-ASCII same", matcher.Header{Name: "x-v", Kind: matcher.Exact, Value: "CAFÉ", IgnoreCase: true}, kv{"x-v", "cafÉ"}, true},
+		{"ignore case non-ASCII other case", matcher.Header{Name: "x-v", Kind: matcher.Exact, Value: "CAFÉ", IgnoreCase: true}, kv{"x-v", "café"}, false},
+		{"ignore case Kelvin sign", matcher.Header{Name: "x-v", Kind: matcher.Prefix, Value: "k", IgnoreCase: true}, kv{"x-v", "\u212a1"}, false},
+		{"ignore case long s", matcher.Header{Name: "x-v", Kind: matcher.Contains, Value: "S", IgnoreCase: true}, kv{"x-v", "ſ"}, false},
+		{"ignore case suffix non-ASCII", matcher.Header{Name: "x-v", Kind: matcher.Suffix, Value: "É", IgnoreCase: true}, kv{"x-v", "aÉ"}, true},
 		{"regex full", matcher.Header{Name: "x-v", Kind: matcher.Regex, Value: "a.c"}, kv{"x-v", "abc"}, true},
 		{"regex partial", matcher.Header{Name: "x-v", Kind: matcher.Regex, Value: "b"}, kv{"x-v", "abc"}, false},
 		{"range in", matcher.Header{Name: "x-n", Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, kv{"x-n", "10"}, true},
@@ -92,6 +99,31 @@ func TestHeaderMatchingBothSides(t *testing.T) {
 					t.Errorf("matched = %v, want %v", got, tc.want)
 				}
 			})
+		}
+	}
+}
+
+// A path matcher with case_sensitive false folds ASCII letters only, as
+// C-core.
+func TestPathIgnoringCaseFoldsASCII(t *testing.T) {
+	for _, tc := range []struct {
+		r      routeconfig.Route
+		method string
+		want   bool
+	}{
+		{routeconfig.Route{PathMatch: routeconfig.PathPrefix, Prefix: "/PKG.", CaseInsensitive: true}, "/pkg.S/M", true},
+		{routeconfig.Route{PathMatch: routeconfig.PathPrefix, Prefix: "/pkg.Ş", CaseInsensitive: true}, "/PKG.Ş/M", true},
+		{routeconfig.Route{PathMatch: routeconfig.PathPrefix, Prefix: "/pkg.s", CaseInsensitive: true}, "/pkg.ſ/M", false},
+		{routeconfig.Route{PathMatch: routeconfig.PathExact, Path: "/pkg.K/M", CaseInsensitive: true}, "/pkg.k/m", true},
+		{routeconfig.Route{PathMatch: routeconfig.PathExact, Path: "/pkg.K/M", CaseInsensitive: true}, "/pkg.\u212a/M", false},
+	} {
+		tc.r.Action = serve
+		tbl, err := routematch.Compile([]routeconfig.Route{tc.r}, routematch.Outgoing)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tbl.Match(context.Background(), tc.method) == 0; got != tc.want {
+			t.Errorf("route %q %q ignoring case, method %q: matched = %v, want %v", tc.r.Prefix, tc.r.Path, tc.method, got, tc.want)
 		}
 	}
 }

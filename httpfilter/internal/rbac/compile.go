@@ -13,6 +13,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"github.com/xdslens/xdslens/internal/asciifold"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -242,7 +243,7 @@ func compileString(m *matcherv3.StringMatcher) (stringMatcher, error) {
 		return s, fmt.Errorf(": match pattern %s is not supported", setOneof(m, "match_pattern"))
 	}
 	if s.fold {
-		s.value = strings.ToLower(s.value)
+		s.value = asciifold.Lower(s.value)
 	}
 	return s, nil
 }

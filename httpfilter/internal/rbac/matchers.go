@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/xdslens/xdslens/internal/asciifold"
 )
 
 // nodeKind says what a node matches.
@@ -127,60 +129,28 @@ func (s *stringMatcher) matches(v string) bool {
 	switch s.kind {
 	case stringExact:
 		if s.fold {
-			return equalFoldASCII(v, s.value)
+			return asciifold.Equal(v, s.value)
 		}
 		return v == s.value
 	case stringPrefix:
 		if s.fold {
-			return len(v) >= len(s.value) && equalFoldASCII(v[:len(s.value)], s.value)
+			return asciifold.HasPrefix(v, s.value)
 		}
 		return strings.HasPrefix(v, s.value)
 	case stringSuffix:
 		if s.fold {
-			return len(v) >= len(s.value) && equalFoldASCII(v[len(v)-len(s.value):], s.value)
+			return asciifold.HasSuffix(v, s.value)
 		}
 		return strings.HasSuffix(v, s.value)
 	case stringContains:
 		if s.fold {
-			return containsFoldASCII(v, s.value)
+			return asciifold.Contains(v, s.value)
 		}
 		return strings.Contains(v, s.value)
 	case stringRegex:
 		return s.re.MatchString(v)
 	}
 	return false
-}
-
-// equalFoldASCII reports whether a equals b, lower case, ignoring ASCII
-// case in a.
-func equalFoldASCII(a, lowerB string) bool {
-	if len(a) != len(lowerB) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if lowerASCII(a[i]) != lowerB[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// containsFoldASCII reports whether s contains lowerSub, ignoring ASCII
-// case in s, without allocating.
-func containsFoldASCII(s, lowerSub string) bool {
-	for i := 0; i+len(lowerSub) <= len(s); i++ {
-		if equalFoldASCII(s[i:i+len(lowerSub)], lowerSub) {
-			return true
-		}
-	}
-	return false
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // headerMatcher is a compiled envoy.config.route.v3.HeaderMatcher.

@@ -40,6 +40,12 @@ func TestStringMatcher(t *testing.T) {
 		{"contains fold", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: ".s/"}, IgnoreCase: true}, "/pkg.S/M", true},
 		{"contains fold at end", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "s/m"}, IgnoreCase: true}, "/pkg.S/M", true},
 		{"contains fold miss", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "s/x"}, IgnoreCase: true}, "/pkg.S/M", false},
+		// ignore_case folds ASCII letters only, as C-core: a non-ASCII
+		// letter matches itself, and only itself.
+		{"exact fold non-ASCII", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "CAFÉ"}, IgnoreCase: true}, "cafÉ", true},
+		{"exact fold non-ASCII other case", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "CAFÉ"}, IgnoreCase: true}, "café", false},
+		{"prefix fold Kelvin sign", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "k"}, IgnoreCase: true}, "\u212a", false},
+		{"contains fold non-ASCII", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "É/"}, IgnoreCase: true}, "/pkg.É/M", true},
 		{"regex whole value", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "pkg"}}}, "/pkg.S/M", false},
 		{"regex", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/pkg\\..*"}}}, "/pkg.S/M", true},
 		// ignore_case does not apply to safe_regex (Envoy, gRFC A41).
