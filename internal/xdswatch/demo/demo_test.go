@@ -125,6 +125,7 @@ func TestChanges(t *testing.T) {
 		{"a new entry", v1, v1.with(cds, TimeoutCluster, empty(xdsclient.StateRequested)), "cds tour-timeout REQUESTED"},
 		{"an entry gone", v1.with(cds, TimeoutCluster, empty(xdsclient.StateRequested)), allAt(specs, "2", Primary),
 			"every demo resource ACKED, using version 2; cds tour-timeout no longer in the cache"},
+		{"only an entry gone", v1.with(cds, TimeoutCluster, empty(xdsclient.StateRequested)), v1, "cds tour-timeout no longer in the cache"},
 	} {
 		if got := changes(tc.prev, tc.next, specs, addr); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)

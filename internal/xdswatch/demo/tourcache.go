@@ -146,7 +146,13 @@ func changes(prev, next Cache, demoSpecs []Resource, addr func(Role) string) str
 		}
 		groups[i].keys = append(groups[i].keys, k)
 	}
-	if len(groups) == 0 {
+	var gone []string
+	for _, k := range prev.SortedKeys() {
+		if _, ok := next[k]; !ok {
+			gone = append(gone, k.String()+" no longer in the cache")
+		}
+	}
+	if len(groups) == 0 && len(gone) == 0 {
 		return "no change"
 	}
 	demos := map[Key]bool{}
@@ -194,10 +200,6 @@ func changes(prev, next Cache, demoSpecs []Resource, addr func(Role) string) str
 		parts = append(parts, s)
 	}
 	parts = append(parts, rest...)
-	for _, k := range prev.SortedKeys() {
-		if _, ok := next[k]; !ok {
-			parts = append(parts, k.String()+" no longer in the cache")
-		}
-	}
+	parts = append(parts, gone...)
 	return strings.Join(parts, "; ")
 }
