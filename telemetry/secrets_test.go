@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc"
+	channelzgrpc "google.golang.org/grpc/channelz/grpc_channelz_v1"
+	channelzservice "google.golang.org/grpc/channelz/service"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
@@ -91,6 +97,20 @@ func TestServerURISecretsNeverShown(t *testing.T) {
 	fmt.Fprintln(&all, rec.text())
 	for _, e := range f.c.Dump() {
 		fmt.Fprintln(&all, e.Server, e.ResourceServer, e.Err)
+	}
+	// What channelz (the admin port's) shows of the channels: their
+	// targets and the events of their traces.
+	channels := channelzChannels(t)
+	for _, ch := range channels {
+		fmt.Fprintln(&all, ch.GetData().GetTarget())
+		for _, ev := range ch.GetData().GetTrace().GetEvents() {
+			fmt.Fprintln(&all, ev.GetDescription())
+		}
+	}
+	if !slices.ContainsFunc(channels, func(ch *channelzgrpc.Channel) bool {
+		return ch.GetData().GetTarget() == "xdslens-xds-server:///"+shownGood
+	}) {
+		t.Errorf("channelz lists no channel to the xDS server as shown, xdslens-xds-server:///%s", shownGood)
 	}
 	servers := map[string]bool{}
 	rm := collect(t, f.reader)
@@ -204,5 +224,40 @@ func (r *shownRecorder) hooks() *xdsclient.Hooks {
 		LoadReportStreamStarted: func(i xdsclient.LoadReportStreamInfo) { r.add(i) },
 		LoadReportStreamEnded:   func(i xdsclient.LoadReportStreamEndInfo) { r.add(i) },
 		LoadReportSent:          func(i xdsclient.LoadReportInfo) { r.add(i) },
+	}
+}
+
+// channelzChannels returns every top channel of the process, as a
+// channelz service on loopback lists them.
+func channelzChannels(t *testing.T) []*channelzgrpc.Channel {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	channelzservice.RegisterChannelzServiceToServer(srv)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	cz := channelzgrpc.NewChannelzClient(cc)
+	var out []*channelzgrpc.Channel
+	var start int64
+	for {
+		resp, err := cz.GetTopChannels(xdstest.Context(t), &channelzgrpc.GetTopChannelsRequest{StartChannelId: start})
+		if err != nil {
+			t.Fatalf("channelz GetTopChannels: %v", err)
+		}
+		for _, ch := range resp.GetChannel() {
+			out = append(out, ch)
+			start = ch.GetRef().GetChannelId() + 1
+		}
+		if resp.GetEnd() || len(resp.GetChannel()) == 0 {
+			return out
+		}
 	}
 }

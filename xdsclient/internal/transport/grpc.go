@@ -24,9 +24,14 @@ func Dial(s *bootstrap.ServerConfig, keepaliveTime, keepaliveTimeout time.Durati
 	opts = append(opts,
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxResponseSize)))
-	// The one place the real URI is used: the dial. Everything else shows
-	// it with its credentials hidden.
-	cc, err := grpc.NewClient(s.URI, opts...)
+	// The one place the real URI is used: the dial, through the resolver
+	// of a target that shows it with its credentials hidden, as
+	// everything else does.
+	target, hiddenOpts, err := dialTarget(s)
+	if err != nil {
+		return nil, fmt.Errorf("xDS server %s: %w", xerr.Shown(s.ShownURI()), err)
+	}
+	cc, err := grpc.NewClient(target, append(opts, hiddenOpts...)...)
 	if err != nil {
 		return nil, xerr.Redacted(fmt.Errorf("xDS server %s: %w", xerr.Shown(s.ShownURI()), err), s.Redact)
 	}
