@@ -130,5 +130,7 @@
 // status, is the status it ended with, also where gRPC-Go v1.85.0's
 // stats.End reports none (a Trailers-Only answer that closed the stream
 // before the request was written): it is then taken from what follows
-// the attempt, as attemptstatus.go lists.
+// the attempt: the RPC's status when it was the last attempt, the code a
+// route's retry was made for, UNAVAILABLE before a transparent retry, and
+// UNKNOWN, never OK, when nothing tells.
 package dataplane
