@@ -126,5 +126,11 @@
 // gRPC-Go's plugin instead. Both observe a channel through
 // xdsgrpc.WithDialOptions: an interceptor outside the data plane's, which
 // sees each RPC whole, and a stats.Handler, which sees each attempt; with
-// no provider they add nothing.
+// no provider they add nothing. An attempt's grpc.status, and its span's
+// status, is the status it ended with, also where gRPC-Go v1.85.0's
+// stats.End reports none (a Trailers-Only answer that closed the stream
+// before the request was written): it is then taken from what follows
+// the attempt: the RPC's status when it was the last attempt, the code a
+// route's retry was made for, UNAVAILABLE before a transparent retry, and
+// UNKNOWN, never OK, when nothing tells.
 package dataplane

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
@@ -77,7 +78,8 @@ func WithPerCallMetrics(mp metric.MeterProvider) xdsgrpc.Option {
 		otel.Handle(err)
 		return xdsgrpc.JoinOptions()
 	}
-	return xdsgrpc.WithDialOptions(grpc.WithChainUnaryInterceptor(m.unary), grpc.WithChainStreamInterceptor(m.stream), grpc.WithStatsHandler(m))
+	return xdsgrpc.JoinOptions(xdsgrpc.WithHooks(&xdsgrpc.Hooks{Retried: m.retried}),
+		xdsgrpc.WithDialOptions(grpc.WithChainUnaryInterceptor(m.unary), grpc.WithChainStreamInterceptor(m.stream), grpc.WithStatsHandler(m)))
 }
 
 // callMetrics records the per-call instruments. Its label sets are made
@@ -173,6 +175,7 @@ func (m *callMetrics) labels(k callLabels) labelOptions {
 type callRecord struct {
 	start          time.Time
 	method, target string
+	held           unsettled[*attemptRecord] // see attemptstatus.go
 }
 
 type callRecordKey struct{}
@@ -183,6 +186,10 @@ type attemptRecord struct {
 	call       *callRecord
 	start      time.Time
 	sent, rcvd atomic.Int64
+	answered   atomic.Bool // a response message came
+	// What its End measured, kept while its status is unsettled.
+	duration       float64
+	leaf, locality string
 }
 
 type attemptRecordKey struct{}
@@ -192,9 +199,13 @@ func (m *callMetrics) begin(ctx context.Context, cc *grpc.ClientConn, method str
 	return context.WithValue(ctx, callRecordKey{}, c), c
 }
 
-// end records the duration of the RPC c, which ended with err.
+// end records the duration of the RPC c, which ended with err, and its
+// last attempt if its status was unsettled.
 func (m *callMetrics) end(ctx context.Context, c *callRecord, err error) {
 	d := time.Since(c.start).Seconds()
+	if a, ok := c.held.end(err); ok {
+		m.recordAttempt(ctx, a, status.Code(err))
+	}
 	m.callDur.Record(ctx, d, m.labels(callLabels{kind: labelsCall, method: c.method, target: c.target, status: StatusName(status.Code(err))}).rec...)
 }
 
@@ -225,7 +236,9 @@ func (m *callMetrics) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.C
 }
 
 // HandleRPC counts an attempt when it begins, its message bytes, and
-// records it when it ends, with the cluster and locality of its last pick.
+// records it when it ends, with the cluster and locality of its last pick,
+// or, when gRPC-Go may not have told its status, once that is known (see
+// attemptstatus.go).
 func (m *callMetrics) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	a, _ := ctx.Value(attemptRecordKey{}).(*attemptRecord)
 	if a == nil {
@@ -233,24 +246,50 @@ func (m *callMetrics) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	}
 	switch s := s.(type) {
 	case *stats.Begin:
+		if held, err, ok := a.call.held.next(s.IsTransparentRetryAttempt); ok {
+			m.recordAttempt(ctx, held, status.Code(err))
+		}
 		m.started.Add(ctx, 1, m.labels(callLabels{kind: labelsStarted, method: a.call.method, target: a.call.target}).add...)
 	case *stats.OutPayload:
 		a.sent.Add(int64(s.CompressedLength))
 	case *stats.InPayload:
 		a.rcvd.Add(int64(s.CompressedLength))
+		a.answered.Store(true)
 	case *stats.End:
-		d := time.Since(a.start).Seconds()
-		var leaf string
+		a.duration = time.Since(a.start).Seconds()
 		var locality lrs.Locality
 		var sent bool
 		if r, ok := xdsgrpc.RoutingOf(ctx); ok {
-			leaf, locality, sent = r.Leaf, r.Locality, r.Address != ""
+			a.leaf, locality, sent = r.Leaf, r.Locality, r.Address != ""
 		}
-		o := m.labels(callLabels{kind: labelsAttempt, method: a.call.method, target: a.call.target,
-			status: StatusName(status.Code(s.Error)), leaf: leaf, locality: m.localities.label(locality, sent)}).rec
-		m.attemptDuration.Record(ctx, d, o...)
-		m.sent.Record(ctx, a.sent.Load(), o...)
-		m.rcvd.Record(ctx, a.rcvd.Load(), o...)
+		a.locality = m.localities.label(locality, sent)
+		err := s.Error
+		if err == nil && !a.answered.Load() {
+			var known bool
+			if err, known = a.call.held.hold(a); !known {
+				return
+			}
+		}
+		m.recordAttempt(ctx, a, status.Code(err))
+	}
+}
+
+// recordAttempt records attempt a, ended with code.
+func (m *callMetrics) recordAttempt(ctx context.Context, a *attemptRecord, code codes.Code) {
+	o := m.labels(callLabels{kind: labelsAttempt, method: a.call.method, target: a.call.target,
+		status: StatusName(code), leaf: a.leaf, locality: a.locality}).rec
+	m.attemptDuration.Record(ctx, a.duration, o...)
+	m.sent.Record(ctx, a.sent.Load(), o...)
+	m.rcvd.Record(ctx, a.rcvd.Load(), o...)
+}
+
+// retried records the attempt of an RPC that xdslens retries, if its
+// status was unsettled: it failed with i.Code.
+func (m *callMetrics) retried(i xdsgrpc.RetryInfo) {
+	if c, _ := i.Context.Value(callRecordKey{}).(*callRecord); c != nil {
+		if a, ok := c.held.retried(); ok {
+			m.recordAttempt(i.Context, a, i.Code)
+		}
 	}
 }
 

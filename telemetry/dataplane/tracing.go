@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -153,7 +154,8 @@ type traceCall struct {
 	span     trace.Span
 	attempt  string // the name of its attempt spans
 	attempts atomic.Int64
-	resolved atomic.Bool // the resolution event was added
+	resolved atomic.Bool              // the resolution event was added
+	held     unsettled[*traceAttempt] // see attemptstatus.go
 }
 
 type traceCallKey struct{}
@@ -165,20 +167,34 @@ func (t *tracing) begin(ctx context.Context, method string) (context.Context, *t
 	return context.WithValue(ctx, traceCallKey{}, c), c
 }
 
-// endSpan ends span with the status of err, as gRPC-Go's plugin does.
+// endSpan ends span with the status of err.
 func endSpan(span trace.Span, err error) {
+	setSpanStatus(span, err)
+	span.End()
+}
+
+// setSpanStatus gives span the status of err, as gRPC-Go's plugin does.
+func setSpanStatus(span trace.Span, err error) {
 	if err != nil {
 		span.SetStatus(otelcodes.Error, status.Convert(err).Message())
 	} else {
 		span.SetStatus(otelcodes.Ok, "")
 	}
-	span.End()
+}
+
+// end ends the call span of c, which ended with err, after the span of
+// its last attempt if that attempt's status was unsettled.
+func (c *traceCall) end(err error) {
+	if a, ok := c.held.end(err); ok {
+		a.endUnsettled(err)
+	}
+	endSpan(c.span, err)
 }
 
 func (t *tracing) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	ctx, c := t.begin(ctx, method)
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	endSpan(c.span, err)
+	c.end(err)
 	return err
 }
 
@@ -186,10 +202,10 @@ func (t *tracing) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cl
 	ctx, c := t.begin(ctx, method)
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
-		endSpan(c.span, err)
+		c.end(err)
 		return nil, err
 	}
-	return watchEnd(ctx, desc, s, func(err error) { endSpan(c.span, err) }), nil
+	return watchEnd(ctx, desc, s, c.end), nil
 }
 
 // traceAttempt is one attempt of an RPC.
@@ -208,6 +224,14 @@ type traceAttempt struct {
 	begun       bool
 	routed      bool
 	key         leafKey
+	ended       time.Time // when it ended, kept while its status is unsettled
+}
+
+// endUnsettled ends the span of a, held since it ended, with the status
+// of err.
+func (a *traceAttempt) endUnsettled(err error) {
+	setSpanStatus(a.span, err)
+	a.span.End(trace.WithTimestamp(a.ended))
 }
 
 type traceAttemptKey struct{}
@@ -236,7 +260,9 @@ func (t *tracing) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Co
 }
 
 // HandleRPC records an attempt's events, and its routing decision once
-// its pick has sent it or it has ended.
+// its pick has sent it or it has ended, and ends its span with its status,
+// or, when gRPC-Go may not have told it, once that is known (see
+// attemptstatus.go).
 func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	a, _ := ctx.Value(traceAttemptKey{}).(*traceAttempt)
 	if a == nil {
@@ -249,6 +275,9 @@ func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 				a.span = span
 			}
 			return
+		}
+		if held, err, ok := a.call.held.next(s.IsTransparentRetryAttempt); ok {
+			held.endUnsettled(err)
 		}
 		a.previous, a.transparent, a.begun = a.call.attempts.Add(1)-1, s.IsTransparentRetryAttempt, true
 	case *stats.DelayedPickComplete:
@@ -270,9 +299,17 @@ func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		if a.key.leaf != "" {
 			t.inFlight.remove(a.key, a)
 		}
-		if a.call != nil {
-			endSpan(a.span, s.Error)
+		if a.call == nil {
+			return
 		}
+		if s.Error == nil && a.rcvd.Load() == 0 {
+			a.ended = s.EndTime
+			if err, known := a.call.held.hold(a); known {
+				a.endUnsettled(err)
+			}
+			return
+		}
+		endSpan(a.span, s.Error)
 	}
 }
 
@@ -335,6 +372,11 @@ func (t *tracing) route(ctx context.Context, a *traceAttempt, sent bool) {
 func (t *tracing) hooks() *xdsgrpc.Hooks {
 	return &xdsgrpc.Hooks{
 		Retried: func(i xdsgrpc.RetryInfo) {
+			if c, _ := i.Context.Value(traceCallKey{}).(*traceCall); c != nil {
+				if a, ok := c.held.retried(); ok {
+					a.endUnsettled(status.Error(i.Code, ""))
+				}
+			}
 			if span := trace.SpanFromContext(i.Context); span.IsRecording() {
 				span.AddEvent(EventRetry, trace.WithAttributes(attribute.Int(KeyAttempt, i.Attempt),
 					attribute.String(KeyStatus, StatusName(i.Code)), attribute.String(KeyCluster, i.Cluster)))
