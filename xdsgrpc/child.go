@@ -5,6 +5,7 @@ import (
 	estats "google.golang.org/grpc/experimental/stats"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/xdslens/xdslens/internal/hookqueue"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
@@ -32,8 +33,10 @@ func clusterConfig(name string, leaves []*xdsconfig.ClusterConfig, cs *channelSt
 
 // clusterHooks returns the hooks the cluster policies of the channels of
 // target call: each passes its event to the Builder's hooks as they are at
-// that moment.
-func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
+// that moment. Those of the policies' own goroutines (gRPC's balancer
+// serializer, which closing the channel waits for) go through the
+// channel's queue q; those of a pick run on the RPC's goroutine.
+func (b *Builder) clusterHooks(target string, q *hookqueue.Queue) *clusterlb.Hooks {
 	picked := func(pi PickInfo) {
 		if h := b.hooks.Load(); h != nil && h.Picked != nil {
 			pi.Target = target
@@ -65,20 +68,22 @@ func (b *Builder) clusterHooks(target string) *clusterlb.Hooks {
 				if i.Locality != (lrs.Locality{}) {
 					mi.Locality = clusterlb.LocalityLabel(i.Locality)
 				}
-				h.LBMetric(mi)
+				q.Post(func() { h.LBMetric(mi) })
 			}
 		},
 		Ejection: func(i clusterlb.EjectionInfo) {
 			if h := b.hooks.Load(); h != nil && h.Ejection != nil {
-				h.Ejection(EjectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Address: i.Address, Ejected: i.Ejected,
+				ei := EjectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Address: i.Address, Ejected: i.Ejected,
 					Algorithm: i.Algorithm, Successes: i.Successes, Failures: i.Failures, Threshold: i.Threshold, Multiplier: i.Multiplier,
-					EjectedEndpoints: i.EjectedEndpoints, Endpoints: i.Endpoints})
+					EjectedEndpoints: i.EjectedEndpoints, Endpoints: i.Endpoints}
+				q.Post(func() { h.Ejection(ei) })
 			}
 		},
 		ConnectionChanged: func(i clusterlb.ConnectionInfo) {
 			if h := b.hooks.Load(); h != nil && h.ConnectionChanged != nil {
-				h.ConnectionChanged(ConnectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Locality: clusterlb.LocalityLabel(i.Locality),
-					Policy: i.Policy, Address: i.Address, From: i.From, To: i.To})
+				ci := ConnectionInfo{Target: target, Cluster: i.Cluster, Leaf: i.Leaf, Locality: clusterlb.LocalityLabel(i.Locality),
+					Policy: i.Policy, Address: i.Address, From: i.From, To: i.To}
+				q.Post(func() { h.ConnectionChanged(ci) })
 			}
 		},
 	}

@@ -14,10 +14,19 @@ import (
 // xdsclient.Hooks: each field is an optional func called when its event
 // happens, and a nil field costs nothing.
 //
-// ChannelStarted and ChannelClosed run on the goroutine that builds or
-// closes the channel's resolver. ConfigChanged and ConfigFailed run on the
-// goroutine that delivers the channel's configs, one at a time, after the
-// channel has the new config.
+// The hooks of a channel's life, configs, connections, load-balancing
+// metrics and ejections (ChannelStarted, ConfigChanged, ConfigFailed,
+// ConnectionChanged, LBMetric, Ejection, ChannelClosed) run one at a
+// time, in the order of their events, on a goroutine of the channel's
+// own, a little after the event (ConfigChanged once the channel has the
+// new config): never inside gRPC's resolver or balancer, so that a hook
+// that blocks holds back only the channel's later hooks, and a hook may
+// close the channel. The hooks queued when the channel closes, and
+// ChannelClosed after them, run before grpc.ClientConn.Close returns,
+// unless a hook of the channel was running then (it may be the one that
+// closes the channel): they run just after. The connections and
+// ejections that closing ends are reported after ChannelClosed, on the
+// goroutine that closes the channel's balancer.
 // Picked and CallFinished run on the goroutine of the RPC, inside gRPC's
 // pick: they must be cheap and must not block, and they are called for
 // every RPC (Picked possibly more than once for one RPC: a pick that waits
@@ -38,11 +47,10 @@ type Hooks struct {
 	CallFinished func(CallEndInfo)
 	// LBMetric is called when the endpoint policy of a cluster records
 	// one of gRPC's load-balancing metrics (gRFC A78), such as
-	// weighted_round_robin's grpc.lb.wrr.endpoint_weights, on the policy's
-	// goroutine.
+	// weighted_round_robin's grpc.lb.wrr.endpoint_weights.
 	LBMetric func(LBMetricInfo)
 	// ConnectionChanged is called when a connection of a cluster's
-	// endpoint policy changes state, on the policy's goroutine.
+	// endpoint policy changes state.
 	ConnectionChanged func(ConnectionInfo)
 	// Ejection is called when outlier detection (gRFC A50) ejects an
 	// endpoint of a cluster, and when it returns it.

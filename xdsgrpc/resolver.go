@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/internal/handshake"
+	"github.com/xdslens/xdslens/internal/hookqueue"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 	"github.com/xdslens/xdslens/xdsgrpc/history"
@@ -138,7 +139,9 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 	if authority == "" {
 		authority = strings.TrimPrefix(path, "/")
 	}
+	q := &hookqueue.Queue{}
 	r := &xdsResolver{
+		hookq:      q,
 		cc:         cc,
 		client:     client,
 		release:    release,
@@ -146,7 +149,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 		listener:   listener,
 		counters:   b.acquireCounters(client),
 		builder:    b,
-		hooks:      b.clusterHooks(key),
+		hooks:      b.clusterHooks(key, q),
 		sc:         cc.ParseServiceConfig(routerServiceConfig),
 		channelID:  rand.Uint64(),
 		configured: make(chan struct{}),
@@ -167,7 +170,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 	b.channels[key] = append(b.channels[key], r)
 	b.mu.Unlock()
 	if h := b.hooks.Load(); h != nil && h.ChannelStarted != nil {
-		h.ChannelStarted(ChannelInfo{Target: key, Listener: listener})
+		q.Post(func() { h.ChannelStarted(ChannelInfo{Target: key, Listener: listener}) })
 	}
 	r.mgr = xdsconfig.Watch(client, listener, authority, r, b.opts.configOptions...)
 	return r, nil
@@ -197,6 +200,10 @@ func (b *Builder) releaseCounters(client *xdsclient.Client) {
 
 // xdsResolver is the resolver of one channel.
 type xdsResolver struct {
+	// hookq runs the channel's hooks but those of picks, in the order of
+	// their events, on a goroutine that gRPC does not wait for when the
+	// channel closes: a hook may close the channel.
+	hookq    *hookqueue.Queue
 	cc       resolver.ClientConn
 	client   *xdsclient.Client
 	release  func()
@@ -247,7 +254,8 @@ func (r *xdsResolver) Update(cfg *xdsconfig.Config) {
 		r.history.ConfigAfter(prev, changes, cfg)
 	}
 	if hooked {
-		h.ConfigChanged(ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: changes})
+		ci := ConfigInfo{Target: r.target, Listener: r.listener, Config: cfg, Changes: changes}
+		r.hookq.Post(func() { h.ConfigChanged(ci) })
 	}
 }
 
@@ -261,7 +269,8 @@ func (r *xdsResolver) Error(err error) {
 		r.history.Error(err)
 	}
 	if h := r.builder.hooks.Load(); h != nil && h.ConfigFailed != nil {
-		h.ConfigFailed(ConfigErrorInfo{Target: r.target, Listener: r.listener, Err: err})
+		ci := ConfigErrorInfo{Target: r.target, Listener: r.listener, Err: err}
+		r.hookq.Post(func() { h.ConfigFailed(ci) })
 	}
 }
 
@@ -282,12 +291,17 @@ func (r *xdsResolver) state(cs *channelState) resolver.State {
 // again; xDS resources need no asking.
 func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) { r.mgr.ResolveNow() }
 
-// Close stops the dependency manager and releases the client.
+// Close stops the dependency manager and releases the client. The
+// channel's hooks run before it returns, ChannelClosed last, unless one
+// is running at that moment, which may be a hook that closes the channel
+// (waiting for it would wait for ever): then they run just after.
 func (r *xdsResolver) Close() {
 	r.mgr.Stop()
 	if h := r.builder.hooks.Load(); h != nil && h.ChannelClosed != nil {
-		h.ChannelClosed(ChannelInfo{Target: r.target, Listener: r.listener})
+		ci := ChannelInfo{Target: r.target, Listener: r.listener}
+		r.hookq.Post(func() { h.ChannelClosed(ci) })
 	}
+	r.hookq.Close()
 	r.builder.releaseCounters(r.client)
 	r.builder.forget(r)
 	if r.releaseCerts != nil {
