@@ -131,6 +131,11 @@ func rbacListener(t *testing.T, cases []rbacCase) listenerFunc {
 
 func TestSideBySideRBAC(t *testing.T) {
 	t.Parallel()
+	// The recorder is the process's (gRPC's audit registry is): this run
+	// starts it empty, so that go test -count=N compares each run alone.
+	auditRecorder.mu.Lock()
+	clear(auditRecorder.events)
+	auditRecorder.mu.Unlock()
 	p := newServedPair(t, servertest.Options{})
 	const other = "spiffe://example.org/ns/default/sa/other"
 	clients := map[string]credentials.TransportCredentials{
