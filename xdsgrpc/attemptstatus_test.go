@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -178,11 +179,12 @@ func loadOf(reports []lrsserver.Report, cluster string) (issued, succeeded, fail
 // succeeded: the attempt of an unknown method, and the first attempt of
 // an RPC that its route retried; and they count as successes the retry
 // that succeeded and a server-streaming RPC that ends well with no
-// response.
+// response. The CallFinished hook reports each attempt with its status.
 func TestLoadReportAnsweredFirst(t *testing.T) {
 	ctx := xdstest.Context(t)
 	svc := lrsserver.NewService(lrsserver.Config{Interval: 20 * time.Millisecond, SendAll: true})
-	e := rpctest.NewEnvWith(t, 1, []controlplane.Option{controlplane.WithService(svc.Register)})
+	h := newCallEnds()
+	e := rpctest.NewEnvWith(t, 1, []controlplane.Option{controlplane.WithService(svc.Register)}, xdsgrpc.WithHooks(h.hooks()))
 	e.Set(controlplane.Listener("L", "R"),
 		rpctest.RouteConfig("R",
 			rpctest.Route(rpctest.PrefixMatch("/barrier."), rpctest.ToCluster("barrier")),
@@ -231,5 +233,11 @@ func TestLoadReportAnsweredFirst(t *testing.T) {
 	i, s, f := loadOf(svc.Reports(), "c")
 	if err != nil || s != succeeded || f != failed {
 		t.Errorf("load of cluster c: %d issued, %d succeeded, %d failed; want %d, %d, %d (%v)", i, s, f, issued, succeeded, failed, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	want := []codes.Code{codes.OK, codes.Unimplemented, codes.Unimplemented, codes.Unimplemented, codes.Unavailable, codes.OK, codes.OK}
+	if !slices.Equal(h.errs["c"], want) {
+		t.Errorf("CallFinished of cluster c: %v, want %v", h.errs["c"], want)
 	}
 }
