@@ -1,9 +1,6 @@
 package xdsgrpc_test
 
 import (
-	"context"
-	"errors"
-	"io"
 	"slices"
 	"sync"
 	"testing"
@@ -30,21 +27,6 @@ import (
 // (rpctest.AnswerFirst). On a channel with DialOptions' interceptors, the
 // cluster's policy counts such an attempt with the status the RPC or its
 // retry tells.
-
-// inputCall makes one client-streaming RPC on conn: one request, then
-// the response. A backend that fails it answers before reading the
-// request.
-func inputCall(ctx context.Context, conn *grpc.ClientConn) error {
-	stream, err := testgrpc.NewTestServiceClient(conn).StreamingInputCall(ctx)
-	if err != nil {
-		return err
-	}
-	if err := stream.Send(&testpb.StreamingInputCallRequest{}); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	_, err = stream.CloseAndRecv()
-	return err
-}
 
 // callEnds records the CallFinished and Ejection hooks.
 type callEnds struct {
@@ -115,7 +97,7 @@ func TestOutlierDetectionAnsweredFirst(t *testing.T) {
 	}
 	for _, b := range e.Backends {
 		for b.Calls() == 0 {
-			if err := inputCall(ctx, conn); err != nil {
+			if err := rpctest.ClientStreamCall(ctx, conn); err != nil {
 				t.Fatalf("before any failure: %v", err)
 			}
 		}
@@ -131,7 +113,7 @@ func TestOutlierDetectionAnsweredFirst(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal(ctx.Err())
 		}
-		err := inputCall(ctx, conn)
+		err := rpctest.ClientStreamCall(ctx, conn)
 		if err != nil && status.Code(err) != codes.Unavailable {
 			t.Fatalf("RPC: %v; want OK or UNAVAILABLE", err)
 		}
@@ -211,22 +193,18 @@ func TestLoadReportAnsweredFirst(t *testing.T) {
 	}
 	e.Backends[0].Fail(backends.Failure{Every: 2}) // the first attempt fails, before reading; the retry succeeds
 	hold.Arm("/grpc.testing.TestService/StreamingInputCall")
-	if err := inputCall(ctx, conn); err != nil {
+	if err := rpctest.ClientStreamCall(ctx, conn); err != nil {
 		t.Fatalf("retried client-streaming RPC: %v", err)
 	}
 	hold.Check(t)
 	e.Backends[0].Fail(backends.Failure{})
 	issued, succeeded, failed = issued+2, succeeded+1, failed+1
-	stream, err := client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-		t.Fatalf("server-streaming RPC with no response: %v, want io.EOF", err)
+	if err := rpctest.EmptyServerStreamCall(ctx, conn); err != nil {
+		t.Fatalf("server-streaming RPC with no response: %v", err)
 	}
 	issued, succeeded = issued+1, succeeded+1
 
-	err = svc.Wait(ctx, func() bool {
+	err := svc.Wait(ctx, func() bool {
 		i, s, f := loadOf(svc.Reports(), "c")
 		return i == issued && s+f == issued
 	})

@@ -2,9 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -76,15 +73,7 @@ var answeredFirst = []struct {
 	call: func(ctx context.Context, e *rpctest.Env, conn *grpc.ClientConn) error {
 		e.Backends[0].Fail(backends.Failure{Every: 2}) // the first answer fails, before reading; the second succeeds
 		defer e.Backends[0].Fail(backends.Failure{})
-		stream, err := testgrpc.NewTestServiceClient(conn).StreamingInputCall(ctx)
-		if err != nil {
-			return err
-		}
-		if err := stream.Send(&testpb.StreamingInputCallRequest{}); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		_, err = stream.CloseAndRecv()
-		return err
+		return rpctest.ClientStreamCall(ctx, conn)
 	},
 	attempts: []codes.Code{codes.Unavailable, codes.OK},
 	rpc:      codes.OK,
@@ -93,14 +82,7 @@ var answeredFirst = []struct {
 	method: "/grpc.testing.TestService/StreamingOutputCall",
 	ok:     true,
 	call: func(ctx context.Context, _ *rpctest.Env, conn *grpc.ClientConn) error {
-		stream, err := testgrpc.NewTestServiceClient(conn).StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
-		if err != nil {
-			return err
-		}
-		if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-			return fmt.Errorf("Recv: %v, want io.EOF", err)
-		}
-		return nil
+		return rpctest.EmptyServerStreamCall(ctx, conn)
 	},
 	attempts: []codes.Code{codes.OK},
 	rpc:      codes.OK,

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
@@ -179,3 +182,32 @@ func (h *AnswerFirst) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context
 
 // HandleConn does nothing.
 func (h *AnswerFirst) HandleConn(context.Context, stats.ConnStats) {}
+
+// ClientStreamCall makes one client-streaming RPC of TestService on conn:
+// one request, then the response. A backend that fails it (Fail) answers
+// before reading the request, with Trailers-Only, so AnswerFirst can hold
+// its attempts.
+func ClientStreamCall(ctx context.Context, conn *grpc.ClientConn) error {
+	stream, err := testgrpc.NewTestServiceClient(conn).StreamingInputCall(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&testpb.StreamingInputCallRequest{}); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// EmptyServerStreamCall makes one server-streaming RPC of TestService on
+// conn that asks for no response: it ends well, without a message.
+func EmptyServerStreamCall(ctx context.Context, conn *grpc.ClientConn) error {
+	stream, err := testgrpc.NewTestServiceClient(conn).StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
+	if err != nil {
+		return err
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("Recv: %v, want io.EOF", err)
+	}
+	return nil
+}
