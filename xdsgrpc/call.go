@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/httpfilter"
+	"github.com/xdslens/xdslens/internal/rpcstatus"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 )
@@ -56,7 +56,7 @@ func (b *Builder) begin(ctx context.Context, cc *grpc.ClientConn, method string)
 		c = new(callctx.Call)
 		ctx = callctx.With(ctx, c)
 	} else {
-		*c = callctx.Call{ClusterOut: c.ClusterOut}
+		c.Reset()
 	}
 	c.Owned, c.Conn = true, cc
 	r := b.channelOf(cc)
@@ -82,8 +82,13 @@ func (b *Builder) begin(ctx context.Context, cc *grpc.ClientConn, method string)
 	return ctx, c
 }
 
-// end ends the Call of an RPC: it gives back the cluster it holds.
-func end(c *callctx.Call) { releaseHeld(c) }
+// end ends the Call of an RPC, which ended with err: it settles the
+// attempt held for its status, if any (callctx.Call.Ended), and gives
+// back the cluster it holds.
+func end(c *callctx.Call, err error) {
+	c.Ended(err)
+	releaseHeld(c)
+}
 
 // prepare applies c's plan before the RPC is sent: its deadline and its
 // filters. It returns the RPC's context, a func to call when the RPC ends,
@@ -140,9 +145,9 @@ func (b *Builder) prepare(ctx context.Context, cc *grpc.ClientConn, method strin
 	return ctx, finish, pl, nil
 }
 
-func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) (err error) {
 	ctx, c := b.begin(ctx, cc, method)
-	defer end(c)
+	defer func() { end(c, err) }()
 	ctx, finish, pl, err := b.prepare(ctx, cc, method, c)
 	defer finish()
 	if err != nil {
@@ -163,6 +168,7 @@ func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, repl
 		if err == nil || attempt >= rp.maxAttempts || len(a.hdr) > 0 || !rp.codes[status.Code(err)] || ctx.Err() != nil {
 			return err
 		}
+		c.Retried(err)
 		b.retried(ctx, cc, c, method, attempt+1, err)
 		if !sleep(ctx, rp.backoff(attempt)) {
 			return err
@@ -234,10 +240,9 @@ func (b *Builder) streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, 
 	ctx, finish, pl, err := b.prepare(ctx, cc, method, c)
 	if err != nil {
 		finish()
-		end(c)
+		end(c, err)
 		return nil, err
 	}
-	release := func() { finish(); end(c) }
 	c.Attempts = 1
 	var s grpc.ClientStream
 	if pl != nil && pl.retry != nil {
@@ -246,45 +251,11 @@ func (b *Builder) streamInterceptor(ctx context.Context, desc *grpc.StreamDesc, 
 		s, err = streamer(ctx, desc, cc, method, opts...)
 	}
 	if err != nil {
-		release()
+		finish()
+		end(c, err)
 		return nil, err
 	}
-	es := &endingStream{ClientStream: s, serverStreams: desc.ServerStreams}
-	es.stop = context.AfterFunc(ctx, es.finish)
-	es.end = release
-	return es, nil
-}
-
-// endingStream ends the Call of a streaming RPC when the stream ends: when
-// RecvMsg (or Header) fails, io.EOF included, when RecvMsg returns the
-// response of an RPC whose server does not stream (the RPC is then over,
-// as gRPC's ClientStream says), or when its context is done.
-type endingStream struct {
-	grpc.ClientStream
-	serverStreams bool
-	once          sync.Once
-	stop          func() bool
-	end           func()
-}
-
-func (s *endingStream) finish() { s.once.Do(s.end) }
-
-func (s *endingStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil || !s.serverStreams {
-		s.stop()
-		s.finish()
-	}
-	return err
-}
-
-func (s *endingStream) Header() (metadata.MD, error) {
-	md, err := s.ClientStream.Header()
-	if err != nil {
-		s.stop()
-		s.finish()
-	}
-	return md, err
+	return rpcstatus.WatchEnd(ctx, desc, s, func(err error) { finish(); end(c, err) }), nil
 }
 
 // keepWaiting keeps c, the decision of an RPC that has no Call and must

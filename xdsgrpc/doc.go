@@ -90,6 +90,13 @@
 // policy through its health listener, and comes back after its ejection
 // time, growing with repeated ejections.
 //
+// Outlier detection, load reports and the CallFinished hook count an RPC
+// with the status it ended with, also where gRPC-Go (v1.85.0) ends a
+// failed attempt as if it had succeeded (a Trailers-Only answer that
+// closes the stream before the request is written): with DialOptions'
+// interceptors, which learn the status when the RPC returns or is
+// retried; without them, such an attempt counts as a success.
+//
 // # TLS to endpoints
 //
 // A Cluster's transport_socket (gRFC A29) is applied by the channel's

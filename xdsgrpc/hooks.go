@@ -28,9 +28,10 @@ import (
 // ejections that closing ends are reported after ChannelClosed, on the
 // goroutine that closes the channel's balancer.
 // Picked and CallFinished run on the goroutine of the RPC, inside gRPC's
-// pick: they must be cheap and must not block, and they are called for
-// every RPC (Picked possibly more than once for one RPC: a pick that waits
-// for a connection is retried).
+// pick or its attempt's end (or, for CallFinished, when the interceptors
+// learn an attempt's status, see CallFinished): they must be cheap and
+// must not block, and they are called for every RPC (Picked possibly more
+// than once for one RPC: a pick that waits for a connection is retried).
 type Hooks struct {
 	// ChannelStarted is called when a channel's resolver starts, before
 	// any of its configs; ChannelClosed when it closes, after them.
@@ -43,7 +44,14 @@ type Hooks struct {
 	// Picked is called with the outcome of every pick that did not wait:
 	// the RPC was sent to an endpoint, or it failed, and why.
 	Picked func(PickInfo)
-	// CallFinished is called when an RPC sent to an endpoint ends.
+	// CallFinished is called when an RPC sent to an endpoint ends (an
+	// attempt of it, when it is retried), with its status. gRPC-Go
+	// (v1.85.0) ends some failed attempts without a status, as for
+	// success (a Trailers-Only answer that closes the stream before the
+	// request is written): on a channel with DialOptions' interceptors,
+	// such an attempt is reported when they learn its status, on the
+	// RPC's return or its retry; without them, it is reported as a
+	// success.
 	CallFinished func(CallEndInfo)
 	// LBMetric is called when the endpoint policy of a cluster records
 	// one of gRPC's load-balancing metrics (gRFC A78), such as

@@ -66,6 +66,7 @@ func (r *retryStream) retryLocked(err error) error {
 		if r.committed || r.c.Attempts >= r.rp.maxAttempts || !r.rp.codes[status.Code(err)] || r.ctx.Err() != nil {
 			return err
 		}
+		r.c.Retried(err)
 		r.b.retried(r.ctx, r.cc, r.c, r.method, r.c.Attempts+1, err)
 		if !sleep(r.ctx, r.rp.backoff(r.c.Attempts)) {
 			return err

@@ -2,11 +2,7 @@ package dataplane_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -31,111 +26,10 @@ import (
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
-// answerFirst is a stats handler that makes certain what is otherwise a
-// rare race: a server's Trailers-Only answer closes a stream before the
-// client writes its first request message. It holds the first attempt of
-// the RPC armed, once the attempt's headers are sent and before any
-// message, until the answer to it has been read: it waits for the
-// answer's trailers, then makes one RPC of a method no backend serves on
-// the same connection, whose answer the connection reads after the
-// whole of the first. It keeps the Error of the held attempt's stats.End,
-// as gRPC-Go reported it.
-type answerFirst struct {
-	// conn is the channel of the RPCs, for the barrier RPC, made with
-	// ctx: the test's, not the held RPC's.
-	conn *grpc.ClientConn
-	ctx  context.Context
-
-	mu       sync.Mutex
-	armed    string // the full method of the RPC to hold
-	trailers chan struct{}
-	held     bool
-	ended    bool
-	endErr   error
-	failure  error // why the hold did not happen as it should
-}
-
-type answerFirstKey struct{}
-
-// arm has the first attempt of the next RPC of method held.
-func (h *answerFirst) arm(method string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.armed, h.trailers, h.held, h.ended, h.endErr, h.failure = method, make(chan struct{}), false, false, nil, nil
-}
-
-// check fails t unless the held attempt ended as gRPC-Go ends it in that
-// race: with no error in its stats.End (gRPC-Go v1.85.0 takes the failed
-// write for success). If gRPC-Go comes to report the status, this fails,
-// and the workaround of attemptstatus.go can be revisited.
-func (h *answerFirst) check(t *testing.T) {
-	t.Helper()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case h.failure != nil:
-		t.Fatalf("holding %s: %v", h.armed, h.failure)
-	case !h.ended:
-		t.Fatalf("the held attempt of %s did not end", h.armed)
-	case h.endErr != nil:
-		t.Fatalf("gRPC-Go reported the held attempt's status (%v): the race did not happen, or gRPC-Go reports the status now", h.endErr)
-	}
-}
-
-func (h *answerFirst) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if info.FullMethodName != h.armed || h.held {
-		return ctx
-	}
-	h.held = true
-	return context.WithValue(ctx, answerFirstKey{}, true)
-}
-
-func (h *answerFirst) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	if ctx.Value(answerFirstKey{}) == nil {
-		return
-	}
-	h.mu.Lock()
-	trailers := h.trailers
-	h.mu.Unlock()
-	switch s := s.(type) {
-	case *stats.OutHeader:
-		var err error
-		select {
-		case <-trailers:
-			// The barrier: its answer is read after the trailers of this
-			// attempt have closed its stream.
-			err = h.conn.Invoke(h.ctx, "/barrier.S/M", &emptypb.Empty{}, &emptypb.Empty{})
-			if err == nil {
-				err = errors.New("the barrier RPC succeeded; it should find no method")
-			} else {
-				err = nil
-			}
-		case <-ctx.Done():
-			err = errors.New("no Trailers-Only answer came")
-		}
-		if err != nil {
-			h.mu.Lock()
-			h.failure = err
-			h.mu.Unlock()
-		}
-	case *stats.InTrailer:
-		close(trailers)
-	case *stats.End:
-		h.mu.Lock()
-		h.ended, h.endErr = true, s.Error
-		h.mu.Unlock()
-	}
-}
-
-func (h *answerFirst) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (h *answerFirst) HandleConn(context.Context, stats.ConnStats)                       {}
-
 // answerFirstEnv is a backend that TestService RPCs reach through a route
 // that retries UNAVAILABLE, and any other method through a route that
-// does not, on a channel that answerFirst can hold RPCs of.
-func answerFirstEnv(t *testing.T, opt xdsgrpc.Option) (*rpctest.Env, *grpc.ClientConn, *answerFirst) {
+// does not, on a channel that an rpctest.AnswerFirst can hold RPCs of.
+func answerFirstEnv(t *testing.T, opt xdsgrpc.Option) (*rpctest.Env, *grpc.ClientConn, *rpctest.AnswerFirst) {
 	t.Helper()
 	e := rpctest.NewEnv(t, 1, opt)
 	e.Set(controlplane.Listener("L", "R"),
@@ -144,12 +38,13 @@ func answerFirstEnv(t *testing.T, opt xdsgrpc.Option) (*rpctest.Env, *grpc.Clien
 			rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
 		controlplane.Cluster("c", ""),
 		rpctest.LocalityEndpoints("c", rpctest.Locality{Zone: "z1", Weight: 1, Addrs: []string{e.Addr(0)}}))
-	hold := &answerFirst{ctx: xdstest.Context(t)}
-	hold.conn = e.Dial("xdslens:///L", grpc.WithStatsHandler(hold))
-	if _, err := testgrpc.NewTestServiceClient(hold.conn).EmptyCall(hold.ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
+	hold := rpctest.NewAnswerFirst(xdstest.Context(t))
+	conn := e.Dial("xdslens:///L", grpc.WithStatsHandler(hold))
+	hold.SetConn(conn)
+	if _, err := testgrpc.NewTestServiceClient(conn).EmptyCall(xdstest.Context(t), &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
 	}
-	return e, hold.conn, hold
+	return e, conn, hold
 }
 
 // answeredFirst are the RPCs whose attempts gRPC-Go ends with no status
@@ -178,15 +73,7 @@ var answeredFirst = []struct {
 	call: func(ctx context.Context, e *rpctest.Env, conn *grpc.ClientConn) error {
 		e.Backends[0].Fail(backends.Failure{Every: 2}) // the first answer fails, before reading; the second succeeds
 		defer e.Backends[0].Fail(backends.Failure{})
-		stream, err := testgrpc.NewTestServiceClient(conn).StreamingInputCall(ctx)
-		if err != nil {
-			return err
-		}
-		if err := stream.Send(&testpb.StreamingInputCallRequest{}); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		_, err = stream.CloseAndRecv()
-		return err
+		return rpctest.ClientStreamCall(ctx, conn)
 	},
 	attempts: []codes.Code{codes.Unavailable, codes.OK},
 	rpc:      codes.OK,
@@ -195,14 +82,7 @@ var answeredFirst = []struct {
 	method: "/grpc.testing.TestService/StreamingOutputCall",
 	ok:     true,
 	call: func(ctx context.Context, _ *rpctest.Env, conn *grpc.ClientConn) error {
-		stream, err := testgrpc.NewTestServiceClient(conn).StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
-		if err != nil {
-			return err
-		}
-		if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-			return fmt.Errorf("Recv: %v, want io.EOF", err)
-		}
-		return nil
+		return rpctest.EmptyServerStreamCall(ctx, conn)
 	},
 	attempts: []codes.Code{codes.OK},
 	rpc:      codes.OK,
@@ -219,6 +99,7 @@ func TestPerCallMetricsAnsweredFirst(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 	e, conn, hold := answerFirstEnv(t, dataplane.WithPerCallMetrics(mp))
+	ctx := xdstest.Context(t)
 	const (
 		target   = "xdslens:///L"
 		locality = `{region="r", zone="z1", sub_zone=""}`
@@ -226,14 +107,14 @@ func TestPerCallMetricsAnsweredFirst(t *testing.T) {
 	for _, tc := range answeredFirst {
 		t.Run(tc.name, func(t *testing.T) {
 			if !tc.ok {
-				hold.arm(tc.method)
+				hold.Arm(tc.method)
 			}
 			before := metrictest.Collect(t, reader)
-			if err := tc.call(hold.ctx, e, conn); status.Code(err) != tc.rpc {
+			if err := tc.call(ctx, e, conn); status.Code(err) != tc.rpc {
 				t.Fatalf("RPC: %v, want %v", err, tc.rpc)
 			}
 			if !tc.ok {
-				hold.check(t)
+				hold.Check(t)
 			}
 			after := metrictest.Collect(t, reader)
 			method := strings.TrimPrefix(tc.method, "/")
@@ -264,16 +145,17 @@ func TestTracingAnsweredFirst(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	defer tp.Shutdown(context.Background())
 	e, conn, hold := answerFirstEnv(t, dataplane.WithTracerProvider(tp))
+	ctx := xdstest.Context(t)
 	for _, tc := range answeredFirst {
 		t.Run(tc.name, func(t *testing.T) {
 			if !tc.ok {
-				hold.arm(tc.method)
+				hold.Arm(tc.method)
 			}
-			if err := tc.call(hold.ctx, e, conn); status.Code(err) != tc.rpc {
+			if err := tc.call(ctx, e, conn); status.Code(err) != tc.rpc {
 				t.Fatalf("RPC: %v, want %v", err, tc.rpc)
 			}
 			if !tc.ok {
-				hold.check(t)
+				hold.Check(t)
 			}
 			dotted := strings.ReplaceAll(strings.TrimPrefix(tc.method, "/"), "/", ".")
 			calls := spansNamed(sr, dataplane.SpanCallPrefix+dotted)

@@ -53,7 +53,10 @@
 // increase of a first failure or drop shows; config_updates' two series
 // exist from the channel's start. calls counts the RPCs sent to an
 // endpoint when they end, by status code, named as gRPC's own metrics name
-// it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED). in_flight against
+// it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED), from the
+// CallFinished hook: an attempt that gRPC-Go v1.85.0 ends without its
+// status (see below) has its real status on channels with
+// xdsgrpc.DialOptions' interceptors, and counts OK without them. in_flight against
 // max_requests shows how close a cluster is to circuit breaking. retries
 // counts the attempts made again under a route's retry_policy (gRFC A44)
 // by the code of the attempt that failed, faults what the fault injection

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslens/xdslens/internal/rpcstatus"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsgrpc"
@@ -175,7 +176,7 @@ func (m *callMetrics) labels(k callLabels) labelOptions {
 type callRecord struct {
 	start          time.Time
 	method, target string
-	held           unsettled[*attemptRecord] // see attemptstatus.go
+	held           rpcstatus.Unsettled[*attemptRecord]
 }
 
 type callRecordKey struct{}
@@ -203,7 +204,7 @@ func (m *callMetrics) begin(ctx context.Context, cc *grpc.ClientConn, method str
 // last attempt if its status was unsettled.
 func (m *callMetrics) end(ctx context.Context, c *callRecord, err error) {
 	d := time.Since(c.start).Seconds()
-	if a, ok := c.held.end(err); ok {
+	if a, ok := c.held.End(err); ok {
 		m.recordAttempt(ctx, a, status.Code(err))
 	}
 	m.callDur.Record(ctx, d, m.labels(callLabels{kind: labelsCall, method: c.method, target: c.target, status: StatusName(status.Code(err))}).rec...)
@@ -223,7 +224,7 @@ func (m *callMetrics) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grp
 		m.end(ctx, c, err)
 		return nil, err
 	}
-	return watchEnd(ctx, desc, s, func(err error) { m.end(ctx, c, err) }), nil
+	return rpcstatus.WatchEnd(ctx, desc, s, func(err error) { m.end(ctx, c, err) }), nil
 }
 
 // TagRPC starts an attempt of an RPC that the interceptor saw.
@@ -237,8 +238,8 @@ func (m *callMetrics) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.C
 
 // HandleRPC counts an attempt when it begins, its message bytes, and
 // records it when it ends, with the cluster and locality of its last pick,
-// or, when gRPC-Go may not have told its status, once that is known (see
-// attemptstatus.go).
+// or, when gRPC-Go may not have told its status, once that is known
+// (package internal/rpcstatus).
 func (m *callMetrics) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	a, _ := ctx.Value(attemptRecordKey{}).(*attemptRecord)
 	if a == nil {
@@ -246,7 +247,7 @@ func (m *callMetrics) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	}
 	switch s := s.(type) {
 	case *stats.Begin:
-		if held, err, ok := a.call.held.next(s.IsTransparentRetryAttempt); ok {
+		if held, err, ok := a.call.held.Next(s.IsTransparentRetryAttempt); ok {
 			m.recordAttempt(ctx, held, status.Code(err))
 		}
 		m.started.Add(ctx, 1, m.labels(callLabels{kind: labelsStarted, method: a.call.method, target: a.call.target}).add...)
@@ -266,7 +267,7 @@ func (m *callMetrics) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		err := s.Error
 		if err == nil && !a.answered.Load() {
 			var known bool
-			if err, known = a.call.held.hold(a); !known {
+			if err, known = a.call.held.Hold(a); !known {
 				return
 			}
 		}
@@ -287,7 +288,7 @@ func (m *callMetrics) recordAttempt(ctx context.Context, a *attemptRecord, code 
 // status was unsettled: it failed with i.Code.
 func (m *callMetrics) retried(i xdsgrpc.RetryInfo) {
 	if c, _ := i.Context.Value(callRecordKey{}).(*callRecord); c != nil {
-		if a, ok := c.held.retried(); ok {
+		if a, ok := c.held.Take(); ok {
 			m.recordAttempt(i.Context, a, i.Code)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
+	"github.com/xdslens/xdslens/internal/rpcstatus"
 	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsgrpc"
 )
@@ -154,8 +155,8 @@ type traceCall struct {
 	span     trace.Span
 	attempt  string // the name of its attempt spans
 	attempts atomic.Int64
-	resolved atomic.Bool              // the resolution event was added
-	held     unsettled[*traceAttempt] // see attemptstatus.go
+	resolved atomic.Bool // the resolution event was added
+	held     rpcstatus.Unsettled[*traceAttempt]
 }
 
 type traceCallKey struct{}
@@ -185,7 +186,7 @@ func setSpanStatus(span trace.Span, err error) {
 // end ends the call span of c, which ended with err, after the span of
 // its last attempt if that attempt's status was unsettled.
 func (c *traceCall) end(err error) {
-	if a, ok := c.held.end(err); ok {
+	if a, ok := c.held.End(err); ok {
 		a.endUnsettled(err)
 	}
 	endSpan(c.span, err)
@@ -205,7 +206,7 @@ func (t *tracing) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cl
 		c.end(err)
 		return nil, err
 	}
-	return watchEnd(ctx, desc, s, c.end), nil
+	return rpcstatus.WatchEnd(ctx, desc, s, c.end), nil
 }
 
 // traceAttempt is one attempt of an RPC.
@@ -261,8 +262,8 @@ func (t *tracing) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Co
 
 // HandleRPC records an attempt's events, and its routing decision once
 // its pick has sent it or it has ended, and ends its span with its status,
-// or, when gRPC-Go may not have told it, once that is known (see
-// attemptstatus.go).
+// or, when gRPC-Go may not have told it, once that is known (package
+// internal/rpcstatus).
 func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	a, _ := ctx.Value(traceAttemptKey{}).(*traceAttempt)
 	if a == nil {
@@ -276,7 +277,7 @@ func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 			}
 			return
 		}
-		if held, err, ok := a.call.held.next(s.IsTransparentRetryAttempt); ok {
+		if held, err, ok := a.call.held.Next(s.IsTransparentRetryAttempt); ok {
 			held.endUnsettled(err)
 		}
 		a.previous, a.transparent, a.begun = a.call.attempts.Add(1)-1, s.IsTransparentRetryAttempt, true
@@ -304,7 +305,7 @@ func (t *tracing) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		}
 		if s.Error == nil && a.rcvd.Load() == 0 {
 			a.ended = s.EndTime
-			if err, known := a.call.held.hold(a); known {
+			if err, known := a.call.held.Hold(a); known {
 				a.endUnsettled(err)
 			}
 			return
@@ -373,7 +374,7 @@ func (t *tracing) hooks() *xdsgrpc.Hooks {
 	return &xdsgrpc.Hooks{
 		Retried: func(i xdsgrpc.RetryInfo) {
 			if c, _ := i.Context.Value(traceCallKey{}).(*traceCall); c != nil {
-				if a, ok := c.held.retried(); ok {
+				if a, ok := c.held.Take(); ok {
 					a.endUnsettled(status.Error(i.Code, ""))
 				}
 			}

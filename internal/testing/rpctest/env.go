@@ -44,8 +44,16 @@ type Env struct {
 // and a resolver (with opts) of that control plane.
 func NewEnv(t testing.TB, nBackends int, opts ...xdsgrpc.Option) *Env {
 	t.Helper()
+	return NewEnvWith(t, nBackends, nil, opts...)
+}
+
+// NewEnvWith is NewEnv with options for the control plane, such as a
+// service it serves beside discovery (controlplane.WithService: an LRS
+// service for the clusters with lrs_server self).
+func NewEnvWith(t testing.TB, nBackends int, cpOpts []controlplane.Option, opts ...xdsgrpc.Option) *Env {
+	t.Helper()
 	ctx := xdstest.Context(t)
-	cp, err := controlplane.Start(ctx, "127.0.0.1:0")
+	cp, err := controlplane.Start(ctx, "127.0.0.1:0", cpOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}

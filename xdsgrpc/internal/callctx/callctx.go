@@ -8,11 +8,19 @@
 // must wait for a connection, by the routing policy's picker. One RPC's
 // picks run one after the other, so a Call needs no lock; it must not be
 // shared by RPCs.
+//
+// A Call put in a context (With) also holds, for the interceptors, the
+// accounting of an attempt that gRPC-Go ended without its status (see
+// package internal/rpcstatus): the cluster's policy holds it there
+// (Hold), and the interceptors, who see the RPC's retries and its end,
+// settle it (Retried, Ended). That part is safe for concurrent use: an
+// attempt may end on another goroutine than the RPC's.
 package callctx
 
 import (
 	"context"
 
+	"github.com/xdslens/xdslens/internal/rpcstatus"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsclient/xdsconfig"
 )
@@ -81,13 +89,104 @@ type Call struct {
 	// "abort" or "delay+abort"), "" when none.
 	Attempts int
 	Fault    string
+
+	// Attempt holds the accounting of an attempt of the RPC whose status
+	// is not known yet; With sets it. Only the attempts of an Owned Call
+	// are held: its interceptors settle them.
+	Attempt *rpcstatus.Unsettled[HeldAttempt]
+}
+
+// HeldAttempt is the accounting of an attempt that gRPC-Go ended without
+// a status, held until the status is known.
+type HeldAttempt interface {
+	// Settle accounts for the attempt, which ended with err (nil: OK).
+	Settle(err error)
+	// Unanswered reports whether the server sent nothing on the attempt's
+	// stream: a transparent retry may follow it.
+	Unanswered() bool
+}
+
+// Holds reports whether the attempts of c are held until their status is
+// known: c is Owned and carried by a context made by With.
+func (c *Call) Holds() bool { return c.Owned && c.Attempt != nil }
+
+// Hold holds a, which ended without an error, until Retried or Ended
+// tells its status; when the RPC has ended already, it returns the RPC's
+// error and true instead: the status of a.
+func (c *Call) Hold(a HeldAttempt) (error, bool) { return c.Attempt.Hold(a) }
+
+// Superseded settles the attempt held, if any, when another attempt of
+// the RPC is picked: UNAVAILABLE if its server sent nothing (a
+// transparent retry follows such a stream), else UNKNOWN (package
+// internal/rpcstatus).
+func (c *Call) Superseded() {
+	if c.Attempt == nil {
+		return
+	}
+	if a, ok := c.Attempt.Take(); ok {
+		a.Settle(rpcstatus.Superseded(a.Unanswered()))
+	}
+}
+
+// Retried settles the attempt held, if any, when the interceptors retry
+// the RPC after it: it failed with err.
+func (c *Call) Retried(err error) {
+	if c.Attempt == nil {
+		return
+	}
+	if a, ok := c.Attempt.Take(); ok {
+		a.Settle(err)
+	}
+}
+
+// Ended records that the RPC ended with err (nil: OK), and settles the
+// attempt held, if any, with it.
+func (c *Call) Ended(err error) {
+	if c.Attempt == nil {
+		return
+	}
+	if a, ok := c.Attempt.End(err); ok {
+		a.Settle(err)
+	}
+}
+
+// Reset makes c a Call for another RPC: it keeps ClusterOut and the place
+// where its attempts are held, emptied.
+func (c *Call) Reset() {
+	*c = Call{ClusterOut: c.ClusterOut, Attempt: c.Attempt}
+	if c.Attempt != nil {
+		*c.Attempt = rpcstatus.Unsettled[HeldAttempt]{}
+	}
 }
 
 type key struct{}
 
-// With returns a context that carries c.
+// callContext is a context that carries a Call and the place where its
+// attempts are held, made in one allocation, as context.WithValue makes
+// its own.
+type callContext struct {
+	context.Context
+	call    *Call
+	attempt rpcstatus.Unsettled[HeldAttempt]
+}
+
+// Value returns the Call for this package's key, and asks the parent
+// context for any other.
+func (c *callContext) Value(k any) any {
+	if k == (key{}) {
+		return c.call
+	}
+	return c.Context.Value(k)
+}
+
+// With returns a context that carries c, and holds c's attempts if c has
+// no other place for them.
 func With(ctx context.Context, c *Call) context.Context {
-	return context.WithValue(ctx, key{}, c)
+	cc := &callContext{Context: ctx, call: c}
+	if c.Attempt == nil {
+		c.Attempt = &cc.attempt
+	}
+	return cc
 }
 
 // From returns the Call that ctx carries, nil when it carries none.

@@ -88,6 +88,48 @@ func TestPickAllocs(t *testing.T) {
 	}
 }
 
+// The pick of an RPC whose interceptors learn its status, its Done
+// without an error (held until then) and its settling by the RPC's end
+// allocate nothing either.
+func TestPickAllocsHeld(t *testing.T) {
+	p := readyPicker(t, true)
+	var rec callctx.Call
+	info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: callctx.With(context.Background(), &rec)}
+	if n := testing.AllocsPerRun(1000, func() { pickHeld(t, p, info, &rec) }); n != 0 {
+		t.Errorf("a pick, its Done and the RPC's end allocate %v times, want 0", n)
+	}
+}
+
+// pickHeld makes one pick for the RPC of rec, which its interceptors
+// follow, ends its attempt without an error, then the RPC.
+func pickHeld(tb testing.TB, p balancer.Picker, info balancer.PickInfo, rec *callctx.Call) bool {
+	rec.Reset()
+	rec.Owned = true
+	res, err := p.Pick(info)
+	if err != nil {
+		tb.Error(err)
+		return false
+	}
+	res.Done(balancer.DoneInfo{BytesSent: true, BytesReceived: true})
+	rec.Ended(nil)
+	return true
+}
+
+// BenchmarkPickHeld is BenchmarkPick's serial case with load reports for
+// an RPC whose interceptors learn its status: its attempt, ended without
+// an error, is held until the RPC ends.
+func BenchmarkPickHeld(b *testing.B) {
+	p := readyPicker(b, true)
+	var rec callctx.Call
+	info := balancer.PickInfo{FullMethodName: "/s/m", Ctx: callctx.With(context.Background(), &rec)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !pickHeld(b, p, info, &rec) {
+			return
+		}
+	}
+}
+
 // BenchmarkPick measures one pick and its Done over 100 READY endpoints
 // in 10 localities of weights 1 to 10, from one goroutine and from
 // GOMAXPROCS goroutines, without and with load reports.

@@ -118,7 +118,8 @@ type Hooks struct {
 	// CallStarted is called when an RPC is sent to an endpoint.
 	CallStarted func(CallInfo)
 	// CallFinished is called when an RPC that CallStarted reported ends,
-	// with its error (nil for success).
+	// with its error (nil for success); for an attempt held until the
+	// interceptors know its status (attemptdone.go), when they settle it.
 	CallFinished func(CallInfo, error)
 	// LoadReportFailed is called, during a config update, when the load
 	// reports of a leaf cluster could not be started; the leaf is used

@@ -73,6 +73,26 @@
 // cluster "agg")`. When every priority fails, the message is that of the
 // last one, as C-core delegates to the last priority.
 //
+// # The status of an RPC that gRPC-Go does not report
+//
+// The load reports, outlier detection (gRFC A50) and the CallFinished
+// hook count each RPC with the status it ended with, as C-core reports
+// statuses to its policies. gRPC-Go (seen in v1.85.0) gives some failed
+// attempts' Done no error, as for success: a server's Trailers-Only answer
+// (an unknown method, an RPC refused on its headers) that closes the
+// stream before the request is written (package internal/rpcstatus). No
+// field of DoneInfo tells such an attempt from one that succeeded. When
+// the RPC's interceptors follow it (xdsgrpc.DialOptions; a
+// callctx.Call that Holds), an attempt that ends without an error is held
+// in its Call and counted once the interceptors learn its status: the
+// RPC's when it ends (at once for an RPC that succeeded), the one a retry
+// was made for, or, when another attempt is picked first, UNAVAILABLE if
+// the server sent nothing on it (gRPC-Go's transparent retries) and
+// UNKNOWN otherwise, never OK; its circuit breaker count ends with the
+// attempt. Without the interceptors (the default registration of the
+// "xdslens" scheme), nothing learns the status, and such an attempt
+// counts as a success.
+//
 // # Observing
 //
 // Hooks report each pick outcome (dropped, refused by the circuit breaker,
@@ -85,8 +105,11 @@
 // # Cost
 //
 // Picking a READY endpoint, and the Done func of the RPC (load report,
-// counter, hook), allocate nothing: each locality's Done func is built
-// with the picker. See BenchmarkPick and TestPickAllocs.
+// counter, hook), allocate nothing: each connection's Done func is built
+// when its leaf changes, and the Done funcs of the RPCs whose attempts are
+// held are kept in a pool of their leaf, each made once. See
+// BenchmarkPick, BenchmarkPickHeld, TestPickAllocs and
+// TestPickAllocsHeld.
 //
 // # Concurrency
 //

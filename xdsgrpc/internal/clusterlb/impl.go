@@ -222,7 +222,9 @@ type implSubConn struct {
 	st         atomic.Pointer[scState]
 }
 
-// scState is what the RPCs of one SubConn record with one leaf.
+// scState is what the RPCs of one SubConn record with one leaf. done is
+// the Done of the RPCs that the interceptors do not follow, which report
+// when they end.
 type scState struct {
 	leaf *leaf
 	info CallInfo
@@ -240,12 +242,19 @@ func (w *implSubConn) refresh(l *leaf) {
 		st.od.Store(old.od.Load())
 	}
 	st.done = func(di balancer.DoneInfo) {
-		l.finish(st.info, di)
-		if ep := st.od.Load(); ep != nil {
-			ep.record(di.Err)
-		}
+		l.counter.end()
+		st.report(di)
 	}
 	w.st.Store(st)
+}
+
+// report records the end of an RPC that the connection took for its leaf:
+// its load, its hook, and its result for outlier detection.
+func (st *scState) report(di balancer.DoneInfo) {
+	st.leaf.report(st.info, di)
+	if ep := st.od.Load(); ep != nil {
+		ep.record(di.Err)
+	}
 }
 
 // changed reports the connection's new state to the ConnectionChanged

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/codes"
@@ -49,6 +50,10 @@ type leaf struct {
 
 	counters    *Counters
 	releaseLoad func() // nil without load reports
+
+	// dones are the Dones of attempts whose status the interceptors
+	// settle (attemptdone.go), made once and reused.
+	dones sync.Pool
 }
 
 // drop is one drop_overloads category, with the error of its drops.

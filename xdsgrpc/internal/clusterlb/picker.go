@@ -92,12 +92,20 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	if rec != nil {
 		rec.Locality, rec.Address = st.info.Locality, sc.addr
 	}
-	done := st.done
-	if st.leaf != l {
+	var done func(balancer.DoneInfo)
+	switch {
+	case rec != nil && rec.Holds():
+		// The interceptors learn the RPC's status: an attempt that ends
+		// without one is held until they do (attemptdone.go).
+		rec.Superseded()
+		done = l.attemptDoneOf(st, rec)
+	case st.leaf != l:
 		// A config changed the leaf between the connection's refresh and
 		// this pick: the RPC ends on the leaf that started it.
 		info := CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: st.info.Locality, Policy: l.policyName()}
-		done = func(di balancer.DoneInfo) { l.finish(info, di) }
+		done = func(di balancer.DoneInfo) { l.counter.end(); l.report(info, di) }
+	default:
+		done = st.done
 	}
 	if inner := res.Done; inner != nil {
 		res.Done = func(di balancer.DoneInfo) { inner(di); done(di) }
@@ -126,9 +134,9 @@ func (p *picker) fail(err error) (balancer.PickResult, error) {
 	return balancer.PickResult{}, err
 }
 
-// finish records the end of an RPC that an endpoint of l took.
-func (l *leaf) finish(info CallInfo, di balancer.DoneInfo) {
-	l.counter.end()
+// report records the end of an RPC that an endpoint of l took: its load
+// and its hook. The circuit breaker's count of it has ended.
+func (l *leaf) report(info CallInfo, di balancer.DoneInfo) {
 	if l.load != nil {
 		l.load.CallFinished(info.Locality, di.Err)
 		if orca, ok := di.ServerLoad.(*orcav3.OrcaLoadReport); ok {
