@@ -37,21 +37,22 @@ type serverConn struct {
 	hooks hookLane
 }
 
-// hookLane puts the hooks of one connection in order, whichever
-// goroutines report them: ConnectionAccepted first (a drain or a close
-// reported while Accept is still reporting the connection waits for it),
-// ConnectionClosed last. Once the server closes the connection, what the
-// close cuts short (a handshake) is not reported.
+// hookLane puts the hooks of one connection in order on the server's
+// queue of connection hooks, whichever goroutines report them:
+// ConnectionAccepted first (a drain or a close reported while Accept is
+// still reporting the connection waits for it), ConnectionClosed last.
+// Once the server closes the connection, what the close cuts short (a
+// handshake) is not reported.
 type hookLane struct {
-	mu       sync.Mutex // held while a hook of the connection runs, but ConnectionAccepted
-	accepted bool       // ConnectionAccepted has returned
+	mu       sync.Mutex // held while a hook of the connection is queued, but ConnectionAccepted
+	accepted bool       // ConnectionAccepted has been queued
 	closing  bool       // Close was called
 	pending  []func(*Hooks)
 }
 
-// report calls hook with the server's hooks once ConnectionAccepted has
-// been called; not at all once the connection is closing, unless closes
-// says that hook reports the close.
+// report queues hook, to be called with the server's hooks, once
+// ConnectionAccepted has been queued; not at all once the connection is
+// closing, unless closes says that hook reports the close.
 func (sc *serverConn) report(hook func(*Hooks), closes bool) {
 	l := &sc.hooks
 	l.mu.Lock()
@@ -64,7 +65,7 @@ func (sc *serverConn) report(hook func(*Hooks), closes bool) {
 		return
 	}
 	if h := sc.s.hooks.Load(); h != nil {
-		hook(h)
+		sc.s.connHooks.Post(func() { hook(h) })
 	}
 }
 
@@ -76,12 +77,13 @@ func (sc *serverConn) beginClose() {
 	sc.hooks.mu.Unlock()
 }
 
-// announce calls ConnectionAccepted, then the hooks reported meanwhile,
+// announce queues ConnectionAccepted, then the hooks reported meanwhile,
 // and reports whether the connection was closed meanwhile (drained before
 // Accept could hand it over).
 func (sc *serverConn) announce() (closed bool) {
 	if h := sc.s.hooks.Load(); h != nil && h.ConnectionAccepted != nil {
-		h.ConnectionAccepted(sc.connInfo())
+		info := sc.connInfo()
+		sc.s.connHooks.Post(func() { h.ConnectionAccepted(info) })
 	}
 	l := &sc.hooks
 	l.mu.Lock()
@@ -89,7 +91,7 @@ func (sc *serverConn) announce() (closed bool) {
 	l.accepted = true
 	if h := sc.s.hooks.Load(); h != nil {
 		for _, hook := range l.pending {
-			hook(h)
+			sc.s.connHooks.Post(func() { hook(h) })
 		}
 	}
 	l.pending = nil

@@ -52,10 +52,19 @@ type ServingModeChange struct {
 
 // Hooks report what an xDS-enabled server does, in the style of
 // xdsclient.Hooks: each field is an optional func called when its event
-// happens, and a nil field costs nothing. Hooks run on the goroutine of
-// the event (accepting, the TLS handshake, the RPC, the xDS watch); they
-// must be cheap and must not block. The fields of their Info values may be
-// added to in later versions.
+// happens, and a nil field costs nothing. ServingModeChanged and
+// ListenerChanged run on the goroutine of the xDS watch, AuthzDecision on
+// the RPC's; they must be cheap and must not block. The hooks of
+// connections (ConnectionAccepted, ConnectionRefused, HandshakeFailed,
+// ConnectionDrained, ConnectionClosed) run one at a time, in the order
+// they were reported, on a goroutine of the server's own, a little after
+// the event: not on Serve's or a transport's goroutines, which stopping
+// the server waits for, so that a connection hook may block without
+// holding back Accept, or stop the server. Stop and GracefulStop return
+// once the connection hooks reported before have run, unless one was
+// running when they were called (it may be the one that stops the
+// server): then they run just after. The fields of their Info values may
+// be added to in later versions.
 //
 // The hooks of one connection come in order, whichever goroutines report
 // them: ConnectionAccepted first, then HandshakeFailed or

@@ -399,7 +399,7 @@ func (l *servingListener) Accept() (net.Conn, error) {
 		}
 		raw.Close()
 		if h := ls.s.hooks.Load(); h != nil && h.ConnectionRefused != nil {
-			h.ConnectionRefused(refused)
+			ls.s.connHooks.Post(func() { h.ConnectionRefused(refused) })
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdslens/xdslens/httpfilter"
 	"github.com/xdslens/xdslens/internal/certstore"
+	"github.com/xdslens/xdslens/internal/hookqueue"
 	"github.com/xdslens/xdslens/xdsclient"
 )
 
@@ -43,6 +44,12 @@ type Server struct {
 	release   func() // releases the xDS client and the certificate store
 
 	bg sync.WaitGroup // goroutines that write GOAWAYs
+
+	// connHooks runs the hooks of connections (accepted, refused,
+	// drained, handshake failed, closed) in the order they are reported,
+	// off the goroutines gRPC's Stop waits for (Serve's Accept, the
+	// transports): a connection hook may stop the server.
+	connHooks hookqueue.Queue
 }
 
 // New makes an xDS-enabled server whose xDS client is the pool's client
@@ -226,6 +233,10 @@ func (s *Server) finish() {
 		return true
 	})
 	s.bg.Wait()
+	// The connection hooks reported so far run before Stop returns, but
+	// when one runs at this moment: it may be the one that stops the
+	// server, and they run just after.
+	s.connHooks.Close()
 	s.release()
 }
 
