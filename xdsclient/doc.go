@@ -121,8 +121,8 @@
 //	           server that delivers again is used again (A71)
 //	cache      names read (the type's NameReader) with the lock released, then looked
 //	           up with it held; resources whose bytes are held recognised, the others
-//	           decoded with the lock released; the event of each resource, TP3 error,
-//	           removal and absence found (response.go), all of them decided under the
+//	           decoded with the lock released (items.go); the event of each resource,
+//	           TP3 error, removal and absence found (response.go), all decided under the
 //	           server's features (source.go, transition.go) and the NACK worded
 //	           (nack.go) before any is carried out (apply.go)
 //	lane       of that server: the hooks, then the watcher callbacks
