@@ -78,17 +78,22 @@ func ValidateHeader(h *routev3.HeaderMatcher) (Header, error) {
 	default:
 		return hm, errors.New("no header match specifier")
 	}
-	switch hm.Kind {
+	return hm, checkPattern(hm.Kind, hm.Value, " match")
+}
+
+// checkPattern checks the value of a string match of kind k: prefix,
+// suffix and contains need one (the error says "empty" and the kind, then
+// what), a regex must compile.
+func checkPattern(k Kind, value, what string) error {
+	switch k {
 	case Prefix, Suffix, Contains:
-		if hm.Value == "" {
-			return hm, fmt.Errorf("empty %v match", hm.Kind)
+		if value == "" {
+			return fmt.Errorf("empty %v%s", k, what)
 		}
 	case Regex:
-		if err := CheckRegex(hm.Value); err != nil {
-			return hm, err
-		}
+		return CheckRegex(value)
 	}
-	return hm, nil
+	return nil
 }
 
 // fromStringMatcher reads the pattern of m into hm.
@@ -161,15 +166,5 @@ func ValidateString(m *matcherv3.StringMatcher) (String, error) {
 		return String{}, err
 	}
 	sm := String{Kind: hm.Kind, Value: hm.Value, IgnoreCase: hm.IgnoreCase}
-	switch sm.Kind {
-	case Prefix, Suffix, Contains:
-		if sm.Value == "" {
-			return sm, fmt.Errorf("empty %v", sm.Kind)
-		}
-	case Regex:
-		if err := CheckRegex(sm.Value); err != nil {
-			return sm, err
-		}
-	}
-	return sm, nil
+	return sm, checkPattern(sm.Kind, sm.Value, "")
 }
