@@ -95,7 +95,10 @@
 // failed attempt as if it had succeeded (a Trailers-Only answer that
 // closes the stream before the request is written): with DialOptions'
 // interceptors, which learn the status when the RPC returns or is
-// retried; without them, such an attempt counts as a success.
+// retried; without them, such an attempt counts as a success. A pick whose
+// connection gRPC-Go finds no longer READY when it takes it, and which it
+// makes again, is no call: none of them counts it, as in gRPC C-core
+// (gRPC-Go's own xDS policies count it as a success).
 //
 // # TLS to endpoints
 //

@@ -42,7 +42,11 @@ type Hooks struct {
 	// its RPCs fail with the error until a new config comes.
 	ConfigFailed func(ConfigErrorInfo)
 	// Picked is called with the outcome of every pick that did not wait:
-	// the RPC was sent to an endpoint, or it failed, and why.
+	// the RPC was sent to an endpoint, or it failed, and why. gRPC-Go may
+	// find the connection of a PickSent no longer READY when it takes it,
+	// and pick again: such a pick is not a call (CallFinished, load
+	// reports and outlier detection leave it out, as gRPC C-core does),
+	// but Picked has reported it.
 	Picked func(PickInfo)
 	// CallFinished is called when an RPC sent to an endpoint ends (an
 	// attempt of it, when it is retried), with its status. gRPC-Go

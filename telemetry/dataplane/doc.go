@@ -56,7 +56,9 @@
 // it (gRFC A66: OK, UNAVAILABLE, DEADLINE_EXCEEDED), from the
 // CallFinished hook: an attempt that gRPC-Go v1.85.0 ends without its
 // status (see below) has its real status on channels with
-// xdsgrpc.DialOptions' interceptors, and counts OK without them. in_flight against
+// xdsgrpc.DialOptions' interceptors, and counts OK without them; a pick
+// that gRPC-Go finds no longer READY and makes again counts in picks
+// (sent) and not in calls. in_flight against
 // max_requests shows how close a cluster is to circuit breaking. retries
 // counts the attempts made again under a route's retry_policy (gRFC A44)
 // by the code of the attempt that failed, faults what the fault injection

@@ -40,7 +40,7 @@
 //	dropped_requests                    CallDropped, per non-empty category
 //	load_report_interval                time since the cluster's previous report (its creation for the first)
 //	upstream_locality_stats             per Locality:
-//	  total_issued_requests             CallStarted
+//	  total_issued_requests             CallStarted, less CallNotStarted
 //	  total_successful_requests         CallFinished with a nil error
 //	  total_error_requests              CallFinished with an error
 //	  total_requests_in_progress        started and not finished, at the time of the report

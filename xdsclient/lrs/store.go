@@ -113,9 +113,12 @@ type ClusterLoad struct {
 
 // localityLoad holds the counts of one locality.
 type localityLoad struct {
-	issued, succeeded, errored atomic.Uint64
-	inProgress                 atomic.Int64
-	metrics                    cowMap[string, metricLoad]
+	// issued is signed: CallNotStarted may take back a call that a report
+	// has counted already, and the next reports count it off.
+	issued             atomic.Int64
+	succeeded, errored atomic.Uint64
+	inProgress         atomic.Int64
+	metrics            cowMap[string, metricLoad]
 }
 
 // metricLoad is the sum and count of one named server load.
@@ -147,6 +150,22 @@ func (l *ClusterLoad) CallStarted(locality Locality) {
 	ll := l.localities.loadOrAdd(locality)
 	ll.inProgress.Add(1)
 	ll.issued.Add(1)
+}
+
+// CallNotStarted takes back the CallStarted of a call that never started
+// on a connection: one recorded when an endpoint was picked for it, and
+// that gRPC-Go then found no longer ready, and picked again. It counts
+// neither as issued nor in progress, as gRPC C-core counts a call only
+// once it starts on a connection; CallFinished must not be called for it.
+// When a report has counted it as issued already, the next ones count one
+// call fewer, so that the sums over all reports are exact.
+func (l *ClusterLoad) CallNotStarted(locality Locality) {
+	ll := l.localities.load(locality)
+	if ll == nil {
+		return
+	}
+	ll.inProgress.Add(-1)
+	ll.issued.Add(-1)
 }
 
 // CallFinished records the end of a call that CallStarted recorded: it
@@ -225,9 +244,16 @@ func (l *ClusterLoad) take(now time.Time) (snap clusterSnapshot, ok bool) {
 		}
 	}
 	for loc, ll := range l.localities.all() {
+		issued := ll.issued.Swap(0)
+		if issued < 0 {
+			// Calls taken back after a report counted them: the
+			// reports to come count them off.
+			ll.issued.Add(issued)
+			issued = 0
+		}
 		ls := localitySnapshot{
 			locality:   loc,
-			issued:     ll.issued.Swap(0),
+			issued:     uint64(issued),
 			succeeded:  ll.succeeded.Swap(0),
 			errored:    ll.errored.Swap(0),
 			inProgress: ll.inProgress.Load(),
@@ -266,7 +292,7 @@ func (l *ClusterLoad) restore(snap *clusterSnapshot) {
 	}
 	for _, ls := range snap.localities {
 		ll := ls.ll
-		ll.issued.Add(ls.issued)
+		ll.issued.Add(int64(ls.issued))
 		ll.succeeded.Add(ls.succeeded)
 		ll.errored.Add(ls.errored)
 		for name, m := range ls.metrics {

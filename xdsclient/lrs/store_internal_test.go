@@ -48,3 +48,49 @@ func TestRestoreGivesBackEveryCount(t *testing.T) {
 		t.Errorf("a third take = %+v, want nothing left", third)
 	}
 }
+
+// A call taken back with CallNotStarted counts neither as issued nor in
+// progress; one taken back after a report counted it is counted off the
+// next reports, never below zero in one, so that the sums are exact.
+func TestCallNotStartedIsTakenBack(t *testing.T) {
+	s := NewStore()
+	l := s.Cluster("c", "svc")
+	loc := Locality{Zone: "z"}
+	now := time.Now()
+	take := func() localitySnapshot {
+		t.Helper()
+		now = now.Add(time.Second)
+		snaps := s.take(nil, true, now)
+		if len(snaps) == 0 {
+			return localitySnapshot{}
+		}
+		if len(snaps) != 1 || len(snaps[0].localities) != 1 {
+			t.Fatalf("take = %+v, want one cluster of one locality", snaps)
+		}
+		return snaps[0].localities[0]
+	}
+	l.CallStarted(loc)
+	l.CallNotStarted(loc)
+	if ls := take(); ls.issued != 0 || ls.inProgress != 0 {
+		t.Errorf("a call taken back before a report: %+v, want nothing issued or in progress", ls)
+	}
+	l.CallStarted(loc)
+	if ls := take(); ls.issued != 1 || ls.inProgress != 1 {
+		t.Fatalf("a call started: %+v, want 1 issued, 1 in progress", ls)
+	}
+	l.CallNotStarted(loc)
+	if ls := take(); ls.issued != 0 || ls.inProgress != 0 {
+		t.Errorf("the call taken back after the report: %+v, want 0 issued, none in progress", ls)
+	}
+	l.CallStarted(loc)
+	l.CallStarted(loc)
+	l.CallFinished(loc, nil)
+	l.CallFinished(loc, nil)
+	if ls := take(); ls.issued != 1 || ls.succeeded != 2 || ls.inProgress != 0 {
+		t.Errorf("two calls after it: %+v, want 1 issued (2 less the one taken back), 2 succeeded", ls)
+	}
+	l.CallNotStarted(Locality{Zone: "never seen"}) // ignored, as CallFinished there
+	if ls := take(); ls.ll != nil {
+		t.Errorf("a last take: %+v, want nothing to report", ls)
+	}
+}

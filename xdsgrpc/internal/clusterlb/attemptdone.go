@@ -19,7 +19,8 @@ import (
 // that succeeds, on its return), or the status a retry was made for, as
 // gRPC C-core reports the status its policies get. The circuit breaker's
 // count ends with the attempt. An attempt ended by an error is reported
-// at once, as without the interceptors.
+// at once, as without the interceptors; a pick whose RPC never started on
+// its connection (neverStarted) is taken back at once, not held.
 //
 // attemptDones are kept in their leaf's pool, each with its Done func made
 // once, so that a pick allocates nothing; one goes back to the pool once
@@ -46,6 +47,11 @@ func (l *leaf) attemptDoneOf(st *scState, call *callctx.Call) func(balancer.Done
 
 // end is the attempt's Done.
 func (d *attemptDone) end(di balancer.DoneInfo) {
+	if neverStarted(di) {
+		d.l.unpick(d.st.info.Locality)
+		d.release()
+		return
+	}
 	d.l.counter.end()
 	if di.Err == nil && di.BytesSent {
 		d.di = di
@@ -80,6 +86,12 @@ func (d *attemptDone) report(di balancer.DoneInfo) {
 		// the pick: the RPC ends on the leaf that started it.
 		l.report(CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: st.info.Locality, Policy: l.policyName()}, di)
 	}
+	d.release()
+}
+
+// release puts d back in its leaf's pool.
+func (d *attemptDone) release() {
+	l := d.l
 	d.l, d.st, d.call, d.di = nil, nil, nil, balancer.DoneInfo{}
 	l.dones.Put(d)
 }

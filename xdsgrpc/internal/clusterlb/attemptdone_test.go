@@ -66,8 +66,9 @@ func ownedCall() (context.Context, *callctx.Call) {
 // An attempt that gRPC-Go ends without an error once its request was sent
 // is reported with the status the interceptors learn after it: the RPC's,
 // a retry's, UNKNOWN or UNAVAILABLE when another attempt follows; one
-// ended by an error, one never sent, and those of RPCs the interceptors
-// do not follow are reported at once, as gRPC-Go ended them.
+// ended by an error and those of RPCs the interceptors do not follow are
+// reported at once, as gRPC-Go ended them; a pick that never started (its
+// connection no longer READY when gRPC-Go took it) is not reported at all.
 func TestAttemptStatusSettled(t *testing.T) {
 	f := &finishes{errs: make(chan error, 10)}
 	p := heldPicker(t, f)
@@ -82,7 +83,6 @@ func TestAttemptStatusSettled(t *testing.T) {
 		settled codes.Code // reported once settle has run
 	}{
 		{"error of gRPC-Go's", true, balancer.DoneInfo{Err: failed, BytesSent: true, BytesReceived: true}, codes.Unimplemented, nil, 0},
-		{"never sent", true, balancer.DoneInfo{}, codes.OK, nil, 0},
 		{"no error, the RPC fails", true, answered, 99, func(_ context.Context, c *callctx.Call) { c.Ended(failed) }, codes.Unimplemented},
 		{"no error, the RPC succeeds", true, answered, 99, func(_ context.Context, c *callctx.Call) { c.Ended(nil) }, codes.OK},
 		{"no error, retried by the interceptors", true, answered, 99, func(_ context.Context, c *callctx.Call) {
@@ -137,6 +137,19 @@ func TestAttemptStatusSettled(t *testing.T) {
 				t.Errorf("at the RPC's end: %v, %v", err, ok)
 			}
 		})
+	}
+	for _, owned := range []bool{false, true} {
+		ctx, c := ownedCall()
+		c.Owned = owned
+		res, err := p.Pick(balancer.PickInfo{FullMethodName: "/s/m", Ctx: ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Done(balancer.DoneInfo{})
+		c.Ended(nil)
+		if err, ok := f.next(); ok {
+			t.Errorf("a pick that never started (owned %v) was reported, with %v", owned, err)
+		}
 	}
 	// Once the RPC has ended, an attempt is reported with its status at
 	// once.

@@ -115,7 +115,10 @@ type Hooks struct {
 	// the cluster can take it (every priority is failing). RPCs that wait
 	// for a connection are not reported.
 	NoEndpoint func(NoEndpointInfo)
-	// CallStarted is called when an RPC is sent to an endpoint.
+	// CallStarted is called when a pick gives an RPC an endpoint. gRPC-Go
+	// may find the connection no longer READY when it takes it, and pick
+	// again: that pick never started a call, and CallFinished is not
+	// called for it.
 	CallStarted func(CallInfo)
 	// CallFinished is called when an RPC that CallStarted reported ends,
 	// with its error (nil for success); for an attempt held until the

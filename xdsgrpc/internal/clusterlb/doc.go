@@ -45,7 +45,8 @@
 //
 // The circuit breaker counts an RPC from its pick to its end (grpc-go has
 // no call-start event); C-core checks the limit at the pick and counts from
-// the call's start. Unlike C-core, which keeps a priority removed from the
+// the call's start. A pick whose RPC never starts ends its count at once
+// (see below). Unlike C-core, which keeps a priority removed from the
 // configuration for the retention time, a Config update closes at once
 // the connections to endpoints it no longer has. Endpoint weights and the
 // Cluster's LB policy are not used: every cluster is balanced with
@@ -93,10 +94,26 @@
 // "xdslens" scheme), nothing learns the status, and such an attempt
 // counts as a success.
 //
+// # A pick that never started
+//
+// gRPC-Go (seen in v1.85.0) may find the connection a pick returned no
+// longer READY when it takes it (it went down after the picker was
+// made): it ends the pick with an empty DoneInfo (no error, nothing
+// sent) and picks again once a new picker comes. Such a pick is not a
+// call: its circuit breaker count ends, and it counts in no load report
+// (lrs.ClusterLoad.CallNotStarted takes its CallStarted back), not in
+// outlier detection and not in the CallFinished hook, as in C-core,
+// which queues a pick whose connection is gone and starts the call
+// tracker of a pick (xds_cluster_impl's counts and outlier detection's)
+// only once the call has a connection. The CallStarted hook has reported
+// the pick already. gRPC-Go's own cluster_impl and outlier detection
+// count it as a call that succeeded. An attempt that started always has
+// DoneInfo.BytesSent set, or an error.
+//
 // # Observing
 //
 // Hooks report each pick outcome (dropped, refused by the circuit breaker,
-// no endpoint, call started, call finished) with the route-level and leaf
+// no endpoint, endpoint picked, call finished) with the route-level and leaf
 // cluster and the locality; a nil hook costs one comparison. Counters.All
 // reads the in-flight requests against max_requests, for a gauge. An RPC
 // whose context carries a Recorder (WithRecorder) learns which leaf

@@ -44,10 +44,32 @@ func init() { balancer.Register(testBuilder{}) }
 type cfgKey struct{}
 
 // pickerSink receives every picker the Balancer publishes, for the tests
-// that pick directly.
+// that pick directly. With onDone, the pickers gRPC gets call it with the
+// DoneInfo of each pick they made, once the Balancer's Done has run.
 type pickerSink struct {
 	mu     sync.Mutex
 	states []balancer.State
+	onDone func(balancer.DoneInfo)
+}
+
+// doneTap is a picker that tells onDone when gRPC ends its picks.
+type doneTap struct {
+	balancer.Picker
+	onDone func(balancer.DoneInfo)
+}
+
+func (p doneTap) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	res, err := p.Picker.Pick(info)
+	if err == nil {
+		done := res.Done
+		res.Done = func(di balancer.DoneInfo) {
+			if done != nil {
+				done(di)
+			}
+			p.onDone(di)
+		}
+	}
+	return res, err
 }
 
 func (s *pickerSink) last() balancer.State {
@@ -79,6 +101,9 @@ type sinkCC struct {
 
 func (w *sinkCC) UpdateState(s balancer.State) {
 	if sink := w.sink.Load(); sink != nil {
+		if sink.onDone != nil && s.Picker != nil {
+			s.Picker = doneTap{Picker: s.Picker, onDone: sink.onDone}
+		}
 		sink.mu.Lock()
 		sink.states = append(sink.states, s)
 		sink.mu.Unlock()
@@ -112,8 +137,9 @@ type backend struct {
 	release    chan struct{} // closed to let blocking calls return
 	failing    atomic.Bool   // UnaryCall fails with UNAVAILABLE while set
 
-	mu  sync.Mutex
-	srv *grpc.Server
+	mu    sync.Mutex
+	srv   *grpc.Server
+	conns []net.Conn // accepted, for drop
 }
 
 // startBackend starts a backend named name on a new loopback port.
@@ -241,8 +267,24 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	}
 	l.b.accepted.Add(1)
 	l.b.open.Add(1)
+	cc := &countingConn{Conn: c, b: l.b}
+	l.b.mu.Lock()
+	l.b.conns = append(l.b.conns, cc)
+	l.b.mu.Unlock()
 	xdstest.Notify()
-	return &countingConn{Conn: c, b: l.b}, nil
+	return cc, nil
+}
+
+// drop closes every connection the backend accepted, and keeps serving:
+// its clients' connections leave READY, and may connect again.
+func (b *backend) drop() {
+	b.mu.Lock()
+	conns := b.conns
+	b.conns = nil
+	b.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 type countingConn struct {

@@ -242,6 +242,10 @@ func (w *implSubConn) refresh(l *leaf) {
 		st.od.Store(old.od.Load())
 	}
 	st.done = func(di balancer.DoneInfo) {
+		if neverStarted(di) {
+			l.unpick(st.info.Locality)
+			return
+		}
 		l.counter.end()
 		st.report(di)
 	}

@@ -1,6 +1,7 @@
 package clusterlb_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/lrsserver"
+	"github.com/xdslens/xdslens/xdsclient"
 	"github.com/xdslens/xdslens/xdsclient/lrs"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/callctx"
 	"github.com/xdslens/xdslens/xdsgrpc/internal/clusterlb"
@@ -76,13 +78,7 @@ func sum(m map[string]uint64) (n uint64) {
 // stream ends when the channel closes.
 func TestLoadReports(t *testing.T) {
 	ctx := xdstest.Context(t)
-	svc := lrsserver.NewService(lrsserver.Config{Interval: 20 * time.Millisecond, SendAll: true})
-	srv, err := lrsserver.Listen(ctx, "127.0.0.1:0", svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	client := xdstest.NewClient(t, xdstest.Bootstrap{Servers: []string{srv.Addr()}, Node: `{"id": "test-node"}`}.Parse(t), xdstest.ClientOptions()...)
+	svc, srv, client := startLRS(t, ctx)
 
 	a, b := startBackend(t, "a"), startBackend(t, "b")
 	leaf := withDrops(edsCluster("c1", locality("za", 0, 1, a), locality("zb", 0, 1, b)), dropOf("lb", 1))
@@ -189,6 +185,21 @@ func TestLoadReports(t *testing.T) {
 	if err := svc.Wait(ctx, func() bool { return svc.Open() == 0 }); err != nil {
 		t.Errorf("the LRS stream stayed open after the channel closed: %v", err)
 	}
+}
+
+// startLRS starts an LRS server that asks for reports every 20ms, and an
+// xdsclient whose bootstrap names it: the LoadReporter of a Config whose
+// leaves have it as their Server. The server stops when the test ends.
+func startLRS(t *testing.T, ctx context.Context) (*lrsserver.Service, *lrsserver.Server, *xdsclient.Client) {
+	t.Helper()
+	svc := lrsserver.NewService(lrsserver.Config{Interval: 20 * time.Millisecond, SendAll: true})
+	srv, err := lrsserver.Listen(ctx, "127.0.0.1:0", svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	client := xdstest.NewClient(t, xdstest.Bootstrap{Servers: []string{srv.Addr()}, Node: `{"id": "test-node"}`}.Parse(t), xdstest.ClientOptions()...)
+	return svc, srv, client
 }
 
 // A LoadReporter that fails leaves the cluster usable, and the

@@ -103,7 +103,14 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		// A config changed the leaf between the connection's refresh and
 		// this pick: the RPC ends on the leaf that started it.
 		info := CallInfo{Cluster: l.cluster, Leaf: l.name, Locality: st.info.Locality, Policy: l.policyName()}
-		done = func(di balancer.DoneInfo) { l.counter.end(); l.report(info, di) }
+		done = func(di balancer.DoneInfo) {
+			if neverStarted(di) {
+				l.unpick(info.Locality)
+				return
+			}
+			l.counter.end()
+			l.report(info, di)
+		}
 	default:
 		done = st.done
 	}
@@ -132,6 +139,26 @@ func (p *picker) fail(err error) (balancer.PickResult, error) {
 		h(NoEndpointInfo{Cluster: p.leaf.cluster, Leaf: p.leaf.name, Policy: p.leaf.policyName(), Err: err})
 	}
 	return balancer.PickResult{}, err
+}
+
+// neverStarted reports whether di ends a pick whose RPC never started on
+// the connection picked: gRPC-Go (v1.85.0, picker_wrapper.go) ends with
+// an empty DoneInfo a pick whose connection it finds no longer READY when
+// it takes it, and picks again. An attempt that started has BytesSent
+// set (its stream was made), or ended with an error.
+func neverStarted(di balancer.DoneInfo) bool { return di.Err == nil && !di.BytesSent }
+
+// unpick takes back a pick of l whose RPC never started on the connection
+// of locality: its circuit breaker count ends, and its load report counts
+// it neither issued nor finished. It counts in neither outlier detection
+// nor the CallFinished hook: gRPC C-core starts the call tracker of a
+// pick (xds_cluster_impl's counts, outlier detection's) only once the
+// call has a connection, and queues a pick whose connection is gone.
+func (l *leaf) unpick(locality lrs.Locality) {
+	l.counter.end()
+	if l.load != nil {
+		l.load.CallNotStarted(locality)
+	}
 }
 
 // report records the end of an RPC that an endpoint of l took: its load
