@@ -20,6 +20,12 @@
 // do; grpc-go ignores them), and the policy name of audit events (the
 // RBAC filter's name in xdslens, as gRFC A59 says; empty in grpc-go).
 //
+// The channels' deliberate differences are checked likewise, among them
+// the load reports of an RPC that a backend fails with a Trailers-Only
+// answer before the client has written its request, which gRPC-Go
+// v1.85.0 ends without its status: xdslens counts it as the failure it
+// is, grpc-go as a success (loadreport_test.go).
+//
 // BenchmarkRPC times unary RPCs through both channels in one run;
 // BenchmarkServerMTLS the handshake and the RPCs of both servers under
 // mTLS and RBAC.

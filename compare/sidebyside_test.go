@@ -15,14 +15,15 @@ import (
 )
 
 // dialGRPC returns a channel to target ("xds:///...") through grpc-go's
-// own xDS resolver, configured by e's bootstrap.
-func dialGRPC(e *rpctest.Env, target string) *grpc.ClientConn {
+// own xDS resolver, configured by e's bootstrap, with opts.
+func dialGRPC(e *rpctest.Env, target string, opts ...grpc.DialOption) *grpc.ClientConn {
 	e.T.Helper()
 	rb, err := xds.NewXDSResolverWithConfigForTesting([]byte(e.Bootstrap))
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithResolvers(rb), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts = append([]grpc.DialOption{grpc.WithResolvers(rb), grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		e.T.Fatal(err)
 	}
