@@ -393,30 +393,21 @@ func (r *response) events() iter.Seq[*decision] {
 // entries of its items (as found; a guess, checked by the next response),
 // reusing old when they are where it had them.
 func placementOf(src *Source, old placement, items []item) placement {
-	unchanged := 0
+	unchanged, moved := 0, old.src != src || len(old.entries) != len(items)
 	for i := range items {
 		if items[i].unchanged {
 			unchanged++
 		}
+		moved = moved || old.entries[i] != items[i].e
 	}
-	same := unchanged*2 >= len(items) && len(items) > 0
-	if old.src == src && len(old.entries) == len(items) {
-		moved := false
+	p := placement{src: src, entries: old.entries, same: unchanged*2 >= len(items) && len(items) > 0}
+	if moved {
+		p.entries = make([]*Entry, len(items))
 		for i := range items {
-			if old.entries[i] != items[i].e {
-				moved = true
-				break
-			}
-		}
-		if !moved {
-			return placement{src: src, entries: old.entries, same: same}
+			p.entries[i] = items[i].e
 		}
 	}
-	entries := make([]*Entry, len(items))
-	for i := range items {
-		entries[i] = items[i].e
-	}
-	return placement{src: src, entries: entries, same: same}
+	return p
 }
 
 // entryAt returns near[i], nil if i is out of its range.
