@@ -55,7 +55,8 @@ func FuzzUnwrap(f *testing.F) {
 		}
 		var it item
 		reader, _ := typ.(xdsresource.NameReader)
-		rawName := it.take(&u.Resources[0], reader)
+		it.take(&u.Resources[0])
+		rawName := it.readName(reader)
 		if it.err != nil {
 			return
 		}
