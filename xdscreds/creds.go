@@ -71,6 +71,13 @@ func clientTLS(ctx context.Context, info *handshake.Info, rawConn net.Conn) (net
 	}
 	conn := tls.Client(rawConn, cfg)
 	if err := conn.HandshakeContext(ctx); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			// ctx ended and the connection was closed by another (gRPC
+			// closes it at its connect deadline) before the handshake
+			// saw ctx end: the error read is of the connection closed,
+			// and ctx's end is its cause.
+			err = fmt.Errorf("%w (%v)", ctxErr, err)
+		}
 		return nil, tls.ConnectionState{}, err
 	}
 	state := conn.ConnectionState()

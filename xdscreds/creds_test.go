@@ -2,6 +2,7 @@ package xdscreds_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -221,5 +222,48 @@ func TestSyscallConn(t *testing.T) {
 	}
 	if _, err := sc.SyscallConn(); err != nil {
 		t.Errorf("SyscallConn: %v", err)
+	}
+}
+
+// closingConn is a connection that another closes when its handshake's
+// context ends, as gRPC closes one at its connect deadline: a read ends
+// the context, then fails as on a closed connection. Writes are dropped.
+type closingConn struct {
+	net.Conn
+	cancel context.CancelFunc
+}
+
+func (c closingConn) Read([]byte) (int, error) {
+	c.cancel()
+	return 0, net.ErrClosed
+}
+
+func (c closingConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// opaqueCtx is a context that the context package does not know for one
+// of its own: what waits for its end (context.AfterFunc, which the TLS
+// stack uses) learns of it on a goroutine of its own, later, as gRPC's
+// handshakes may learn of their connect deadline after the connection
+// was closed for it.
+type opaqueCtx struct{ context.Context }
+
+func (opaqueCtx) Value(any) any { return nil }
+
+// TestHandshakeClosedAtDeadline: a handshake whose connection is closed
+// because its context ended fails with the context's error, whichever of
+// the two the TLS stack sees first.
+func TestHandshakeClosedAtDeadline(t *testing.T) {
+	p := newPKI(t, "ca")
+	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
+	for range 100 {
+		a, b := net.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := xdscreds.HandshakeWith(opaqueCtx{ctx}, info(store, &security.Config{RootInstance: "roots"}), closingConn{Conn: a, cancel: cancel})
+		cancel()
+		a.Close()
+		b.Close()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("handshake = %v, want the context's error", err)
+		}
 	}
 }
