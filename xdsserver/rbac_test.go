@@ -6,6 +6,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -76,5 +77,31 @@ func TestRBACOnServer(t *testing.T) {
 	line := stdout.String()
 	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `"rpc_method":"`+emptyCall+`","principal":"spiffe://example.org/ns/default/sa/other","policy_name":"authz","matched_rule":"","authorized":false`) {
 		t.Errorf("audit output %q, want one denial line", line)
+	}
+}
+
+// An RBAC override wrapped in a FilterConfig marked disabled is applied
+// as its config says, as gRPC C-core and grpc-go apply it (neither reads
+// disabled): the route keeps an RBAC filter, here one that denies every
+// RPC, rather than running none.
+func TestRBACDisabledOverrideStillApplies(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	s := serve(t, env.Pool())
+	denyAll := &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
+		Action:   rbacconfigv3.RBAC_DENY,
+		Policies: map[string]*rbacconfigv3.Policy{"all": serverres.Policy(serverres.AnyPermission, serverres.AnyPrincipal)},
+	}}}
+	empty := serverres.Serve(emptyCall)
+	empty.TypedPerFilterConfig = map[string]*anypb.Any{"authz": serverres.MustAny(&routev3.FilterConfig{Config: serverres.MustAny(denyAll), Disabled: true})}
+	allowAll := serverres.RBAC("authz", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"all": serverres.Policy(serverres.AnyPermission, serverres.AnyPrincipal)})
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", empty, serverres.Serve("/")), allowAll), nil)))
+	waitMode(t, s, xdsserver.ModeServing, "")
+	ctx := ctxT(t)
+	if code := callCode(t, ctx, s, emptyCall); code != codes.PermissionDenied {
+		t.Errorf("EmptyCall, whose route's disabled override denies every RPC: %v, want PermissionDenied", code)
+	}
+	if code := callCode(t, ctx, s, unaryCall); code != codes.OK {
+		t.Errorf("UnaryCall, on the route without override: %v, want OK", code)
 	}
 }
