@@ -198,6 +198,7 @@ func TestRBACPermissionsAndPrincipals(t *testing.T) {
 		return func(r *rpc) { r.md = metadata.Join(r.md, metadata.Pairs(kv...)) }
 	}
 	withConn := func(c *httpfilter.Conn) func(*rpc) { return func(r *rpc) { r.conn = c } }
+	withMethod := func(m string) func(*rpc) { return func(r *rpc) { r.method = m } }
 	uriCert := tlsConn(t, ca, &certtest.Names{CommonName: "cn", DNS: []string{"client.example.com"}, URIs: []string{"spiffe://td/ns/a/sa/b"}})
 	dnsCert := tlsConn(t, ca, &certtest.Names{CommonName: "cn", DNS: []string{"client.example.com"}})
 	subjectCert := tlsConn(t, ca, &certtest.Names{CommonName: "client", Organization: "acme"})
@@ -227,6 +228,14 @@ func TestRBACPermissionsAndPrincipals(t *testing.T) {
 		{name: "url_path contains ignore_case", perm: pathPerm(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "SVC"}, IgnoreCase: true}), want: true},
 		{name: "url_path regex whole", perm: pathPerm(regex("/pkg\\.Svc/.*")), want: true},
 		{name: "url_path regex part only", perm: pathPerm(regex("Svc")), want: false},
+		// url_path compares the path as gRPC C-core canonicalizes it, so
+		// that a DENY rule on a method holds for every spelling of it.
+		{name: "url_path after a dot segment", perm: pathPerm(prefix("/pkg.Svc/")), change: withMethod("/x/../pkg.Svc/Method"), want: true},
+		{name: "url_path with doubled slashes", perm: pathPerm(exact("/pkg.Svc/Method")), change: withMethod("//pkg.Svc//Method"), want: true},
+		{name: "url_path percent-escaped", perm: pathPerm(exact("/pkg.Svc/Method")), change: withMethod("/%70kg.Svc%2FMethod"), want: true},
+		{name: "url_path without a leading slash", perm: pathPerm(exact("/pkg.Svc/Method")), change: withMethod("pkg.Svc/Method"), want: true},
+		{name: "url_path above the root matches nothing", perm: pathPerm(prefix("/")), change: withMethod("/../pkg.Svc/Method"), want: false},
+		{name: ":path header is the path as sent", perm: headerPerm(exactHeader(":path", "/pkg.Svc/Method")), change: withMethod("//pkg.Svc/Method"), want: false},
 
 		{name: "header exact", perm: headerPerm(exactHeader("x-user", "alice")), want: true},
 		{name: "header name in capitals", perm: headerPerm(exactHeader("X-User", "alice")), want: true},
@@ -553,5 +562,39 @@ func TestRBACCustomAuditLogger(t *testing.T) {
 	want := []string{"T /pkg.Svc/Method  authz  true", "T /pkg.Svc/Write  authz deny-write false"}
 	if !slices.Equal(rec.events, want) {
 		t.Errorf("events = %q, want %q", rec.events, want)
+	}
+}
+
+// TestRBACEmptySets: what empty lists decide, as gRPC C-core: a policy
+// without permissions or principals matches nothing; rules present with
+// no policy deny everything under ALLOW and nothing under DENY (where
+// rules absent enforce nothing, TestRBACNotEnforced); any: false is any.
+func TestRBACEmptySets(t *testing.T) {
+	anyFalse := &rbacconfigv3.Permission{Rule: &rbacconfigv3.Permission_Any{Any: false}}
+	anyFalseID := &rbacconfigv3.Principal{Identifier: &rbacconfigv3.Principal_Any{Any: false}}
+	for _, tc := range []struct {
+		name     string
+		action   rbacconfigv3.RBAC_Action
+		policies map[string]*rbacconfigv3.Policy
+		allowed  bool
+	}{
+		{"ALLOW without policies", rbacconfigv3.RBAC_ALLOW, nil, false},
+		{"DENY without policies", rbacconfigv3.RBAC_DENY, nil, true},
+		{"ALLOW, a policy without permissions", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"p": {Principals: ids(anyID)}}, false},
+		{"ALLOW, a policy without principals", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"p": {Permissions: perms(anyPerm)}}, false},
+		{"DENY, a policy without principals", rbacconfigv3.RBAC_DENY, map[string]*rbacconfigv3.Policy{"p": {Permissions: perms(anyPerm)}}, true},
+		{"ALLOW, empty and_ids", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"p": {Permissions: perms(anyPerm), Principals: ids(andIDs())}}, true},
+		{"ALLOW, empty or_ids", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"p": {Permissions: perms(anyPerm), Principals: ids(orIDs())}}, false},
+		{"ALLOW, any: false", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"p": {Permissions: perms(anyFalse), Principals: ids(anyFalseID)}}, true},
+		{"DENY, not_rule of any: false", rbacconfigv3.RBAC_DENY, map[string]*rbacconfigv3.Policy{"p": {Permissions: perms(notPerm(anyFalse)), Principals: ids(anyID)}}, true},
+	} {
+		in := interceptor(t, rules(tc.action, tc.policies), nil, httpfilter.ServerEnv{})
+		if in == nil {
+			t.Errorf("%s: nothing enforced, want rules enforced", tc.name)
+			continue
+		}
+		if got := allowed(t, in, defaultRPC()); got != tc.allowed {
+			t.Errorf("%s: allowed = %v, want %v", tc.name, got, tc.allowed)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package xdsserver_test
 
 import (
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -103,5 +105,48 @@ func TestRBACDisabledOverrideStillApplies(t *testing.T) {
 	}
 	if code := callCode(t, ctx, s, unaryCall); code != codes.OK {
 		t.Errorf("UnaryCall, on the route without override: %v, want OK", code)
+	}
+}
+
+// RBAC's url_path matchers see an RPC's path as gRPC C-core canonicalizes
+// it: a path spelled otherwise than the DENY rule cannot step past it to
+// a handler that takes any method (grpc.UnknownServiceHandler, such as a
+// proxy's), while the route matchers and the handler see it as sent.
+func TestRBACURLPathCanonical(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	var mu sync.Mutex
+	var handled []string
+	unknown := grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error {
+		m, _ := grpc.MethodFromServerStream(st)
+		mu.Lock()
+		handled = append(handled, m)
+		mu.Unlock()
+		return st.SendMsg(&emptyMsg{})
+	})
+	s := serve(t, env.Pool(), xdsserver.WithServerOptions(unknown))
+	denyAdmin := serverres.RBAC("authz", rbacconfigv3.RBAC_DENY, map[string]*rbacconfigv3.Policy{
+		"no-admin": serverres.Policy(serverres.PathPrefix("/pkg.Admin/"), serverres.AnyPrincipal),
+	})
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("")), denyAdmin), nil)))
+	waitMode(t, s, xdsserver.ModeServing, "")
+	conn := s.plaintext(t)
+	for method, want := range map[string]codes.Code{
+		"/pkg.Public/Get":        codes.OK,
+		"/pkg.Admin/Reset":       codes.PermissionDenied,
+		"//pkg.Admin/Reset":      codes.PermissionDenied,
+		"/x/../pkg.Admin/Reset":  codes.PermissionDenied,
+		"/%70kg.Admin/Reset":     codes.PermissionDenied,
+		"/pkg.Public/../Admin/x": codes.OK, // /pkg.Admin/x is not what it is: /Admin/x
+	} {
+		err := conn.Invoke(ctxT(t), method, &emptyMsg{}, &emptyMsg{})
+		if got := status.Code(err); got != want {
+			t.Errorf("%s: %v, want %v", method, err, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/pkg.Public/Get", "/pkg.Public/../Admin/x"}; len(handled) != 2 || !slices.Contains(handled, want[0]) || !slices.Contains(handled, want[1]) {
+		t.Errorf("the handler served %q, want %q", handled, want)
 	}
 }
