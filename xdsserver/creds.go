@@ -36,7 +36,10 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 		return nil, nil, err
 	}
 	sc.info.Store(httpfilter.NewConn(sc.local, sc.remote, state))
-	out := &frameConn{Conn: conn}
+	out := newFrameConn(conn, c.s.cfg.goAwayTimeout, func() {
+		c.s.cfg.logger.Warn("xDS-enabled server closed a drained connection: its client opened a stream after the final GOAWAY",
+			"address", sc.ls.addr, "peer", sc.remote.String(), "chain", sc.chain.Load().label())
+	})
 	sc.out.Store(out)
 	return out, auth, nil
 }
