@@ -1,6 +1,7 @@
 package xdsserver_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -148,5 +149,43 @@ func TestRBACURLPathCanonical(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"/pkg.Public/Get", "/pkg.Public/../Admin/x"}; len(handled) != 2 || !slices.Contains(handled, want[0]) || !slices.Contains(handled, want[1]) {
 		t.Errorf("the handler served %q, want %q", handled, want)
+	}
+}
+
+// Two RBAC filters in one chain, DENY then ALLOW: an RPC goes on only
+// when both let it, and the second is not asked about an RPC the first
+// denied.
+func TestRBACDenyThenAllow(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	s := serve(t, env.Pool())
+	deny := serverres.RBAC("deny", rbacconfigv3.RBAC_DENY, map[string]*rbacconfigv3.Policy{
+		"no-unary": serverres.Policy(serverres.PathPrefix(unaryCall), serverres.AnyPrincipal),
+	})
+	allow := serverres.RBAC("allow", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{
+		"test-service": serverres.Policy(serverres.PathPrefix("/grpc.testing.TestService/"), serverres.AnyPrincipal),
+	})
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/")), deny, allow), nil)))
+	waitMode(t, s, xdsserver.ModeServing, "")
+	ctx := ctxT(t)
+	for method, want := range map[string]codes.Code{emptyCall: codes.OK, unaryCall: codes.PermissionDenied, healthCheck: codes.PermissionDenied} {
+		if got := callCode(t, ctx, s, method); got != want {
+			t.Errorf("%s: %v, want %v", method, got, want)
+		}
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	asked := map[string][]string{} // method: the filters that decided, in order
+	for _, d := range s.ev.authz {
+		asked[d.Method] = append(asked[d.Method], fmt.Sprintf("%s:%v", d.Filter, d.Allowed))
+	}
+	for method, want := range map[string][]string{
+		emptyCall:   {"deny:true", "allow:true"},
+		unaryCall:   {"deny:false"},
+		healthCheck: {"deny:true", "allow:false"},
+	} {
+		if !slices.Equal(asked[method], want) {
+			t.Errorf("%s: decisions %q, want %q", method, asked[method], want)
+		}
 	}
 }
