@@ -598,3 +598,28 @@ func TestRBACEmptySets(t *testing.T) {
 		}
 	}
 }
+
+// TestSPIFFEID: a connection's SPIFFE ID (an audit event's principal, and
+// an xDS-enabled server's TLSInfo.SPIFFEID) is the certificate's only URI
+// SAN when it is a SPIFFE ID as gRPC C-core takes one.
+func TestSPIFFEID(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	long := "spiffe://td/" + strings.Repeat("a", 2048)
+	for _, tc := range []struct {
+		uris []string
+		want string
+	}{
+		{[]string{"spiffe://td/ns/a/sa/b"}, "spiffe://td/ns/a/sa/b"},
+		{[]string{"spiffe://td/ns/a/sa/b", "https://td/x"}, ""}, // not the only URI SAN
+		{[]string{"spiffe://td"}, ""},                            // no workload path
+		{[]string{"spiffe://td/"}, ""},
+		{[]string{"spiffe://" + strings.Repeat("d", 256) + "/x"}, ""}, // a trust domain over 255 bytes
+		{[]string{long}, ""}, // over 2048 bytes
+		{[]string{"https://td/ns/a"}, ""},
+	} {
+		c := tlsConn(t, ca, &certtest.Names{URIs: tc.uris})
+		if c.SPIFFEID != tc.want {
+			t.Errorf("URI SANs %.60q: SPIFFE ID %.60q, want %q", tc.uris, c.SPIFFEID, tc.want)
+		}
+	}
+}
