@@ -125,6 +125,7 @@ func (f *frameConn) writeGoAwayLocked() {
 		last := f.in.last
 		f.rmu.Unlock()
 		b = append(b, goAwayFrame(last)...)
+		f.timer.Stop()
 	}
 	f.written.Store(uint32(want))
 	f.Conn.Write(b) //nolint:errcheck // a failed write is a failed connection, which gRPC sees on its next write
