@@ -19,6 +19,15 @@ func servingChain(name string, m *listenerv3.FilterChainMatch, prefix string) *l
 	return serverres.Chain(name, m, serverres.InlineHCM(serverres.Routes(name+"-routes", serverres.Serve(prefix))), nil)
 }
 
+// chainsListener serves chains, and no default chain, on each server's
+// address.
+func chainsListener(t *testing.T, chains ...*listenerv3.FilterChain) listenerFunc {
+	return func(_ int, name, addr string) *listenerv3.Listener {
+		host, port := servertest.HostPort(t, addr)
+		return serverres.Listener(name, host, port, nil, chains...)
+	}
+}
+
 func cidrs(addr string, bits uint32) []*corev3.CidrRange {
 	return []*corev3.CidrRange{serverres.CIDR(addr, bits)}
 }
@@ -86,13 +95,10 @@ func TestSideBySideFilterChainsBySource(t *testing.T) {
 func TestSideBySideFilterChainsByDestination(t *testing.T) {
 	t.Parallel()
 	p := newServedPair(t, servertest.Options{})
-	p.set(func(_ int, name, addr string) *listenerv3.Listener {
-		host, port := servertest.HostPort(t, addr)
-		return serverres.Listener(name, host, port, nil,
-			servingChain("to-1", &listenerv3.FilterChainMatch{PrefixRanges: cidrs("127.0.0.1", 32)}, unaryCall),
-			servingChain("from-2", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.2", 32)}, emptyCall),
-		)
-	})
+	p.set(chainsListener(t,
+		servingChain("to-1", &listenerv3.FilterChainMatch{PrefixRanges: cidrs("127.0.0.1", 32)}, unaryCall),
+		servingChain("from-2", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.2", 32)}, emptyCall),
+	))
 	p.waitModes(t, "SERVING", xdstest.Timeout)
 	p.eventually(t, "OK", plaintext, unaryCall)
 	if got := p.call(t, ours, plaintext, "127.0.0.2", emptyCall); got != "Unavailable" {
@@ -112,13 +118,10 @@ func TestSideBySideFilterChainsByDestination(t *testing.T) {
 func TestSideBySideSourcePortZero(t *testing.T) {
 	t.Parallel()
 	p := newServedPair(t, servertest.Options{})
-	p.set(func(_ int, name, addr string) *listenerv3.Listener {
-		host, port := servertest.HostPort(t, addr)
-		return serverres.Listener(name, host, port, nil,
-			servingChain("from-5-any-port", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.5", 32), SourcePorts: []uint32{0}}, emptyCall),
-			servingChain("from-1", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.1", 32)}, "/"),
-		)
-	})
+	p.set(chainsListener(t,
+		servingChain("from-5-any-port", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.5", 32), SourcePorts: []uint32{0}}, emptyCall),
+		servingChain("from-1", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.1", 32)}, "/"),
+	))
 	p.waitModes(t, "SERVING", xdstest.Timeout)
 	p.eventually(t, "OK", plaintext, unaryCall)
 	for _, c := range []struct{ method, want string }{{emptyCall, "OK"}, {unaryCall, "Unavailable"}} {
@@ -139,11 +142,7 @@ func TestSideBySideMappedSourcePrefixes(t *testing.T) {
 	t.Parallel()
 	p := newServedPair(t, servertest.Options{})
 	mapped := func(bits uint32, chainName string) listenerFunc {
-		return func(_ int, name, addr string) *listenerv3.Listener {
-			host, port := servertest.HostPort(t, addr)
-			return serverres.Listener(name, host, port, nil,
-				servingChain(chainName, &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("::ffff:127.0.0.6", bits)}, "/"))
-		}
+		return chainsListener(t, servingChain(chainName, &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("::ffff:127.0.0.6", bits)}, "/"))
 	}
 	p.set(mapped(128, "from-6"))
 	p.waitMode(t, ours, "SERVING")
