@@ -3,6 +3,7 @@ package compare_test
 import (
 	"net"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -16,6 +17,15 @@ import (
 // serve the methods starting with prefix alone.
 func servingChain(name string, m *listenerv3.FilterChainMatch, prefix string) *listenerv3.FilterChain {
 	return serverres.Chain(name, m, serverres.InlineHCM(serverres.Routes(name+"-routes", serverres.Serve(prefix))), nil)
+}
+
+// chainsListener serves chains, and no default chain, on each server's
+// address.
+func chainsListener(t *testing.T, chains ...*listenerv3.FilterChain) listenerFunc {
+	return func(_ int, name, addr string) *listenerv3.Listener {
+		host, port := servertest.HostPort(t, addr)
+		return serverres.Listener(name, host, port, nil, chains...)
+	}
 }
 
 func cidrs(addr string, bits uint32) []*corev3.CidrRange {
@@ -85,13 +95,10 @@ func TestSideBySideFilterChainsBySource(t *testing.T) {
 func TestSideBySideFilterChainsByDestination(t *testing.T) {
 	t.Parallel()
 	p := newServedPair(t, servertest.Options{})
-	p.set(func(_ int, name, addr string) *listenerv3.Listener {
-		host, port := servertest.HostPort(t, addr)
-		return serverres.Listener(name, host, port, nil,
-			servingChain("to-1", &listenerv3.FilterChainMatch{PrefixRanges: cidrs("127.0.0.1", 32)}, unaryCall),
-			servingChain("from-2", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.2", 32)}, emptyCall),
-		)
-	})
+	p.set(chainsListener(t,
+		servingChain("to-1", &listenerv3.FilterChainMatch{PrefixRanges: cidrs("127.0.0.1", 32)}, unaryCall),
+		servingChain("from-2", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.2", 32)}, emptyCall),
+	))
 	p.waitModes(t, "SERVING", xdstest.Timeout)
 	p.eventually(t, "OK", plaintext, unaryCall)
 	if got := p.call(t, ours, plaintext, "127.0.0.2", emptyCall); got != "Unavailable" {
@@ -102,5 +109,61 @@ func TestSideBySideFilterChainsByDestination(t *testing.T) {
 	}
 	if got := p.call(t, theirs, plaintext, "127.0.0.2", emptyCall); got != "OK" {
 		t.Errorf("grpc-go: EmptyCall from 127.0.0.2: %s, want OK (chain from-2; if grpc-go now matches destinations, this difference is gone)", got)
+	}
+}
+
+// source_ports listing 0 stands for any port on both servers (as in
+// Envoy and gRPC C-core), and the chain that names the connection's port
+// wins over it.
+func TestSideBySideSourcePortZero(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	p.set(chainsListener(t,
+		servingChain("from-5-any-port", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.5", 32), SourcePorts: []uint32{0}}, emptyCall),
+		servingChain("from-1", &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("127.0.0.1", 32)}, "/"),
+	))
+	p.waitModes(t, "SERVING", xdstest.Timeout)
+	p.eventually(t, "OK", plaintext, unaryCall)
+	for _, c := range []struct{ method, want string }{{emptyCall, "OK"}, {unaryCall, "Unavailable"}} {
+		if got := p.both(t, plaintext, "127.0.0.5", c.method); got != c.want {
+			t.Errorf("%s from 127.0.0.5: both %s, want %s (chain from-5-any-port)", c.method, got, c.want)
+		}
+	}
+}
+
+// A deliberate difference: IPv4-mapped source ranges. xdslens reads one
+// with its 128-bit length, as its RBAC does: ::ffff:127.0.0.6/128 holds
+// 127.0.0.6, and ::ffff:127.0.0.6/8 is ::/8, which holds no IPv4 peer.
+// grpc-go unmaps the address and keeps the length: it rejects the first
+// Listener (128 bits for an IPv4 address), and reads the second range as
+// 127.0.0.0/8. (gRPC C-core compares address families: neither range
+// holds an IPv4 peer there.)
+func TestSideBySideMappedSourcePrefixes(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	mapped := func(bits uint32, chainName string) listenerFunc {
+		return chainsListener(t, servingChain(chainName, &listenerv3.FilterChainMatch{SourcePrefixRanges: cidrs("::ffff:127.0.0.6", bits)}, "/"))
+	}
+	p.set(mapped(128, "from-6"))
+	p.waitMode(t, ours, "SERVING")
+	p.waitMode(t, theirs, "NOT_SERVING")
+	for side, want := range []string{"OK", "Unavailable"} {
+		if got := p.call(t, side, plaintext, "127.0.0.6", emptyCall); got != want {
+			t.Errorf("%s: from 127.0.0.6 under ::ffff:127.0.0.6/128: %s, want %s", sideNames[side], got, want)
+		}
+	}
+	p.set(mapped(8, "from-mapped-8"))
+	p.waitMode(t, theirs, "SERVING")
+	deadline := time.Now().Add(xdstest.Timeout)
+	for p.call(t, ours, plaintext, "127.0.0.6", emptyCall) == "OK" { // until xdslens has the second Listener
+		if time.Now().After(deadline) {
+			t.Fatal("xdslens still serves 127.0.0.6 under ::ffff:127.0.0.6/8")
+		}
+		time.Sleep(20 * time.Millisecond) // the Listener reaches the server asynchronously
+	}
+	for side, want := range []string{"Unavailable", "OK"} {
+		if got := p.call(t, side, plaintext, "127.0.0.1", emptyCall); got != want {
+			t.Errorf("%s: from 127.0.0.1 under ::ffff:127.0.0.6/8: %s, want %s", sideNames[side], got, want)
+		}
 	}
 }

@@ -13,15 +13,18 @@ import (
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
+	"github.com/xdslens/xdslens/xdsserver"
 )
 
 // recorder is an audit logger registered with grpc-go's authz/audit
@@ -216,6 +219,61 @@ func TestSideBySideRBAC(t *testing.T) {
 		}
 		if got := auditRecorder.events[sideNames[side]]; !slices.Equal(got, want) {
 			t.Errorf("%s's audit events %q, want %q", sideNames[side], got, want)
+		}
+	}
+}
+
+// An RBACPerRoute override wrapped in a FilterConfig marked disabled
+// applies as its config says on both servers: neither gRPC reads
+// disabled (grpc-go only with its experimental ext_proc or ext_authz
+// switches on), so the route keeps its RBAC, here one denying every RPC.
+func TestSideBySideRBACDisabledOverride(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	denyAll := &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
+		Action: rbacconfigv3.RBAC_DENY, Policies: policy(serverres.AnyPermission, serverres.AnyPrincipal),
+	}}}
+	p.set(func(_ int, name, addr string) *listenerv3.Listener {
+		empty := serverres.Serve(emptyCall)
+		empty.TypedPerFilterConfig = map[string]*anypb.Any{"authz": serverres.MustAny(&routev3.FilterConfig{Config: serverres.MustAny(denyAll), Disabled: true})}
+		host, port := servertest.HostPort(t, addr)
+		allowAll := serverres.RBAC("authz", rbacconfigv3.RBAC_ALLOW, policy(serverres.AnyPermission, serverres.AnyPrincipal))
+		return serverres.Listener(name, host, port, nil,
+			serverres.Chain("plain", nil, serverres.InlineHCM(serverres.Routes("r", empty, serverres.Serve("/")), allowAll), nil))
+	})
+	p.waitModes(t, "SERVING", xdstest.Timeout)
+	p.eventually(t, "OK", plaintext, unaryCall)
+	if got := p.both(t, plaintext, "", emptyCall); got != "PermissionDenied" {
+		t.Errorf("EmptyCall under a disabled override that denies everything: both %s, want PermissionDenied", got)
+	}
+}
+
+// A deliberate difference: RBAC's url_path. xdslens matches the path as
+// gRPC C-core canonicalizes it, so a DENY rule on /pkg.Admin/ holds for
+// /x/../pkg.Admin/Reset, which grpc-go's server hands to a
+// grpc.UnknownServiceHandler (a proxy's, say); grpc-go's RBAC matches the
+// path as sent and lets it through.
+func TestSideBySideRBACURLPath(t *testing.T) {
+	t.Parallel()
+	handler := grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error { return st.SendMsg(&emptypb.Empty{}) })
+	p := newServedPairWith(t, servertest.Options{}, serverOptions{
+		ours:   []xdsserver.Option{xdsserver.WithServerOptions(handler)},
+		theirs: []grpc.ServerOption{handler},
+	})
+	p.set(func(_ int, name, addr string) *listenerv3.Listener {
+		host, port := servertest.HostPort(t, addr)
+		deny := serverres.RBAC("authz", rbacconfigv3.RBAC_DENY, policy(serverres.PathPrefix("/pkg.Admin/"), serverres.AnyPrincipal))
+		return serverres.Listener(name, host, port, nil,
+			serverres.Chain("plain", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("")), deny), nil))
+	})
+	p.waitModes(t, "SERVING", xdstest.Timeout)
+	p.eventually(t, "OK", plaintext, "/pkg.Public/Get")
+	if got := p.both(t, plaintext, "", "/pkg.Admin/Reset"); got != "PermissionDenied" {
+		t.Errorf("/pkg.Admin/Reset: both %s, want PermissionDenied", got)
+	}
+	for side, want := range []string{"PermissionDenied", "OK"} {
+		if got := p.call(t, side, plaintext, "", "/x/../pkg.Admin/Reset"); got != want {
+			t.Errorf("%s: /x/../pkg.Admin/Reset %s, want %s", sideNames[side], got, want)
 		}
 	}
 }

@@ -55,6 +55,18 @@ var sideNames = [2]string{"xdslens", "grpc-go"}
 // client (grpc-go's resource timeout is its own 15s).
 func newServedPair(t testing.TB, o servertest.Options, opts ...xdsclient.Option) *servedPair {
 	t.Helper()
+	return newServedPairWith(t, o, serverOptions{}, opts...)
+}
+
+// serverOptions are options of each server beyond the pair's own.
+type serverOptions struct {
+	ours   []xdsserver.Option
+	theirs []grpc.ServerOption
+}
+
+// newServedPairWith is newServedPair with more server options.
+func newServedPairWith(t testing.TB, o servertest.Options, so serverOptions, opts ...xdsclient.Option) *servedPair {
+	t.Helper()
 	env := servertest.NewEnv(t, o)
 	p := &servedPair{env: env, pool: env.Pool(opts...), change: make(chan struct{})}
 	record := func(side int, mode string) {
@@ -65,9 +77,9 @@ func newServedPair(t testing.TB, o servertest.Options, opts ...xdsclient.Option)
 		p.mu.Unlock()
 	}
 
-	ourSrv, err := xdsserver.New(p.pool, xdsserver.WithServingModeCallback(func(c xdsserver.ServingModeChange) {
+	ourSrv, err := xdsserver.New(p.pool, append([]xdsserver.Option{xdsserver.WithServingModeCallback(func(c xdsserver.ServingModeChange) {
 		record(ours, c.Mode.String())
-	}))
+	})}, so.ours...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +87,14 @@ func newServedPair(t testing.TB, o servertest.Options, opts ...xdsclient.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirSrv, err := xds.NewGRPCServer(grpc.Creds(creds), xds.BootstrapContentsForTesting([]byte(env.Bootstrap)),
+	theirSrv, err := xds.NewGRPCServer(append([]grpc.ServerOption{grpc.Creds(creds), xds.BootstrapContentsForTesting([]byte(env.Bootstrap)),
 		xds.ServingModeCallback(func(_ net.Addr, a xds.ServingModeChangeArgs) {
 			mode := "NOT_SERVING"
 			if a.Mode == connectivity.ServingModeServing {
 				mode = "SERVING"
 			}
 			record(theirs, mode)
-		}))
+		})}, so.theirs...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,3 +215,23 @@ var plaintext = insecure.NewCredentials()
 
 // protoClone copies an RBAC config.
 func protoClone(m *rbacconfigv3.RBAC) *rbacconfigv3.RBAC { return proto.Clone(m).(*rbacconfigv3.RBAC) }
+
+// waitMode waits until the server of side last reported the serving mode
+// want.
+func (p *servedPair) waitMode(t testing.TB, side int, want string) {
+	t.Helper()
+	deadline := time.After(xdstest.Timeout)
+	for {
+		p.mu.Lock()
+		ms, ch := p.modes[side], p.change
+		p.mu.Unlock()
+		if len(ms) > 0 && ms[len(ms)-1] == want {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s's serving modes %v, want the last %s", sideNames[side], ms, want)
+		}
+	}
+}

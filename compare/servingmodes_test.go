@@ -5,6 +5,7 @@ import (
 	"time"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 
 	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
@@ -128,4 +129,27 @@ func TestSideBySideServingModes(t *testing.T) {
 			t.Errorf("grpc-go reported serving modes %v, want SERVING, NOT_SERVING (the deletion), SERVING", ms)
 		}
 	})
+}
+
+// A deliberate difference: a server's validation context without roots.
+// xdslens accepts it and asks for no client certificate, as gRPC C-core
+// does; grpc-go rejects the Listener.
+func TestSideBySideValidationContextWithoutRoots(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	p.set(func(_ int, name, addr string) *listenerv3.Listener {
+		host, port := servertest.HostPort(t, addr)
+		tls := serverres.TLS(servertest.Provider, "", false)
+		tls.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{}}
+		return serverres.Listener(name, host, port, nil,
+			serverres.Chain("tls", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/"))), tls))
+	})
+	p.waitMode(t, ours, "SERVING")
+	p.waitMode(t, theirs, "NOT_SERVING")
+	creds := p.env.ClientTLS(nil)
+	for side, want := range []string{"OK", "Unavailable"} {
+		if got := p.call(t, side, creds, "", emptyCall); got != want {
+			t.Errorf("%s: a TLS client without a certificate: %s, want %s", sideNames[side], got, want)
+		}
+	}
 }

@@ -50,9 +50,9 @@
 //	| and_rules / and_ids                      | every rule inside (an empty list matches)                            |
 //	| or_rules / or_ids                        | one rule inside (an empty list matches nothing)                      |
 //	| not_rule / not_id                        | the rule inside does not match                                       |
-//	| any                                      | always                                                               |
+//	| any                                      | always, also when written any: false (as C-core; Envoy rejects it)   |
 //	| header                                   | the request header, as below                                         |
-//	| url_path                                 | the full method name, "/pkg.Service/Method"                          |
+//	| url_path                                 | the full method name, "/pkg.Service/Method", canonical (below)       |
 //	| destination_ip                           | the server's address of the connection is in the CIDR range         |
 //	| destination_port                         | the server's port of the connection                                  |
 //	| metadata                                 | never (Envoy metadata has no gRPC equivalent); always when inverted  |
@@ -60,6 +60,21 @@
 //	| source_ip, direct_remote_ip, remote_ip   | the peer's address of the connection is in the CIDR range           |
 //	| authenticated without principal_name     | a connection with TLS                                                |
 //	| authenticated.principal_name             | on a TLS connection: one of the peer certificate's URI SANs; if it has none, one of its DNS SANs; if it has neither, its subject (RFC 2253); without a certificate, "" |
+//
+// A policy with no permissions, or no principals, matches no RPC. Rules
+// with no policy deny every RPC under ALLOW and allow every one under
+// DENY; an RBAC config without rules, or with the action LOG, enforces
+// nothing (as C-core, and gRFC A41 for LOG).
+//
+// url_path compares the path as gRPC C-core canonicalizes it before its
+// authorization matchers: percent-escapes decoded once, a missing leading
+// "/" added, empty and "." segments dropped, ".." segments resolved; a
+// path that climbs above the root matches no url_path matcher. So a DENY
+// rule on "/pkg.Admin/" also holds for "//pkg.Admin/Reset" or
+// "/x/../pkg.Admin/Reset", which grpc-go's server dispatches to no
+// registered method but hands to a grpc.UnknownServiceHandler (grpc-go's
+// own RBAC matches the path as sent). The ":path" header matcher reads
+// the path as sent, as in C-core.
 //
 // Header matchers read the RPC's metadata as gRPC received it, with the
 // aliases gRFC A41 gives: ":path" is the method, ":method" is "POST",
@@ -73,10 +88,17 @@
 // Where gRPC's implementations differ, C-core is followed: the policies of
 // a rule set are tried in the order of their names, so the policy that
 // matched is the first that matches by name (grpc-go tries them in a
-// random order); an IPv4-mapped IPv6 CIDR range matches IPv4 peers of the
-// mapped range. An audit event names the RBAC filter's instance name as
-// its policy (gRFC A59; grpc-go leaves it empty), the matched policy as
-// its rule, and the peer's SPIFFE ID as its principal.
+// random order). Two rules follow gRFC A41 and grpc-go instead:
+// authenticated.principal_name looks at DNS SANs only when the
+// certificate has no URI SAN, and at the subject only when it has
+// neither (C-core looks at all three, so a certificate whose URI SAN is
+// another identity passes there on a matching DNS SAN); and an
+// IPv4-mapped IPv6 CIDR range holds the IPv4 peers it maps
+// (::ffff:10.0.0.0/104 holds 10.1.2.3), where C-core, which compares
+// address families, never matches it. An audit event names the RBAC
+// filter's instance name as its policy (gRFC A59; grpc-go leaves it
+// empty), the matched policy as its rule, and the peer's SPIFFE ID as its
+// principal.
 //
 // The stdout audit logger writes one JSON line per event, in gRPC
 // C-core's form: {"grpc_audit_log":{"timestamp":"<RFC 3339>","rpc_method":

@@ -198,6 +198,7 @@ func TestRBACPermissionsAndPrincipals(t *testing.T) {
 		return func(r *rpc) { r.md = metadata.Join(r.md, metadata.Pairs(kv...)) }
 	}
 	withConn := func(c *httpfilter.Conn) func(*rpc) { return func(r *rpc) { r.conn = c } }
+	withMethod := func(m string) func(*rpc) { return func(r *rpc) { r.method = m } }
 	uriCert := tlsConn(t, ca, &certtest.Names{CommonName: "cn", DNS: []string{"client.example.com"}, URIs: []string{"spiffe://td/ns/a/sa/b"}})
 	dnsCert := tlsConn(t, ca, &certtest.Names{CommonName: "cn", DNS: []string{"client.example.com"}})
 	subjectCert := tlsConn(t, ca, &certtest.Names{CommonName: "client", Organization: "acme"})
@@ -227,6 +228,14 @@ func TestRBACPermissionsAndPrincipals(t *testing.T) {
 		{name: "url_path contains ignore_case", perm: pathPerm(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{Contains: "SVC"}, IgnoreCase: true}), want: true},
 		{name: "url_path regex whole", perm: pathPerm(regex("/pkg\\.Svc/.*")), want: true},
 		{name: "url_path regex part only", perm: pathPerm(regex("Svc")), want: false},
+		// url_path compares the path as gRPC C-core canonicalizes it, so
+		// that a DENY rule on a method holds for every spelling of it.
+		{name: "url_path after a dot segment", perm: pathPerm(prefix("/pkg.Svc/")), change: withMethod("/x/../pkg.Svc/Method"), want: true},
+		{name: "url_path with doubled slashes", perm: pathPerm(exact("/pkg.Svc/Method")), change: withMethod("//pkg.Svc//Method"), want: true},
+		{name: "url_path percent-escaped", perm: pathPerm(exact("/pkg.Svc/Method")), change: withMethod("/%70kg.Svc%2FMethod"), want: true},
+		{name: "url_path without a leading slash", perm: pathPerm(exact("/pkg.Svc/Method")), change: withMethod("pkg.Svc/Method"), want: true},
+		{name: "url_path above the root matches nothing", perm: pathPerm(prefix("/")), change: withMethod("/../pkg.Svc/Method"), want: false},
+		{name: ":path header is the path as sent", perm: headerPerm(exactHeader(":path", "/pkg.Svc/Method")), change: withMethod("//pkg.Svc/Method"), want: false},
 
 		{name: "header exact", perm: headerPerm(exactHeader("x-user", "alice")), want: true},
 		{name: "header name in capitals", perm: headerPerm(exactHeader("X-User", "alice")), want: true},

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/netip"
+	"strings"
 )
 
 // ServerFilter is a Filter that xDS-enabled servers run.
@@ -84,9 +85,11 @@ type Conn struct {
 	// string when it has neither; one empty name when the peer sent no
 	// certificate. Nil without TLS.
 	PeerPrincipals []string
-	// SPIFFEID is the peer certificate's SPIFFE ID (its only URI SAN,
-	// with the scheme "spiffe"), "" when it has none: the principal of
-	// an audit event (gRFC A59).
+	// SPIFFEID is the peer certificate's SPIFFE ID, "" when it has none:
+	// its only URI SAN, when that is a SPIFFE ID as gRPC C-core takes one
+	// ("spiffe://", a trust domain of at most 255 bytes, a workload path,
+	// 2048 bytes at most). It is the principal of an audit event (gRFC
+	// A59), and the server's credentials.TLSInfo.SPIFFEID.
 	SPIFFEID string
 }
 
@@ -116,8 +119,30 @@ func NewConn(local, remote netip.AddrPort, state *tls.ConnectionState) *Conn {
 	default:
 		c.PeerPrincipals = []string{leaf.Subject.String()}
 	}
-	if len(leaf.URIs) == 1 && leaf.URIs[0].Scheme == "spiffe" {
+	if len(leaf.URIs) == 1 && isSPIFFEID(leaf.URIs[0].String()) {
 		c.SPIFFEID = leaf.URIs[0].String()
 	}
 	return c
+}
+
+// Bounds of a SPIFFE ID, as gRPC C-core checks them.
+const (
+	maxSPIFFEIDLength   = 2048
+	maxTrustDomainBytes = 255
+)
+
+// isSPIFFEID reports whether uri is a SPIFFE ID as gRPC C-core takes one
+// from a certificate: "spiffe://", a trust domain of at most 255 bytes, a
+// path whose first segment is not empty, 2048 bytes at most.
+func isSPIFFEID(uri string) bool {
+	rest, ok := strings.CutPrefix(uri, "spiffe://")
+	if !ok || len(uri) > maxSPIFFEIDLength {
+		return false
+	}
+	domain, path, ok := strings.Cut(rest, "/")
+	if !ok || len(domain) > maxTrustDomainBytes {
+		return false
+	}
+	first, _, _ := strings.Cut(path, "/")
+	return first != ""
 }

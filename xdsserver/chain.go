@@ -58,7 +58,10 @@ func newChain(fc *serverlistener.FilterChain, isDefault bool) *chain {
 
 // interceptors builds the chain's filters for route r of virtual host vh,
 // each with its most specific override: the route's, else the virtual
-// host's. A disabled override leaves the filter out.
+// host's. An override's FilterConfig.disabled is not read, as gRPC C-core
+// does not read it (nor grpc-go without its experimental ext_proc and
+// ext_authz switches): its config applies, so that no route runs without
+// an authorization filter that gRPC would run there.
 func (c *chain) interceptors(vh *routeconfig.VirtualHost, r *routeconfig.Route, env httpfilter.ServerEnv) ([]httpfilter.ServerInterceptor, error) {
 	if c.filtersErr != nil {
 		return nil, c.filtersErr
@@ -68,9 +71,6 @@ func (c *chain) interceptors(vh *routeconfig.VirtualHost, r *routeconfig.Route, 
 		o, ok := r.FilterOverrides[cf.name]
 		if !ok {
 			o, ok = vh.FilterOverrides[cf.name]
-		}
-		if ok && o.Disabled {
-			continue
 		}
 		var override httpfilter.Config
 		if ok {

@@ -16,7 +16,7 @@ import (
 // address, then the source type (SAME_IP_OR_LOOPBACK or EXTERNAL, when a
 // chain of the remaining ones names it, else ANY), the most specific
 // source prefix that holds the peer's address, then the peer's port
-// (named, else any). A stage that leaves no chain gives the default
+// (named, else any: no ports, or port 0). A stage that leaves no chain gives the default
 // chain; there is no backtracking to a less specific match.
 type chainMatcher struct {
 	chains []*chain // in the order of the Listener's filter_chains
@@ -50,14 +50,18 @@ func (m *chainMatcher) matchChains(local, remote netip.Addr, port uint16) *chain
 	}
 	// Source prefix.
 	cands = mostSpecific(typed, func(c *chain) []netip.Prefix { return c.fc.Match.SourcePrefixes }, remote)
-	// Source port: a chain naming it, else one with no ports. The
-	// Listener's validation leaves at most one of each.
+	// Source port: a chain naming it, else one with no ports or with
+	// port 0, which stands for any port (Envoy, gRPC C-core and grpc-go
+	// key both the same). The Listener's validation leaves at most one of
+	// each.
 	var anyPort *chain
 	for _, c := range cands {
-		if len(c.fc.Match.SourcePorts) == 0 {
-			anyPort = c
-		} else if slices.Contains(c.fc.Match.SourcePorts, uint32(port)) {
+		ports := c.fc.Match.SourcePorts
+		if port != 0 && slices.Contains(ports, uint32(port)) {
 			return c
+		}
+		if len(ports) == 0 || slices.Contains(ports, 0) {
+			anyPort = c
 		}
 	}
 	return anyPort

@@ -45,6 +45,8 @@ func TestChainMatching(t *testing.T) {
 		mkChain("dst-10.3/16-any-src-9/8", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.3.0.0/16"), SourcePrefixes: prefixes("9.0.0.0/8")}),
 		mkChain("dst-10.4/16-src-only-5/8", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.4.0.0/16"), SourcePrefixes: prefixes("5.0.0.0/8")}),
 		mkChain("dst-v6", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("2001:db8::/32")}),
+		mkChain("dst-10.5/16-port-0", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.5.0.0/16"), SourcePorts: []uint32{0}}),
+		mkChain("dst-10.5/16-port-6000", serverlistener.FilterChainMatch{DestinationPrefixes: prefixes("10.5.0.0/16"), SourcePorts: []uint32{6000}}),
 	}}
 	tests := []struct {
 		local, remote string
@@ -67,6 +69,9 @@ func TestChainMatching(t *testing.T) {
 		{"[::ffff:10.1.2.3]:443", "[::ffff:172.16.1.1]:5000", "dst-10.1/16-src-172.16/12-port"}, // IPv4-mapped addresses are IPv4
 		{"[2001:db8::1]:443", "[2001:db8::2]:5000", "dst-v6"},
 		{"[2001:db9::1]:443", "[2001:db8::2]:5000", "any"},
+		{"10.5.0.1:443", "198.51.100.1:6000", "dst-10.5/16-port-6000"}, // the named port
+		{"10.5.0.1:443", "198.51.100.1:5000", "dst-10.5/16-port-0"},    // source_ports [0] stands for any port
+		{"10.3.0.1:443", "127.0.0.2:5000", "dst-10.3/16-local"},        // all of 127.0.0.0/8 is loopback (Envoy, grpc-go; C-core: 127.0.0.1 alone)
 	}
 	for _, tc := range tests {
 		got := m.match(netip.MustParseAddrPort(tc.local), netip.MustParseAddrPort(tc.remote))

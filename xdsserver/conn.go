@@ -1,7 +1,6 @@
 package xdsserver
 
 import (
-	"encoding/binary"
 	"net"
 	"net/netip"
 	"sync"
@@ -127,6 +126,9 @@ func (sc *serverConn) Close() error {
 			sc.timer.Stop()
 		}
 		sc.timerMu.Unlock()
+		if out := sc.out.Load(); out != nil {
+			out.stop()
+		}
 		sc.report(func(h *Hooks) {
 			if h.ConnectionClosed != nil {
 				h.ConnectionClosed(sc.connInfo())
@@ -141,10 +143,10 @@ func (sc *serverConn) connInfo() ConnInfo {
 	return ConnInfo{Address: sc.ls.addr, Local: sc.local, Remote: sc.remote, Chain: c.label(), DefaultChain: c.isDefault, TLS: c.fc.Security != nil}
 }
 
-// drainFunc returns the call that drains the connection: a GOAWAY now
-// (once the HTTP/2 frames written so far are whole), the connection
-// closed at the drain grace time if the client has not closed it. A
-// connection still in its handshake is closed at once: it has no RPC.
+// drainFunc returns the call that drains the connection: a graceful
+// shutdown in two phases starting now (frameConn), the connection closed
+// at the drain grace time if the client has not closed it. A connection
+// still in its handshake is closed at once: it has no RPC.
 func (sc *serverConn) drainFunc(notServing bool, why error) func() {
 	return func() {
 		sc.report(func(h *Hooks) {
@@ -162,104 +164,10 @@ func (sc *serverConn) drainFunc(notServing bool, why error) func() {
 			sc.timer = time.AfterFunc(sc.s.cfg.drainGrace, func() { sc.Close() })
 		}
 		sc.timerMu.Unlock()
-		out.goAway.Store(true)
 		sc.s.bg.Add(1)
-		go func() {
+		go func() { // a write may wait for a slow client
 			defer sc.s.bg.Done()
-			out.flushGoAway()
+			out.drain()
 		}()
 	}
 }
-
-// frameConn is the conn gRPC writes HTTP/2 frames to. It follows the
-// frame boundaries of what is written, so that a GOAWAY can be put
-// between two frames when the connection is drained: grpc-go's public
-// server API has no way to drain one connection.
-type frameConn struct {
-	net.Conn // the handshake's conn (TLS, or the accepted one)
-
-	goAway atomic.Bool // a GOAWAY is wanted
-	mu     sync.Mutex  // held while writing
-	frames frameTracker
-	sent   bool // the GOAWAY was written
-}
-
-func (f *frameConn) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	n, err := f.Conn.Write(p)
-	f.frames.consume(p[:n])
-	f.maybeGoAwayLocked()
-	f.mu.Unlock()
-	if f.goAway.Load() && !f.sentLoad() {
-		f.flushGoAway()
-	}
-	return n, err
-}
-
-func (f *frameConn) sentLoad() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sent
-}
-
-// flushGoAway writes the GOAWAY if one is wanted and the writes so far end
-// on a frame boundary; otherwise the write that ends the frame will.
-func (f *frameConn) flushGoAway() {
-	if !f.mu.TryLock() {
-		return // the writer holding the lock looks again when it is done
-	}
-	f.maybeGoAwayLocked()
-	f.mu.Unlock()
-}
-
-func (f *frameConn) maybeGoAwayLocked() {
-	if f.sent || !f.goAway.Load() || !f.frames.atBoundary() {
-		return
-	}
-	f.sent = true
-	f.Conn.Write(goAwayFrame) //nolint:errcheck // a failed write is a failed connection, which gRPC sees on its next write
-}
-
-// goAwayFrame is an HTTP/2 GOAWAY (RFC 9113, 6.8) whose last stream ID is
-// the largest: the client starts no new stream on the connection and
-// finishes those it has (the first GOAWAY of a graceful shutdown), then
-// closes it.
-var goAwayFrame = func() []byte {
-	debug := []byte("xds: server configuration changed")
-	b := make([]byte, 9+8+len(debug))
-	n := 8 + len(debug)
-	b[0], b[1], b[2] = byte(n>>16), byte(n>>8), byte(n)
-	b[3] = 0x7 // GOAWAY; flags 0, stream 0
-	binary.BigEndian.PutUint32(b[9:], 1<<31-1)
-	binary.BigEndian.PutUint32(b[13:], 0) // NO_ERROR
-	copy(b[17:], debug)
-	return b
-}()
-
-// frameTracker follows the HTTP/2 frames of a byte stream: the 9-byte
-// header of each, then its payload.
-type frameTracker struct {
-	header  [9]byte
-	nHeader int // bytes of the current header seen
-	payload int // payload bytes still to come
-}
-
-func (t *frameTracker) consume(p []byte) {
-	for len(p) > 0 {
-		if t.payload > 0 {
-			n := min(t.payload, len(p))
-			t.payload -= n
-			p = p[n:]
-			continue
-		}
-		n := copy(t.header[t.nHeader:], p)
-		t.nHeader += n
-		p = p[n:]
-		if t.nHeader == len(t.header) {
-			t.payload = int(t.header[0])<<16 | int(t.header[1])<<8 | int(t.header[2])
-			t.nHeader = 0
-		}
-	}
-}
-
-func (t *frameTracker) atBoundary() bool { return t.nHeader == 0 && t.payload == 0 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
@@ -26,7 +25,8 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 	if !ok {
 		return nil, nil, fmt.Errorf("xdsserver: handshake of a connection (%T) the server did not accept", raw)
 	}
-	conn, auth, state, err := c.handshake(sc, sc.chain.Load().fc.Security)
+	sec := sc.chain.Load().fc.Security
+	conn, auth, state, err := c.handshake(sc, sec)
 	if err != nil {
 		sc.report(func(h *Hooks) {
 			if h.HandshakeFailed != nil {
@@ -35,8 +35,16 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 		}, false)
 		return nil, nil, err
 	}
-	sc.info.Store(httpfilter.NewConn(sc.local, sc.remote, state))
-	out := &frameConn{Conn: conn}
+	info := httpfilter.NewConn(sc.local, sc.remote, state)
+	if ti, ok := auth.(credentials.TLSInfo); ok && sec != nil && info.SPIFFEID != "" {
+		ti.SPIFFEID = state.PeerCertificates[0].URIs[0] // the only URI SAN, a SPIFFE ID
+		auth = ti
+	}
+	sc.info.Store(info)
+	out := newFrameConn(conn, c.s.cfg.goAwayTimeout, func() {
+		c.s.cfg.logger.Warn("xDS-enabled server closed a drained connection: its client opened a stream after the final GOAWAY",
+			"address", sc.ls.addr, "peer", sc.remote.String(), "chain", sc.chain.Load().label())
+	})
 	sc.out.Store(out)
 	return out, auth, nil
 }
@@ -69,7 +77,6 @@ func (c *serverCreds) handshake(sc *serverConn, sec *security.Config) (net.Conn,
 	auth := credentials.TLSInfo{
 		State:          state,
 		CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity},
-		SPIFFEID:       spiffeID(&state),
 	}
 	return tc, auth, &state, nil
 }
@@ -112,19 +119,6 @@ func (s *Server) tlsConfig(ctx context.Context, sec *security.Config) (*tls.Conf
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
-}
-
-// spiffeID returns the SPIFFE ID of the peer's certificate: its only URI
-// SAN, when that has the scheme "spiffe"; nil otherwise.
-func spiffeID(state *tls.ConnectionState) *url.URL {
-	if len(state.PeerCertificates) == 0 {
-		return nil
-	}
-	uris := state.PeerCertificates[0].URIs
-	if len(uris) != 1 || uris[0].Scheme != "spiffe" {
-		return nil
-	}
-	return uris[0]
 }
 
 func (c *serverCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {

@@ -76,8 +76,11 @@
 // with ","). Then the chain's
 // HTTP filters run in order, each built for the route with its most
 // specific typed_per_filter_config override (the route's, else the
-// virtual host's; a disabled one leaves the filter out), from the filters
-// registered with package httpfilter, RBAC among them.
+// virtual host's), from the filters registered with package httpfilter,
+// RBAC among them. An override's FilterConfig.disabled is not read, as in
+// gRPC C-core and grpc-go: the override's config applies (an RBACPerRoute
+// with rules is enforced, one without rbac turns RBAC off), so a route
+// never goes without an authorization filter that gRPC runs there.
 //
 //	| the RPC                                                | fails with                                   |
 //	|--------------------------------------------------------|----------------------------------------------|
@@ -97,12 +100,20 @@
 // configurations it names have come (or failed), as in gRPC C-core. Then
 // each open connection is matched again: when its new chain is the same
 // as its old one but for the match (same name, routes, filters, TLS), it
-// goes on under the new chain; otherwise it is drained. Draining sends an
-// HTTP/2 GOAWAY with the last stream ID at its maximum, the first phase of
-// a graceful shutdown, between two of gRPC's frames: the client finishes
-// the RPCs it has on the connection, under the old chain, and starts new
-// ones on a new connection. A connection still open at the drain grace
-// time (WithDrainGraceTime, 10 minutes as in gRPC C-core) is closed.
+// goes on under the new chain; otherwise it is drained, as gRPC C-core
+// drains one, in two phases written between two of gRPC's frames: an
+// HTTP/2 GOAWAY with the last stream ID at its maximum and a PING; then,
+// once the client acknowledges the PING (it has read the GOAWAY) or after
+// the GOAWAY timeout (WithGoAwayTimeout, 20 seconds as in C-core), a
+// second GOAWAY naming the last stream the client opened. The client
+// finishes the RPCs it has on the connection, under the old chain, and
+// starts new ones on a new connection. A client that opens a stream after
+// the second GOAWAY breaks it (RFC 9113, 6.8), and since grpc-go's server
+// would serve that stream under a chain the Listener no longer has (an
+// RBAC policy since revoked, say), the connection is closed before gRPC
+// reads it, with a warning logged. A connection still open at the drain
+// grace time (WithDrainGraceTime, 10 minutes as in gRPC C-core) is
+// closed.
 //
 // # What the server shares with gRPC
 //

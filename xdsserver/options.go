@@ -25,6 +25,7 @@ type config struct {
 	hooks          []*Hooks
 	fallback       credentials.TransportCredentials
 	drainGrace     time.Duration
+	goAwayTimeout  time.Duration
 	handshakeLimit time.Duration
 	logger         *slog.Logger
 	stdout         io.Writer
@@ -74,6 +75,15 @@ func WithDrainGraceTime(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.drainGrace = d })
 }
 
+// WithGoAwayTimeout sets how long the client of a drained connection has
+// to acknowledge the PING sent with the first GOAWAY
+// (DefaultGoAwayTimeout): then, or at the acknowledgement, a final GOAWAY
+// names the last stream the server serves, and a client that opens
+// another one has the connection closed.
+func WithGoAwayTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.goAwayTimeout = d })
+}
+
 // WithHandshakeTimeout bounds the wait for a filter chain's certificates
 // during a TLS handshake (default 20s); gRPC's connection timeout bounds
 // the handshake as a whole.
@@ -103,7 +113,7 @@ func WithPoolTarget(target string) Option {
 }
 
 func newConfig(opts []Option) config {
-	c := config{drainGrace: DefaultDrainGraceTime, handshakeLimit: 20 * time.Second, poolTarget: xdsclient.ServerTarget}
+	c := config{drainGrace: DefaultDrainGraceTime, goAwayTimeout: DefaultGoAwayTimeout, handshakeLimit: 20 * time.Second, poolTarget: xdsclient.ServerTarget}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)

@@ -1,11 +1,15 @@
 package xdsserver_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -76,5 +80,112 @@ func TestRBACOnServer(t *testing.T) {
 	line := stdout.String()
 	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `"rpc_method":"`+emptyCall+`","principal":"spiffe://example.org/ns/default/sa/other","policy_name":"authz","matched_rule":"","authorized":false`) {
 		t.Errorf("audit output %q, want one denial line", line)
+	}
+}
+
+// An RBAC override wrapped in a FilterConfig marked disabled is applied
+// as its config says, as gRPC C-core and grpc-go apply it (neither reads
+// disabled): the route keeps an RBAC filter, here one that denies every
+// RPC, rather than running none.
+func TestRBACDisabledOverrideStillApplies(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	s := serve(t, env.Pool())
+	denyAll := &rbacv3.RBACPerRoute{Rbac: &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
+		Action:   rbacconfigv3.RBAC_DENY,
+		Policies: map[string]*rbacconfigv3.Policy{"all": serverres.Policy(serverres.AnyPermission, serverres.AnyPrincipal)},
+	}}}
+	empty := serverres.Serve(emptyCall)
+	empty.TypedPerFilterConfig = map[string]*anypb.Any{"authz": serverres.MustAny(&routev3.FilterConfig{Config: serverres.MustAny(denyAll), Disabled: true})}
+	allowAll := serverres.RBAC("authz", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{"all": serverres.Policy(serverres.AnyPermission, serverres.AnyPrincipal)})
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", empty, serverres.Serve("/")), allowAll), nil)))
+	waitMode(t, s, xdsserver.ModeServing, "")
+	ctx := ctxT(t)
+	if code := callCode(t, ctx, s, emptyCall); code != codes.PermissionDenied {
+		t.Errorf("EmptyCall, whose route's disabled override denies every RPC: %v, want PermissionDenied", code)
+	}
+	if code := callCode(t, ctx, s, unaryCall); code != codes.OK {
+		t.Errorf("UnaryCall, on the route without override: %v, want OK", code)
+	}
+}
+
+// RBAC's url_path matchers see an RPC's path as gRPC C-core canonicalizes
+// it: a path spelled otherwise than the DENY rule cannot step past it to
+// a handler that takes any method (grpc.UnknownServiceHandler, such as a
+// proxy's), while the route matchers and the handler see it as sent.
+func TestRBACURLPathCanonical(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	var mu sync.Mutex
+	var handled []string
+	unknown := grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error {
+		m, _ := grpc.MethodFromServerStream(st)
+		mu.Lock()
+		handled = append(handled, m)
+		mu.Unlock()
+		return st.SendMsg(&emptyMsg{})
+	})
+	s := serve(t, env.Pool(), xdsserver.WithServerOptions(unknown))
+	denyAdmin := serverres.RBAC("authz", rbacconfigv3.RBAC_DENY, map[string]*rbacconfigv3.Policy{
+		"no-admin": serverres.Policy(serverres.PathPrefix("/pkg.Admin/"), serverres.AnyPrincipal),
+	})
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("")), denyAdmin), nil)))
+	waitMode(t, s, xdsserver.ModeServing, "")
+	conn := s.plaintext(t)
+	for method, want := range map[string]codes.Code{
+		"/pkg.Public/Get":        codes.OK,
+		"/pkg.Admin/Reset":       codes.PermissionDenied,
+		"//pkg.Admin/Reset":      codes.PermissionDenied,
+		"/x/../pkg.Admin/Reset":  codes.PermissionDenied,
+		"/%70kg.Admin/Reset":     codes.PermissionDenied,
+		"/pkg.Public/../Admin/x": codes.OK, // /pkg.Admin/x is not what it is: /Admin/x
+	} {
+		err := conn.Invoke(ctxT(t), method, &emptyMsg{}, &emptyMsg{})
+		if got := status.Code(err); got != want {
+			t.Errorf("%s: %v, want %v", method, err, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/pkg.Public/Get", "/pkg.Public/../Admin/x"}; len(handled) != 2 || !slices.Contains(handled, want[0]) || !slices.Contains(handled, want[1]) {
+		t.Errorf("the handler served %q, want %q", handled, want)
+	}
+}
+
+// Two RBAC filters in one chain, DENY then ALLOW: an RPC goes on only
+// when both let it, and the second is not asked about an RPC the first
+// denied.
+func TestRBACDenyThenAllow(t *testing.T) {
+	env := servertest.NewEnv(t, servertest.Options{})
+	s := serve(t, env.Pool())
+	deny := serverres.RBAC("deny", rbacconfigv3.RBAC_DENY, map[string]*rbacconfigv3.Policy{
+		"no-unary": serverres.Policy(serverres.PathPrefix(unaryCall), serverres.AnyPrincipal),
+	})
+	allow := serverres.RBAC("allow", rbacconfigv3.RBAC_ALLOW, map[string]*rbacconfigv3.Policy{
+		"test-service": serverres.Policy(serverres.PathPrefix("/grpc.testing.TestService/"), serverres.AnyPrincipal),
+	})
+	env.Set(serverres.Listener(s.name(), s.host, s.port, nil,
+		serverres.Chain("c", nil, serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/")), deny, allow), nil)))
+	waitMode(t, s, xdsserver.ModeServing, "")
+	ctx := ctxT(t)
+	for method, want := range map[string]codes.Code{emptyCall: codes.OK, unaryCall: codes.PermissionDenied, healthCheck: codes.PermissionDenied} {
+		if got := callCode(t, ctx, s, method); got != want {
+			t.Errorf("%s: %v, want %v", method, got, want)
+		}
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	asked := map[string][]string{} // method: the filters that decided, in order
+	for _, d := range s.ev.authz {
+		asked[d.Method] = append(asked[d.Method], fmt.Sprintf("%s:%v", d.Filter, d.Allowed))
+	}
+	for method, want := range map[string][]string{
+		emptyCall:   {"deny:true", "allow:true"},
+		unaryCall:   {"deny:false"},
+		healthCheck: {"deny:true", "allow:false"},
+	} {
+		if !slices.Equal(asked[method], want) {
+			t.Errorf("%s: decisions %q, want %q", method, asked[method], want)
+		}
 	}
 }

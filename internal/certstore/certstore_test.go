@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,62 @@ func TestPluginsAndErrors(t *testing.T) {
 	defer cancel()
 	if _, err := src.KeyMaterial(ctx); err == nil {
 		t.Error("a file_watcher instance whose file does not exist gave key material")
+	}
+}
+
+// A file_watcher instance whose certificate and key do not match keeps
+// serving the pair it had until both match again, and roots taken before
+// a reload stay what they were: a handshake verifies against the pool it
+// took at its start, whatever is read during it.
+func TestFileWatcherMismatchedKeyAndReload(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	first := ca.Issue(t, certtest.Names{DNS: []string{"server.example.com"}})
+	files := certtest.WriteFiles(t, first, ca)
+	store, release := certstore.For(bootstrapWith(t, `{"id": `+fileWatcher(files, 10*time.Millisecond)+`}`))
+	defer release()
+	id, err := store.Identity("id", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := keyMaterial(t, id)
+	pool := before.Roots
+
+	// The certificate of another key, and new roots, in one refresh: the
+	// roots are taken, the certificate is not.
+	second := ca.Issue(t, certtest.Names{DNS: []string{"server.example.com"}})
+	if err := os.WriteFile(files.Cert+".tmp", second.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(files.Cert+".tmp", files.Cert); err != nil {
+		t.Fatal(err)
+	}
+	// Roots rotated twice: the read that takes the second began after the
+	// certificate was written.
+	for _, name := range []string{"other-ca", "third-ca"} {
+		next := certtest.NewCA(t, name)
+		files.Rotate(t, nil, next)
+		waitFor(t, "the roots of "+name, func() bool { return keyMaterial(t, id).Roots.Equal(next.Pool()) })
+	}
+	if got := leafSerial(t, keyMaterial(t, id)); got != first.Cert.SerialNumber.String() {
+		t.Errorf("identity %s after a certificate without its key, want the first, %s", got, first.Cert.SerialNumber)
+	}
+	if !pool.Equal(ca.Pool()) {
+		t.Error("the roots taken before the reload changed with it")
+	}
+
+	// Its key too: the pair is taken.
+	files.Rotate(t, second, nil)
+	waitFor(t, "the second certificate", func() bool { return leafSerial(t, keyMaterial(t, id)) == second.Cert.SerialNumber.String() })
+}
+
+// waitFor polls cond, the provider's state, until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not within 10s", what)
+		}
+		time.Sleep(2 * time.Millisecond) // the provider reads the files every 10ms
 	}
 }

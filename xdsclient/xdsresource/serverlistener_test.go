@@ -130,7 +130,7 @@ func TestServerListenerOnlyDefaultChain(t *testing.T) {
 func TestServerListenerMatch(t *testing.T) {
 	m := serverLis(
 		chain(t, "v4", &listenerv3.FilterChainMatch{
-			PrefixRanges:       []*corev3.CidrRange{cidr("10.1.2.3", 8), cidr("::ffff:192.168.7.1", 16)},
+			PrefixRanges:       []*corev3.CidrRange{cidr("10.1.2.3", 8), cidr("::ffff:192.168.7.1", 112)},
 			SourceType:         listenerv3.FilterChainMatch_EXTERNAL,
 			SourcePrefixRanges: []*corev3.CidrRange{cidr("2001:db8::1", 32)},
 			SourcePorts:        []uint32{80, 443},
@@ -278,7 +278,7 @@ func TestServerListenerErrors(t *testing.T) {
 			want: lds + `filter_chains[2].filter_chain_match: overlaps filter_chains[0]`},
 		{name: "same prefix once masked", build: chains(
 			match(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("10.1.0.0", 16)}}),
-			match(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("192.168.0.0", 16), cidr("::ffff:10.1.2.3", 16)}})),
+			match(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("192.168.0.0", 16), cidr("::ffff:10.1.2.3", 112)}})),
 			want: lds + `filter_chains[1].filter_chain_match: overlaps filter_chains[0]`},
 		{name: "same source prefix and type", build: chains(
 			match(&listenerv3.FilterChainMatch{SourceType: listenerv3.FilterChainMatch_EXTERNAL, SourcePrefixRanges: []*corev3.CidrRange{cidr("10.0.0.0", 8)}}),
@@ -292,8 +292,8 @@ func TestServerListenerErrors(t *testing.T) {
 			want: fc0 + `filter_chain_match: lists the same match twice`},
 		{name: "bad destination address", build: chains(match(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("10.0.0.0", 8), cidr("ten", 8)}})),
 			want: fc0 + `filter_chain_match.prefix_ranges[1].address_prefix: "ten" is not an IP address`},
-		{name: "destination prefix too long", build: chains(match(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("::ffff:10.0.0.1", 64)}})),
-			want: fc0 + `filter_chain_match.prefix_ranges[0].prefix_len: 64 is longer than the 32 bits of "::ffff:10.0.0.1"`},
+		{name: "destination prefix too long", build: chains(match(&listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr("::ffff:10.0.0.1", 129)}})),
+			want: fc0 + `filter_chain_match.prefix_ranges[0].prefix_len: 129 is longer than the 128 bits of "::ffff:10.0.0.1"`},
 		{name: "bad source address", build: chains(match(&listenerv3.FilterChainMatch{SourcePrefixRanges: []*corev3.CidrRange{cidr("", 0)}})),
 			want: fc0 + `filter_chain_match.source_prefix_ranges[0].address_prefix: "" is not an IP address`},
 		{name: "unknown source type", build: chains(match(&listenerv3.FilterChainMatch{SourceType: 7})),

@@ -29,6 +29,9 @@ type Rules struct {
 	// enforced is false when the config has no rules or the action LOG:
 	// gRPC then enforces nothing.
 	enforced bool
+	// matchesPath is true when a url_path matcher is among the rules: the
+	// request's canonical path is then worked out once per decision.
+	matchesPath bool
 }
 
 type policy struct {
@@ -71,12 +74,23 @@ func Compile(m *rbacv3.RBAC) (*Rules, error) {
 		}
 		p.name = name
 		r.policies = append(r.policies, p)
+		r.matchesPath = r.matchesPath || anyPath(p.permissions) || anyPath(p.principals)
 	}
 	var err error
 	if r.audit, err = parseAuditOptions(rules.GetAuditLoggingOptions()); err != nil {
 		return nil, fmt.Errorf("rules.audit_logging_options%v", err)
 	}
 	return r, nil
+}
+
+// anyPath reports whether a url_path matcher is among ns or below them.
+func anyPath(ns []node) bool {
+	for i := range ns {
+		if ns[i].kind == nodePath || anyPath(ns[i].children) {
+			return true
+		}
+	}
+	return false
 }
 
 // compilePolicy compiles one policy; errors start with the field path

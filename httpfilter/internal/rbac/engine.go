@@ -65,6 +65,9 @@ type Decision struct {
 // for.
 func (e *Engine) Decide(r *Request) Decision {
 	d := Decision{Deny: e.rules.deny}
+	if e.rules.matchesPath {
+		r.path, r.pathOK = canonicalPath(r.Method)
+	}
 	matched := false
 	for i := range e.rules.policies {
 		p := &e.rules.policies[i]

@@ -18,7 +18,7 @@ const (
 	nodeAnd                    // every child
 	nodeOr                     // one child
 	nodeNot                    // not its only child
-	nodePath                   // url_path: str of the method
+	nodePath                   // url_path: str of the method, canonical (canonicalPath)
 	nodeServerName             // requested_server_name: str of ""
 	nodeHeader                 // header
 	nodeIP                     // a CIDR range of the server's address (local) or the peer's
@@ -57,7 +57,7 @@ func (n *node) match(r *Request) bool {
 	case nodeNot:
 		return !n.children[0].match(r)
 	case nodePath:
-		return n.str.matches(r.Method)
+		return r.pathOK && n.str.matches(r.path)
 	case nodeServerName:
 		return n.str.matches("")
 	case nodeHeader:

@@ -28,6 +28,11 @@ type Request struct {
 	// principal.
 	SPIFFEID string
 
+	// path is Method as url_path matchers see it, worked out by Decide
+	// for rules that have one; pathOK is false when no url_path matcher
+	// may match (canonicalPath).
+	path   string
+	pathOK bool
 	// headers remembers the headers read so far, so that policies reading
 	// the same header copy it once.
 	headers [4]headerValue

@@ -168,8 +168,10 @@ type Override struct {
 	TypeURL string
 	// Config is the override as received, taken out of its FilterConfig.
 	Config *anypb.Any
-	// Disabled is FilterConfig.disabled: the filter does not run in this
-	// scope. Config is validated all the same, as in gRPC C-core.
+	// Disabled is FilterConfig.disabled. Channels (package xdsgrpc) leave
+	// the filter out in this scope; xDS-enabled servers do not read it, as
+	// gRPC C-core does not, and apply Config. Config is validated all the
+	// same, as in gRPC C-core.
 	Disabled bool
 }
 
@@ -185,7 +187,7 @@ type Overrides map[string]Override
 // its config, whatever is_optional and disabled say, and disabled excuses
 // nothing of the config's validation (grpc-go, with its experimental
 // filters off, takes a FilterConfig without config when it is optional);
-// a disabled override turns its filter off in its scope (gRFC A39).
+// what a disabled override does is the data plane's (Override.Disabled).
 func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 	names := make([]string, 0, len(m))
 	for name := range m {

@@ -254,13 +254,17 @@ func validationContext(c *tlsv3.CommonTlsContext, server bool, sc *Config) (root
 	}
 	if root == nil {
 		switch {
-		case vc.GetSystemRootCerts() == nil:
-			return "", fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
-		case server:
+		case vc.GetSystemRootCerts() != nil && server:
 			return "", fmt.Errorf("%s.system_root_certs: not supported on servers, use ca_certificate_provider_instance", at)
+		case vc.GetSystemRootCerts() != nil:
+			sc.SystemRootCerts = true
+			return "", nil
+		case server:
+			// As in gRPC C-core: a server with no roots does not ask for
+			// client certificates (and may not require one).
+			return "", nil
 		}
-		sc.SystemRootCerts = true
-		return "", nil
+		return "", fmt.Errorf("%s.ca_certificate_provider_instance: missing", at)
 	}
 	sc.RootInstance, sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
 	return rootField, nil

@@ -113,6 +113,15 @@ func TestDownstream(t *testing.T) {
 	if want := (security.Config{IdentityInstance: "identity", IdentityCertName: "identity-cert", RootInstance: "roots", RootCertName: "roots-cert", RequireClientCert: true}); !reflect.DeepEqual(*c, want) {
 		t.Errorf("Downstream = %+v, want %+v", *c, want)
 	}
+	// As in gRPC C-core, a server whose validation context has no roots
+	// asks for no client certificate.
+	c, err = security.Downstream(socket(t, &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificateProviderInstance: instance("identity"),
+		ValidationContextType:          &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{}},
+	}}), known)
+	if err != nil || c.RootInstance != "" || c.RequireClientCert {
+		t.Errorf("a validation context without roots: %+v, %v; want no roots, no client certificate required", c, err)
+	}
 	for _, tc := range []struct {
 		name string
 		ctx  *tlsv3.DownstreamTlsContext
@@ -124,6 +133,25 @@ func TestDownstream(t *testing.T) {
 			CommonTlsContext:         &tlsv3.CommonTlsContext{TlsCertificateProviderInstance: instance("identity")},
 			RequireClientCertificate: wrapperspb.Bool(true),
 		}, "typed_config.require_client_certificate: true, but common_tls_context has no ca_certificate_provider_instance"},
+		{"client certificates, a validation context without roots", &tlsv3.DownstreamTlsContext{
+			CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificateProviderInstance: instance("identity"),
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{}}},
+			RequireClientCertificate: wrapperspb.Bool(true),
+		}, "typed_config.require_client_certificate: true, but common_tls_context has no ca_certificate_provider_instance"},
+		{"system roots on a server", &tlsv3.DownstreamTlsContext{
+			CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificateProviderInstance: instance("identity"),
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{SystemRootCerts: &tlsv3.CertificateValidationContext_SystemRootCerts{}}}},
+		}, "typed_config.common_tls_context.validation_context.system_root_certs: not supported on servers, use ca_certificate_provider_instance"},
+		{"SAN matchers on a server", &tlsv3.DownstreamTlsContext{
+			CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificateProviderInstance: instance("identity"),
+				ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+					CaCertificateProviderInstance: instance("roots"),
+					MatchSubjectAltNames:          []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: "spiffe://td/x"}}},
+				}}},
+		}, "typed_config.common_tls_context.validation_context.match_subject_alt_names: not supported on servers"},
+		{"a provider instance the bootstrap lacks", &tlsv3.DownstreamTlsContext{
+			CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificateProviderInstance: instance("nowhere")},
+		}, `typed_config.common_tls_context.tls_certificate_provider_instance.instance_name: "nowhere" is not in the bootstrap's certificate_providers`},
 		{"session ticket keys", &tlsv3.DownstreamTlsContext{SessionTicketKeysType: &tlsv3.DownstreamTlsContext_SessionTicketKeys{}},
 			"typed_config.session_ticket_keys: not supported: session ticket keys are secrets, which gRPC does not take from a control plane"},
 	} {

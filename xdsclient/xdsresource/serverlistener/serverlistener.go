@@ -92,8 +92,8 @@ func (t SourceType) String() string {
 // FilterChainMatch is the part of filter_chain_match that gRPC uses. Empty
 // lists match everything.
 type FilterChainMatch struct {
-	// DestinationPrefixes are prefix_ranges, masked, IPv4-mapped IPv6
-	// addresses turned into IPv4.
+	// DestinationPrefixes are prefix_ranges, masked; an IPv4-mapped IPv6
+	// range of at least 96 bits is given as the IPv4 range it holds.
 	DestinationPrefixes []netip.Prefix
 	// TransportProtocol is "" or "raw_buffer".
 	TransportProtocol string
@@ -303,9 +303,13 @@ func validateFilterChains(opts options, chains []*listenerv3.FilterChain) ([]Fil
 	return out, nil
 }
 
-// parsePrefixes parses CIDR ranges as gRPC does: the address must be an IP
-// address, the length at most its size in bits; the result is masked, and
-// IPv4-mapped IPv6 addresses become IPv4. Errors start with "[i]: ".
+// parsePrefixes parses CIDR ranges: the address must be an IP address, the
+// length at most its size in bits (128 for an IPv4-mapped IPv6 address);
+// the result is masked. An IPv4-mapped range of at least 96 bits is the
+// IPv4 range it holds (::ffff:10.0.0.0/104 is 10.0.0.0/8), as connections
+// from IPv4 peers are matched by their IPv4 address; a shorter one is the
+// IPv6 range it is, which holds no IPv4 address. Errors start with
+// "[i]: ".
 func parsePrefixes(ranges []*corev3.CidrRange) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for i, r := range ranges {
@@ -313,12 +317,15 @@ func parsePrefixes(ranges []*corev3.CidrRange) ([]netip.Prefix, error) {
 		if err != nil {
 			return nil, fmt.Errorf("[%d].address_prefix: %q is not an IP address", i, r.GetAddressPrefix())
 		}
-		addr = addr.Unmap()
 		bits := r.GetPrefixLen().GetValue()
 		if bits > uint32(addr.BitLen()) {
 			return nil, fmt.Errorf("[%d].prefix_len: %d is longer than the %d bits of %q", i, bits, addr.BitLen(), r.GetAddressPrefix())
 		}
-		out = append(out, netip.PrefixFrom(addr, int(bits)).Masked())
+		p := netip.PrefixFrom(addr, int(bits)).Masked()
+		if addr.Is4In6() && bits >= 96 {
+			p = netip.PrefixFrom(addr.Unmap(), int(bits)-96).Masked()
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package serverlistener_test
 import (
 	"net/netip"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -24,7 +26,7 @@ func known(name string) bool { return name == "certs" }
 // match, routes, filters and TLS; the default chain apart.
 func TestValidate(t *testing.T) {
 	match := &listenerv3.FilterChainMatch{
-		PrefixRanges: []*corev3.CidrRange{serverres.CIDR("::ffff:10.1.2.3", 8)},
+		PrefixRanges: []*corev3.CidrRange{serverres.CIDR("::ffff:10.1.2.3", 104)},
 		SourceType:   listenerv3.FilterChainMatch_SAME_IP_OR_LOOPBACK,
 		SourcePorts:  []uint32{4000},
 	}
@@ -41,7 +43,7 @@ func TestValidate(t *testing.T) {
 	}
 	c := got.FilterChains[0]
 	wantMatch := serverlistener.FilterChainMatch{
-		DestinationPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, // the mapped address, masked
+		DestinationPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, // the IPv4 range the mapped range holds, masked
 		SourceType:          serverlistener.SourceSameIPOrLoopback,
 		SourcePorts:         []uint32{4000},
 	}
@@ -90,5 +92,44 @@ func TestValidateErrors(t *testing.T) {
 		if _, err := serverlistener.Validate(tc.m, false, known); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestMappedPrefixes: an IPv4-mapped IPv6 range is read with its 128-bit
+// length: one of at least 96 bits is the IPv4 range it holds, a shorter
+// one the IPv6 range it is, which holds no IPv4 address.
+func TestMappedPrefixes(t *testing.T) {
+	want := map[string]string{ // a range as written: the prefix it is
+		"::ffff:10.0.0.0/104": "10.0.0.0/8",
+		"::ffff:10.1.2.3/128": "10.1.2.3/32",
+		"::ffff:10.1.2.3/96":  "0.0.0.0/0",
+		"::ffff:10.1.2.3/8":   "::/8",
+		"::ffff:10.1.2.3/95":  "::fffe:0:0/95",
+		"10.1.2.3/8":          "10.0.0.0/8",
+	}
+	for written, prefix := range want {
+		addr, bits, _ := strings.Cut(written, "/")
+		n, err := strconv.Atoi(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := serverres.CIDR(addr, uint32(n))
+		m := serverres.Listener("s1", "0.0.0.0", 8443, nil, serverres.Chain("c", &listenerv3.FilterChainMatch{
+			PrefixRanges: []*corev3.CidrRange{r}, SourcePrefixRanges: []*corev3.CidrRange{r},
+		}, serverres.RDSHCM("r"), nil))
+		got, err := serverlistener.Validate(m, false, known)
+		if err != nil {
+			t.Errorf("%s: %v", written, err)
+			continue
+		}
+		p := []netip.Prefix{netip.MustParsePrefix(prefix)}
+		if match := got.FilterChains[0].Match; !reflect.DeepEqual(match.DestinationPrefixes, p) || !reflect.DeepEqual(match.SourcePrefixes, p) {
+			t.Errorf("%s: prefixes %v and %v, want %v", written, match.DestinationPrefixes, match.SourcePrefixes, p)
+		}
+	}
+	if _, err := serverlistener.Validate(serverres.Listener("s1", "0.0.0.0", 8443, nil, serverres.Chain("c", &listenerv3.FilterChainMatch{
+		PrefixRanges: []*corev3.CidrRange{serverres.CIDR("::ffff:10.0.0.0", 129)},
+	}, serverres.RDSHCM("r"), nil)), false, known); err == nil {
+		t.Error("a range of 129 bits was accepted")
 	}
 }
