@@ -70,9 +70,17 @@ func TestGaugesFollowChannels(t *testing.T) {
 
 	gauge := metrictest.Lbl(dataplane.KeyTarget, "xdslens:///svc", dataplane.KeyLeafCluster, "c", dataplane.KeyEDSService, "")
 	for round := range 3 {
-		closed := make(chan struct{})
+		// Hooks run on a queue of the channel's own, in the order they
+		// were added: these, added after the metrics', say when the
+		// metrics' have run.
+		started, closed := make(chan struct{}), make(chan struct{})
 		opts := xdsgrpc.DialOptions(e.Pool, dataplane.WithMeterProvider(mp),
-			xdsgrpc.WithHooks(&xdsgrpc.Hooks{ChannelClosed: func(xdsgrpc.ChannelInfo) { close(closed) }}))
+			xdsgrpc.WithObserver(func(b *xdsgrpc.Builder) {
+				b.AddHooks(&xdsgrpc.Hooks{
+					ChannelStarted: func(xdsgrpc.ChannelInfo) { close(started) },
+					ChannelClosed:  func(xdsgrpc.ChannelInfo) { close(closed) },
+				})
+			}))
 		if n := mp.live.Load(); n != 0 {
 			t.Fatalf("round %d: %d callbacks registered before any channel, want 0", round, n)
 		}
@@ -82,6 +90,11 @@ func TestGaugesFollowChannels(t *testing.T) {
 		}
 		if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
 			t.Fatal(err)
+		}
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatal("the channel's start was not reported")
 		}
 		if n := mp.live.Load(); n != 1 {
 			t.Errorf("round %d: %d callbacks registered with a channel open, want 1", round, n)
