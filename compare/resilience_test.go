@@ -141,8 +141,9 @@ func TestSideBySideMaxStreamDuration(t *testing.T) {
 
 // TestSideBySideFaultInjection runs the fault filter: an abort of every
 // RPC with RESOURCE_EXHAUSTED, a delay of 500ms, a route whose empty
-// override turns the fault off, and faults asked for by headers, each the
-// same on both channels.
+// override turns the fault off, a route whose override marked disabled
+// aborts, and faults asked for by headers, each the same on both
+// channels.
 func TestSideBySideFaultInjection(t *testing.T) {
 	t.Run("abort", func(t *testing.T) {
 		s := newSideBySide(t, 1)
@@ -162,6 +163,27 @@ func TestSideBySideFaultInjection(t *testing.T) {
 			}
 			if o := rpctest.Call(ctx, conn, "/pkg.Svc/NoFault"); o.Err != nil {
 				t.Errorf("%s: the route whose override has no fault: %v", name, o.Err)
+			}
+		}
+	})
+	t.Run("disabled override", func(t *testing.T) {
+		// A FilterConfig's disabled is not read (gRPC C-core; grpc-go
+		// without its ext_proc and ext_authz switches): the override's
+		// abort applies on its route.
+		s := newSideBySide(t, 1)
+		e := s.e
+		e.Set(controlplane.ListenerWithFault("svc", "svc-route", controlplane.FaultAbort(uint32(codes.Unavailable), 0), 0),
+			rpctest.RouteConfig("svc-route",
+				controlplane.WithDisabledFaultOverride(rpctest.Route(rpctest.PathMatch("/pkg.Svc/Disabled"), rpctest.ToCluster("c")), controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100)),
+				rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c"))),
+			controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
+		s.ready(t)
+		ctx := xdstest.Context(t)
+		for name, conn := range s.channels() {
+			for range 5 {
+				if o := rpctest.Call(ctx, conn, "/pkg.Svc/Disabled"); status.Code(o.Err) != codes.ResourceExhausted {
+					t.Errorf("%s: the route whose fault override is disabled: %v, want RESOURCE_EXHAUSTED", name, o.Err)
+				}
 			}
 		}
 	})

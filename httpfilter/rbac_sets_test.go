@@ -1,6 +1,8 @@
 package httpfilter_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"strings"
 	"testing"
 
@@ -46,7 +48,8 @@ func TestRBACEmptySets(t *testing.T) {
 
 // TestSPIFFEID: a connection's SPIFFE ID (an audit event's principal, and
 // an xDS-enabled server's TLSInfo.SPIFFEID) is the certificate's only URI
-// SAN when it is a SPIFFE ID as gRPC C-core takes one.
+// SAN when it is a SPIFFE ID as gRPC C-core takes one (package certsan,
+// whose table has every rule), read as the certificate spells it.
 func TestSPIFFEID(t *testing.T) {
 	ca := certtest.NewCA(t, "ca")
 	long := "spiffe://td/" + strings.Repeat("a", 2048)
@@ -65,6 +68,15 @@ func TestSPIFFEID(t *testing.T) {
 		c := tlsConn(t, ca, &certtest.Names{URIs: tc.uris})
 		if c.SPIFFEID != tc.want {
 			t.Errorf("URI SANs %.60q: SPIFFE ID %.60q, want %q", tc.uris, c.SPIFFEID, tc.want)
+		}
+	}
+	for uri, want := range map[string]string{
+		"SPIFFE://td/ns/a": "",                // C-core compares the scheme with case
+		"spiffe://td/a b":  "spiffe://td/a b", // as written, not re-encoded as %20
+	} {
+		st := &tls.ConnectionState{PeerCertificates: []*x509.Certificate{certtest.SelfSigned(t, certtest.URISANs(uri)...)}}
+		if c := httpfilter.NewConn(serverAddr, peerAddr, st); c.SPIFFEID != want {
+			t.Errorf("URI SAN %q as written: SPIFFE ID %q, want %q", uri, c.SPIFFEID, want)
 		}
 	}
 }

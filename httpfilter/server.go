@@ -5,7 +5,8 @@ import (
 	"crypto/tls"
 	"io"
 	"net/netip"
-	"strings"
+
+	"github.com/xdslens/xdslens/internal/certsan"
 )
 
 // ServerFilter is a Filter that xDS-enabled servers run.
@@ -85,11 +86,13 @@ type Conn struct {
 	// string when it has neither; one empty name when the peer sent no
 	// certificate. Nil without TLS.
 	PeerPrincipals []string
-	// SPIFFEID is the peer certificate's SPIFFE ID, "" when it has none:
-	// its only URI SAN, when that is a SPIFFE ID as gRPC C-core takes one
-	// ("spiffe://", a trust domain of at most 255 bytes, a workload path,
-	// 2048 bytes at most). It is the principal of an audit event (gRFC
-	// A59), and the server's credentials.TLSInfo.SPIFFEID.
+	// SPIFFEID is the peer certificate's SPIFFE ID as the certificate
+	// spells it, "" when it has none: its only URI SAN, when that is a
+	// SPIFFE ID as gRPC C-core takes one ("spiffe://", compared with case;
+	// a trust domain of at most 255 bytes; a path whose first segment is
+	// not empty; 2048 bytes at most), the rule channels apply too (their
+	// credentials.TLSInfo.SPIFFEID). It is the principal of an audit event
+	// (gRFC A59), and the server's credentials.TLSInfo.SPIFFEID.
 	SPIFFEID string
 }
 
@@ -119,30 +122,6 @@ func NewConn(local, remote netip.AddrPort, state *tls.ConnectionState) *Conn {
 	default:
 		c.PeerPrincipals = []string{leaf.Subject.String()}
 	}
-	if len(leaf.URIs) == 1 && isSPIFFEID(leaf.URIs[0].String()) {
-		c.SPIFFEID = leaf.URIs[0].String()
-	}
+	c.SPIFFEID, _ = certsan.SPIFFEID(leaf)
 	return c
-}
-
-// Bounds of a SPIFFE ID, as gRPC C-core checks them.
-const (
-	maxSPIFFEIDLength   = 2048
-	maxTrustDomainBytes = 255
-)
-
-// isSPIFFEID reports whether uri is a SPIFFE ID as gRPC C-core takes one
-// from a certificate: "spiffe://", a trust domain of at most 255 bytes, a
-// path whose first segment is not empty, 2048 bytes at most.
-func isSPIFFEID(uri string) bool {
-	rest, ok := strings.CutPrefix(uri, "spiffe://")
-	if !ok || len(uri) > maxSPIFFEIDLength {
-		return false
-	}
-	domain, path, ok := strings.Cut(rest, "/")
-	if !ok || len(domain) > maxTrustDomainBytes {
-		return false
-	}
-	first, _, _ := strings.Cut(path, "/")
-	return first != ""
 }

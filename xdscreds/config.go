@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/credentials/tls/certprovider"
 
+	"github.com/xdslens/xdslens/internal/certsan"
 	"github.com/xdslens/xdslens/internal/certstore"
 	"github.com/xdslens/xdslens/internal/handshake"
 )
@@ -110,16 +111,12 @@ func serverName(sc *security.Config, hostname string) string {
 	return sc.SNI
 }
 
-// spiffeID returns the SPIFFE ID of the peer's leaf certificate: its URI
-// SAN when it has exactly one and that is a spiffe:// URI with a trust
-// domain; nil otherwise.
+// spiffeID returns the SPIFFE ID of the peer's leaf certificate, by gRPC
+// C-core's rules (package certsan); nil when it has none.
 func spiffeID(state tls.ConnectionState) *url.URL {
 	if len(state.PeerCertificates) == 0 {
 		return nil
 	}
-	uris := state.PeerCertificates[0].URIs
-	if len(uris) != 1 || !strings.EqualFold(uris[0].Scheme, "spiffe") || uris[0].Host == "" {
-		return nil
-	}
-	return uris[0]
+	_, u := certsan.SPIFFEID(state.PeerCertificates[0])
+	return u
 }

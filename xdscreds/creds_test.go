@@ -68,6 +68,37 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// TestPeerSPIFFEID: the peer's SPIFFE ID follows gRPC C-core's rules
+// (package certsan's table, which xDS-enabled servers apply too): none
+// for a URI SAN whose path is "/", one for a URI SAN with an empty trust
+// domain, which C-core does not check.
+func TestPeerSPIFFEID(t *testing.T) {
+	for _, tc := range []struct {
+		uri  string
+		want string // "" for none
+	}{
+		{"spiffe://example.org/", ""},
+		{"spiffe:///ns/prod", "spiffe:///ns/prod"},
+		{"spiffe://example.org/ns/prod", "spiffe://example.org/ns/prod"},
+	} {
+		ca := certtest.NewCA(t, "ca")
+		store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, ca)})
+		b := startTLS(t, backendConfig{cert: ca.Issue(t, certtest.Names{CommonName: "server", IPs: []string{"127.0.0.1"}, URIs: []string{tc.uri}})})
+		cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots"}))
+		var pr peer.Peer
+		if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Peer(&pr)); err != nil {
+			t.Fatalf("%s: RPC over TLS: %v", tc.uri, err)
+		}
+		ti, ok := pr.AuthInfo.(credentials.TLSInfo)
+		if !ok {
+			t.Fatalf("%s: peer AuthInfo is %T, want credentials.TLSInfo", tc.uri, pr.AuthInfo)
+		}
+		if got := ti.SPIFFEID; tc.want == "" && got != nil || tc.want != "" && (got == nil || got.String() != tc.want) {
+			t.Errorf("URI SAN %q: SPIFFE ID %v, want %q", tc.uri, got, tc.want)
+		}
+	}
+}
+
 // TestMutualTLS: the client shows the certificate of its identity
 // instance; without one, a server that requires it refuses the client.
 func TestMutualTLS(t *testing.T) {

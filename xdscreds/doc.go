@@ -40,6 +40,7 @@
 //	| auto_sni_san_validation | in place of match_subject_alt_names: a DNS SAN must match the name sent, by the DNS rules; with no name sent, the handshake fails | A101; C-core (grpc-go falls back to match_subject_alt_names when no name is sent, and both match DNS SANs only, where the gRFC names URI and IP SANs too) |
 //	| ALPN | "h2" is offered and required | C-core and grpc-go |
 //	| no hostname check | the channel's authority is neither sent nor checked: the SAN matchers stand for it | A29 |
+//	| the peer's credentials.TLSInfo.SPIFFEID | the leaf certificate's only URI SAN, when it begins with "spiffe://" (with case), is at most 2048 bytes, has a trust domain of at most 255 bytes and a path whose first segment is not empty; nil otherwise; the rules xDS-enabled servers apply (package internal/certsan) | C-core (grpc-go's TLS credentials read the URI as crypto/x509 re-encodes it, so "SPIFFE://" counts, refuse user info and an empty trust domain, and accept the path "/") |
 //
 // The credentials make client handshakes only; ServerHandshake fails.
 package xdscreds

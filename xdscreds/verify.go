@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xdslens/xdslens/internal/asciifold"
+	"github.com/xdslens/xdslens/internal/certsan"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
@@ -41,7 +42,7 @@ func (v *verifier) verify(state tls.ConnectionState) error {
 	if _, err := certs[0].Verify(opts); err != nil {
 		return fmt.Errorf("the server's certificate does not verify against %s: %w", v.rootsName(), err)
 	}
-	sans := sansOf(certs[0])
+	sans := certsan.Of(certs[0])
 	if v.sc.AutoSNISANValidation {
 		return v.checkServerName(sans)
 	}
@@ -60,22 +61,22 @@ func (v *verifier) rootsName() string {
 // must match the server name sent, by the DNS rules of an exact matcher.
 // With no name sent, nothing can match, and the handshake fails, as in
 // C-core.
-func (v *verifier) checkServerName(s sans) error {
+func (v *verifier) checkServerName(s certsan.SANs) error {
 	if v.serverName == "" {
 		return errors.New("auto_sni_san_validation: no server name was sent to check the certificate against (the cluster has no sni, and auto_host_sni found no endpoint hostname)")
 	}
-	for _, san := range s.dns {
+	for _, san := range s.DNS {
 		if dnsMatch(san, v.serverName) {
 			return nil
 		}
 	}
-	return fmt.Errorf("auto_sni_san_validation: no DNS SAN of the server's certificate matches the server name %s (DNS SANs %s)", quote(v.serverName), list(s.dns))
+	return fmt.Errorf("auto_sni_san_validation: no DNS SAN of the server's certificate matches the server name %s (DNS SANs %s)", quote(v.serverName), list(s.DNS))
 }
 
 // checkSANs applies match_subject_alt_names (gRFC A29): with no matcher
 // any certificate is accepted; else one of its URI, IP or DNS SANs must
 // match one of the matchers.
-func checkSANs(s sans, matchers []matcher.String) error {
+func checkSANs(s certsan.SANs, matchers []matcher.String) error {
 	if len(matchers) == 0 {
 		return nil
 	}
@@ -84,12 +85,12 @@ func checkSANs(s sans, matchers []matcher.String) error {
 		if err != nil {
 			return err
 		}
-		if cm.anyOf(s.uri, false) || cm.anyOf(s.ip, false) || cm.anyOf(s.dns, true) {
+		if cm.anyOf(s.URI, false) || cm.anyOf(s.IP, false) || cm.anyOf(s.DNS, true) {
 			return nil
 		}
 	}
 	return fmt.Errorf("no SAN of the server's certificate (URI %s, IP %s, DNS %s) matches match_subject_alt_names %s",
-		list(s.uri), list(s.ip), list(s.dns), listed(len(matchers), func(i int) string { return describe(matchers[i]) }))
+		list(s.URI), list(s.IP), list(s.DNS), listed(len(matchers), func(i int) string { return describe(matchers[i]) }))
 }
 
 // sanMatcher is a StringMatcher ready to match SANs.

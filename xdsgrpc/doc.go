@@ -78,7 +78,9 @@
 // and the listener's client HTTP filters (gRFC A39) run on it in order,
 // with the route's, virtual host's and weighted cluster's overrides: the
 // fault filter (gRFC A33) and any httpfilter.ClientFilter registered for a
-// config type. A channel without the interceptors cannot apply them, and
+// config type. As in gRPC C-core, the disabled field of an HttpFilter or of
+// an override's FilterConfig is not read: the filter runs, with the
+// override's config. A channel without the interceptors cannot apply them, and
 // fails the RPCs of routes that need them with UNAVAILABLE, saying so.
 //
 // # Outlier detection

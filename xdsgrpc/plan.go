@@ -122,8 +122,9 @@ func buildPlans(cfg *xdsconfig.Config) map[planKey]*plan {
 
 // buildFilters builds the client HTTP filters of the listener for one
 // route and cluster (gRFC A39): each with its config and its most specific
-// override (the weighted cluster's, the route's, the virtual host's), a
-// filter disabled there left out, the router (last) running nothing.
+// override (the weighted cluster's, the route's, the virtual host's), the
+// router (last) running nothing. An override marked disabled applies as
+// any other (filterconfig.Override), as in gRPC C-core.
 func buildFilters(cfg *xdsconfig.Config, r *routeconfig.Route, clusterOverrides filterconfig.Overrides) ([]namedInterceptor, error) {
 	if cfg.Listener == nil {
 		return nil, nil
@@ -142,9 +143,6 @@ func buildFilters(cfg *xdsconfig.Config, r *routeconfig.Route, clusterOverrides 
 				override = &o
 				break
 			}
-		}
-		if override != nil && override.Disabled {
-			continue
 		}
 		fc, err := f.ParseConfig(hf.Config)
 		if err != nil {

@@ -36,6 +36,20 @@ func (h *resilienceHooks) hooks() *xdsgrpc.Hooks {
 	}
 }
 
+// dialServing dials xdslens:///L in e and waits until an RPC succeeds on
+// it; it returns the channel and the test's context.
+func dialServing(t *testing.T, e *rpctest.Env) (*grpc.ClientConn, context.Context) {
+	t.Helper()
+	conn := e.Dial("xdslens:///L")
+	ctx := xdstest.Context(t)
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil
+	}) {
+		t.Fatal("no RPC succeeded")
+	}
+	return conn, ctx
+}
+
 // TestRetriesReported retries a unary RPC that fails once: it succeeds on
 // its second attempt, its CallInfo says so, and the Retried hook names the
 // cluster, the attempt and the code.
@@ -45,13 +59,7 @@ func TestRetriesReported(t *testing.T) {
 	e.Set(controlplane.Listener("L", "R"),
 		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, 5*time.Millisecond))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
-	conn := e.Dial("xdslens:///L")
-	ctx := xdstest.Context(t)
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
-		return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil
-	}) {
-		t.Fatal("no RPC succeeded")
-	}
+	conn, ctx := dialServing(t, e)
 	e.Backends[0].Fail(backends.Failure{Every: 2})
 	var info xdsgrpc.CallInfo
 	if err := conn.Invoke(xdsgrpc.WithCallInfo(ctx, &info), "/grpc.testing.TestService/EmptyCall", &emptypb.Empty{}, &emptypb.Empty{}); err != nil {
@@ -75,13 +83,7 @@ func TestStreamRetried(t *testing.T) {
 	e.Set(controlplane.Listener("L", "R"),
 		rpctest.RouteConfig("R", rpctest.Route(rpctest.PrefixMatch(""), controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 2, time.Millisecond, 5*time.Millisecond))),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
-	conn := e.Dial("xdslens:///L")
-	ctx := xdstest.Context(t)
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
-		return rpctest.Call(ctx, conn, "/grpc.testing.TestService/EmptyCall").Err == nil
-	}) {
-		t.Fatal("no RPC succeeded")
-	}
+	conn, ctx := dialServing(t, e)
 	e.Backends[0].Fail(backends.Failure{Every: 2})
 	s, err := testgrpc.NewTestServiceClient(conn).StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{
 		ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1}, {Size: 1}},
@@ -131,6 +133,28 @@ func TestFaultReported(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.faults) == 0 || h.faults[0].Action != "abort" || h.faults[0].Filter != controlplane.FaultFilterName {
 		t.Errorf("FaultInjected hook calls %+v, want an abort by %s", h.faults, controlplane.FaultFilterName)
+	}
+}
+
+// TestDisabledOverrideApplies: a route's filter override wrapped in a
+// FilterConfig marked disabled applies its config, as in gRPC C-core
+// (and grpc-go without its experimental ext_proc and ext_authz
+// switches), which do not read disabled: the listener's fault filter
+// aborts nothing, the disabled override of one route aborts every RPC.
+func TestDisabledOverrideApplies(t *testing.T) {
+	e := rpctest.NewEnv(t, 1)
+	e.Set(controlplane.ListenerWithFault("L", "R", controlplane.FaultAbort(uint32(codes.Unavailable), 0), 0),
+		rpctest.RouteConfig("R",
+			controlplane.WithDisabledFaultOverride(rpctest.Route(rpctest.PathMatch("/pkg.S/Disabled"), rpctest.ToCluster("c")), controlplane.FaultAbort(uint32(codes.ResourceExhausted), 100)),
+			rpctest.Route(rpctest.PrefixMatch(""), rpctest.ToCluster("c"))),
+		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
+	conn, ctx := dialServing(t, e)
+	for range 5 {
+		var info xdsgrpc.CallInfo
+		err := conn.Invoke(xdsgrpc.WithCallInfo(ctx, &info), "/pkg.S/Disabled", &emptypb.Empty{}, &emptypb.Empty{})
+		if status.Code(err) != codes.ResourceExhausted || info.Fault() != "abort" {
+			t.Fatalf("RPC on the route whose override is disabled: %v, fault %q; want RESOURCE_EXHAUSTED by an abort", err, info.Fault())
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 	}
 	info := httpfilter.NewConn(sc.local, sc.remote, state)
 	if ti, ok := auth.(credentials.TLSInfo); ok && sec != nil && info.SPIFFEID != "" {
-		ti.SPIFFEID = state.PeerCertificates[0].URIs[0] // the only URI SAN, a SPIFFE ID
+		ti.SPIFFEID = state.PeerCertificates[0].URIs[0] // the only URI SAN, a SPIFFE ID by certsan.SPIFFEID's rules
 		auth = ti
 	}
 	sc.info.Store(info)

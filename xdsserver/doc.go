@@ -78,7 +78,7 @@
 // specific typed_per_filter_config override (the route's, else the
 // virtual host's), from the filters registered with package httpfilter,
 // RBAC among them. An override's FilterConfig.disabled is not read, as in
-// gRPC C-core and grpc-go: the override's config applies (an RBACPerRoute
+// gRPC C-core and grpc-go (and on channels): the override's config applies (an RBACPerRoute
 // with rules is enforced, one without rbac turns RBAC off), so a route
 // never goes without an authorization filter that gRPC runs there.
 //

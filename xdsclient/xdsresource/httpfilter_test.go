@@ -170,7 +170,8 @@ func TestFilterOverridesKept(t *testing.T) {
 	fault := toAny(t, &faultv3.HTTPFault{})
 	custom := inStruct(t, testServerOverrideURL, map[string]any{"k": 1.0})
 	wrapped := toAny(t, &routev3.FilterConfig{Config: custom})
-	// A disabled override is validated as any other (C-core): a known type.
+	// A disabled override is validated and kept as any other (C-core): a
+	// known type, its config unwrapped.
 	disabledCfg := toAny(t, &faultv3.HTTPFault{})
 	m := routeConfig(prefixRoute("/", "c1"))
 	vh := m.VirtualHosts[0]
@@ -206,7 +207,7 @@ func TestFilterOverridesKept(t *testing.T) {
 		}
 		for name, w := range want {
 			g, ok := got[name]
-			if !ok || g.TypeURL != w.TypeURL || g.Disabled != w.Disabled || !proto.Equal(g.Config, w.Config) {
+			if !ok || g.TypeURL != w.TypeURL || !proto.Equal(g.Config, w.Config) {
 				t.Errorf("%s[%q] = %+v (present %v), want %+v", where, name, g, ok, w)
 			}
 		}
@@ -214,11 +215,11 @@ func TestFilterOverridesKept(t *testing.T) {
 	check("virtual host", got.FilterOverrides, filterconfig.Overrides{
 		"rbac":  {TypeURL: filterconfig.RBACPerRouteTypeURL, Config: rbacOverride},
 		"fault": {TypeURL: filterconfig.FaultTypeURL, Config: fault},
-		"off":   {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg, Disabled: true},
+		"off":   {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg},
 	})
 	check("route", got.Routes[0].FilterOverrides, filterconfig.Overrides{
 		"custom": {TypeURL: testServerOverrideURL, Config: custom},
-		"off":    {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg, Disabled: true},
+		"off":    {TypeURL: disabledCfg.TypeUrl, Config: disabledCfg},
 	})
 	wcs := got.Routes[1].Action.WeightedClusters
 	check("weighted cluster a", wcs[0].FilterOverrides, filterconfig.Overrides{"custom": {TypeURL: testServerOverrideURL, Config: custom}})

@@ -267,7 +267,7 @@ func overridesKey(fo filterconfig.Overrides) string {
 	var b strings.Builder
 	for _, name := range names {
 		o := fo[name]
-		fmt.Fprintf(&b, "%q %q %v %x;", name, o.TypeURL, o.Disabled, xxhash.Sum64(o.Config.GetValue()))
+		fmt.Fprintf(&b, "%q %q %x;", name, o.TypeURL, xxhash.Sum64(o.Config.GetValue()))
 	}
 	return b.String()
 }

@@ -167,12 +167,9 @@ type Override struct {
 	// one inside it.
 	TypeURL string
 	// Config is the override as received, taken out of its FilterConfig.
+	// A FilterConfig's disabled is not read, as gRPC C-core does not read
+	// it: Config applies, on channels and on xDS-enabled servers alike.
 	Config *anypb.Any
-	// Disabled is FilterConfig.disabled. Channels (package xdsgrpc) leave
-	// the filter out in this scope; xDS-enabled servers do not read it, as
-	// gRPC C-core does not, and apply Config. Config is validated all the
-	// same, as in gRPC C-core.
-	Disabled bool
 }
 
 // Overrides maps HTTP filter instance names to their override in
@@ -184,10 +181,10 @@ type Overrides map[string]Override
 // the overrides, nil when there are none: every entry must be a config
 // override of an understood filter, unless it is wrapped in a
 // FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig needs
-// its config, whatever is_optional and disabled say, and disabled excuses
-// nothing of the config's validation (grpc-go, with its experimental
-// filters off, takes a FilterConfig without config when it is optional);
-// what a disabled override does is the data plane's (Override.Disabled).
+// its config, whatever is_optional says (grpc-go, with its experimental
+// filters off, takes a FilterConfig without config when it is optional),
+// and its disabled field is not read: a disabled override is validated and
+// applies as any other.
 func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 	names := make([]string, 0, len(m))
 	for name := range m {
@@ -202,7 +199,7 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 		out[name] = o
 	}
 	for _, name := range names {
-		cfg, optional, disabled := m[name], false, false
+		cfg, optional := m[name], false
 		if cfg.GetTypeUrl() == filterConfigURL {
 			fc := new(routev3.FilterConfig)
 			if err := decoding.Unmarshal(cfg.GetValue(), fc); err != nil {
@@ -211,7 +208,7 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 			if fc.GetConfig() == nil {
 				return nil, fmt.Errorf("typed_per_filter_config[%q].config: missing", name)
 			}
-			cfg, optional, disabled = fc.GetConfig(), fc.GetIsOptional(), fc.GetDisabled()
+			cfg, optional = fc.GetConfig(), fc.GetIsOptional()
 		}
 		ft, ok, err := checkFilterConfig(cfg, filterOverrides)
 		switch {
@@ -223,7 +220,7 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 			if err := validateFilterConfig(ft, cfg, true); err != nil {
 				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
-			add(name, Override{TypeURL: ft.url, Config: cfg, Disabled: disabled})
+			add(name, Override{TypeURL: ft.url, Config: cfg})
 		}
 	}
 	return out, nil

@@ -52,6 +52,8 @@ func TestValidateFilters(t *testing.T) {
 	fault := func(optional bool) *hcmv3.HttpFilter { return filter(t, "fault", &faultv3.HTTPFault{}, optional) }
 	rbac := func(optional bool) *hcmv3.HttpFilter { return filter(t, "authz", &rbacv3.RBAC{}, optional) }
 	unknown := filter(t, "unknown", &durationpb.Duration{}, true)
+	disabledFault := fault(false)
+	disabledFault.Disabled = true
 	for _, tc := range []struct {
 		name    string
 		filters []*hcmv3.HttpFilter
@@ -63,6 +65,8 @@ func TestValidateFilters(t *testing.T) {
 		{"RBAC on a server", []*hcmv3.HttpFilter{rbac(false), router()}, true, []string{"authz", "router"}, ""},
 		{"an optional filter of the other side", []*hcmv3.HttpFilter{fault(true), rbac(true), router()}, true, []string{"authz", "router"}, ""},
 		{"an unknown optional filter", []*hcmv3.HttpFilter{unknown, router()}, false, []string{"router"}, ""},
+		// disabled is not read (gRPC C-core): the filter is kept and runs.
+		{"a filter marked disabled", []*hcmv3.HttpFilter{disabledFault, router()}, false, []string{"fault", "router"}, ""},
 		{"fault on a server", []*hcmv3.HttpFilter{fault(false), router()}, true, nil,
 			`http_filters[0] "fault": filter type "` + filterconfig.FaultTypeURL + `" is not supported on servers`},
 		{"RBAC on a client", []*hcmv3.HttpFilter{rbac(false), router()}, false, nil,
@@ -85,8 +89,9 @@ func TestValidateFilters(t *testing.T) {
 }
 
 // TestValidateOverrides: overrides of understood filters are kept, a
-// FilterConfig wrapper resolved, disabled ones too; an optional one of a
-// type nobody understands is left out.
+// FilterConfig wrapper resolved, one marked disabled as any other (its
+// disabled is not read, as in gRPC C-core); an optional one of a type
+// nobody understands is left out.
 func TestValidateOverrides(t *testing.T) {
 	wrap := func(cfg proto.Message, optional, disabled bool) *anypb.Any {
 		fc := &routev3.FilterConfig{IsOptional: optional, Disabled: disabled}
@@ -104,9 +109,9 @@ func TestValidateOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got["fault"].TypeURL != filterconfig.FaultTypeURL || got["fault"].Disabled ||
-		got["authz"].TypeURL != filterconfig.RBACPerRouteTypeURL || !got["authz"].Disabled {
-		t.Errorf("ValidateOverrides = %+v, want fault, and authz disabled", got)
+	if len(got) != 2 || got["fault"].TypeURL != filterconfig.FaultTypeURL ||
+		got["authz"].TypeURL != filterconfig.RBACPerRouteTypeURL || !proto.Equal(got["authz"].Config, toAny(t, perRoute)) {
+		t.Errorf("ValidateOverrides = %+v, want fault, and authz with the RBACPerRoute its FilterConfig holds", got)
 	}
 	if got, err := filterconfig.ValidateOverrides(nil); got != nil || err != nil {
 		t.Errorf("ValidateOverrides(nil) = %v, %v; want nil, nil", got, err)

@@ -72,11 +72,11 @@ func checkDownstreamSecrets(cfg *anypb.Any, m *tlsv3.DownstreamTlsContext) error
 }
 
 // CheckSocketSecrets applies the rules of this file to the
-// transport_socket of a server filter chain, whether gRPC uses the chain
-// or not: a chain it ignores is validated no further, but a secret it
-// carries has been sent all the same. (A chain that gRPC uses is checked
-// again with the rest of its TLS context.) Errors start with the field
-// below transport_socket.
+// transport_socket of a server filter chain, before anything else of the
+// chain is validated, so that a secret it carries is reported whatever
+// else is wrong with the chain, and whatever its transport_socket's type.
+// (The TLS context is checked again with the rest of its rules.) Errors
+// start with the field below transport_socket.
 func CheckSocketSecrets(ts *corev3.TransportSocket) error {
 	cfg := ts.GetTypedConfig()
 	if cfg.GetTypeUrl() == DownstreamTLSContextTypeURL {

@@ -35,17 +35,18 @@ type Listener struct {
 	// Port is address.socket_address.port_value.
 	Port uint32
 	// FilterChains are the filter chains that gRPC uses, in order. Chains
-	// that gRPC ignores because their filter_chain_match uses a field it
+	// that gRPC drops because their filter_chain_match uses a field it
 	// does not support (destination_port, server_names,
 	// application_protocols, a transport_protocol other than "raw_buffer")
-	// are left out, and so are chains with no transport_protocol for
-	// destination prefixes where a chain with "raw_buffer" exists: such a
-	// chain keeps only its other prefixes in Match.DestinationPrefixes, or
-	// is left out when none remain. No two chains match the same
-	// connection.
+	// are left out, once validated as the others are, and so are chains
+	// with no transport_protocol for destination prefixes where a chain
+	// with "raw_buffer" exists: such a chain keeps only its other prefixes
+	// in Match.DestinationPrefixes, or is left out when none remain. No
+	// two chains match the same connection.
 	FilterChains []FilterChain
 	// DefaultFilterChain is default_filter_chain, nil when unset: it
-	// serves the connections that no chain of FilterChains matches. At
+	// serves the connections that no chain of FilterChains matches. Its
+	// filter_chain_match is validated as any chain's, and not used. At
 	// least one of FilterChains and DefaultFilterChain is not empty.
 	DefaultFilterChain *FilterChain
 }
@@ -145,6 +146,7 @@ func Validate(m *listenerv3.Listener, trustedServer bool, hasProvider func(insta
 		if err != nil {
 			return nil, fmt.Errorf("default_filter_chain.%v", err)
 		}
+		fc.Match = FilterChainMatch{} // validated, and ignored
 		s.DefaultFilterChain = fc
 	}
 	chains, err := validateFilterChains(opts, m.GetFilterChains())
@@ -179,31 +181,38 @@ type dstState struct {
 }
 
 // validateFilterChains validates filter_chains and returns the chains that
-// gRPC uses. Overlapping matches are an error, as in gRPC; the chains that
-// gRPC drops are not validated further.
+// gRPC uses. As in gRPC C-core, every chain is validated whole first,
+// those that gRPC then drops included; then the chains that gRPC cannot
+// serve are dropped (destination_port, server_names, a transport_protocol
+// other than "raw_buffer", application_protocols, or chains without
+// transport_protocol where a "raw_buffer" one takes their destination),
+// and only the chains left are checked for overlaps and for their
+// source_type.
 func validateFilterChains(opts options, chains []*listenerv3.FilterChain) ([]FilterChain, error) {
-	byDst := make(map[netip.Prefix]*dstState)
-	validated := make(map[int]*FilterChain)
+	parsed := make([]*FilterChain, len(chains))
 	for i, fc := range chains {
-		if err := security.CheckSocketSecrets(fc.GetTransportSocket()); err != nil {
-			return nil, fmt.Errorf("filter_chains[%d].transport_socket.%v", i, err)
+		c, err := validateFilterChain(opts, fc)
+		if err != nil {
+			return nil, fmt.Errorf("filter_chains[%d].%v", i, err)
 		}
+		parsed[i] = c
+	}
+	byDst := make(map[netip.Prefix]*dstState)
+	for i, fc := range chains {
 		at := fmt.Sprintf("filter_chains[%d].filter_chain_match", i)
 		m := fc.GetFilterChainMatch()
 		if m.GetDestinationPort().GetValue() != 0 {
-			continue // gRPC ignores chains that match on destination_port
-		}
-		dsts, err := parsePrefixes(m.GetPrefixRanges())
-		if err != nil {
-			return nil, fmt.Errorf("%s.prefix_ranges%v", at, err)
+			continue // gRPC drops chains that match on destination_port
 		}
 		if len(m.GetServerNames()) != 0 {
-			continue // server_names are not supported: the chain is ignored
+			continue // server_names are not supported: the chain is dropped
 		}
 		tp := m.GetTransportProtocol()
 		if tp != "" && tp != "raw_buffer" {
 			continue
 		}
+		c := parsed[i]
+		dsts := c.Match.DestinationPrefixes
 		if len(dsts) == 0 {
 			dsts = []netip.Prefix{{}}
 		}
@@ -225,16 +234,14 @@ func validateFilterChains(opts options, chains []*listenerv3.FilterChain) ([]Fil
 			live[k], anyLive = true, true
 		}
 		if len(m.GetApplicationProtocols()) != 0 || !anyLive {
-			continue // application_protocols are not supported: ignored
+			continue // application_protocols are not supported: dropped
 		}
 		srcType := SourceType(m.GetSourceType())
 		if srcType < SourceAny || srcType > SourceExternal {
 			return nil, fmt.Errorf("%s.source_type: %v is not supported", at, m.GetSourceType())
 		}
-		srcs, err := parsePrefixes(m.GetSourcePrefixRanges())
-		if err != nil {
-			return nil, fmt.Errorf("%s.source_prefix_ranges%v", at, err)
-		}
+		c.Match.SourceType = srcType
+		srcs := c.Match.SourcePrefixes
 		if len(srcs) == 0 {
 			srcs = []netip.Prefix{{}}
 		}
@@ -260,22 +267,6 @@ func validateFilterChains(opts options, chains []*listenerv3.FilterChain) ([]Fil
 				}
 			}
 		}
-		c, err := validateFilterChain(opts, fc)
-		if err != nil {
-			return nil, fmt.Errorf("filter_chains[%d].%v", i, err)
-		}
-		c.Match = FilterChainMatch{
-			TransportProtocol: tp,
-			SourceType:        srcType,
-			SourcePorts:       m.GetSourcePorts(),
-		}
-		if dsts[0].IsValid() {
-			c.Match.DestinationPrefixes = dsts
-		}
-		if srcs[0].IsValid() {
-			c.Match.SourcePrefixes = srcs
-		}
-		validated[i] = c
 	}
 	// A chain is used when it still holds a match; a chain replaced by a
 	// raw_buffer chain for some of its destination prefixes keeps the
@@ -294,7 +285,7 @@ func validateFilterChains(opts options, chains []*listenerv3.FilterChain) ([]Fil
 		if live[i] == nil {
 			continue
 		}
-		c := validated[i]
+		c := parsed[i]
 		if c.Match.DestinationPrefixes != nil {
 			c.Match.DestinationPrefixes = slices.DeleteFunc(c.Match.DestinationPrefixes, func(p netip.Prefix) bool { return !live[i][p] })
 		}
@@ -330,9 +321,25 @@ func parsePrefixes(ranges []*corev3.CidrRange) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// validateFilterChain validates the filters and the transport socket of one
-// chain. Errors start with the field inside the chain.
+// validateFilterChain validates one chain, whether gRPC uses it or not (as
+// gRPC C-core does): first the secrets its transport socket may carry
+// (security.CheckSocketSecrets), then the CIDR ranges of its match, its
+// filters and its transport socket. The match's source_type is checked
+// only in the chains that gRPC uses (validateFilterChains). Errors start
+// with the field inside the chain.
 func validateFilterChain(opts options, fc *listenerv3.FilterChain) (*FilterChain, error) {
+	if err := security.CheckSocketSecrets(fc.GetTransportSocket()); err != nil {
+		return nil, fmt.Errorf("transport_socket.%v", err)
+	}
+	m := fc.GetFilterChainMatch()
+	dsts, err := parsePrefixes(m.GetPrefixRanges())
+	if err != nil {
+		return nil, fmt.Errorf("filter_chain_match.prefix_ranges%v", err)
+	}
+	srcs, err := parsePrefixes(m.GetSourcePrefixRanges())
+	if err != nil {
+		return nil, fmt.Errorf("filter_chain_match.source_prefix_ranges%v", err)
+	}
 	filters := fc.GetFilters()
 	if n := len(filters); n != 1 {
 		return nil, fmt.Errorf("filters: has %s, want exactly one, the HttpConnectionManager", decoding.Plural(n, "filter", "filters"))
@@ -361,7 +368,13 @@ func validateFilterChain(opts options, fc *listenerv3.FilterChain) (*FilterChain
 		return nil, fmt.Errorf("transport_socket.%v", err)
 	}
 	return &FilterChain{
-		Name:              fc.GetName(),
+		Name: fc.GetName(),
+		Match: FilterChainMatch{
+			DestinationPrefixes: dsts,
+			TransportProtocol:   m.GetTransportProtocol(),
+			SourcePrefixes:      srcs,
+			SourcePorts:         m.GetSourcePorts(),
+		},
 		RouteConfigName:   c.RouteConfigName,
 		InlineRouteConfig: c.InlineRouteConfig,
 		HTTPFilters:       c.HTTPFilters,

@@ -118,13 +118,10 @@ func DescribeRoute(r *routeconfig.Route) string {
 }
 
 // DescribeOverrides lists the HTTP filters that overrides configure, by
-// name: `[fault rbac (disabled)]`.
+// name: `[fault rbac]`.
 func DescribeOverrides(overrides filterconfig.Overrides) string {
 	names := make([]string, 0, len(overrides))
-	for name, o := range overrides {
-		if o.Disabled {
-			name += " (disabled)"
-		}
+	for name := range overrides {
 		names = append(names, name)
 	}
 	slices.Sort(names)

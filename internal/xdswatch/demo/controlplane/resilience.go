@@ -77,6 +77,15 @@ func WithFaultOverride(r *routev3.Route, fault *faultv3.HTTPFault) *routev3.Rout
 	return r
 }
 
+// WithDisabledFaultOverride sets the fault filter's typed_per_filter_config
+// of route r to fault wrapped in a FilterConfig marked disabled, and
+// returns r.
+func WithDisabledFaultOverride(r *routev3.Route, fault *faultv3.HTTPFault) *routev3.Route {
+	WithFaultOverride(r, fault)
+	r.TypedPerFilterConfig[FaultFilterName] = mustAny(&routev3.FilterConfig{Config: r.TypedPerFilterConfig[FaultFilterName], Disabled: true})
+	return r
+}
+
 // WithRetry sets the retry_policy of action a: retry on the gRPC codes
 // named in on ("unavailable", ...), n retries, with the given backoff,
 // and returns a.
