@@ -59,7 +59,7 @@
 //	| requested_server_name                    | the empty string                                                     |
 //	| source_ip, direct_remote_ip, remote_ip   | the peer's address of the connection is in the CIDR range           |
 //	| authenticated without principal_name     | a connection with TLS                                                |
-//	| authenticated.principal_name             | on a TLS connection: one of the peer certificate's URI SANs; if it has none, one of its DNS SANs; if it has neither, its subject (RFC 2253); without a certificate, "" |
+//	| authenticated.principal_name             | on a TLS connection: one of the peer certificate's URI SANs, as the certificate spells them (C-core); if it has none, one of its DNS SANs; if it has neither, its subject (RFC 2253); without a certificate, "" |
 //
 // A policy with no permissions, or no principals, matches no RPC. Rules
 // with no policy deny every RPC under ALLOW and allow every one under

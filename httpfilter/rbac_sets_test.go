@@ -3,6 +3,7 @@ package httpfilter_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,8 +76,14 @@ func TestSPIFFEID(t *testing.T) {
 		"spiffe://td/a b":  "spiffe://td/a b", // as written, not re-encoded as %20
 	} {
 		st := &tls.ConnectionState{PeerCertificates: []*x509.Certificate{certtest.SelfSigned(t, certtest.URISANs(uri)...)}}
-		if c := httpfilter.NewConn(serverAddr, peerAddr, st); c.SPIFFEID != want {
+		c := httpfilter.NewConn(serverAddr, peerAddr, st)
+		if c.SPIFFEID != want {
 			t.Errorf("URI SAN %q as written: SPIFFE ID %q, want %q", uri, c.SPIFFEID, want)
+		}
+		// The principal names too are the SANs as written, as C-core
+		// matches them.
+		if !slices.Equal(c.PeerPrincipals, []string{uri}) {
+			t.Errorf("URI SAN %q as written: principal names %q, want it as written", uri, c.PeerPrincipals)
 		}
 	}
 }

@@ -81,7 +81,8 @@ type Conn struct {
 	// TLS is the connection's TLS state, nil without TLS.
 	TLS *tls.ConnectionState
 	// PeerPrincipals are the names that an authenticated principal is
-	// matched against (gRFC A41): the URI SANs of the peer's certificate;
+	// matched against (gRFC A41): the URI SANs of the peer's certificate,
+	// as the certificate spells them (as gRPC C-core reads them);
 	// its DNS SANs when it has no URI SAN; its subject as an RFC 2253
 	// string when it has neither; one empty name when the peer sent no
 	// certificate. Nil without TLS.
@@ -112,13 +113,14 @@ func NewConn(local, remote netip.AddrPort, state *tls.ConnectionState) *Conn {
 		return c
 	}
 	leaf := state.PeerCertificates[0]
-	switch {
-	case len(leaf.URIs) > 0:
-		for _, u := range leaf.URIs {
-			c.PeerPrincipals = append(c.PeerPrincipals, u.String())
-		}
-	case len(leaf.DNSNames) > 0:
-		c.PeerPrincipals = append(c.PeerPrincipals, leaf.DNSNames...)
+	// The SANs as the certificate spells them, as gRPC C-core matches
+	// them: crypto/x509's URLs lower the scheme's case and re-encode the
+	// rest.
+	switch sans := certsan.Of(leaf); {
+	case len(sans.URI) > 0:
+		c.PeerPrincipals = sans.URI
+	case len(sans.DNS) > 0:
+		c.PeerPrincipals = sans.DNS
 	default:
 		c.PeerPrincipals = []string{leaf.Subject.String()}
 	}
