@@ -1,0 +1,32 @@
+package xdscreds
+
+import (
+	"testing"
+
+	"github.com/xdslens/xdslens/internal/certsan"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+)
+
+// BenchmarkCheckSANs decides the SANs of a mesh certificate against the
+// match_subject_alt_names of a cluster, as each handshake does once its
+// chain verifies: the last matcher, which ignores case, is the one that
+// matches, so that every matcher is tried on every SAN.
+func BenchmarkCheckSANs(b *testing.B) {
+	s := certsan.SANs{
+		DNS: []string{"server.prod.svc.cluster.local", "*.wild.example.com"},
+		URI: []string{"spiffe://example.org/ns/prod/sa/server"},
+		IP:  []string{"10.1.2.3"},
+	}
+	ms := []matcher.String{
+		{Kind: matcher.Exact, Value: "spiffe://example.org/ns/dev/sa/server"},
+		{Kind: matcher.Regex, Value: `spiffe://example\.org/ns/staging/sa/[a-z-]+`},
+		{Kind: matcher.Suffix, Value: ".dev.svc.cluster.local"},
+		{Kind: matcher.Prefix, Value: "SPIFFE://EXAMPLE.ORG/NS/PROD/", IgnoreCase: true},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := checkSANs(s, ms); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
