@@ -62,6 +62,11 @@ func TestSANMatching(t *testing.T) {
 		{"one of several matchers", []matcher.String{exact("nope"), match(matcher.Suffix, "/sa/nope", false), exact(spiffe)}, true},
 		{"none of several matchers", []matcher.String{exact("nope"), match(matcher.Suffix, "/sa/nope", false)}, false},
 		{"an empty exact matches nothing", []matcher.String{exact("")}, false},
+		// As in C-core, an empty prefix, suffix or contains matches every
+		// SAN, so any certificate with a SAN whose chain verifies.
+		{"an empty prefix matches any SAN", []matcher.String{match(matcher.Prefix, "", false)}, true},
+		{"an empty suffix matches any SAN", []matcher.String{match(matcher.Suffix, "", true)}, true},
+		{"an empty contains matches any SAN", []matcher.String{exact("nope"), match(matcher.Contains, "", false)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

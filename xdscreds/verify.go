@@ -5,11 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/xdslens/xdslens/internal/asciifold"
 	"github.com/xdslens/xdslens/internal/certsan"
+	"github.com/xdslens/xdslens/internal/xdsmatch"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 )
@@ -81,7 +81,7 @@ func checkSANs(s certsan.SANs, matchers []matcher.String) error {
 		return nil
 	}
 	for _, m := range matchers {
-		cm, err := compileMatcher(m)
+		cm, err := compileSAN(m)
 		if err != nil {
 			return err
 		}
@@ -93,64 +93,35 @@ func checkSANs(s certsan.SANs, matchers []matcher.String) error {
 		list(s.URI), list(s.IP), list(s.DNS), listed(len(matchers), func(i int) string { return describe(matchers[i]) }))
 }
 
-// sanMatcher is a StringMatcher ready to match SANs.
+// sanMatcher is a matcher of match_subject_alt_names, compiled.
 type sanMatcher struct {
-	matcher.String
-	re *regexp.Regexp
+	src matcher.String
+	str xdsmatch.String
 }
 
-// compileMatcher compiles m's regex; the value of the others is lower
-// cased when they ignore case.
-func compileMatcher(m matcher.String) (sanMatcher, error) {
-	cm := sanMatcher{String: m}
-	switch {
-	case m.Kind == matcher.Regex:
-		re, err := regexp.Compile(`^(?:` + m.Value + `)$`)
-		if err != nil {
-			return cm, fmt.Errorf("match_subject_alt_names: %s: %v", describe(m), err)
-		}
-		cm.re = re
-	case m.IgnoreCase:
-		cm.Value = asciifold.Lower(m.Value)
+// compileSAN compiles m.
+func compileSAN(m matcher.String) (sanMatcher, error) {
+	s, err := xdsmatch.CompileString(m)
+	if err != nil {
+		return sanMatcher{}, fmt.Errorf("match_subject_alt_names: %s: %v", describe(m), err)
 	}
-	return cm, nil
+	return sanMatcher{src: m, str: s}, nil
 }
 
 // anyOf reports whether one of sans matches. An exact matcher compares
 // DNS SANs by the DNS rules (dnsMatch), without case and with wildcards,
 // as the xDS API says and gRPC does; every other comparison is of strings.
-func (m sanMatcher) anyOf(sans []string, dns bool) bool {
+func (m *sanMatcher) anyOf(sans []string, dns bool) bool {
 	for _, san := range sans {
-		if dns && m.Kind == matcher.Exact {
-			if dnsMatch(san, m.Value) {
+		if dns && m.src.Kind == matcher.Exact {
+			if dnsMatch(san, m.src.Value) {
 				return true
 			}
 			continue
 		}
-		if m.match(san) {
+		if m.str.Match(san) {
 			return true
 		}
-	}
-	return false
-}
-
-// match compares s with the matcher's value.
-func (m sanMatcher) match(s string) bool {
-	if m.re != nil {
-		return m.re.MatchString(s)
-	}
-	if m.IgnoreCase {
-		s = asciifold.Lower(s)
-	}
-	switch m.Kind {
-	case matcher.Exact:
-		return s == m.Value
-	case matcher.Prefix:
-		return strings.HasPrefix(s, m.Value)
-	case matcher.Suffix:
-		return strings.HasSuffix(s, m.Value)
-	case matcher.Contains:
-		return strings.Contains(s, m.Value)
 	}
 	return false
 }

@@ -37,16 +37,6 @@ func Equal(s, lowered string) bool {
 	return true
 }
 
-// HasPrefix reports whether s begins with lowered but for ASCII case.
-func HasPrefix(s, lowered string) bool {
-	return len(s) >= len(lowered) && Equal(s[:len(lowered)], lowered)
-}
-
-// HasSuffix reports whether s ends with lowered but for ASCII case.
-func HasSuffix(s, lowered string) bool {
-	return len(s) >= len(lowered) && Equal(s[len(s)-len(lowered):], lowered)
-}
-
 // Contains reports whether lowered is within s but for ASCII case.
 func Contains(s, lowered string) bool {
 	for i := 0; i+len(lowered) <= len(s); i++ {

@@ -3,40 +3,49 @@ package routematch
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/xdslens/xdslens/internal/asciifold"
+	"github.com/xdslens/xdslens/internal/xdsmatch"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 // Route is the compiled matchers of one route.
 type Route struct {
-	ignored  bool // a cluster_header route: never matches
-	path     pathMatcher
+	ignored  bool            // a cluster_header route: never matches
+	path     xdsmatch.String // the zero String for a route that never matches
 	headers  []headerMatcher
 	fraction int64 // per million; -1 when unset
 	plain    bool  // no header matcher and no fraction: its path decides
 }
 
-type pathMatcher struct {
-	kind  routeconfig.PathMatchKind // 0 for a route that never matches
-	value string                    // lower-cased when fold is set
-	fold  bool
-	re    *regexp.Regexp
-}
-
 type headerMatcher struct {
-	m      matcher.Header
-	value  string // m.Value, lower-cased when m.IgnoreCase is set
-	re     *regexp.Regexp
+	name   string
+	m      xdsmatch.Header
 	md     Metadata
 	absent bool // a -bin header: never present
 	ctype  bool // content-type: always "application/grpc"
+}
+
+// pathString is the string match of a route's path matcher; false for
+// a route without one, which never matches. A safe_regex path is matched
+// with case whatever case_sensitive says, as in C-core: a String ignores
+// IgnoreCase for a regex.
+func pathString(src *routeconfig.Route) (matcher.String, bool) {
+	m := matcher.String{IgnoreCase: src.CaseInsensitive}
+	switch src.PathMatch {
+	case routeconfig.PathPrefix:
+		m.Kind, m.Value = matcher.Prefix, src.Prefix
+	case routeconfig.PathExact:
+		m.Kind, m.Value = matcher.Exact, src.Path
+	case routeconfig.PathRegex:
+		m.Kind, m.Value = matcher.Regex, src.SafeRegex
+	default:
+		return m, false
+	}
+	return m, true
 }
 
 func (r *Route) compile(src *routeconfig.Route, md Metadata) error {
@@ -47,35 +56,19 @@ func (r *Route) compile(src *routeconfig.Route, md Metadata) error {
 		r.ignored = true
 		return nil
 	}
-	r.path = pathMatcher{kind: src.PathMatch}
-	switch src.PathMatch {
-	case routeconfig.PathPrefix:
-		r.path.value, r.path.fold = src.Prefix, src.CaseInsensitive
-	case routeconfig.PathExact:
-		r.path.value, r.path.fold = src.Path, src.CaseInsensitive
-	case routeconfig.PathRegex:
-		re, err := regexp.Compile(`^(?:` + src.SafeRegex + `)$`)
+	if ps, ok := pathString(src); ok {
+		path, err := xdsmatch.CompileString(ps)
 		if err != nil {
-			return fmt.Errorf("safe_regex %q: %w", src.SafeRegex, err)
+			return fmt.Errorf("path: %w", err)
 		}
-		r.path.re = re
-	}
-	if r.path.fold {
-		r.path.value = asciifold.Lower(r.path.value)
+		r.path = path
 	}
 	for j, h := range src.Headers {
-		hm := headerMatcher{m: h, value: h.Value, md: md, absent: strings.HasSuffix(h.Name, "-bin"), ctype: h.Name == "content-type"}
-		if h.Kind == matcher.Regex {
-			re, err := regexp.Compile(`^(?:` + h.Value + `)$`)
-			if err != nil {
-				return fmt.Errorf("headers[%d] safe_regex %q: %w", j, h.Value, err)
-			}
-			hm.re = re
+		m, err := xdsmatch.CompileHeader(h)
+		if err != nil {
+			return fmt.Errorf("headers[%d]: %w", j, err)
 		}
-		if h.IgnoreCase {
-			hm.value = asciifold.Lower(hm.value)
-		}
-		r.headers = append(r.headers, hm)
+		r.headers = append(r.headers, headerMatcher{name: h.Name, m: m, md: md, absent: strings.HasSuffix(h.Name, "-bin"), ctype: h.Name == "content-type"})
 	}
 	if src.FractionPerMillion != nil {
 		r.fraction = int64(*src.FractionPerMillion)
@@ -89,7 +82,7 @@ func (r *Route) compile(src *routeconfig.Route, md Metadata) error {
 func (r *Route) Ignored() bool { return r.ignored }
 
 // MatchPath reports whether the route's path matcher matches method.
-func (r *Route) MatchPath(method string) bool { return r.path.match(method) }
+func (r *Route) MatchPath(method string) bool { return r.path.Match(method) }
 
 // FailedHeader returns the index of the first header matcher of the route
 // that an RPC whose metadata ctx carries does not match, with what that
@@ -109,24 +102,6 @@ func (r *Route) FailedHeader(ctx context.Context) (index int, value string, pres
 // when it has none.
 func (r *Route) Fraction() int64 { return r.fraction }
 
-func (p *pathMatcher) match(method string) bool {
-	switch p.kind {
-	case routeconfig.PathPrefix:
-		if p.fold {
-			return asciifold.HasPrefix(method, p.value)
-		}
-		return strings.HasPrefix(method, p.value)
-	case routeconfig.PathExact:
-		if p.fold {
-			return asciifold.Equal(method, p.value)
-		}
-		return method == p.value
-	case routeconfig.PathRegex:
-		return p.re.MatchString(method)
-	}
-	return false // a route gRPC ignores
-}
-
 func (r *Route) headersMatch(ctx context.Context) bool {
 	for i := range r.headers {
 		if !r.headers[i].match(ctx) {
@@ -137,49 +112,7 @@ func (r *Route) headersMatch(ctx context.Context) bool {
 }
 
 func (h *headerMatcher) match(ctx context.Context) bool {
-	value, present := h.lookup(ctx)
-	var m bool
-	switch {
-	case h.m.Kind == matcher.Present:
-		m = present == h.m.Present
-	case !present:
-		return false // every other matcher fails on an absent header, inverted or not
-	case h.m.Kind == matcher.Range:
-		v, err := strconv.ParseInt(value, 10, 64)
-		m = err == nil && v >= h.m.RangeStart && v < h.m.RangeEnd
-	case h.m.Kind == matcher.Regex:
-		m = h.re.MatchString(value)
-	default:
-		m = h.matchString(value)
-	}
-	return m != h.m.Invert
-}
-
-func (h *headerMatcher) matchString(v string) bool {
-	want, fold := h.value, h.m.IgnoreCase
-	switch h.m.Kind {
-	case matcher.Exact:
-		if fold {
-			return asciifold.Equal(v, want)
-		}
-		return v == want
-	case matcher.Prefix:
-		if fold {
-			return asciifold.HasPrefix(v, want)
-		}
-		return strings.HasPrefix(v, want)
-	case matcher.Suffix:
-		if fold {
-			return asciifold.HasSuffix(v, want)
-		}
-		return strings.HasSuffix(v, want)
-	case matcher.Contains:
-		if fold {
-			return asciifold.Contains(v, want)
-		}
-		return strings.Contains(v, want)
-	}
-	return false
+	return h.m.Match(h.lookup(ctx))
 }
 
 // lookup returns the value of the header as the matchers see it.
@@ -192,9 +125,9 @@ func (h *headerMatcher) lookup(ctx context.Context) (string, bool) {
 	}
 	var vs []string
 	if h.md == Incoming {
-		vs = metadata.ValueFromIncomingContext(ctx, h.m.Name)
+		vs = metadata.ValueFromIncomingContext(ctx, h.name)
 	} else {
-		vs = metadata.ValueFromOutgoingContext(ctx, h.m.Name)
+		vs = metadata.ValueFromOutgoingContext(ctx, h.name)
 	}
 	switch len(vs) {
 	case 0:

@@ -95,7 +95,7 @@ func (t *Table) Route(i int) *Route { return &t.routes[i] }
 func (t *Table) Match(ctx context.Context, method string) int {
 	if !t.memo {
 		for i := range t.routes {
-			if r := &t.routes[i]; r.path.match(method) && (r.plain || t.try(ctx, i)) {
+			if r := &t.routes[i]; r.path.Match(method) && (r.plain || t.try(ctx, i)) {
 				return i
 			}
 		}
@@ -115,7 +115,7 @@ func (t *Table) Match(ctx context.Context, method string) int {
 	remember := true
 	matched := -1
 	for i := range t.routes {
-		if !t.routes[i].path.match(method) {
+		if !t.routes[i].path.Match(method) {
 			continue
 		}
 		if len(candidates) == MaxRememberedRoutes {

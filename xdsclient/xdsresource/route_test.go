@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 
+	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
@@ -320,24 +321,24 @@ func TestRouteConfigErrors(t *testing.T) {
 			want:  at + `match.headers[0]: range_match end 1 is less than start 5`,
 		},
 		{
-			name:  "empty header prefix",
-			build: withHeader(&routev3.HeaderMatcher{Name: "h", HeaderMatchSpecifier: &routev3.HeaderMatcher_PrefixMatch{PrefixMatch: ""}}),
-			want:  at + `match.headers[0]: empty prefix match`,
+			name:  "header regex valid only anchored",
+			build: withHeader(stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "a)|(b"}}})),
+			want:  at + "match.headers[0]: invalid regex \"a)|(b\": error parsing regexp: unexpected ): `a)|(b`",
 		},
 		{
-			name:  "empty string_match contains",
-			build: withHeader(stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{}})),
-			want:  at + `match.headers[0]: empty contains match`,
+			name:  "string_match custom",
+			build: withHeader(stringMatch(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Custom{Custom: &xdscorev3.TypedExtensionConfig{Name: "c"}}})),
+			want:  at + `match.headers[0]: string_match: match pattern custom is not supported`,
 		},
 		{
 			name:  "string_match without pattern",
 			build: withHeader(stringMatch(&matcherv3.StringMatcher{})),
-			want:  at + `match.headers[0]: string_match: no match pattern`,
+			want:  at + `match.headers[0]: string_match: no match pattern is set`,
 		},
 		{
 			name:  "header matcher without specifier",
 			build: withHeader(&routev3.HeaderMatcher{Name: "h"}),
-			want:  at + `match.headers[0]: no header match specifier`,
+			want:  at + `match.headers[0]: no header match specifier is set`,
 		},
 		{
 			name:  "empty cluster",
@@ -470,5 +471,32 @@ func TestRouteConfigDomainPatterns(t *testing.T) {
 	}
 	if got := v.(*routeconfig.Config).VirtualHosts[0].Domains; !reflect.DeepEqual(got, domains) {
 		t.Errorf("Domains = %q, want %q", got, domains)
+	}
+}
+
+// As in gRPC C-core (RouteHeaderMatchersParse, StringMatcher::Create), the
+// value of an exact, prefix, suffix or contains header matcher may be
+// empty, in the match specifier or in a string_match; grpc-go rejects an
+// empty prefix, suffix or contains.
+func TestRouteConfigEmptyHeaderValues(t *testing.T) {
+	r := prefixRoute("/", "c1")
+	r.Match.Headers = []*routev3.HeaderMatcher{
+		{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_ExactMatch{}},
+		{Name: "b", HeaderMatchSpecifier: &routev3.HeaderMatcher_PrefixMatch{}},
+		{Name: "c", HeaderMatchSpecifier: &routev3.HeaderMatcher_SuffixMatch{}, InvertMatch: true},
+		{Name: "d", HeaderMatchSpecifier: &routev3.HeaderMatcher_ContainsMatch{}},
+		{Name: "e", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}, IgnoreCase: true}}},
+		{Name: "f", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{}}}},
+	}
+	_, v, err := decode(t, RouteConfigType, routeConfig(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []matcher.Header{
+		{Name: "a", Kind: matcher.Exact}, {Name: "b", Kind: matcher.Prefix}, {Name: "c", Kind: matcher.Suffix, Invert: true},
+		{Name: "d", Kind: matcher.Contains}, {Name: "e", Kind: matcher.Prefix, IgnoreCase: true}, {Name: "f", Kind: matcher.Contains},
+	}
+	if got := v.(*routeconfig.Config).VirtualHosts[0].Routes[0].Headers; !reflect.DeepEqual(got, want) {
+		t.Errorf("Headers = %+v, want %+v", got, want)
 	}
 }

@@ -78,6 +78,17 @@ func TestClusterSecurity(t *testing.T) {
 				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "x"}, IgnoreCase: true})
 		}), &security.Config{IdentityInstance: "identity", IdentityCertName: "id", RootInstance: "roots", RootCertName: "ca",
 			SANMatchers: []matcher.String{{Kind: matcher.Exact, Value: "spiffe://a/b"}, {Kind: matcher.Prefix, Value: "x", IgnoreCase: true}}}},
+		// Empty values are valid, as in C-core (StringMatcherParse and
+		// StringMatcher::Create): an empty exact matches no SAN, an empty
+		// prefix, suffix or contains every SAN.
+		{"SAN matchers with empty values", upstream(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = caContext("roots",
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{}},
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}},
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{}, IgnoreCase: true},
+				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{}})
+		}), &security.Config{RootInstance: "roots", RootCertName: "ca", SANMatchers: []matcher.String{
+			{Kind: matcher.Exact}, {Kind: matcher.Prefix}, {Kind: matcher.Suffix, IgnoreCase: true}, {Kind: matcher.Contains}}}},
 		{"combined validation context", upstream(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext: &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: provider("roots", "")},
@@ -156,16 +167,12 @@ func TestClusterSecurityErrors(t *testing.T) {
 		{name: "custom_validator_config", build: ctx(func(c *tlsv3.CommonTlsContext) {
 			c.GetValidationContext().CustomValidatorConfig = &corev3.TypedExtensionConfig{Name: "v"}
 		}), want: at + `validation_context.custom_validator_config: not supported`},
-		{name: "empty SAN prefix", build: ctx(func(c *tlsv3.CommonTlsContext) {
-			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: ""}},
-				&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}})
-		}), want: at + `validation_context.match_subject_alt_names[1]: empty prefix`},
 		{name: "bad SAN regex", build: ctx(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "("}}})
 		}), want: at + `validation_context.match_subject_alt_names[0]: invalid regex "(": `, prefix: true},
 		{name: "SAN matcher without pattern", build: ctx(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{})
-		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern`},
+		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern is set`},
 	})
 }
 
@@ -259,7 +266,7 @@ func TestClusterSecurityDeprecatedFields(t *testing.T) {
 		{name: "bad SAN matcher beside a deprecated identity", build: with(&tlsv3.CommonTlsContext{
 			TlsCertificateCertificateProviderInstance: deprecatedInstance("identity", ""),
 			ValidationContextType:                     caContext("roots", &matcherv3.StringMatcher{}),
-		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern`},
+		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern is set`},
 		{name: "unsupported field beside a deprecated root", build: with(&tlsv3.CommonTlsContext{
 			ValidationContextType: &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 				DefaultValidationContext:                     &tlsv3.CertificateValidationContext{VerifyCertificateHash: []string{"h"}},

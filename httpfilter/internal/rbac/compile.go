@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -13,9 +12,11 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"github.com/xdslens/xdslens/internal/asciifold"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/xdslens/xdslens/internal/xdsmatch"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 )
 
 // Rules are the compiled rules of one RBAC config: immutable, shared by
@@ -223,9 +224,9 @@ func compilePrincipal(p *rbacconfigv3.Principal) (node, error) {
 	return node{}, fmt.Errorf(": identifier %s is not supported", setOneof(p, "identifier"))
 }
 
-func compilePath(p *matcherv3.PathMatcher) (stringMatcher, error) {
+func compilePath(p *matcherv3.PathMatcher) (xdsmatch.String, error) {
 	if p.GetPath() == nil {
-		return stringMatcher{}, errors.New(".path: missing")
+		return xdsmatch.String{}, errors.New(".path: missing")
 	}
 	s, err := compileString(p.GetPath())
 	if err != nil {
@@ -234,41 +235,17 @@ func compilePath(p *matcherv3.PathMatcher) (stringMatcher, error) {
 	return s, nil
 }
 
-func compileString(m *matcherv3.StringMatcher) (stringMatcher, error) {
-	s := stringMatcher{fold: m.GetIgnoreCase()}
-	switch p := m.GetMatchPattern().(type) {
-	case *matcherv3.StringMatcher_Exact:
-		s.kind, s.value = stringExact, p.Exact
-	case *matcherv3.StringMatcher_Prefix:
-		s.kind, s.value = stringPrefix, p.Prefix
-	case *matcherv3.StringMatcher_Suffix:
-		s.kind, s.value = stringSuffix, p.Suffix
-	case *matcherv3.StringMatcher_Contains:
-		s.kind, s.value = stringContains, p.Contains
-	case *matcherv3.StringMatcher_SafeRegex:
-		re, err := compileRegex(p.SafeRegex.GetRegex())
-		if err != nil {
-			return s, fmt.Errorf(".safe_regex.regex: %v", err)
+// compileString validates and compiles a string matcher as routes and
+// SAN matchers are; errors start with ": ".
+func compileString(m *matcherv3.StringMatcher) (xdsmatch.String, error) {
+	v, err := matcher.ValidateString(m)
+	if err == nil {
+		var s xdsmatch.String
+		if s, err = xdsmatch.CompileString(v); err == nil {
+			return s, nil
 		}
-		s.kind, s.re, s.fold = stringRegex, re, false
-	case nil:
-		return s, errors.New(": no match pattern is set")
-	default:
-		return s, fmt.Errorf(": match pattern %s is not supported", setOneof(m, "match_pattern"))
 	}
-	if s.fold {
-		s.value = asciifold.Lower(s.value)
-	}
-	return s, nil
-}
-
-// compileRegex compiles an RE2 expression that must match a whole value.
-func compileRegex(expr string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile(`^(?:` + expr + `)$`)
-	if err != nil {
-		return nil, fmt.Errorf("invalid regex %q: %v", expr, err)
-	}
-	return re, nil
+	return xdsmatch.String{}, fmt.Errorf(": %v", err)
 }
 
 // setOneof returns the name of the field set in the oneof named oneof of
@@ -290,39 +267,15 @@ func compileHeader(h *routev3.HeaderMatcher) (node, error) {
 	case name == "host":
 		name = ":authority"
 	}
-	m := &headerMatcher{name: name, invert: h.GetInvertMatch()}
-	switch s := h.GetHeaderMatchSpecifier().(type) {
-	case *routev3.HeaderMatcher_ExactMatch:
-		m.str = stringMatcher{kind: stringExact, value: s.ExactMatch}
-	case *routev3.HeaderMatcher_PrefixMatch:
-		m.str = stringMatcher{kind: stringPrefix, value: s.PrefixMatch}
-	case *routev3.HeaderMatcher_SuffixMatch:
-		m.str = stringMatcher{kind: stringSuffix, value: s.SuffixMatch}
-	case *routev3.HeaderMatcher_ContainsMatch:
-		m.str = stringMatcher{kind: stringContains, value: s.ContainsMatch}
-	case *routev3.HeaderMatcher_SafeRegexMatch:
-		re, err := compileRegex(s.SafeRegexMatch.GetRegex())
-		if err != nil {
-			return node{}, fmt.Errorf(".header.safe_regex_match.regex: %v", err)
-		}
-		m.str = stringMatcher{kind: stringRegex, re: re}
-	case *routev3.HeaderMatcher_PresentMatch:
-		m.isPresent, m.present = true, s.PresentMatch
-	case *routev3.HeaderMatcher_RangeMatch:
-		m.isRange, m.start, m.end = true, s.RangeMatch.GetStart(), s.RangeMatch.GetEnd()
-		if m.end < m.start {
-			return node{}, fmt.Errorf(".header.range_match: end %d is less than start %d", m.end, m.start)
-		}
-	case *routev3.HeaderMatcher_StringMatch:
-		str, err := compileString(s.StringMatch)
-		if err != nil {
-			return node{}, fmt.Errorf(".header.string_match%v", err)
-		}
-		m.str = str
-	default:
-		return node{}, errors.New(".header: no header match specifier is set")
+	v, err := matcher.ValidateHeader(h)
+	if err != nil {
+		return node{}, fmt.Errorf(".header: %v", err)
 	}
-	return node{kind: nodeHeader, header: m}, nil
+	m, err := xdsmatch.CompileHeader(v)
+	if err != nil {
+		return node{}, fmt.Errorf(".header: %v", err)
+	}
+	return node{kind: nodeHeader, header: &headerMatcher{name: name, m: m}}, nil
 }
 
 // compileCIDR compiles a CIDR range of the server's address (local) or the

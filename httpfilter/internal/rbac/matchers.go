@@ -2,11 +2,8 @@ package rbac
 
 import (
 	"net/netip"
-	"regexp"
-	"strconv"
-	"strings"
 
-	"github.com/xdslens/xdslens/internal/asciifold"
+	"github.com/xdslens/xdslens/internal/xdsmatch"
 )
 
 // nodeKind says what a node matches.
@@ -33,7 +30,7 @@ type node struct {
 	kind     nodeKind
 	b        bool // nodeConst's result; nodeIP: the server's address; nodeAuthenticated: a principal_name is set
 	children []node
-	str      stringMatcher
+	str      xdsmatch.String
 	header   *headerMatcher
 	prefix   netip.Prefix
 	port     uint32
@@ -57,9 +54,9 @@ func (n *node) match(r *Request) bool {
 	case nodeNot:
 		return !n.children[0].match(r)
 	case nodePath:
-		return r.pathOK && n.str.matches(r.path)
+		return r.pathOK && n.str.Match(r.path)
 	case nodeServerName:
-		return n.str.matches("")
+		return n.str.Match("")
 	case nodeHeader:
 		return n.header.match(r)
 	case nodeIP:
@@ -99,86 +96,18 @@ func (n *node) matchIP(r *Request) bool {
 
 func (n *node) matchPrincipal(r *Request) bool {
 	for _, p := range r.Principals {
-		if n.str.matches(p) {
+		if n.str.Match(p) {
 			return true
 		}
 	}
 	return false
 }
 
-// stringKind says how a stringMatcher compares.
-type stringKind uint8
-
-const (
-	stringExact stringKind = iota + 1
-	stringPrefix
-	stringSuffix
-	stringContains
-	stringRegex
-)
-
-// stringMatcher is a compiled envoy.type.matcher.v3.StringMatcher.
-type stringMatcher struct {
-	kind  stringKind
-	value string // lower-cased when fold
-	fold  bool
-	re    *regexp.Regexp
-}
-
-func (s *stringMatcher) matches(v string) bool {
-	switch s.kind {
-	case stringExact:
-		if s.fold {
-			return asciifold.Equal(v, s.value)
-		}
-		return v == s.value
-	case stringPrefix:
-		if s.fold {
-			return asciifold.HasPrefix(v, s.value)
-		}
-		return strings.HasPrefix(v, s.value)
-	case stringSuffix:
-		if s.fold {
-			return asciifold.HasSuffix(v, s.value)
-		}
-		return strings.HasSuffix(v, s.value)
-	case stringContains:
-		if s.fold {
-			return asciifold.Contains(v, s.value)
-		}
-		return strings.Contains(v, s.value)
-	case stringRegex:
-		return s.re.MatchString(v)
-	}
-	return false
-}
-
-// headerMatcher is a compiled envoy.config.route.v3.HeaderMatcher.
+// headerMatcher is a compiled envoy.config.route.v3.HeaderMatcher and
+// the name of the header it reads.
 type headerMatcher struct {
 	name string
-	// present is set for present_match; str for the string kinds; a range
-	// match is [start, end).
-	isPresent  bool
-	present    bool
-	isRange    bool
-	start, end int64
-	str        stringMatcher
-	invert     bool
+	m    xdsmatch.Header
 }
 
-func (h *headerMatcher) match(r *Request) bool {
-	v, ok := r.header(h.name)
-	var m bool
-	switch {
-	case h.isPresent:
-		m = ok == h.present
-	case !ok:
-		return false // every other matcher fails on an absent header, inverted or not
-	case h.isRange:
-		n, err := strconv.ParseInt(v, 10, 64)
-		m = err == nil && n >= h.start && n < h.end
-	default:
-		m = h.str.matches(v)
-	}
-	return m != h.invert
-}
+func (h *headerMatcher) match(r *Request) bool { return h.m.Match(r.header(h.name)) }

@@ -50,14 +50,20 @@ func TestStringMatcher(t *testing.T) {
 		{"regex", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/pkg\\..*"}}}, "/pkg.S/M", true},
 		// ignore_case does not apply to safe_regex (Envoy, gRFC A41).
 		{"regex no fold", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "/PKG\\..*"}}, IgnoreCase: true}, "/pkg.S/M", false},
+		// Empty values are valid, as in C-core: an empty prefix, suffix
+		// or contains matches every value, an empty exact only "".
+		{"empty prefix", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}}, "/pkg.S/M", true},
+		{"empty suffix", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Suffix{}, IgnoreCase: true}, "", true},
+		{"empty contains", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{}}, "x", true},
+		{"empty exact", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{}}, "x", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := compileString(tc.m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.matches(tc.in); got != tc.want {
-				t.Errorf("matches(%q) = %v, want %v", tc.in, got, tc.want)
+			if got := s.Match(tc.in); got != tc.want {
+				t.Errorf("Match(%q) = %v, want %v", tc.in, got, tc.want)
 			}
 		})
 	}

@@ -48,9 +48,10 @@ type Header struct {
 	Invert bool
 }
 
-// ValidateHeader validates h as gRPC does: a match specifier is required,
-// prefix, suffix and contains need a value, a regex must compile and a
-// range must not end before it starts. The name is lower-cased.
+// ValidateHeader validates h as gRPC C-core does: a match specifier is
+// required, a regex must be valid and a range must not end before it
+// starts; the value of an exact, prefix, suffix or contains match may be
+// empty. The name is lower-cased.
 func ValidateHeader(h *routev3.HeaderMatcher) (Header, error) {
 	hm := Header{Name: strings.ToLower(h.GetName()), Invert: h.GetInvertMatch()}
 	switch s := h.GetHeaderMatchSpecifier().(type) {
@@ -76,21 +77,16 @@ func ValidateHeader(h *routev3.HeaderMatcher) (Header, error) {
 			return hm, fmt.Errorf("string_match: %v", err)
 		}
 	default:
-		return hm, errors.New("no header match specifier")
+		return hm, errors.New("no header match specifier is set")
 	}
-	return hm, checkPattern(hm.Kind, hm.Value, " match")
+	return hm, checkRegexOf(hm.Kind, hm.Value)
 }
 
-// checkPattern checks the value of a string match of kind k: prefix,
-// suffix and contains need one (the error says "empty" and the kind, then
-// what), a regex must compile.
-func checkPattern(k Kind, value, what string) error {
-	switch k {
-	case Prefix, Suffix, Contains:
-		if value == "" {
-			return fmt.Errorf("empty %v%s", k, what)
-		}
-	case Regex:
+// checkRegexOf checks value when k is Regex: the value of every other
+// string match is valid, the empty one included, as C-core's
+// StringMatcher::Create has it (src/core/util/matchers.cc).
+func checkRegexOf(k Kind, value string) error {
+	if k == Regex {
 		return CheckRegex(value)
 	}
 	return nil
@@ -110,8 +106,11 @@ func fromStringMatcher(m *matcherv3.StringMatcher, hm *Header) error {
 		hm.Kind, hm.Value = Contains, p.Contains
 	case *matcherv3.StringMatcher_SafeRegex:
 		hm.Kind, hm.Value, hm.IgnoreCase = Regex, p.SafeRegex.GetRegex(), false
+	case nil:
+		return errors.New("no match pattern is set")
 	default:
-		return errors.New("no match pattern")
+		r := m.ProtoReflect()
+		return fmt.Errorf("match pattern %s is not supported", r.WhichOneof(r.Descriptor().Oneofs().ByName("match_pattern")).Name())
 	}
 	return nil
 }
@@ -158,13 +157,13 @@ type String struct {
 	IgnoreCase bool
 }
 
-// ValidateString validates m as gRPC does: prefix, suffix and contains
-// need a value, a regex must compile.
+// ValidateString validates m as gRPC C-core does: a regex must be valid;
+// the value of an exact, prefix, suffix or contains match may be empty.
 func ValidateString(m *matcherv3.StringMatcher) (String, error) {
 	var hm Header
 	if err := fromStringMatcher(m, &hm); err != nil {
 		return String{}, err
 	}
 	sm := String{Kind: hm.Kind, Value: hm.Value, IgnoreCase: hm.IgnoreCase}
-	return sm, checkPattern(sm.Kind, sm.Value, "")
+	return sm, checkRegexOf(sm.Kind, sm.Value)
 }

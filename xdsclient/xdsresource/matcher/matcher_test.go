@@ -3,6 +3,7 @@ package matcher_test
 import (
 	"testing"
 
+	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -79,13 +80,17 @@ func TestValidateHeader(t *testing.T) {
 			matcher.Header{Name: "a", Kind: matcher.Regex, Value: "v.*"}, ""},
 		{"reversed range", &routev3.HeaderMatcher{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_RangeMatch{RangeMatch: &typev3.Int64Range{Start: 5, End: 1}}},
 			matcher.Header{}, "range_match end 1 is less than start 5"},
+		// Empty values are valid, as in C-core.
 		{"empty suffix", &routev3.HeaderMatcher{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_SuffixMatch{}},
-			matcher.Header{}, "empty suffix match"},
+			matcher.Header{Name: "a", Kind: matcher.Suffix}, ""},
+		{"empty string_match contains", &routev3.HeaderMatcher{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{
+			StringMatch: stringMatcher(&matcherv3.StringMatcher_Contains{}, true)}},
+			matcher.Header{Name: "a", Kind: matcher.Contains, IgnoreCase: true}, ""},
 		{"bad regex", &routev3.HeaderMatcher{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_SafeRegexMatch{SafeRegexMatch: regex("(")}},
 			matcher.Header{}, "invalid regex \"(\": error parsing regexp: missing closing ): `(`"},
-		{"no specifier", &routev3.HeaderMatcher{Name: "a"}, matcher.Header{}, "no header match specifier"},
+		{"no specifier", &routev3.HeaderMatcher{Name: "a"}, matcher.Header{}, "no header match specifier is set"},
 		{"string_match without pattern", &routev3.HeaderMatcher{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{}}},
-			matcher.Header{}, "string_match: no match pattern"},
+			matcher.Header{}, "string_match: no match pattern is set"},
 	} {
 		got, err := matcher.ValidateHeader(tc.in)
 		check(t, tc.name, got, err, tc.want, tc.err)
@@ -104,10 +109,14 @@ func TestValidateString(t *testing.T) {
 		{"exact", stringMatcher(&matcherv3.StringMatcher_Exact{Exact: "a"}, true), matcher.String{Kind: matcher.Exact, Value: "a", IgnoreCase: true}, ""},
 		{"empty exact", stringMatcher(&matcherv3.StringMatcher_Exact{}, false), matcher.String{Kind: matcher.Exact}, ""},
 		{"contains", stringMatcher(&matcherv3.StringMatcher_Contains{Contains: "b"}, false), matcher.String{Kind: matcher.Contains, Value: "b"}, ""},
-		{"empty prefix", stringMatcher(&matcherv3.StringMatcher_Prefix{}, false), matcher.String{}, "empty prefix"},
+		{"empty prefix", stringMatcher(&matcherv3.StringMatcher_Prefix{}, false), matcher.String{Kind: matcher.Prefix}, ""},
+		{"empty suffix", stringMatcher(&matcherv3.StringMatcher_Suffix{}, true), matcher.String{Kind: matcher.Suffix, IgnoreCase: true}, ""},
+		{"empty contains", stringMatcher(&matcherv3.StringMatcher_Contains{}, false), matcher.String{Kind: matcher.Contains}, ""},
 		{"bad regex", stringMatcher(&matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "["}}, false), matcher.String{},
 			"invalid regex \"[\": error parsing regexp: missing closing ]: `[`"},
-		{"no pattern", &matcherv3.StringMatcher{}, matcher.String{}, "no match pattern"},
+		{"no pattern", &matcherv3.StringMatcher{}, matcher.String{}, "no match pattern is set"},
+		{"custom pattern", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Custom{Custom: &xdscorev3.TypedExtensionConfig{Name: "c"}}}, matcher.String{},
+			"match pattern custom is not supported"},
 	} {
 		got, err := matcher.ValidateString(tc.in)
 		check(t, tc.name, got, err, tc.want, tc.err)
