@@ -17,8 +17,12 @@
 // checks the difference: a deleted Listener (xdslens keeps serving, as
 // gRFC A88 says; grpc-go stops), destination prefixes on a listener
 // bound to one address (xdslens matches them, as Envoy and gRPC C-core
-// do; grpc-go ignores them), and the policy name of audit events (the
-// RBAC filter's name in xdslens, as gRFC A59 says; empty in grpc-go).
+// do; grpc-go ignores them), the policy name of audit events (the
+// RBAC filter's name in xdslens, as gRFC A59 says; empty in grpc-go), and
+// string matchers with an empty prefix: in a route's header matcher
+// (sidebyside_test.go), an RBAC policy (rbac_test.go) and a cluster's
+// match_subject_alt_names (tls_test.go), xdslens accepts them, as gRPC
+// C-core does, and grpc-go rejects the resource.
 //
 // The channels' deliberate differences are checked likewise, among them
 // the load reports of an RPC that a backend fails with a Trailers-Only

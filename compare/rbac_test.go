@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/credentials"
@@ -275,5 +277,46 @@ func TestSideBySideRBACURLPath(t *testing.T) {
 		if got := p.call(t, side, plaintext, "", "/x/../pkg.Admin/Reset"); got != want {
 			t.Errorf("%s: /x/../pkg.Admin/Reset %s, want %s", sideNames[side], got, want)
 		}
+	}
+}
+
+// A deliberate difference: an RBAC string matcher with an empty prefix.
+// gRPC C-core accepts it (its RBAC filter's config parser, through
+// StringMatcher::Create), and it matches every value of a header that is
+// sent; xdslens does as C-core. grpc-go rejects the Listener, and its
+// server, which has no other, does not serve.
+func TestSideBySideRBACEmptyPrefix(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	anyUser := &rbacconfigv3.Permission{Rule: &rbacconfigv3.Permission_Header{Header: &routev3.HeaderMatcher{
+		Name: "x-user", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}}},
+	}}}
+	p.set(func(_ int, name, addr string) *listenerv3.Listener {
+		host, port := servertest.HostPort(t, addr)
+		return serverres.Listener(name, host, port, nil, serverres.Chain("plain", nil,
+			serverres.InlineHCM(serverres.Routes("r", serverres.Serve("/")), serverres.RBAC("authz", rbacconfigv3.RBAC_DENY, policy(anyUser, serverres.AnyPrincipal))), nil))
+	})
+	p.waitEachMode(t, [2]string{"SERVING", "NOT_SERVING"}, xdstest.Timeout)
+	for _, c := range []struct {
+		md   []string
+		want string
+	}{
+		{[]string{"x-user", "mallory"}, "PermissionDenied"},
+		{[]string{"x-user", ""}, "PermissionDenied"},
+		{nil, "OK"},
+	} {
+		if got := p.call(t, ours, plaintext, "", emptyCall, c.md...); got != c.want {
+			t.Errorf("xdslens %v: %s, want %s", c.md, got, c.want)
+		}
+	}
+	const rejected = "empty prefix is not allowed"
+	p.mu.Lock()
+	why := p.why[theirs]
+	p.mu.Unlock()
+	if !strings.Contains(why, rejected) {
+		t.Errorf("grpc-go is not serving because %q, want a reason saying %q", why, rejected)
+	}
+	if got := p.call(t, theirs, plaintext, "", emptyCall); got != "Unavailable" {
+		t.Errorf("grpc-go: %s, want Unavailable (if grpc-go now accepts an empty prefix, this difference is gone)", got)
 	}
 }

@@ -2,8 +2,10 @@ package compare_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/xds"
@@ -187,4 +189,46 @@ func TestSideBySideAggregateCluster(t *testing.T) {
 	s.eventually(t, "c1", "/pkg.Svc/M")
 	e.Backends[0].Stop()
 	s.eventually(t, "c2", "/pkg.Svc/M")
+}
+
+// A deliberate difference: a header matcher with an empty prefix. gRPC
+// C-core accepts an empty exact, prefix, suffix or contains value
+// (StringMatcher::Create), and an empty prefix matches every value of a
+// header that is sent; xdslens does as C-core. grpc-go rejects the route
+// configuration, and its channel, which has no other, fails its RPCs.
+func TestSideBySideRouteEmptyHeaderPrefix(t *testing.T) {
+	s := newSideBySide(t, 2)
+	e := s.e
+	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
+	anyEnv := rpctest.PrefixMatch("/")
+	anyEnv.Headers = []*routev3.HeaderMatcher{{Name: "x-env", HeaderMatchSpecifier: &routev3.HeaderMatcher_PrefixMatch{}}}
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route", rpctest.Route(anyEnv, rpctest.ToCluster("c2")), rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
+		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
+		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)))
+	ctx := xdstest.Context(t)
+	for _, tc := range []struct {
+		md   []string
+		want string
+	}{
+		{[]string{"x-env", "prod"}, "c2"},
+		{[]string{"x-env", ""}, "c2"},
+		{nil, "c1"},
+	} {
+		var got string
+		if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+			got = s.where(rpctest.Call(ctx, s.ours, "/pkg.Svc/M", tc.md...))
+			return got == tc.want
+		}) {
+			t.Errorf("xdslens %v: reached %s, want %s", tc.md, got, tc.want)
+		}
+	}
+	const rejected = "empty prefix is not allowed"
+	var o rpctest.Outcome
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		o = rpctest.Call(ctx, s.theirs, "/pkg.Svc/M", "x-env", "prod")
+		return o.Err != nil && strings.Contains(o.Err.Error(), rejected)
+	}) {
+		t.Errorf("grpc-go: %v (backend %q), want an error saying %q (if grpc-go now accepts an empty prefix, this difference is gone)", o.Err, o.Backend, rejected)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,13 +61,10 @@ func startServer(t *testing.T, creds credentials.TransportCredentials) string {
 
 // upstreamTLS is a transport_socket with roots from the provider instance
 // "roots" and, if identity, the client certificate from "identity", with
-// an exact SAN matcher when san is set.
-func upstreamTLS(t *testing.T, identity bool, san string) *corev3.TransportSocket {
+// the SAN matchers sans.
+func upstreamTLS(t *testing.T, identity bool, sans ...*matcherv3.StringMatcher) *corev3.TransportSocket {
 	t.Helper()
-	vc := &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: "roots"}}
-	if san != "" {
-		vc.MatchSubjectAltNames = []*matcherv3.StringMatcher{{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: san}}}
-	}
+	vc := &tlsv3.CertificateValidationContext{CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: "roots"}, MatchSubjectAltNames: sans}
 	common := &tlsv3.CommonTlsContext{ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: vc}}
 	if identity {
 		common.TlsCertificateProviderInstance = &tlsv3.CertificateProviderPluginInstance{InstanceName: "identity"}
@@ -78,11 +76,18 @@ func upstreamTLS(t *testing.T, identity bool, san string) *corev3.TransportSocke
 	return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: a}}
 }
 
-// TestSideBySideTLS routes by path to clusters that ask for TLS, mutual
-// TLS, a SAN the backend does not have, TLS to a plaintext backend, and
-// plaintext: xdslens's channel with xdscreds and grpc-go's with its xDS
-// credentials reach the same backends and fail the same RPCs.
-func TestSideBySideTLS(t *testing.T) {
+// exactSAN is a SAN matcher of the name san.
+func exactSAN(san string) *matcherv3.StringMatcher {
+	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: san}}
+}
+
+// TestSideBySideTLSAndSANs routes by path to clusters that ask for TLS,
+// mutual TLS, a SAN the backend does not have, TLS to a plaintext
+// backend, and plaintext: xdslens's channel with xdscreds and grpc-go's
+// with its xDS credentials reach the same backends and fail the same
+// RPCs; but for a SAN matcher with an empty prefix, which only xdslens
+// accepts.
+func TestSideBySideTLSAndSANs(t *testing.T) {
 	ctx := xdstest.Context(t)
 	ca := certtest.NewCA(t, "compare-ca")
 	server := ca.Issue(t, certtest.Names{CommonName: "backend", DNS: []string{"backend.example"}, IPs: []string{"127.0.0.1"}})
@@ -121,11 +126,13 @@ func TestSideBySideTLS(t *testing.T) {
 			route("/grpc.testing.TestService/UnaryCall", "mtls"),
 			route("/grpc.testing.TestService/StreamingOutputCall", "wrongsan"),
 			route("/grpc.testing.TestService/StreamingInputCall", "tlstoplain"),
-			route("/pkg.Svc/Plain", "plain")),
-		withTLS("tls", upstreamTLS(t, false, "backend.example")), controlplane.Endpoints("tls", tlsAddr),
-		withTLS("mtls", upstreamTLS(t, true, "")), controlplane.Endpoints("mtls", mtlsAddr),
-		withTLS("wrongsan", upstreamTLS(t, false, "other.example")), controlplane.Endpoints("wrongsan", tlsAddr),
-		withTLS("tlstoplain", upstreamTLS(t, false, "")), controlplane.Endpoints("tlstoplain", plainAddr),
+			route("/pkg.Svc/Plain", "plain"),
+			route("/pkg.Svc/AnySAN", "anysan")),
+		withTLS("tls", upstreamTLS(t, false, exactSAN("backend.example"))), controlplane.Endpoints("tls", tlsAddr),
+		withTLS("mtls", upstreamTLS(t, true)), controlplane.Endpoints("mtls", mtlsAddr),
+		withTLS("wrongsan", upstreamTLS(t, false, exactSAN("other.example"))), controlplane.Endpoints("wrongsan", tlsAddr),
+		withTLS("tlstoplain", upstreamTLS(t, false)), controlplane.Endpoints("tlstoplain", plainAddr),
+		withTLS("anysan", upstreamTLS(t, false, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}})), controlplane.Endpoints("anysan", tlsAddr),
 		controlplane.Cluster("plain", ""), controlplane.Endpoints("plain", plain2Addr),
 	); err != nil {
 		t.Fatal(err)
@@ -183,5 +190,21 @@ func TestSideBySideTLS(t *testing.T) {
 				t.Errorf("%s %s: reached %q, want the handshake to fail", name, tc.method, o.Backend)
 			}
 		}
+	}
+
+	// A deliberate difference: a SAN matcher with an empty prefix. gRPC
+	// C-core accepts it (StringMatcherParse, StringMatcher::Create), and
+	// it matches every SAN; xdslens does as C-core. grpc-go rejects the
+	// cluster, and fails its RPCs.
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, oursConn, "/pkg.Svc/AnySAN").Err == nil }) {
+		t.Error("xdslens /pkg.Svc/AnySAN: never reached the backend through a SAN matcher with an empty prefix")
+	}
+	const rejected = "empty prefix is not allowed"
+	var o rpctest.Outcome
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		o = rpctest.Call(ctx, theirsConn, "/pkg.Svc/AnySAN")
+		return o.Err != nil && strings.Contains(o.Err.Error(), rejected)
+	}) {
+		t.Errorf("grpc-go /pkg.Svc/AnySAN: %v (backend %q), want an error saying %q (if grpc-go now accepts an empty prefix, this difference is gone)", o.Err, o.Backend, rejected)
 	}
 }
