@@ -83,7 +83,9 @@
 // in its base64 form, without padding, as on the wire. A header matcher
 // other than present_match fails on an absent header, inverted or not.
 // String matchers with ignore_case compare without ASCII case; a
-// safe_regex must match the whole value and ignores ignore_case.
+// safe_regex must match the whole value and ignores ignore_case. String
+// and header matchers are those of routes and SAN checks (package
+// internal/xdsmatch).
 //
 // Where gRPC's implementations differ, C-core is followed: the policies of
 // a rule set are tried in the order of their names, so the policy that
@@ -95,7 +97,10 @@
 // another identity passes there on a matching DNS SAN); and an
 // IPv4-mapped IPv6 CIDR range holds the IPv4 peers it maps
 // (::ffff:10.0.0.0/104 holds 10.1.2.3), where C-core, which compares
-// address families, never matches it. An audit event names the RBAC
+// address families, never matches it. A string matcher may have an
+// empty exact, prefix, suffix or contains value, as in C-core, and an
+// empty prefix, suffix or contains matches every value (grpc-go rejects
+// the config). An audit event names the RBAC
 // filter's instance name as its policy (gRFC A59; grpc-go leaves it
 // empty), the matched policy as its rule, and the peer's SPIFFE ID as its
 // principal.

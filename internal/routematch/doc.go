@@ -29,8 +29,11 @@
 // are joined with ",", a runtime fraction of N per million matches when a
 // random number below one million is less than N (so 0 never matches), a
 // safe_regex path matcher is case-sensitive whatever case_sensitive says,
-// and a route whose cluster comes from a header (cluster_header) never
-// matches, as gRPC ignores it.
+// an exact, prefix, suffix or contains header matcher may have an empty
+// value (an empty prefix, suffix or contains matches every value of a
+// header that is present; grpc-go rejects the route configuration), and a
+// route whose cluster comes from a header (cluster_header) never matches,
+// as gRPC ignores it.
 //
 // A Table is compiled once per configuration and then used by every RPC,
 // concurrently and without locks. Path matchers depend on the method
@@ -41,8 +44,10 @@
 // (for 1,000 routes, tens of nanoseconds instead of microseconds).
 // Methods are remembered in a copy-on-write map read without a lock.
 //
-// Matching allocates nothing with outgoing metadata unless a matched
-// header has several values. With incoming metadata each header a matcher
-// reads costs one allocation: grpc-go hands out an incoming header's
-// values only as a copy.
+// Paths and header values are matched by package xdsmatch, which
+// routes, RBAC and SAN checks share: matching a path allocates nothing.
+// Each header a matcher reads costs one allocation, on either side, and
+// more when it was sent several times: grpc-go v1.85 hands out a header's
+// values only as a copy (metadata.ValueFromOutgoingContext and
+// ValueFromIncomingContext).
 package routematch

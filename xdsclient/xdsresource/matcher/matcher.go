@@ -1,7 +1,13 @@
 // Package matcher holds the string and header matchers of xDS resources,
-// validated as gRPC validates them: the header matchers of routes (gRFC
-// A28) and the subject alternative name matchers of TLS contexts (gRFC
-// A29). Their rules are rows of the table in package xdsresource.
+// validated as gRPC C-core validates them: the header matchers of routes
+// (gRFC A28), the string and header matchers of RBAC policies (A41) and
+// the subject alternative name matchers of TLS contexts (A29). A regular
+// expression must be valid RE2 as written; every other value is valid,
+// the empty one included, as C-core's StringMatcher::Create has it
+// (src/core/util/matchers.cc), where grpc-go rejects an empty prefix,
+// suffix or contains. Their rules are rows of the table in package
+// xdsresource; xdslens's data plane runs them as package internal/xdsmatch
+// compiles them.
 package matcher
 
 import (
