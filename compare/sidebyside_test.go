@@ -206,7 +206,6 @@ func TestSideBySideRouteEmptyHeaderPrefix(t *testing.T) {
 		rpctest.RouteConfig("svc-route", rpctest.Route(anyEnv, rpctest.ToCluster("c2")), rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
 		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
 		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)))
-	ctx := xdstest.Context(t)
 	for _, tc := range []struct {
 		md   []string
 		want string
@@ -216,7 +215,7 @@ func TestSideBySideRouteEmptyHeaderPrefix(t *testing.T) {
 		{nil, "c1"},
 	} {
 		var got string
-		if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+		if !rpctest.Poll(xdstest.Context(t), func(ctx context.Context) bool {
 			got = s.where(rpctest.Call(ctx, s.ours, "/pkg.Svc/M", tc.md...))
 			return got == tc.want
 		}) {
@@ -225,7 +224,7 @@ func TestSideBySideRouteEmptyHeaderPrefix(t *testing.T) {
 	}
 	const rejected = "empty prefix is not allowed"
 	var o rpctest.Outcome
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+	if !rpctest.Poll(xdstest.Context(t), func(ctx context.Context) bool {
 		o = rpctest.Call(ctx, s.theirs, "/pkg.Svc/M", "x-env", "prod")
 		return o.Err != nil && strings.Contains(o.Err.Error(), rejected)
 	}) {

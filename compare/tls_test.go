@@ -196,12 +196,12 @@ func TestSideBySideTLSAndSANs(t *testing.T) {
 	// C-core accepts it (StringMatcherParse, StringMatcher::Create), and
 	// it matches every SAN; xdslens does as C-core. grpc-go rejects the
 	// cluster, and fails its RPCs.
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return rpctest.Call(ctx, oursConn, "/pkg.Svc/AnySAN").Err == nil }) {
+	if !rpctest.Poll(xdstest.Context(t), func(ctx context.Context) bool { return rpctest.Call(ctx, oursConn, "/pkg.Svc/AnySAN").Err == nil }) {
 		t.Error("xdslens /pkg.Svc/AnySAN: never reached the backend through a SAN matcher with an empty prefix")
 	}
 	const rejected = "empty prefix is not allowed"
 	var o rpctest.Outcome
-	if !rpctest.Poll(ctx, func(ctx context.Context) bool {
+	if !rpctest.Poll(xdstest.Context(t), func(ctx context.Context) bool {
 		o = rpctest.Call(ctx, theirsConn, "/pkg.Svc/AnySAN")
 		return o.Err != nil && strings.Contains(o.Err.Error(), rejected)
 	}) {
