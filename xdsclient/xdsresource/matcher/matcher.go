@@ -13,7 +13,7 @@ package matcher
 import (
 	"errors"
 	"fmt"
-	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -143,9 +143,12 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// CheckRegex reports whether re is a valid RE2 expression.
+// CheckRegex reports whether re is a valid RE2 expression, as written:
+// it is parsed as regexp.Compile parses it, and not compiled, so that
+// those who compile it once validated (anchored, say) pay for one
+// compilation.
 func CheckRegex(re string) error {
-	if _, err := regexp.Compile(re); err != nil {
+	if _, err := syntax.Parse(re, syntax.Perl); err != nil {
 		return fmt.Errorf("invalid regex %q: %v", re, err)
 	}
 	return nil
