@@ -133,26 +133,6 @@ type Kind struct {
 	// side fields of the few entries that have some (flagExtra).
 	groups map[*Group]*kindGroup
 	extras map[*Entry]*extra
-	// placed is where the kind's last State-of-the-World response put its
-	// entries (Apply).
-	placed placement
-}
-
-// placement is the entries of a State-of-the-World response in the order
-// of its resources, and the server it came from. A server sends its
-// resources in the same order each time, so resource i of its next
-// response is most often entry i, and often with the bytes it holds: found
-// so, it needs neither its name read nor a look-up (Apply). A placement is
-// replaced, never changed in place, so that Apply reads a copy of it with
-// the lock released; it is dropped when an entry leaves the cache, so that
-// it keeps none alive.
-type placement struct {
-	src     *Source
-	entries []*Entry // nil where a resource named no entry
-	// same is set when most of that response's resources were found
-	// unchanged: the next one's are then first compared with their
-	// place's entry, and only those not found so have their names read.
-	same bool
 }
 
 // TypeInfo is a resource type and what it says of itself, read once by
@@ -244,7 +224,6 @@ func (c *Cache) Remove(tx *txn.Tx, e *Entry) {
 	e.tidy()
 	k, g := e.kg.kind, e.kg.group
 	k.table.remove(e)
-	k.placed = placement{}
 	if e.kg.n--; e.kg.n == 0 {
 		delete(k.groups, g)
 	}
@@ -260,7 +239,7 @@ func (c *Cache) Clear(tx *txn.Tx) {
 	}
 	*s = state{kinds: s.kinds, order: s.order}
 	for _, k := range s.order {
-		k.table, k.groups, k.extras, k.placed = entryTable{}, nil, nil, placement{}
+		k.table, k.groups, k.extras = entryTable{}, nil, nil
 	}
 }
 

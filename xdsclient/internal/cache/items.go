@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -24,7 +23,6 @@ import (
 type scratch struct {
 	items    []item
 	rawNames [][]byte
-	later    atomic.Int64 // items whose names Apply reads after looking by place
 }
 
 // scratchFor returns scratch space for n resources, zeroed.
@@ -68,7 +66,6 @@ type item struct {
 	unchanged bool
 	decoded   bool
 	sameName  bool // the decoded name is the one read before decoding
-	nameLater bool // its name is read only if its place's entry is not it unchanged
 	// What the response does with it: the decision's event of its entry
 	// (ev.kind 0 if none), carried by update u, with res, what watchers get
 	// of a change.
@@ -76,15 +73,12 @@ type item struct {
 	res any
 }
 
-// take takes r, one resource of a response, into it, which is zero.
-func (it *item) take(r *transport.Resource) {
+// take takes r, one resource of a response, into it, which is zero: its
+// name, as the response gives it; it returns rawName, as the type's
+// reader reads it without decoding (nil if it cannot, or there is none).
+func (it *item) take(r *transport.Resource, reader xdsresource.NameReader) (rawName []byte) {
 	it.data, it.name, it.err, it.place = r.Value, r.Name, r.Err, -1
-}
-
-// readName returns its name as the type's reader reads it without
-// decoding (nil if it cannot, or there is none), in canonical form.
-func (it *item) readName(reader xdsresource.NameReader) (rawName []byte) {
-	if it.err != nil || reader == nil {
+	if r.Err != nil || reader == nil {
 		return nil
 	}
 	if name, ok := reader.ReadName(it.data); ok {
@@ -97,36 +91,18 @@ func (it *item) readName(reader xdsresource.NameReader) (rawName []byte) {
 	return rawName
 }
 
-// matchPlaced reports whether it is the resource that e, the entry its
-// place named in the server's last response (nil if none), holds from
-// src, with the same bytes: then it is that entry's, unchanged, and need
-// neither be named nor decoded. Equal bytes carry the name e was given for
-// them.
-func (it *item) matchPlaced(src *Source, e *Entry) bool {
-	if it.err != nil || e == nil || e.is(flagRemoved) {
-		return false
-	}
-	if r := e.res; r.ok() && r.from.src == src && bytes.Equal(r.raw, it.data) {
-		it.e, it.looked, it.was, it.unchanged, it.name = e, true, r.from, true, e.name
-		return true
-	}
-	return false
-}
-
 // match looks it up by the name it has before decoding (rawName, else its
-// name), first in placed, the entry its place named in the server's last
-// response (nil if none), and finds whether its bytes are those the entry
-// holds from src: then it need not be decoded. Bytes validated as sent by
-// another server are validated again: what a server may set depends on
-// whether it is trusted (gRFC A81).
-func (it *item) match(src *Source, k *Kind, rawName []byte, placed *Entry) {
+// name), and finds
+// whether its bytes are those the entry holds from src: then it need not
+// be decoded. Bytes validated as sent by another server are validated
+// again: what a server may set depends on whether it is trusted (gRFC
+// A81).
+func (it *item) match(src *Source, k *Kind, rawName []byte) {
 	if it.err != nil {
 		return
 	}
 	var e *Entry
 	switch {
-	case rawName != nil && placed != nil && !placed.is(flagRemoved) && placed.name == string(rawName):
-		e = placed
 	case rawName != nil:
 		e = k.table.getBytes(rawName)
 	case it.name != "":
@@ -182,17 +158,6 @@ func inParallel(n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// inParallelFor is inParallel when todo, how many of the n items need
-// work, is at least parallelMin; else it calls f(0, n) on the caller's
-// goroutine.
-func inParallelFor(todo, n int, f func(lo, hi int)) {
-	if todo < parallelMin {
-		f(0, n)
-		return
-	}
-	inParallel(n, f)
-}
-
 // decodeItems decodes the items that are neither unchanged nor failed,
 // of type URL typeURL, and calls ready for each once decoded. What is
 // decoded is a copy of the bytes received (kept), never the response's
@@ -204,7 +169,11 @@ func inParallelFor(todo, n int, f func(lo, hi int)) {
 // need it: below parallelMin (one resource changed in a large response),
 // they are decoded on the caller's goroutine.
 func decodeItems(typ xdsresource.Type, opts xdsresource.DecodeOptions, typeURL string, items []item, todo int, ready func(i int, it *item)) {
-	inParallelFor(todo, len(items), func(lo, hi int) {
+	run := inParallel
+	if todo < parallelMin {
+		run = func(n int, f func(lo, hi int)) { f(0, n) }
+	}
+	run(len(items), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if it := &items[i]; it.err == nil && !it.unchanged && !it.decoded {
 				if it.kept == nil {

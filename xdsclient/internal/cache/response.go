@@ -32,12 +32,37 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 		tx.Unlock()
 		return a, false
 	}
-	placed := k.placed
 	tx.Unlock()
+	// The resources are taken, their names read by the type (the user's
+	// code, perhaps), with the lock released; looking them up only reads
+	// the cache, with the lock held. Both run on several goroutines for a
+	// large response.
 	sc := c.scratchFor(len(u.Resources))
 	defer c.putScratch(sc)
 	items := sc.items
-	c.find(src, k, placed, u, sc)
+	var rawNames [][]byte
+	reader, _ := k.Type.(xdsresource.NameReader)
+	if reader != nil {
+		rawNames = sc.rawNames
+	}
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if rawName := items[i].take(&u.Resources[i], reader); rawNames != nil {
+				rawNames[i] = rawName
+			}
+		}
+	})
+	tx = c.cfg.Mutex.Lock()
+	inParallel(len(items), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var rawName []byte
+			if rawNames != nil {
+				rawName = rawNames[i]
+			}
+			items[i].match(src, k, rawName)
+		}
+	})
+	tx.Unlock()
 	changed := 0
 	for i := range items {
 		if it := &items[i]; it.err == nil && !it.unchanged {
@@ -104,74 +129,7 @@ func (c *Cache) Apply(src *Source, u *transport.Update, open func(tx *txn.Tx) bo
 	}
 	r.decide()
 	r.NACK = r.nacks.err()
-	if _, named := k.Type.(xdsresource.NameReader); named && !u.Delta {
-		k.placed = placementOf(src, k.placed, items)
-	}
 	return c.commit(&r), true
-}
-
-// find takes the resources of u, a response from src of kind k, into the
-// items of sc, and finds each one's entry, and whether it is unchanged.
-// The names are read by the type (the user's code, perhaps) with the lock
-// released; looking them up only reads the cache, with the lock held.
-// Both run on several goroutines for a large response. A resource is
-// first looked for where the server's last response put it (placed); when
-// most of that response was unchanged, a resource whose place names an
-// entry is compared with it before its name is read, which is then read
-// only if it differs.
-func (c *Cache) find(src *Source, k *Kind, placed placement, u *transport.Update, sc *scratch) {
-	items, rawNames := sc.items, sc.rawNames
-	reader, _ := k.Type.(xdsresource.NameReader)
-	var near []*Entry
-	if reader != nil && !u.Delta && placed.src == src {
-		near = placed.entries
-	}
-	inParallel(len(items), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			it := &items[i]
-			it.take(&u.Resources[i])
-			if it.nameLater = placed.same && entryAt(near, i) != nil; !it.nameLater {
-				rawNames[i] = it.readName(reader)
-			}
-		}
-	})
-	later := &sc.later // items whose names are to be read after all
-	later.Store(0)
-	tx := c.cfg.Mutex.Lock()
-	inParallel(len(items), func(lo, hi int) {
-		n := 0
-		for i := lo; i < hi; i++ {
-			switch it := &items[i]; {
-			case !it.nameLater:
-				it.match(src, k, rawNames[i], entryAt(near, i))
-			case !it.matchPlaced(src, entryAt(near, i)):
-				n++
-			default:
-				it.nameLater = false
-			}
-		}
-		later.Add(int64(n))
-	})
-	tx.Unlock()
-	if todo := int(later.Load()); todo > 0 {
-		inParallelFor(todo, len(items), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				if it := &items[i]; it.nameLater {
-					rawNames[i] = it.readName(reader)
-				}
-			}
-		})
-		tx = c.cfg.Mutex.Lock()
-		inParallelFor(todo, len(items), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				if it := &items[i]; it.nameLater {
-					it.match(src, k, rawNames[i], entryAt(near, i))
-					it.nameLater = false
-				}
-			}
-		})
-		tx.Unlock()
-	}
 }
 
 // response is one response being applied, with the lock held: what
@@ -387,33 +345,4 @@ func (r *response) events() iter.Seq[*decision] {
 			}
 		}
 	}
-}
-
-// placementOf returns where a State-of-the-World response of src put the
-// entries of its items (as found; a guess, checked by the next response),
-// reusing old when they are where it had them.
-func placementOf(src *Source, old placement, items []item) placement {
-	unchanged, moved := 0, old.src != src || len(old.entries) != len(items)
-	for i := range items {
-		if items[i].unchanged {
-			unchanged++
-		}
-		moved = moved || old.entries[i] != items[i].e
-	}
-	p := placement{src: src, entries: old.entries, same: unchanged*2 >= len(items) && len(items) > 0}
-	if moved {
-		p.entries = make([]*Entry, len(items))
-		for i := range items {
-			p.entries[i] = items[i].e
-		}
-	}
-	return p
-}
-
-// entryAt returns near[i], nil if i is out of its range.
-func entryAt(near []*Entry, i int) *Entry {
-	if i < len(near) {
-		return near[i]
-	}
-	return nil
 }

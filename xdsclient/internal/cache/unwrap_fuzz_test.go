@@ -55,8 +55,7 @@ func FuzzUnwrap(f *testing.F) {
 		}
 		var it item
 		reader, _ := typ.(xdsresource.NameReader)
-		it.take(&u.Resources[0])
-		rawName := it.readName(reader)
+		rawName := it.take(&u.Resources[0], reader)
 		if it.err != nil {
 			return
 		}
