@@ -109,10 +109,14 @@ func CompileHeader(h matcher.Header) (Header, error) {
 	return c, nil
 }
 
+// asciiSpace is the whitespace absl::SimpleAtoi allows around a number.
+const asciiSpace = " \t\n\v\f\r"
+
 // Match reports whether a header matches whose value is value, when
 // present says it was sent. A present_match matcher compares presence;
 // every other matcher fails on an absent header, inverted or not; a
-// range matcher needs a decimal integer in its range.
+// range matcher needs a decimal integer in its range, as C-core reads
+// one.
 func (h *Header) Match(value string, present bool) bool {
 	var m bool
 	switch {
@@ -121,7 +125,9 @@ func (h *Header) Match(value string, present bool) bool {
 	case !present:
 		return false
 	case h.kind == matcher.Range:
-		n, err := strconv.ParseInt(value, 10, 64)
+		// As C-core reads it (absl::SimpleAtoi): a decimal integer with
+		// an optional sign, ASCII whitespace around it allowed.
+		n, err := strconv.ParseInt(strings.Trim(value, asciiSpace), 10, 64)
 		m = err == nil && n >= h.start && n < h.end
 	default:
 		m = h.str.Match(value)

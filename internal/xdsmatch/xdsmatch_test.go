@@ -141,6 +141,14 @@ func TestHeader(t *testing.T) {
 		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20, Invert: true}, "5", true},
 		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20, Invert: true}, absent, false},
 		{h{Kind: matcher.Range, RangeStart: 5, RangeEnd: 5}, "5", false}, // empty, and valid
+		// C-core reads the value with absl::SimpleAtoi: ASCII whitespace
+		// around it and a plus sign are allowed, nothing else.
+		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, " 15 ", true},
+		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, "\t15\r", true},
+		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, "+15", true},
+		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, "1 5", false},
+		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, "\u00a015", false},
+		{h{Kind: matcher.Range, RangeStart: 10, RangeEnd: 20}, " ", false},
 		{h{Kind: matcher.Exact, Value: "canary"}, "canary", true},
 		{h{Kind: matcher.Exact, Value: "canary"}, absent, false},
 		{h{Kind: matcher.Exact, Value: "canary", Invert: true}, "prod", true},
