@@ -119,6 +119,20 @@ func TestServerListener(t *testing.T) {
 	}
 }
 
+// TestServerListenerUnnamedNetworkFilter: a network filter's name is not
+// read, as in C-core (FilterChainParse reads only its typed_config), so a
+// filter without one is served (grpc-go rejects it).
+func TestServerListenerUnnamedNetworkFilter(t *testing.T) {
+	m := serverLis(chain(t, "plain", nil))
+	m.DefaultFilterChain = chain(t, "default", nil)
+	m.FilterChains[0].Filters[0].Name = ""
+	m.DefaultFilterChain.Filters[0].Name = ""
+	s := decodeServer(t, m)
+	if len(s.FilterChains) != 1 || s.FilterChains[0].RouteConfigName != "r1" || s.DefaultFilterChain == nil || s.DefaultFilterChain.RouteConfigName != "r1" {
+		t.Fatalf("ServerListener = %+v, want both chains with their route configuration", s)
+	}
+}
+
 func TestServerListenerOnlyDefaultChain(t *testing.T) {
 	m := serverLis()
 	m.DefaultFilterChain = chain(t, "default", nil)
@@ -300,8 +314,6 @@ func TestServerListenerErrors(t *testing.T) {
 		{name: "two HttpConnectionManagers", build: lis(func(m *listenerv3.Listener) {
 			m.FilterChains[0].Filters = append(m.FilterChains[0].Filters, hcmFilter(t, rdsHCM(t)))
 		}), want: fc0 + `filters: has 2 filters, want exactly one, the HttpConnectionManager`},
-		{name: "network filter without name", build: lis(func(m *listenerv3.Listener) { m.FilterChains[0].Filters[0].Name = "" }),
-			want: fc0 + `filters[0]: name is empty`},
 		{name: "network filter from discovery", build: lis(func(m *listenerv3.Listener) {
 			m.FilterChains[0].Filters[0].ConfigType = &listenerv3.Filter_ConfigDiscovery{}
 		}), want: fc0 + `filters[0] "hcm": typed_config missing`},
@@ -327,8 +339,8 @@ func TestServerListenerErrors(t *testing.T) {
 			want: fc0 + `filters[0] "hcm": http_filters: last filter "rbac" is not the router`},
 		{name: "bad default chain", build: lis(func(m *listenerv3.Listener) {
 			m.DefaultFilterChain = chain(t, "d", nil)
-			m.DefaultFilterChain.Filters[0].Name = ""
-		}), want: lds + `default_filter_chain.filters[0]: name is empty`},
+			m.DefaultFilterChain.Filters[0].ConfigType = nil
+		}), want: lds + `default_filter_chain.filters[0] "hcm": typed_config missing`},
 
 		// DownstreamTlsContext (gRFC A29).
 		{name: "upstream context on a server", build: withTLS(upstream(nil)),

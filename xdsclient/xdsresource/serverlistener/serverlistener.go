@@ -344,10 +344,8 @@ func validateFilterChain(opts options, fc *listenerv3.FilterChain) (*FilterChain
 	if n := len(filters); n != 1 {
 		return nil, fmt.Errorf("filters: has %s, want exactly one, the HttpConnectionManager", decoding.Plural(n, "filter", "filters"))
 	}
+	// The filter's name is not read, as in C-core.
 	f := filters[0]
-	if f.GetName() == "" {
-		return nil, errors.New("filters[0]: name is empty")
-	}
 	cfg := f.GetTypedConfig()
 	if cfg == nil {
 		return nil, fmt.Errorf("filters[0] %q: typed_config missing", f.GetName())
