@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
-
-	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
-
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -22,6 +18,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
 )
 
 func weighted(ws ...any) *routev3.Route_Route {
@@ -457,46 +456,4 @@ func TestRouteConfigErrors(t *testing.T) {
 			want: at + `weighted_clusters.clusters[0]: typed_per_filter_config["x"]: unsupported filter override type "type.googleapis.com/google.protobuf.Struct"`,
 		},
 	})
-}
-
-// As in gRPC C-core and grpc-go, a domain pattern with a "*" at its start or
-// end is accepted whatever else it holds: only that "*" is a wildcard.
-func TestRouteConfigDomainPatterns(t *testing.T) {
-	domains := []string{"**", "*a*", "a*b.*", "*.*", "*"}
-	m := routeConfig(prefixRoute("/", "c1"))
-	m.VirtualHosts[0].Domains = domains
-	_, v, err := decode(t, RouteConfigType, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := v.(*routeconfig.Config).VirtualHosts[0].Domains; !reflect.DeepEqual(got, domains) {
-		t.Errorf("Domains = %q, want %q", got, domains)
-	}
-}
-
-// As in gRPC C-core (RouteHeaderMatchersParse, StringMatcher::Create), the
-// value of an exact, prefix, suffix or contains header matcher may be
-// empty, in the match specifier or in a string_match; grpc-go rejects an
-// empty prefix, suffix or contains.
-func TestRouteConfigEmptyHeaderValues(t *testing.T) {
-	r := prefixRoute("/", "c1")
-	r.Match.Headers = []*routev3.HeaderMatcher{
-		{Name: "a", HeaderMatchSpecifier: &routev3.HeaderMatcher_ExactMatch{}},
-		{Name: "b", HeaderMatchSpecifier: &routev3.HeaderMatcher_PrefixMatch{}},
-		{Name: "c", HeaderMatchSpecifier: &routev3.HeaderMatcher_SuffixMatch{}, InvertMatch: true},
-		{Name: "d", HeaderMatchSpecifier: &routev3.HeaderMatcher_ContainsMatch{}},
-		{Name: "e", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{}, IgnoreCase: true}}},
-		{Name: "f", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Contains{}}}},
-	}
-	_, v, err := decode(t, RouteConfigType, routeConfig(r))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []matcher.Header{
-		{Name: "a", Kind: matcher.Exact}, {Name: "b", Kind: matcher.Prefix}, {Name: "c", Kind: matcher.Suffix, Invert: true},
-		{Name: "d", Kind: matcher.Contains}, {Name: "e", Kind: matcher.Prefix, IgnoreCase: true}, {Name: "f", Kind: matcher.Contains},
-	}
-	if got := v.(*routeconfig.Config).VirtualHosts[0].Routes[0].Headers; !reflect.DeepEqual(got, want) {
-		t.Errorf("Headers = %+v, want %+v", got, want)
-	}
 }
