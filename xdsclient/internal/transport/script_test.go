@@ -164,17 +164,6 @@ func wantSending(typeURL string, resumed bool, names ...string) step {
 	}
 }
 
-// skipSendings drops the Sending calls heard so far, for a row that checks
-// only the next ones.
-func skipSendings(n int) step {
-	return func(s *script) {
-		s.t.Helper()
-		for range n {
-			next(s.t, s.r.h.sendings, "Sending")
-		}
-	}
-}
-
 // quiet checks that no request comes for a while: what a rule says must
 // not be sent.
 func quiet() step {
