@@ -39,10 +39,13 @@ type servedPair struct {
 	addrs [2]string
 	names [2]string // Listener resources
 
-	mu     sync.Mutex
-	modes  [2][]string // serving modes reported, SERVING or NOT_SERVING
-	why    [2]string   // the error of the last mode reported, "" for none
-	change chan struct{}
+	mu    sync.Mutex
+	modes [2][]string // serving modes reported, SERVING or NOT_SERVING
+	why   [2]string   // the error of the last mode reported, "" for none
+	// listeners counts the Listeners xdslens's server started using
+	// (xdsserver's ListenerChanged hook); grpc-go's says nothing of them.
+	listeners int
+	change    chan struct{}
 }
 
 const (
@@ -84,7 +87,13 @@ func newServedPairWith(t testing.TB, o servertest.Options, so serverOptions, opt
 
 	ourSrv, err := xdsserver.New(p.pool, append([]xdsserver.Option{xdsserver.WithServingModeCallback(func(c xdsserver.ServingModeChange) {
 		record(ours, c.Mode.String(), c.Err)
-	})}, so.ours...)...)
+	}), xdsserver.WithHooks(&xdsserver.Hooks{ListenerChanged: func(xdsserver.ListenerChangeInfo) {
+		p.mu.Lock()
+		p.listeners++
+		close(p.change)
+		p.change = make(chan struct{})
+		p.mu.Unlock()
+	}})}, so.ours...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +155,34 @@ func (p *servedPair) set(listener listenerFunc, extra ...proto.Message) {
 func (p *servedPair) waitModes(t testing.TB, want string, within time.Duration) {
 	t.Helper()
 	p.waitEachMode(t, [2]string{want, want}, within)
+}
+
+// listenersUsed returns how many Listeners xdslens's server has started
+// using.
+func (p *servedPair) listenersUsed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.listeners
+}
+
+// waitListeners waits until xdslens's server has started using n
+// Listeners.
+func (p *servedPair) waitListeners(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.After(xdstest.Timeout)
+	for {
+		p.mu.Lock()
+		got, ch := p.listeners, p.change
+		p.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("xdslens's server started using %d Listeners, want %d", got, n)
+		}
+	}
 }
 
 // waitEachMode waits until the last serving mode each server reported is
