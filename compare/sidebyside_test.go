@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/xds"
@@ -229,5 +230,34 @@ func TestSideBySideRouteEmptyHeaderPrefix(t *testing.T) {
 		return o.Err != nil && strings.Contains(o.Err.Error(), rejected)
 	}) {
 		t.Errorf("grpc-go: %v (backend %q), want an error saying %q (if grpc-go now accepts an empty prefix, this difference is gone)", o.Err, o.Backend, rejected)
+	}
+}
+
+// TestSideBySideRouteRangeWhitespace: a range_match reads a header's value
+// as gRPC C-core reads it (absl::SimpleAtoi), ASCII whitespace around the
+// number allowed; grpc-go refuses it, so there the route does not match.
+// A deliberate difference, asserted: both agree on a bare number and on a
+// sign.
+func TestSideBySideRouteRangeWhitespace(t *testing.T) {
+	s := newSideBySide(t, 2)
+	e := s.e
+	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
+	inRange := rpctest.PrefixMatch("/")
+	inRange.Headers = []*routev3.HeaderMatcher{{Name: "x-n", HeaderMatchSpecifier: &routev3.HeaderMatcher_RangeMatch{RangeMatch: &typev3.Int64Range{Start: 10, End: 20}}}}
+	e.Set(controlplane.Listener("svc", "svc-route"),
+		rpctest.RouteConfig("svc-route", rpctest.Route(inRange, rpctest.ToCluster("c2")), rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
+		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
+		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)))
+	s.eventually(t, "c2", "/pkg.Svc/M", "x-n", "15")
+	if got := s.both(t, "/pkg.Svc/M", "x-n", "+15"); got != "c2" {
+		t.Errorf("x-n +15: both reached %s, want c2", got)
+	}
+	if got := s.both(t, "/pkg.Svc/M", "x-n", "25"); got != "c1" {
+		t.Errorf("x-n 25: both reached %s, want c1", got)
+	}
+	ctx := xdstest.Context(t)
+	ours, theirs := s.where(rpctest.Call(ctx, s.ours, "/pkg.Svc/M", "x-n", " 15 ")), s.where(rpctest.Call(ctx, s.theirs, "/pkg.Svc/M", "x-n", " 15 "))
+	if ours != "c2" || theirs != "c1" {
+		t.Errorf("x-n %q: xdslens reached %s, grpc-go %s; want c2 (as C-core) and c1 (if grpc-go now trims the value, this difference is gone)", " 15 ", ours, theirs)
 	}
 }
