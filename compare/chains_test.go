@@ -2,6 +2,7 @@ package compare_test
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -159,5 +160,28 @@ func TestSideBySideMappedSourcePrefixes(t *testing.T) {
 		if got := p.call(t, side, plaintext, "127.0.0.1", emptyCall); got != want {
 			t.Errorf("%s: from 127.0.0.1 under ::ffff:127.0.0.6/8: %s, want %s", sideNames[side], got, want)
 		}
+	}
+}
+
+// TestSideBySideUnnamedNetworkFilter: the name of a filter chain's network
+// filter is not read, as in gRPC C-core (FilterChainParse reads only its
+// typed_config): xdslens serves a chain whose HttpConnectionManager has no
+// name, where grpc-go rejects the Listener. A deliberate difference,
+// asserted.
+func TestSideBySideUnnamedNetworkFilter(t *testing.T) {
+	t.Parallel()
+	p := newServedPair(t, servertest.Options{})
+	unnamed := servingChain("unnamed", nil, "/")
+	unnamed.Filters[0].Name = ""
+	p.set(chainsListener(t, unnamed))
+	p.waitEachMode(t, [2]string{"SERVING", "NOT_SERVING"}, xdstest.Timeout)
+	if got := p.call(t, ours, plaintext, "", emptyCall); got != "OK" {
+		t.Errorf("xdslens under a chain whose network filter has no name: %s, want OK", got)
+	}
+	p.mu.Lock()
+	why := p.why[theirs]
+	p.mu.Unlock()
+	if !strings.Contains(why, "name") {
+		t.Errorf("grpc-go's reason for NOT_SERVING %q, want one about the filter's name (if grpc-go now accepts it, this difference is gone)", why)
 	}
 }
