@@ -44,6 +44,11 @@ func (c *serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthI
 	out := newFrameConn(conn, c.s.cfg.goAwayTimeout, func() {
 		c.s.cfg.logger.Warn("xDS-enabled server closed a drained connection: its client opened a stream after the final GOAWAY",
 			"address", sc.ls.addr, "peer", sc.remote.String(), "chain", sc.chain.Load().label())
+		sc.report(func(h *Hooks) {
+			if h.GoAwayIgnored != nil {
+				h.GoAwayIgnored(sc.connInfo())
+			}
+		}, false)
 	})
 	sc.out.Store(out)
 	return out, auth, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,12 @@ func TestGoAwayIgnored(t *testing.T) {
 			e := c.want("the connection closed", tc.ack, func(e event) bool { return e.err != nil })
 			t.Logf("the connection ended: %v", e.err)
 			s.ev.wait(t, "the connection closed", func(e *events) bool { return len(e.closed) == 1 })
+			s.ev.mu.Lock()
+			ignored := slices.Clone(s.ev.ignored)
+			s.ev.mu.Unlock()
+			if len(ignored) != 1 || ignored[0].Chain != "c1" {
+				t.Errorf("GoAwayIgnored reported %+v, want once, for the connection of chain c1", ignored)
+			}
 			if !strings.Contains(log.String(), "opened a stream after the final GOAWAY") {
 				t.Errorf("log %q, want a warning for the client that broke the GOAWAY", log.String())
 			}

@@ -31,6 +31,7 @@ type events struct {
 	refused []xdsserver.ConnRefusedInfo
 	drained []xdsserver.ConnDrainInfo
 	closed  []xdsserver.ConnInfo
+	ignored []xdsserver.ConnInfo // GoAwayIgnored
 	failed  []xdsserver.HandshakeInfo
 	authz   []xdsserver.AuthzInfo
 }
@@ -53,6 +54,7 @@ func (e *events) hooks() *xdsserver.Hooks {
 		ConnectionRefused:  func(c xdsserver.ConnRefusedInfo) { e.add(func() { e.refused = append(e.refused, c) }) },
 		ConnectionDrained:  func(c xdsserver.ConnDrainInfo) { e.add(func() { e.drained = append(e.drained, c) }) },
 		ConnectionClosed:   func(c xdsserver.ConnInfo) { e.add(func() { e.closed = append(e.closed, c) }) },
+		GoAwayIgnored:      func(c xdsserver.ConnInfo) { e.add(func() { e.ignored = append(e.ignored, c) }) },
 		HandshakeFailed:    func(c xdsserver.HandshakeInfo) { e.add(func() { e.failed = append(e.failed, c) }) },
 		AuthzDecision:      func(c xdsserver.AuthzInfo) { e.add(func() { e.authz = append(e.authz, c) }) },
 	}

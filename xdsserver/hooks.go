@@ -56,7 +56,7 @@ type ServingModeChange struct {
 // ListenerChanged run on the goroutine of the xDS watch, AuthzDecision on
 // the RPC's; they must be cheap and must not block. The hooks of
 // connections (ConnectionAccepted, ConnectionRefused, HandshakeFailed,
-// ConnectionDrained, ConnectionClosed) run one at a time, in the order
+// ConnectionDrained, GoAwayIgnored, ConnectionClosed) run one at a time, in the order
 // they were reported, on a goroutine of the server's own, a little after
 // the event: not on Serve's or a transport's goroutines, which stopping
 // the server waits for, so that a connection hook may block without
@@ -68,7 +68,7 @@ type ServingModeChange struct {
 //
 // The hooks of one connection come in order, whichever goroutines report
 // them: ConnectionAccepted first, then HandshakeFailed or
-// ConnectionDrained, then ConnectionClosed, and nothing after it; a
+// ConnectionDrained (and GoAwayIgnored), then ConnectionClosed, and nothing after it; a
 // handshake cut short because the server closed the connection is not
 // reported as failed. Hooks given to WithHooks and AddHooks are called in
 // the order they were given.
@@ -98,6 +98,10 @@ type Hooks struct {
 	// HandshakeFailed is called when the TLS (or fallback credentials')
 	// handshake of a connection fails.
 	HandshakeFailed func(HandshakeInfo)
+	// GoAwayIgnored is called when the client of a drained connection
+	// opens a stream after the final GOAWAY: the connection is closed
+	// before gRPC reads that stream (its ConnectionClosed follows).
+	GoAwayIgnored func(ConnInfo)
 	// AuthzDecision is called with every decision of an authorization
 	// filter (RBAC), on the RPC's goroutine.
 	AuthzDecision func(AuthzInfo)
@@ -182,6 +186,7 @@ func compose(hs []*Hooks) *Hooks {
 		ConnectionAccepted: hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionAccepted }),
 		ConnectionRefused:  hookset.Join(hs, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
 		ConnectionClosed:   hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
+		GoAwayIgnored:      hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.GoAwayIgnored }),
 		ConnectionDrained:  hookset.Join(hs, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
 		HandshakeFailed:    hookset.Join(hs, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
 		AuthzDecision:      hookset.Join(hs, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),
