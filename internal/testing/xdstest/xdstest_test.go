@@ -67,6 +67,16 @@ func openStream(t *testing.T, ctx context.Context, client discoveryv3.Aggregated
 	return cs
 }
 
+// nextStream returns the next stream srv accepts.
+func nextStream(t *testing.T, ctx context.Context, srv *xdstest.ADSServer) *xdstest.Stream {
+	t.Helper()
+	st, err := srv.NextStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func send(t *testing.T, cs discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, req *discoveryv3.DiscoveryRequest) {
 	t.Helper()
 	if err := cs.Send(req); err != nil {
@@ -81,10 +91,7 @@ func TestRoundTrip(t *testing.T) {
 	cs := openStream(t, ctx, client)
 	send(t, cs, &discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: "n"}, TypeUrl: ldsType, ResourceNames: []string{"l"}})
 
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 	req, err := st.Recv(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -125,10 +132,7 @@ func TestNonceAutoFill(t *testing.T) {
 	_, client := dial(t, srv.Addr())
 	cs := openStream(t, ctx, client)
 	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: cdsType})
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 
 	resp := xdstest.Response(cdsType, "1", &clusterv3.Cluster{Name: "c"})
 	explicit := xdstest.Response(cdsType, "2")
@@ -164,10 +168,7 @@ func TestRecvTypeKeepsOtherTypes(t *testing.T) {
 	for _, typ := range []string{ldsType, cdsType, rdsType} {
 		send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: typ})
 	}
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 	var got []string
 	r, err := st.RecvType(ctx, cdsType)
 	if err != nil {
@@ -206,17 +207,14 @@ func TestEnd(t *testing.T) {
 			_, client := dial(t, srv.Addr())
 			cs := openStream(t, ctx, client)
 			send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: ldsType})
-			st, err := srv.NextStream(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := nextStream(t, ctx, srv)
 			st.End(tt.err)
 			select {
 			case <-st.Done():
 			default:
 				t.Error("Done is open after End returned")
 			}
-			_, err = cs.Recv()
+			_, err := cs.Recv()
 			if tt.wantCode == codes.OK {
 				if !errors.Is(err, io.EOF) {
 					t.Errorf("client Recv = %v, want io.EOF", err)
@@ -240,10 +238,7 @@ func TestClientCancelEndsStream(t *testing.T) {
 	cs := openStream(t, streamCtx, client)
 	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: ldsType})
 	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: cdsType})
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 	// Requests arrive in order: once the CDS one is in, the LDS one is
 	// buffered.
 	if _, err := st.RecvType(ctx, cdsType); err != nil {
@@ -272,10 +267,7 @@ func TestClientCloseSend(t *testing.T) {
 	if err := cs.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 	if _, err := st.Recv(ctx); !errors.Is(err, io.EOF) {
 		t.Errorf("Recv = %v, want io.EOF", err)
 	}
@@ -353,10 +345,7 @@ func TestSilence(t *testing.T) {
 	defer cancel()
 	cs := openStream(t, shortCtx, client)
 	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: ldsType, ResourceNames: []string{"l"}})
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 	if _, err := st.Recv(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -418,10 +407,7 @@ func TestWaitForSeesServerEvents(t *testing.T) {
 	_, client := dial(t, srv.Addr())
 	cs := openStream(t, ctx, client)
 	send(t, cs, &discoveryv3.DiscoveryRequest{TypeUrl: ldsType})
-	st, err := srv.NextStream(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := nextStream(t, ctx, srv)
 	if err := cs.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
