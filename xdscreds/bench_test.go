@@ -44,13 +44,29 @@ func newMTLSBench(b *testing.B) *mtlsBench {
 	}
 }
 
+// regexSANInfo returns m's settings with the SAN matchers of a mesh
+// cluster that names its servers by pattern: a safe_regex that the
+// server's SPIFFE ID matches, after matchers that match none of its SANs,
+// so that every matcher is tried.
+func (m *mtlsBench) regexSANInfo() *handshake.Info {
+	sc := *m.info.Security
+	sc.SANMatchers = []matcher.String{
+		exact("spiffe://example.org/ns/dev/sa/server"),
+		match(matcher.Suffix, ".dev.svc.cluster.local", false),
+		match(matcher.Regex, `spiffe://example\.org/ns/(prod|staging)/sa/[a-z-]+`, false),
+	}
+	return info(m.info.Store, &sc)
+}
+
 // BenchmarkHandshake: one mutual TLS handshake on a new loopback
 // connection, with xdscreds (key material from the provider, chain and
-// SAN checks of its own) and with grpc-go's TLS credentials, on the same
-// certificates. grpc-go's xDS credentials need handshake information that
-// only its own xDS channel can attach, so they are not measured here.
+// SAN checks of its own; with an exact SAN matcher, and with a safe_regex
+// one) and with grpc-go's TLS credentials, on the same certificates.
+// grpc-go's xDS credentials need handshake information that only its own
+// xDS channel can attach, so they are not measured here.
 func BenchmarkHandshake(b *testing.B) {
 	m := newMTLSBench(b)
+	regex := m.regexSANInfo()
 	srv := startTLS(b, backendConfig{cert: m.pki.server, clientCAs: m.pki.ca.Pool(), raw: true})
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -58,6 +74,7 @@ func BenchmarkHandshake(b *testing.B) {
 		do   func(raw net.Conn) (net.Conn, error)
 	}{
 		{"xdscreds", func(raw net.Conn) (net.Conn, error) { return xdscreds.HandshakeWith(ctx, m.info, raw) }},
+		{"xdscreds-regex-san", func(raw net.Conn) (net.Conn, error) { return xdscreds.HandshakeWith(ctx, regex, raw) }},
 		{"grpc-go-tls", func(raw net.Conn) (net.Conn, error) {
 			conn, _, err := m.grpcTLS.ClientHandshake(ctx, "server.example.com", raw)
 			return conn, err
