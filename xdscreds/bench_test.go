@@ -34,7 +34,7 @@ func newMTLSBench(b *testing.B) *mtlsBench {
 	store := newStore(b, time.Hour, map[string]*certtest.Files{"mesh": certtest.WriteFiles(b, p.client, p.ca)})
 	return &mtlsBench{
 		pki: p,
-		info: info(store, &security.Config{IdentityInstance: "mesh", RootInstance: "mesh",
+		info: info(b, store, &security.Config{IdentityInstance: "mesh", RootInstance: "mesh",
 			SANMatchers: []matcher.String{exact("spiffe://example.org/ns/prod/sa/server")}}),
 		grpcTLS: credentials.NewTLS(&tls.Config{
 			RootCAs:      p.ca.Pool(),
@@ -48,14 +48,15 @@ func newMTLSBench(b *testing.B) *mtlsBench {
 // cluster that names its servers by pattern: a safe_regex that the
 // server's SPIFFE ID matches, after matchers that match none of its SANs,
 // so that every matcher is tried.
-func (m *mtlsBench) regexSANInfo() *handshake.Info {
-	sc := *m.info.Security
+func (m *mtlsBench) regexSANInfo(b *testing.B) *handshake.Info {
+	b.Helper()
+	sc := *m.info.Settings.Security()
 	sc.SANMatchers = []matcher.String{
 		exact("spiffe://example.org/ns/dev/sa/server"),
 		match(matcher.Suffix, ".dev.svc.cluster.local", false),
 		match(matcher.Regex, `spiffe://example\.org/ns/(prod|staging)/sa/[a-z-]+`, false),
 	}
-	return info(m.info.Store, &sc)
+	return info(b, m.info.Store, &sc)
 }
 
 // BenchmarkHandshake: one mutual TLS handshake on a new loopback
@@ -66,7 +67,7 @@ func (m *mtlsBench) regexSANInfo() *handshake.Info {
 // xDS channel can attach, so they are not measured here.
 func BenchmarkHandshake(b *testing.B) {
 	m := newMTLSBench(b)
-	regex := m.regexSANInfo()
+	regex := m.regexSANInfo(b)
 	srv := startTLS(b, backendConfig{cert: m.pki.server, clientCAs: m.pki.ca.Pool(), raw: true})
 	ctx := context.Background()
 	for _, c := range []struct {

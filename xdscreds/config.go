@@ -24,11 +24,11 @@ import (
 // re-read rotated files serves the new certificates from the next
 // handshake on, and connections already made are left alone.
 func clientConfig(ctx context.Context, info *handshake.Info) (*tls.Config, error) {
-	sc := info.Security
+	sc := info.Settings.Security()
 	if sc == nil || info.Store == nil {
 		return nil, errors.New("the address's TLS settings are incomplete (no security config or certificate store)")
 	}
-	v := &verifier{sc: sc, serverName: serverName(sc, info.Hostname)}
+	v := &verifier{sc: sc, sans: info.Settings.SANs(), serverName: serverName(sc, info.Hostname)}
 	if !sc.SystemRootCerts {
 		roots, err := rootsOf(ctx, info)
 		if err != nil {
@@ -58,7 +58,7 @@ func clientConfig(ctx context.Context, info *handshake.Info) (*tls.Config, error
 
 // rootsOf returns the roots of the cluster's root provider instance.
 func rootsOf(ctx context.Context, info *handshake.Info) (*x509.CertPool, error) {
-	sc := info.Security
+	sc := info.Settings.Security()
 	km, err := keyMaterial(ctx, "roots", info.Store.Roots, sc.RootInstance, sc.RootCertName)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func rootsOf(ctx context.Context, info *handshake.Info) (*x509.CertPool, error) 
 // identityOf returns the certificate chain and key of the cluster's
 // identity provider instance.
 func identityOf(ctx context.Context, info *handshake.Info) ([]tls.Certificate, error) {
-	sc := info.Security
+	sc := info.Settings.Security()
 	km, err := keyMaterial(ctx, "identity", info.Store.Identity, sc.IdentityInstance, sc.IdentityCertName)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ func wantHandshakeFailure(t *testing.T, err error, b *backend, reason string) {
 // the peer is TLS with the server's SPIFFE ID.
 func TestTLS(t *testing.T) {
 	_, store, b := rootsSetup(t)
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots"}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots"}))
 
 	var pr peer.Peer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -84,7 +84,7 @@ func TestPeerSPIFFEID(t *testing.T) {
 		ca := certtest.NewCA(t, "ca")
 		store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, ca)})
 		b := startTLS(t, backendConfig{cert: ca.Issue(t, certtest.Names{CommonName: "server", IPs: []string{"127.0.0.1"}, URIs: []string{tc.uri}})})
-		cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots"}))
+		cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots"}))
 		var pr peer.Peer
 		if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}, grpc.Peer(&pr)); err != nil {
 			t.Fatalf("%s: RPC over TLS: %v", tc.uri, err)
@@ -106,7 +106,7 @@ func TestMutualTLS(t *testing.T) {
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"mesh": certtest.WriteFiles(t, p.client, p.ca)})
 	b := startTLS(t, backendConfig{cert: p.server, clientCAs: p.ca.Pool()})
 
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{IdentityInstance: "mesh", RootInstance: "mesh"}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{IdentityInstance: "mesh", RootInstance: "mesh"}))
 	if err := check(t, cc); err != nil {
 		t.Fatalf("RPC over mTLS: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestMutualTLS(t *testing.T) {
 	// Without an identity instance, no certificate is shown, and the
 	// server refuses the client (after the client's side of a TLS 1.3
 	// handshake has ended, so the error is the server's alert).
-	tlsOnly := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "mesh"}))
+	tlsOnly := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "mesh"}))
 	if err := check(t, tlsOnly); status.Code(err) != codes.Unavailable {
 		t.Fatalf("RPC without a client certificate to a server that requires one = %v, want UNAVAILABLE", err)
 	}
@@ -132,7 +132,7 @@ func TestPlaintextBackendRefused(t *testing.T) {
 	p := newPKI(t, "ca")
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
 	b := startPlaintext(t)
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots"}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots"}))
 	wantHandshakeFailure(t, check(t, cc), b, "first record does not look like a TLS handshake")
 }
 
@@ -154,7 +154,7 @@ func TestUntrustedServer(t *testing.T) {
 	p, other := newPKI(t, "ca"), newPKI(t, "other-ca")
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
 	b := startTLS(t, backendConfig{cert: other.server})
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots"}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots"}))
 	wantHandshakeFailure(t, check(t, cc), b, `does not verify against the roots of certificate provider instance "roots": x509: certificate signed by unknown authority`)
 }
 
@@ -164,16 +164,16 @@ func TestNoRootsNeverSystemRoots(t *testing.T) {
 	p := newPKI(t, "ca")
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"identity-only": certtest.WriteFiles(t, p.client, nil)})
 	b := startTLS(t, backendConfig{cert: p.server})
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "identity-only"}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "identity-only"}))
 	wantHandshakeFailure(t, check(t, cc), b, `roots: certificate provider instance "identity-only" gives no root certificates`)
 	if n := b.handshakes.Load(); n != 0 {
 		t.Errorf("the server completed %d handshakes, want none", n)
 	}
 
-	missing := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "not-in-bootstrap"}))
+	missing := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "not-in-bootstrap"}))
 	wantHandshakeFailure(t, check(t, missing), b, `certificate provider instance "not-in-bootstrap" is not in the bootstrap's certificate_providers`)
 
-	noSettings := dial(t, newCreds(t), b.addr, info(store, nil))
+	noSettings := dial(t, newCreds(t), b.addr, info(t, store, nil))
 	wantHandshakeFailure(t, check(t, noSettings), b, "TLS settings are incomplete")
 }
 
@@ -182,7 +182,7 @@ func TestNoALPN(t *testing.T) {
 	p := newPKI(t, "ca")
 	store := newStore(t, time.Hour, map[string]*certtest.Files{"roots": certtest.WriteFiles(t, nil, p.ca)})
 	b := startTLS(t, backendConfig{cert: p.server, raw: true, noALPN: true})
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots"}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots"}))
 	wantHandshakeFailure(t, check(t, cc), b, `the server did not agree to ALPN protocol "h2"`)
 }
 
@@ -197,7 +197,7 @@ func TestHandshakeDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hole.Close()
-	cc := dial(t, newCreds(t), hole.Addr(), info(store, &security.Config{RootInstance: "roots"}),
+	cc := dial(t, newCreds(t), hole.Addr(), info(t, store, &security.Config{RootInstance: "roots"}),
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 100 * time.Millisecond}))
 	wantHandshakeFailure(t, check(t, cc), &backend{addr: hole.Addr()}, "context deadline exceeded")
 }
@@ -242,7 +242,7 @@ func TestSyscallConn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := xdscreds.HandshakeWith(ctx, info(store, &security.Config{RootInstance: "roots"}), raw)
+	conn, err := xdscreds.HandshakeWith(ctx, info(t, store, &security.Config{RootInstance: "roots"}), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestHandshakeClosedAtDeadline(t *testing.T) {
 	for range 100 {
 		a, b := net.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
-		_, err := xdscreds.HandshakeWith(opaqueCtx{ctx}, info(store, &security.Config{RootInstance: "roots"}), closingConn{Conn: a, cancel: cancel})
+		_, err := xdscreds.HandshakeWith(opaqueCtx{ctx}, info(t, store, &security.Config{RootInstance: "roots"}), closingConn{Conn: a, cancel: cancel})
 		cancel()
 		a.Close()
 		b.Close()

@@ -230,9 +230,18 @@ func (b *backend) clientSerials() []string {
 }
 
 // info returns the handshake Info of an endpoint of cluster "secure"
-// with the settings sc.
-func info(store *certstore.Store, sc *security.Config) *handshake.Info {
-	return &handshake.Info{Cluster: "secure", Security: sc, Store: store}
+// with the settings sc, compiled as the cluster policy compiles them; with
+// a nil sc, an Info without settings.
+func info(t testing.TB, store *certstore.Store, sc *security.Config) *handshake.Info {
+	t.Helper()
+	if sc == nil {
+		return &handshake.Info{Cluster: "secure", Store: store}
+	}
+	s, err := handshake.NewSettings(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &handshake.Info{Cluster: "secure", Settings: s, Store: store}
 }
 
 // newCreds returns xDS credentials whose fallback is insecure.

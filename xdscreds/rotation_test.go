@@ -28,7 +28,7 @@ func TestRotation(t *testing.T) {
 	b := startTLS(t, backendConfig{getCert: serverCert.Load, clientCAs: trusted})
 	sc := &security.Config{IdentityInstance: "mesh", RootInstance: "mesh"}
 
-	old := dial(t, newCreds(t), b.addr, info(store, sc))
+	old := dial(t, newCreds(t), b.addr, info(t, store, sc))
 	if err := check(t, old); err != nil {
 		t.Fatalf("RPC before the rotation: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestRotation(t *testing.T) {
 	if n := b.handshakes.Load(); n != 1 {
 		t.Fatalf("%d handshakes after the rotation, want 1: the old connection must stay up", n)
 	}
-	if err := check(t, dial(t, newCreds(t), b.addr, info(store, sc))); err != nil {
+	if err := check(t, dial(t, newCreds(t), b.addr, info(t, store, sc))); err != nil {
 		t.Fatalf("RPC on a new connection after the rotation: %v", err)
 	}
 	want := []string{first.client.Cert.SerialNumber.String(), second.client.Cert.SerialNumber.String()}

@@ -70,7 +70,7 @@ func TestSANMatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots", SANMatchers: tt.matchers}))
+			cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots", SANMatchers: tt.matchers}))
 			err := check(t, cc)
 			if tt.ok {
 				if err != nil {
@@ -97,7 +97,7 @@ func TestSANMismatchErrorBounded(t *testing.T) {
 	for i := range 100 {
 		matchers = append(matchers, exact(fmt.Sprintf("want-%d.example.com", i)))
 	}
-	cc := dial(t, newCreds(t), b.addr, info(store, &security.Config{RootInstance: "roots", SANMatchers: matchers}))
+	cc := dial(t, newCreds(t), b.addr, info(t, store, &security.Config{RootInstance: "roots", SANMatchers: matchers}))
 	err := check(t, cc)
 	wantHandshakeFailure(t, err, b, "and 492 more]) matches match_subject_alt_names [exact \"want-0.example.com\"")
 	if msg := status.Convert(err).Message(); len(msg) > 4096 || !strings.Contains(msg, "and 92 more]") {
@@ -130,7 +130,7 @@ func TestAutoSNISANValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := tt.sc
 			sc.RootInstance, sc.AutoSNISANValidation = "roots", true
-			in := info(store, &sc)
+			in := info(t, store, &sc)
 			in.Hostname = tt.host
 			err := check(t, dial(t, newCreds(t), b.addr, in))
 			if tt.reason == "" {

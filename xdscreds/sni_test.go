@@ -28,7 +28,7 @@ func TestServerName(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := tt.sc
 			sc.RootInstance = "roots"
-			in := info(store, &sc)
+			in := info(t, store, &sc)
 			in.Hostname = tt.host
 			before := len(b.serverNames())
 			if err := check(t, dial(t, newCreds(t), b.addr, in)); err != nil {

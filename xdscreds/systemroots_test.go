@@ -61,10 +61,10 @@ func checkSystemRoots(t *testing.T) {
 	sc := &security.Config{SystemRootCerts: true, SANMatchers: []matcher.String{exact("server.example.com")}}
 
 	trusted := startTLS(t, backendConfig{getCert: leaf})
-	if err := check(t, dial(t, newCreds(t), trusted.addr, info(store, sc))); err != nil {
+	if err := check(t, dial(t, newCreds(t), trusted.addr, info(t, store, sc))); err != nil {
 		t.Fatalf("RPC to a server of the system CA = %v, want OK", err)
 	}
 	untrusted := startTLS(t, backendConfig{cert: newPKI(t, "not-a-system-ca").server})
-	wantHandshakeFailure(t, check(t, dial(t, newCreds(t), untrusted.addr, info(store, sc))), untrusted,
+	wantHandshakeFailure(t, check(t, dial(t, newCreds(t), untrusted.addr, info(t, store, sc))), untrusted,
 		"does not verify against the system's roots: x509: certificate signed by unknown authority")
 }

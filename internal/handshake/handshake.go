@@ -9,15 +9,23 @@
 // which read it (Get). An address without an Info belongs to a cluster
 // without a transport_socket.
 //
-// An Info is made per address: besides the cluster's settings, which its
+// An Info is made per address: besides the cluster's Settings, which its
 // addresses share, it carries the endpoint's hostname, from which the
 // credentials take the server name when the cluster says auto_host_sni
 // (gRFC A101). Infos compare by value (Equal), so that an update of the
 // same cluster with the same settings keeps the connections to its
 // endpoints.
+//
+// Settings are made once per cluster config, when the policy takes it
+// (NewSettings): what the handshakes need compiled from the
+// UpstreamTlsContext, its SAN matchers, is compiled then, never at a
+// handshake, and shared by the concurrent handshakes with every endpoint
+// of the cluster. A new config makes new Settings: nothing compiled from
+// one config serves another.
 package handshake
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -28,16 +36,17 @@ import (
 	"google.golang.org/grpc/resolver"
 
 	"github.com/xdslens/xdslens/internal/certstore"
+	"github.com/xdslens/xdslens/internal/sanmatch"
 )
 
 // Info is the TLS settings of the cluster an address belongs to.
 type Info struct {
 	// Cluster is the cluster's name, for errors.
 	Cluster string
-	// Security is the cluster's validated UpstreamTlsContext; never nil.
-	Security *security.Config
+	// Settings are the cluster's TLS settings; never nil.
+	Settings *Settings
 	// Store holds the bootstrap's certificate provider instances that
-	// Security names.
+	// Settings name.
 	Store *certstore.Store
 	// Hostname is the endpoint's hostname, possibly with a port: an EDS
 	// endpoint's hostname, or the "host:port" a LOGICAL_DNS cluster
@@ -51,15 +60,50 @@ func (i *Info) Equal(o any) bool {
 	if !ok || i == nil || oi == nil {
 		return ok && i == oi
 	}
-	return i.Cluster == oi.Cluster && i.Store == oi.Store && i.Hostname == oi.Hostname && reflect.DeepEqual(i.Security, oi.Security)
+	return i.Cluster == oi.Cluster && i.Store == oi.Store && i.Hostname == oi.Hostname &&
+		reflect.DeepEqual(i.Settings.Security(), oi.Settings.Security())
 }
 
 // Key identifies the settings of i apart from the cluster's name:
 // connections are shared by the clusters whose Infos have the same Key
 // (the server name sent may come from the hostname, so it is part of it).
 func (i *Info) Key() string {
-	return fmt.Sprintf("%p %q %+v", i.Store, i.Hostname, *i.Security)
+	return fmt.Sprintf("%p %q %+v", i.Store, i.Hostname, *i.Settings.Security())
 }
+
+// Settings are a cluster's validated UpstreamTlsContext with its SAN
+// matchers compiled. They are immutable: the Infos of the cluster's
+// addresses, and their concurrent handshakes, share them.
+type Settings struct {
+	security *security.Config
+	sans     *sanmatch.Matchers
+}
+
+// NewSettings compiles the SAN matchers of sc, a cluster's validated
+// UpstreamTlsContext. It fails when sc is nil, or when a matcher does not
+// compile (which a validated sc never has), naming the matcher.
+func NewSettings(sc *security.Config) (*Settings, error) {
+	if sc == nil {
+		return nil, errors.New("no UpstreamTlsContext")
+	}
+	sans, err := sanmatch.Compile(sc.SANMatchers)
+	if err != nil {
+		return nil, err
+	}
+	return &Settings{security: sc, sans: sans}, nil
+}
+
+// Security returns the UpstreamTlsContext the settings were made from;
+// nil for nil Settings.
+func (s *Settings) Security() *security.Config {
+	if s == nil {
+		return nil
+	}
+	return s.security
+}
+
+// SANs returns the matchers compiled from Security's SANMatchers.
+func (s *Settings) SANs() *sanmatch.Matchers { return s.sans }
 
 type key struct{}
 

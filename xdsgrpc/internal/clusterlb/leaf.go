@@ -47,6 +47,12 @@ type leaf struct {
 	// certs is Config.Certificates: nil when the channel does not apply
 	// clusters' TLS settings.
 	certs *certstore.Store
+	// tls are the Cluster's TLS settings, compiled once for the
+	// handshakes with all its endpoints; nil for a plaintext cluster, or
+	// when the channel does not apply them, or when they do not compile
+	// (tlsErr says why, and the leaf fails).
+	tls    *handshake.Settings
+	tlsErr error
 
 	counters    *Counters
 	releaseLoad func() // nil without load reports
@@ -88,6 +94,9 @@ func newLeaf(cfg *Config, counters *Counters, cc *xdsconfig.ClusterConfig) *leaf
 	c := cc.Cluster
 	l.service, l.max, l.dns = c.EDSServiceName, c.MaxRequests, c.Kind == xdsresource.ClusterLogicalDNS
 	l.policy, l.policyErr = policyOf(c)
+	if c.Security != nil && l.certs != nil {
+		l.tls, l.tlsErr = handshake.NewSettings(c.Security)
+	}
 	l.counter = counters.acquire(c.Name, c.EDSServiceName, c.MaxRequests)
 	l.cbErr = status.Errorf(codes.Unavailable, "%s: circuit breaking: max_requests %d reached", l.label, c.MaxRequests)
 	if cc.Endpoints != nil {
@@ -180,6 +189,8 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 		// plaintext. The status fails wait-for-ready RPCs too, for waiting
 		// cannot change it.
 		fail = status.Errorf(codes.Unavailable, "%s: its transport_socket asks for TLS (an UpstreamTlsContext, gRFC A29), which this channel's transport credentials do not apply (dial with xdscreds.NewClientCredentials); RPCs to it are not sent in plaintext%s", l.label, l.note)
+	case l.tlsErr != nil:
+		fail = status.Errorf(codes.Unavailable, "%s: its UpstreamTlsContext cannot be applied: %v; RPCs to it are not sent in plaintext%s", l.label, l.tlsErr, l.note)
 	case cc.Endpoints == nil:
 		fail = fmt.Errorf("%s: endpoints not available%s", l.label, l.note)
 	case len(cc.Endpoints.Localities) == 0:
@@ -208,12 +219,12 @@ func (l *leaf) priorities(cc *xdsconfig.ClusterConfig, n *namer) []prioritySpec 
 			}
 			ep := resolver.Endpoint{Addresses: make([]resolver.Address, len(e.Addresses)), Attributes: attr}
 			var info *handshake.Info
-			if sec := cc.Cluster.Security; sec != nil {
+			if l.tls != nil {
 				host := e.Hostname
 				if cc.Cluster.Kind == xdsresource.ClusterLogicalDNS {
 					host = cc.Cluster.DNSHostname
 				}
-				info = &handshake.Info{Cluster: l.name, Security: sec, Store: l.certs, Hostname: host}
+				info = &handshake.Info{Cluster: l.name, Settings: l.tls, Store: l.certs, Hostname: host}
 			}
 			for i, a := range e.Addresses {
 				ep.Addresses[i] = resolver.Address{Addr: a, BalancerAttributes: attr}

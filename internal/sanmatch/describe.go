@@ -1,4 +1,4 @@
-package xdscreds
+package sanmatch
 
 import (
 	"fmt"
