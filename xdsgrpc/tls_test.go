@@ -9,6 +9,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -24,12 +25,14 @@ import (
 )
 
 // withUpstreamTLS returns c with a transport_socket asking for TLS with
-// roots from the certificate provider instance "roots".
-func withUpstreamTLS(t *testing.T, c *clusterv3.Cluster) *clusterv3.Cluster {
+// roots from the certificate provider instance "roots", and the SAN
+// matchers sans.
+func withUpstreamTLS(t *testing.T, c *clusterv3.Cluster, sans ...*matcherv3.StringMatcher) *clusterv3.Cluster {
 	t.Helper()
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		ValidationContextType: &tlsv3.CommonTlsContext_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
 			CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: "roots"},
+			MatchSubjectAltNames:          sans,
 		}},
 	}}
 	a, err := anypb.New(ctx)
