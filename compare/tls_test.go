@@ -27,8 +27,6 @@ import (
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient"
-	"github.com/xdslens/xdslens/xdscreds"
-	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
 // tlsBackend is a gRPC server with TestService over TLS (or mTLS, when
@@ -138,16 +136,7 @@ func TestSideBySideTLSAndSANs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ours, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := xdsclient.NewPool(boot.Parse(t), xdstest.ClientOptions()...)
-	oursConn, err := grpc.NewClient("xdslens:///svc", append(xdsgrpc.DialOptions(pool), grpc.WithTransportCredentials(ours))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { oursConn.Close() })
+	oursConn := rpctest.DialTLS(t, xdsclient.NewPool(boot.Parse(t), xdstest.ClientOptions()...), "xdslens:///svc")
 	theirs, err := grpcxdscreds.NewClientCredentials(grpcxdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)

@@ -12,15 +12,12 @@ import (
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/xdslens/xdslens/internal/testing/certtest"
 	"github.com/xdslens/xdslens/internal/testing/rpctest"
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
 	"github.com/xdslens/xdslens/xdsclient"
-	"github.com/xdslens/xdslens/xdscreds"
-	"github.com/xdslens/xdslens/xdsgrpc"
 )
 
 // regexSAN is a safe_regex SAN matcher.
@@ -70,16 +67,7 @@ func TestTLSSANMatchersFollowTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	creds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := xdsclient.NewPool(boot.Parse(t), xdstest.ClientOptions()...)
-	conn, err := grpc.NewClient("xdslens:///L", append(xdsgrpc.DialOptions(pool), grpc.WithTransportCredentials(creds))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := rpctest.DialTLS(t, xdsclient.NewPool(boot.Parse(t), xdstest.ClientOptions()...), "xdslens:///L")
 
 	reached := func(what string) {
 		t.Helper()
