@@ -12,9 +12,7 @@
 // The cluster policy of the channel tells the credentials the settings of
 // each address, in the address's attributes; an address without them is a
 // plaintext cluster's, or a channel's that xdslens does not route, and
-// takes the fallback credentials. (The policy of package xdsgrpc does not
-// set them yet: until it does, its channels fail the RPCs of clusters
-// that ask for TLS, whatever credentials they have.) A cluster that asks for TLS is never
+// takes the fallback credentials. A cluster that asks for TLS is never
 // reached otherwise: when its settings cannot be applied (no key material,
 // a peer that does not speak TLS, a chain that does not verify, SANs that
 // match nothing) the handshake fails, with a *HandshakeError naming the
@@ -24,6 +22,11 @@
 // Key material is read from the providers at each handshake: when a
 // file_watcher provider has read rotated files (every refresh_interval),
 // the next connection uses them, and the connections already made stay up.
+// The SAN matchers are not compiled at a handshake: the cluster policy
+// compiles them once per Cluster it receives, and the handshakes with all
+// the cluster's endpoints, concurrent ones included, share them (package
+// internal/sanmatch); a new Cluster's handshakes use its own. A safe_regex
+// that is not valid never gets this far: the Cluster is NACKed.
 //
 // What is applied, and after whom where gRPC's implementations differ:
 //

@@ -6,7 +6,9 @@
 //
 // The matchers are compiled once per cluster config (Compile, which
 // package handshake calls when the cluster policy takes the cluster's
-// config) and matched at every handshake: a compiled Matchers is
+// config), as C-core compiles them once, when it parses the Cluster
+// (StringMatcher::Create in src/core/util/matchers.cc), and matched at
+// every handshake: a compiled Matchers is
 // immutable, shared by the concurrent handshakes of every endpoint of the
 // cluster, and a new config compiles new ones. A regular expression that
 // does not compile cannot reach Compile from a resource: the Cluster is

@@ -9,7 +9,7 @@
 //	routematch (clients and servers)   route paths and header matchers (gRFC A28, A36)
 //	httpfilter/internal/rbac           url_path, requested_server_name, principal_name
 //	                                   and header matchers of RBAC policies (gRFC A41)
-//	xdscreds                           a cluster's match_subject_alt_names against the
+//	sanmatch (for xdscreds)            a cluster's match_subject_alt_names against the
 //	                                   server certificate's SANs (gRFC A29)
 //
 // A String matches a value v as its kind says:
