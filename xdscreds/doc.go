@@ -23,8 +23,9 @@
 // file_watcher provider has read rotated files (every refresh_interval),
 // the next connection uses them, and the connections already made stay up.
 // The SAN matchers are not compiled at a handshake: the cluster policy
-// compiles them once per Cluster it receives, and the handshakes with all
-// the cluster's endpoints, concurrent ones included, share them (package
+// compiles them when it takes a new config of the cluster (its Cluster or
+// its endpoints changed), and the handshakes with all the cluster's
+// endpoints, concurrent ones included, share them (package
 // internal/sanmatch); a new Cluster's handshakes use its own. A safe_regex
 // that is not valid never gets this far: the Cluster is NACKed.
 //

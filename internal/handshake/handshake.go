@@ -16,8 +16,8 @@
 // same cluster with the same settings keeps the connections to its
 // endpoints.
 //
-// Settings are made once per cluster config, when the policy takes it
-// (NewSettings): what the handshakes need compiled from the
+// Settings are made once per config of the cluster, when the policy
+// takes it (NewSettings): what the handshakes need compiled from the
 // UpstreamTlsContext, its SAN matchers, is compiled then, never at a
 // handshake, and shared by the concurrent handshakes with every endpoint
 // of the cluster. A new config makes new Settings: nothing compiled from

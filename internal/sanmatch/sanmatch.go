@@ -4,16 +4,15 @@
 // the server name sent (gRFC A101). It is the SAN check of package
 // xdscreds, apart from the chain's verification.
 //
-// The matchers are compiled once per cluster config (Compile, which
-// package handshake calls when the cluster policy takes the cluster's
-// config), as C-core compiles them once, when it parses the Cluster
+// The matchers are compiled once per config of the cluster (Compile,
+// which package handshake calls when the cluster policy takes a config of
+// the cluster), as C-core compiles them once, when it parses the Cluster
 // (StringMatcher::Create in src/core/util/matchers.cc), and matched at
-// every handshake: a compiled Matchers is
-// immutable, shared by the concurrent handshakes of every endpoint of the
-// cluster, and a new config compiles new ones. A regular expression that
-// does not compile cannot reach Compile from a resource: the Cluster is
-// NACKed when it is parsed (package security); Compile still fails on
-// one, naming the matcher.
+// every handshake: a compiled Matchers is immutable, shared by the
+// concurrent handshakes of every endpoint of the cluster, and a new config
+// compiles new ones. A regular expression that does not compile cannot
+// reach Compile from a resource: the Cluster is NACKed when it is parsed
+// (package security); Compile still fails on one, naming the matcher.
 //
 //	| matcher | compared with | after |
 //	|---|---|---|
