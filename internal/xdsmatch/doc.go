@@ -24,8 +24,10 @@
 // Every value is allowed, the empty one included, as C-core's
 // StringMatcher::Create allows it: an empty exact matches only the empty
 // string, and an empty prefix, suffix or contains matches every value.
-// A regular expression must be valid as written (matcher.CheckRegex):
-// one that compiles only once anchored, such as "a)|(b", is rejected.
+// A regular expression must be valid as written and once anchored
+// (matcher.CheckWholeRegex): one that compiles only once anchored, such
+// as "a)|(b", is rejected, and so is one that compiles only as written,
+// nested 999 levels deep, which anchoring takes past Go's limit.
 // ignore_case folds the ASCII letters only, as C-core does with absl's
 // ASCII functions (package asciifold): the value is lowered once, when
 // it is compiled.

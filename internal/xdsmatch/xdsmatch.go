@@ -37,14 +37,13 @@ func CompileString(m matcher.String) (String, error) {
 	return String{}, fmt.Errorf("%v is not a string match", m.Kind)
 }
 
-// compileRegex compiles expr to match whole values. expr must be valid
-// as written: anchored, an expression such as "a)|(b" would compile to
-// one that matches what starts with "a" or ends with "b".
+// compileRegex compiles expr to match whole values (matcher.WholeRegex).
+// expr must be valid as written, and anchored (matcher.CheckWholeRegex).
 func compileRegex(expr string) (*regexp.Regexp, error) {
-	if err := matcher.CheckRegex(expr); err != nil {
+	if err := matcher.CheckWholeRegex(expr); err != nil {
 		return nil, err
 	}
-	return regexp.Compile(`^(?:` + expr + `)$`)
+	return regexp.Compile(matcher.WholeRegex(expr))
 }
 
 // Match reports whether v matches.

@@ -1,6 +1,7 @@
 package xdsmatch_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,12 +95,26 @@ func TestCompileStringErrors(t *testing.T) {
 		// starts with "a" or ends with "b".
 		{matcher.String{Kind: matcher.Regex, Value: "a)|(b"}, "invalid regex \"a)|(b\": error parsing regexp: unexpected ): `a)|(b`"},
 		{matcher.String{Kind: matcher.Regex, Value: ")(?:"}, "invalid regex \")(?:\": error parsing regexp: unexpected ): `)(?:`"},
+		// Valid as written, but past Go's nesting limit once anchored.
+		{matcher.String{Kind: matcher.Regex, Value: nested(999)}, "invalid regex " + strconv.Quote(nested(999)) + ": anchored to match whole values: expression nests too deeply"},
 		{matcher.String{Kind: matcher.Present}, "present is not a string match"},
 		{matcher.String{}, "Kind(0) is not a string match"},
 	} {
 		if _, err := xdsmatch.CompileString(tc.m); err == nil || err.Error() != tc.want {
 			t.Errorf("CompileString(%+v) = %v, want %q", tc.m, err, tc.want)
 		}
+	}
+}
+
+// nested returns "a" in n nested groups.
+func nested(n int) string { return strings.Repeat("(", n) + "a" + strings.Repeat(")", n) }
+
+// TestDeepestRegex: the deepest expression accepted compiles and matches
+// whole values.
+func TestDeepestRegex(t *testing.T) {
+	s := compile(t, matcher.String{Kind: matcher.Regex, Value: nested(998)})
+	if !s.Match("a") || s.Match("aa") || s.Match("") {
+		t.Error(`a regex nested 998 levels deep around "a" does not match exactly "a"`)
 	}
 }
 

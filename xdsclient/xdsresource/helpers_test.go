@@ -39,6 +39,11 @@ func decode(t testing.TB, typ Type, m proto.Message) (string, any, error) {
 	return typ.Decode(testOpts, toAny(t, m))
 }
 
+// deepRegex is a regular expression valid as written, nested 999 levels
+// deep, which anchoring (to match whole values, as matchers and routes are
+// run) takes past Go's limit of 1000.
+var deepRegex = strings.Repeat("(", 999) + "a" + strings.Repeat(")", 999)
+
 // errorCase is one row of a table of invalid resources.
 type errorCase struct {
 	name  string

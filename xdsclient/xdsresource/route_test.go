@@ -2,6 +2,7 @@ package xdsresource
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -300,6 +301,11 @@ func TestRouteConfigErrors(t *testing.T) {
 			name:  "bad path regex",
 			build: routeMatching(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "a("}}}),
 			want:  at + "match.safe_regex: invalid regex \"a(\": error parsing regexp: missing closing ): `a(`",
+		},
+		{
+			name:  "path regex valid only unanchored",
+			build: routeMatching(&routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: deepRegex}}}),
+			want:  at + "match.safe_regex: invalid regex " + strconv.Quote(deepRegex) + ": anchored to match whole values: expression nests too deeply",
 		},
 		{
 			name: "runtime_fraction bad denominator",

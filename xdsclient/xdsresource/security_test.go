@@ -2,6 +2,7 @@ package xdsresource
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
@@ -170,6 +171,11 @@ func TestClusterSecurityErrors(t *testing.T) {
 		{name: "bad SAN regex", build: ctx(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: "("}}})
 		}), want: at + `validation_context.match_subject_alt_names[0]: invalid regex "(": `, prefix: true},
+		// Valid as written, but nested one level short of Go's limit: it
+		// cannot be compiled anchored, as SAN matchers are run.
+		{name: "SAN regex that cannot be anchored", build: ctx(func(c *tlsv3.CommonTlsContext) {
+			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: deepRegex}}})
+		}), want: at + `validation_context.match_subject_alt_names[0]: invalid regex ` + strconv.Quote(deepRegex) + `: anchored to match whole values: expression nests too deeply`},
 		{name: "SAN matcher without pattern", build: ctx(func(c *tlsv3.CommonTlsContext) {
 			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{})
 		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern is set`},

@@ -2,8 +2,9 @@
 // validated as gRPC C-core validates them: the header matchers of routes
 // (gRFC A28), the string and header matchers of RBAC policies (A41) and
 // the subject alternative name matchers of TLS contexts (A29). A regular
-// expression must be valid RE2 as written; every other value is valid,
-// the empty one included, as C-core's StringMatcher::Create has it
+// expression must be valid RE2 as written, and once anchored to match
+// whole values, as it is run (CheckWholeRegex); every other value is
+// valid, the empty one included, as C-core's StringMatcher::Create has it
 // (src/core/util/matchers.cc), where grpc-go rejects an empty prefix,
 // suffix or contains. Their rules are rows of the table in package
 // xdsresource; xdslens's data plane runs them as package internal/xdsmatch
@@ -93,7 +94,7 @@ func ValidateHeader(h *routev3.HeaderMatcher) (Header, error) {
 // StringMatcher::Create has it (src/core/util/matchers.cc).
 func checkRegexOf(k Kind, value string) error {
 	if k == Regex {
-		return CheckRegex(value)
+		return CheckWholeRegex(value)
 	}
 	return nil
 }
@@ -145,14 +146,40 @@ func (k Kind) String() string {
 
 // CheckRegex reports whether re is a valid RE2 expression, as written:
 // it is parsed as regexp.Compile parses it, and not compiled, so that
-// those who compile it once validated (anchored, say) pay for one
-// compilation.
+// those who compile it once validated pay for one compilation.
 func CheckRegex(re string) error {
 	if _, err := syntax.Parse(re, syntax.Perl); err != nil {
 		return fmt.Errorf("invalid regex %q: %v", re, err)
 	}
 	return nil
 }
+
+// CheckWholeRegex reports whether re is valid as CheckRegex says and
+// can also be compiled as WholeRegex writes it, the form in which the
+// regex of a matcher or of a route's path is run. Anchoring nests re one
+// level deeper and makes it a little larger, so that an expression nested
+// 999 levels deep, valid as written, is past Go's limit of 1000 once
+// anchored: it is rejected here, when the resource is parsed, rather than
+// failing where it is compiled.
+func CheckWholeRegex(re string) error {
+	if err := CheckRegex(re); err != nil {
+		return err
+	}
+	if _, err := syntax.Parse(WholeRegex(re), syntax.Perl); err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) { // its Expr is the anchored expression: not quoted twice
+			return fmt.Errorf("invalid regex %q: anchored to match whole values: %v", re, se.Code)
+		}
+		return fmt.Errorf("invalid regex %q: anchored to match whole values: %v", re, err)
+	}
+	return nil
+}
+
+// WholeRegex returns the expression that matches exactly the values re
+// matches whole: re anchored at both ends. It must be valid as written
+// (CheckRegex): anchored, an expression such as "a)|(b" would parse, as one
+// that matches what starts with "a" or ends with "b".
+func WholeRegex(re string) string { return `^(?:` + re + `)$` }
 
 // String is a validated envoy.type.matcher.v3.StringMatcher. Kind is
 // Exact, Prefix, Suffix, Contains or Regex.

@@ -1,6 +1,9 @@
 package matcher_test
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
@@ -120,5 +123,31 @@ func TestValidateString(t *testing.T) {
 	} {
 		got, err := matcher.ValidateString(tc.in)
 		check(t, tc.name, got, err, tc.want, tc.err)
+	}
+}
+
+// TestCheckWholeRegex: an expression must be valid as written, and once
+// anchored as WholeRegex anchors it to match whole values.
+func TestCheckWholeRegex(t *testing.T) {
+	nested := func(n int) string { return strings.Repeat("(", n) + "a" + strings.Repeat(")", n) }
+	for _, tc := range []struct {
+		re, err string
+	}{
+		{"spiffe://example\\.org/.*", ""},
+		{nested(998), ""},
+		{"a)|(b", "invalid regex \"a)|(b\": error parsing regexp: unexpected ): `a)|(b`"}, // valid only anchored
+		{nested(999), "invalid regex " + strconv.Quote(nested(999)) + ": anchored to match whole values: expression nests too deeply"},
+		{nested(1000), "invalid regex " + strconv.Quote(nested(1000)) + ": error parsing regexp: expression nests too deeply: `" + nested(1000) + "`"},
+	} {
+		err := matcher.CheckWholeRegex(tc.re)
+		if got := fmt.Sprint(err); (err == nil) != (tc.err == "") || err != nil && got != tc.err {
+			t.Errorf("CheckWholeRegex(%.20q...) = %.200v, want %.200q", tc.re, err, tc.err)
+		}
+		if err := matcher.CheckRegex(tc.re); tc.re == nested(999) && err != nil {
+			t.Errorf("CheckRegex(%.20q...) = %v, want nil: it is valid as written", tc.re, err)
+		}
+	}
+	if got, want := matcher.WholeRegex("a|b"), "^(?:a|b)$"; got != want {
+		t.Errorf("WholeRegex(%q) = %q, want %q", "a|b", got, want)
 	}
 }

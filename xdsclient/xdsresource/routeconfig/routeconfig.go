@@ -246,7 +246,7 @@ func validateRoute(trustedServer bool, m *routev3.Route, plugins map[string]*rls
 		r.PathMatch, r.Path = PathExact, p.Path
 	case *routev3.RouteMatch_SafeRegex:
 		r.PathMatch, r.SafeRegex = PathRegex, p.SafeRegex.GetRegex()
-		if err := matcher.CheckRegex(r.SafeRegex); err != nil {
+		if err := matcher.CheckWholeRegex(r.SafeRegex); err != nil {
 			return r, false, fmt.Errorf("match.safe_regex: %v", err)
 		}
 	case nil:
