@@ -199,6 +199,13 @@ func TestListenerErrors(t *testing.T) {
 			prefix: true,
 		},
 		{
+			name: "max_stream_duration negative",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxStreamDuration: &durationpb.Duration{Seconds: -60}}
+			}),
+			want: `lds "l1": common_http_protocol_options.max_stream_duration: seconds -60 is not in [0, 315576000000]`,
+		},
+		{
 			name:  "xff_num_trusted_hops",
 			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.XffNumTrustedHops = 2 }),
 			want:  `lds "l1": xff_num_trusted_hops is 2, must be 0`,
