@@ -8,6 +8,7 @@ import (
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	faultcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -425,6 +426,17 @@ func TestRouteConfigErrors(t *testing.T) {
 				}}
 			}),
 			want: `rds "r1": virtual_hosts[0].retry_policy.retry_back_off.max_interval must be positive`,
+		},
+		{
+			name: "fault override with a negative fixed_delay",
+			build: func() proto.Message {
+				r := prefixRoute("/", "c1")
+				r.TypedPerFilterConfig = map[string]*anypb.Any{"fault": toAny(t, &faultv3.HTTPFault{Delay: &faultcommonv3.FaultDelay{
+					FaultDelaySecifier: &faultcommonv3.FaultDelay_FixedDelay{FixedDelay: &durationpb.Duration{Nanos: -1}},
+				}})}
+				return routeConfig(prefixRoute("/", "c1"), r)
+			},
+			want: at + `typed_per_filter_config["fault"]: fault: delay.fixed_delay: nanos -1 is not in [0, 999999999]`,
 		},
 		{
 			name: "route max_stream_duration negative",
