@@ -171,7 +171,9 @@ func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, repl
 		c.Retried(err)
 		b.retried(ctx, cc, c, method, attempt+1, err)
 		if !sleep(ctx, rp.backoff(attempt)) {
-			return err
+			// The deadline passed, or the caller cancelled, during the
+			// backoff: that ends the RPC, as in gRPC.
+			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
 }
