@@ -2,6 +2,8 @@ package xdsresource
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +52,25 @@ func TestRouteDurationsAtTheirLargest(t *testing.T) {
 				t.Errorf("backoff %v to %v, want %v to %v", rp.BaseInterval, rp.MaxInterval, tc.wantBase, tc.wantInterval)
 			}
 		})
+	}
+}
+
+// TestRetryOnIsASet checks that a retry_on naming the same conditions
+// over and over keeps each once, as gRPC C-core's set of status codes
+// does: what explain and the config history print stays five words long.
+func TestRetryOnIsASet(t *testing.T) {
+	on := strings.Repeat("unavailable,UNAVAILABLE, unavailable,", 20_000) + "cancelled,unknown-thing,cancelled"
+	r := prefixRoute("/", "")
+	r.Action = &routev3.Route_Route{Route: &routev3.RouteAction{
+		ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+		RetryPolicy:      &routev3.RetryPolicy{RetryOn: on},
+	}}
+	_, v, err := decode(t, RouteConfigType, routeConfig(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := v.(*routeconfig.Config).VirtualHosts[0].Routes[0].RetryPolicy.RetryOn
+	if want := []string{"unavailable", "cancelled"}; !slices.Equal(got, want) {
+		t.Errorf("RetryOn has %d entries, want %v", len(got), want)
 	}
 }

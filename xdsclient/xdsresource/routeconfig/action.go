@@ -3,6 +3,7 @@ package routeconfig
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,7 +114,9 @@ type HashPolicy struct {
 type RetryPolicy struct {
 	// RetryOn lists the retry_on conditions that gRPC supports:
 	// "cancelled", "deadline-exceeded", "internal", "resource-exhausted",
-	// "unavailable". Empty means no retries.
+	// "unavailable", each once, in the order first named (a set, as gRPC
+	// C-core keeps them, however long retry_on is). Empty means no
+	// retries.
 	RetryOn []string
 	// NumRetries is at least 1 (default 1).
 	NumRetries uint32
@@ -232,7 +235,7 @@ func validateRetryPolicy(m *routev3.RetryPolicy) (*RetryPolicy, error) {
 	p := &RetryPolicy{NumRetries: 1, BaseInterval: 25 * time.Millisecond}
 	for c := range strings.SplitSeq(m.GetRetryOn(), ",") {
 		c = strings.ToLower(strings.TrimSpace(c))
-		if retryCodes[c] {
+		if retryCodes[c] && !slices.Contains(p.RetryOn, c) {
 			p.RetryOn = append(p.RetryOn, c)
 		}
 	}
