@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/xdslens/xdslens/internal/xdsduration"
 )
 
 // FaultTypeURL is the config type of the fault injection filter (gRFC
@@ -47,6 +49,8 @@ func (fault) TypeURLs() []string { return []string{FaultTypeURL} }
 // faultConfig is a parsed HTTPFault.
 type faultConfig struct {
 	m *faultv3.HTTPFault
+	// fixedDelay is delay.fixed_delay, read once.
+	fixedDelay time.Duration
 }
 
 func (fault) ParseConfig(cfg *anypb.Any) (Config, error) { return parseFault(cfg) }
@@ -61,8 +65,21 @@ func parseFault(cfg *anypb.Any) (*faultConfig, error) {
 	if err := proto.Unmarshal(cfg.GetValue(), m); err != nil {
 		return nil, fmt.Errorf("fault: %v", err)
 	}
-	return &faultConfig{m: m}, nil
+	c := &faultConfig{m: m}
+	if s, ok := m.GetAbort().GetErrorType().(*faultv3.FaultAbort_GrpcStatus); ok && s.GrpcStatus > maxStatusCode {
+		return nil, fmt.Errorf("fault: abort.grpc_status %d is not a gRPC status code (0 to %d)", s.GrpcStatus, maxStatusCode)
+	}
+	if d := m.GetDelay().GetFixedDelay(); d != nil {
+		var err error
+		if c.fixedDelay, err = xdsduration.Parse(d); err != nil {
+			return nil, fmt.Errorf("fault: delay.fixed_delay: %v", err)
+		}
+	}
+	return c, nil
 }
+
+// maxStatusCode is the largest gRPC status code, UNAUTHENTICATED.
+const maxStatusCode = uint32(codes.Unauthenticated)
 
 // BuildClientInterceptor runs the override when there is one, else the
 // config.
@@ -74,11 +91,12 @@ func (fault) BuildClientInterceptor(cfg, override Config) (ClientInterceptor, er
 	if c == nil || c.m.GetDelay() == nil && c.m.GetAbort() == nil {
 		return nil, nil
 	}
-	return &faultInterceptor{m: c.m}, nil
+	return &faultInterceptor{m: c.m, fixedDelay: c.fixedDelay}, nil
 }
 
 type faultInterceptor struct {
-	m *faultv3.HTTPFault
+	m          *faultv3.HTTPFault
+	fixedDelay time.Duration
 }
 
 // Intercept delays and aborts the RPC as the config says (gRFC A33):
@@ -136,9 +154,9 @@ func (f *faultInterceptor) delay(md metadata.MD) (time.Duration, bool) {
 	}
 	num, den := fraction(d.GetPercentage())
 	var delay time.Duration
-	switch s := d.GetFaultDelaySecifier().(type) {
+	switch d.GetFaultDelaySecifier().(type) {
 	case *faultcommonv3.FaultDelay_FixedDelay:
-		delay = s.FixedDelay.AsDuration()
+		delay = f.fixedDelay
 	case *faultcommonv3.FaultDelay_HeaderDelay_:
 		ms, ok := headerInt(md, HeaderFaultDelay)
 		if !ok {
@@ -171,6 +189,10 @@ func (f *faultInterceptor) abort(md metadata.MD) (*status.Status, bool) {
 		code = codes.Code(s.GrpcStatus)
 	case *faultv3.FaultAbort_HeaderAbort_:
 		if c, ok := headerInt(md, HeaderFaultAbortGRPC); ok {
+			if c > maxStatusCode {
+				// Not a status code: no abort, as in gRPC C-core.
+				return nil, false
+			}
 			code = codes.Code(c)
 		} else if h, ok := headerInt(md, HeaderFaultAbortHTTP); ok {
 			code = codeOfHTTP(uint32(h))

@@ -171,7 +171,9 @@ func (b *Builder) unaryInterceptor(ctx context.Context, method string, req, repl
 		c.Retried(err)
 		b.retried(ctx, cc, c, method, attempt+1, err)
 		if !sleep(ctx, rp.backoff(attempt)) {
-			return err
+			// The deadline passed, or the caller cancelled, during the
+			// backoff: that ends the RPC, as in gRPC.
+			return status.FromContextError(ctx.Err()).Err()
 		}
 	}
 }
@@ -201,19 +203,27 @@ func attemptContext(ctx context.Context, attempt int) context.Context {
 }
 
 // backoff is the wait before the retry after attempt n (gRFC A44, with
-// gRFC A6's schedule): a random duration up to base * 2^(n-1), at most
-// max.
+// gRFC A6's schedule): a random duration up to backoffLimit(n).
 func (rp *retryPolicy) backoff(n int) time.Duration {
-	d := rp.max
-	if n-1 < 62 {
-		if x := rp.base << (n - 1); x > 0 && x < d {
-			d = x
-		}
-	}
+	d := rp.backoffLimit(n)
 	if d <= 0 {
 		return 0
 	}
 	return time.Duration(rand.Int64N(int64(d)))
+}
+
+// backoffLimit is base * 2^(n-1), at most max: doubled step by step, so
+// that a base of centuries reaches max instead of wrapping past the
+// largest time.Duration to a shorter wait, or a negative one.
+func (rp *retryPolicy) backoffLimit(n int) time.Duration {
+	d := rp.base
+	for range n - 1 {
+		if d >= rp.max/2 {
+			return rp.max
+		}
+		d *= 2
+	}
+	return min(d, rp.max)
 }
 
 // sleep waits for d, or until ctx ends; it reports whether d passed.

@@ -69,7 +69,7 @@ func (r *retryStream) retryLocked(err error) error {
 		r.c.Retried(err)
 		r.b.retried(r.ctx, r.cc, r.c, r.method, r.c.Attempts+1, err)
 		if !sleep(r.ctx, r.rp.backoff(r.c.Attempts)) {
-			return err
+			return status.FromContextError(r.ctx.Err()).Err()
 		}
 		r.c.Attempts++
 		s, e := r.streamer(attemptContext(r.ctx, r.c.Attempts), r.desc, r.cc, r.method, r.opts...)
@@ -137,7 +137,7 @@ func (r *retryStream) Header() (metadata.MD, error) {
 			}
 			return md, nil
 		}
-		if !r.again(s, err) {
+		if err = r.again(s, err); err != nil {
 			return md, err
 		}
 	}
@@ -155,24 +155,28 @@ func (r *retryStream) RecvMsg(m any) error {
 			r.mu.Unlock()
 			return nil
 		}
-		if errors.Is(err, io.EOF) || !r.again(s, err) {
+		if errors.Is(err, io.EOF) {
+			return err
+		}
+		if err = r.again(s, err); err != nil {
 			return err
 		}
 	}
 }
 
 // again retries the RPC after its attempt s failed with err, unless
-// another call already did; it reports whether a new attempt runs.
-func (r *retryStream) again(s grpc.ClientStream, err error) bool {
+// another call already did: nil when a new attempt runs, else the error
+// the RPC ends with.
+func (r *retryStream) again(s grpc.ClientStream, err error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cur != s {
-		return true // retried by the other of Header and RecvMsg
+		return nil // retried by the other of Header and RecvMsg
 	}
 	if r.committedBy(s) {
-		return false
+		return err
 	}
-	return r.retryLocked(err) == nil
+	return r.retryLocked(err)
 }
 
 // committedBy reports whether attempt s committed the RPC: it received

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdslens/xdslens/internal/xdsduration"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
@@ -289,11 +290,14 @@ func checkOutlierDetection(od *clusterv3.OutlierDetection) error {
 		if d.v == nil {
 			continue
 		}
-		if err := d.v.CheckValid(); err != nil {
-			return fmt.Errorf("%s is not a valid duration: %v", d.name, err)
+		v, err := xdsduration.Parse(d.v)
+		if err != nil {
+			return fmt.Errorf("%s: %v", d.name, err)
 		}
-		if d.v.AsDuration() < 0 {
-			return fmt.Errorf("%s is negative", d.name)
+		if v == 0 && d.name == "interval" {
+			// gRPC would sweep without pause, for as long as the
+			// cluster is used; the xDS API requires more than 0.
+			return errors.New("interval is 0, must be positive")
 		}
 	}
 	for _, p := range []struct {

@@ -430,15 +430,28 @@ func TestClusterErrors(t *testing.T) {
 			build: edsWith(func(m *clusterv3.Cluster) {
 				m.OutlierDetection = &clusterv3.OutlierDetection{BaseEjectionTime: durationpb.New(-time.Second)}
 			}),
-			want: `cds "c1": outlier_detection.base_ejection_time is negative`,
+			want: `cds "c1": outlier_detection.base_ejection_time: seconds -1 is not in [0, 315576000000]`,
 		},
 		{
 			name: "outlier detection invalid duration",
 			build: edsWith(func(m *clusterv3.Cluster) {
 				m.OutlierDetection = &clusterv3.OutlierDetection{Interval: &durationpb.Duration{Seconds: 1, Nanos: -1}}
 			}),
-			want:   `cds "c1": outlier_detection.interval is not a valid duration: `,
-			prefix: true,
+			want: `cds "c1": outlier_detection.interval: nanos -1 is not in [0, 999999999]`,
+		},
+		{
+			name: "outlier detection interval 0",
+			build: edsWith(func(m *clusterv3.Cluster) {
+				m.OutlierDetection = &clusterv3.OutlierDetection{Interval: durationpb.New(0)}
+			}),
+			want: `cds "c1": outlier_detection.interval is 0, must be positive`,
+		},
+		{
+			name: "outlier detection max_ejection_time beyond the largest Duration",
+			build: edsWith(func(m *clusterv3.Cluster) {
+				m.OutlierDetection = &clusterv3.OutlierDetection{MaxEjectionTime: &durationpb.Duration{Seconds: 315_576_000_001}}
+			}),
+			want: `cds "c1": outlier_detection.max_ejection_time: seconds 315576000001 is not in [0, 315576000000]`,
 		},
 		{
 			name:  "lrs_server not self",

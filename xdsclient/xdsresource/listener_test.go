@@ -199,6 +199,22 @@ func TestListenerErrors(t *testing.T) {
 			prefix: true,
 		},
 		{
+			name: "fault abort with a code gRPC does not have",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{httpFilter(t, "fault", &faultv3.HTTPFault{Abort: &faultv3.FaultAbort{
+					ErrorType: &faultv3.FaultAbort_GrpcStatus{GrpcStatus: 17},
+				}}), routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "fault": fault: abort.grpc_status 17 is not a gRPC status code (0 to 16)`,
+		},
+		{
+			name: "max_stream_duration negative",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{MaxStreamDuration: &durationpb.Duration{Seconds: -60}}
+			}),
+			want: `lds "l1": common_http_protocol_options.max_stream_duration: seconds -60 is not in [0, 315576000000]`,
+		},
+		{
 			name:  "xff_num_trusted_hops",
 			build: withHCM(func(h *hcmv3.HttpConnectionManager) { h.XffNumTrustedHops = 2 }),
 			want:  `lds "l1": xff_num_trusted_hops is 2, must be 0`,

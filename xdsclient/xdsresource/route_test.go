@@ -9,6 +9,7 @@ import (
 	xdscorev3 "github.com/cncf/xds/go/xds/core/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	faultcommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
 	faultv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -431,6 +432,58 @@ func TestRouteConfigErrors(t *testing.T) {
 				}}
 			}),
 			want: `rds "r1": virtual_hosts[0].retry_policy.retry_back_off.max_interval must be positive`,
+		},
+		{
+			name: "fault override with a negative fixed_delay",
+			build: func() proto.Message {
+				r := prefixRoute("/", "c1")
+				r.TypedPerFilterConfig = map[string]*anypb.Any{"fault": toAny(t, &faultv3.HTTPFault{Delay: &faultcommonv3.FaultDelay{
+					FaultDelaySecifier: &faultcommonv3.FaultDelay_FixedDelay{FixedDelay: &durationpb.Duration{Nanos: -1}},
+				}})}
+				return routeConfig(prefixRoute("/", "c1"), r)
+			},
+			want: at + `typed_per_filter_config["fault"]: fault: delay.fixed_delay: nanos -1 is not in [0, 999999999]`,
+		},
+		{
+			name: "route max_stream_duration negative",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier:  &routev3.RouteAction_Cluster{Cluster: "c1"},
+				MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: &durationpb.Duration{Seconds: -1}},
+			}),
+			want: at + `route.max_stream_duration.max_stream_duration: seconds -1 is not in [0, 315576000000]`,
+		},
+		{
+			name: "route grpc_timeout_header_max beyond the largest Duration",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier:  &routev3.RouteAction_Cluster{Cluster: "c1"},
+				MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: &durationpb.Duration{Seconds: 315_576_000_001}},
+			}),
+			want: at + `route.max_stream_duration.grpc_timeout_header_max: seconds 315576000001 is not in [0, 315576000000]`,
+		},
+		{
+			name: "route grpc_timeout_header_max negative nanos",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier:  &routev3.RouteAction_Cluster{Cluster: "c1"},
+				MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{GrpcTimeoutHeaderMax: &durationpb.Duration{Nanos: -5}},
+			}),
+			want: at + `route.max_stream_duration.grpc_timeout_header_max: nanos -5 is not in [0, 999999999]`,
+		},
+		{
+			name: "vhost retry base_interval negative",
+			build: withVHost(func(vh *routev3.VirtualHost) {
+				vh.RetryPolicy = &routev3.RetryPolicy{RetryBackOff: &routev3.RetryPolicy_RetryBackOff{BaseInterval: &durationpb.Duration{Seconds: -3}}}
+			}),
+			want: `rds "r1": virtual_hosts[0].retry_policy.retry_back_off.base_interval: seconds -3 is not in [0, 315576000000]`,
+		},
+		{
+			name: "route retry max_interval with nanos of a second",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+				RetryPolicy: &routev3.RetryPolicy{RetryBackOff: &routev3.RetryPolicy_RetryBackOff{
+					BaseInterval: durationpb.New(time.Second), MaxInterval: &durationpb.Duration{Seconds: 1, Nanos: 1_000_000_000},
+				}},
+			}),
+			want: at + `route.retry_policy.retry_back_off.max_interval: nanos 1000000000 is not in [0, 999999999]`,
 		},
 		{
 			name: "unsupported filter override on vhost",

@@ -236,7 +236,14 @@ func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
 	if ft.msg == nil && (ft.registered == nil || ft.inStruct && ownMessageOnly[ft.url]) {
 		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", ft.url)
 	}
-	if f := ft.registered; f != nil {
+	f := ft.registered
+	if f == nil && ft.msg != nil {
+		// A built-in type (router, fault) whose filter, the one channels
+		// run, reads fields of its own: the values it refuses are
+		// refused here, as gRPC C-core refuses them while it parses.
+		f = httpfilter.Get(ft.url)
+	}
+	if f != nil {
 		var err error
 		if override {
 			_, err = f.ParseOverride(cfg)

@@ -94,6 +94,12 @@ func TestFromClusterErrors(t *testing.T) {
 		{"nested too deep", &clusterv3.Cluster{LoadBalancingPolicy: deep}, "load_balancing_policy: nested more than 16 levels deep"},
 		{"a negative penalty", &clusterv3.Cluster{LoadBalancingPolicy: policy(t, &cswrrv3.ClientSideWeightedRoundRobin{ErrorUtilizationPenalty: wrapperspb.Float(-1)})},
 			`load_balancing_policy: policies[0] "p0": error_utilization_penalty is -1, must not be negative`},
+		{"a negative blackout period", &clusterv3.Cluster{LoadBalancingPolicy: policy(t, &cswrrv3.ClientSideWeightedRoundRobin{BlackoutPeriod: &durationpb.Duration{Seconds: -10}})},
+			`load_balancing_policy: policies[0] "p0": blackout_period: seconds -10 is not in [0, 315576000000]`},
+		{"a weight expiration period beyond a Duration", &clusterv3.Cluster{LoadBalancingPolicy: policy(t, &cswrrv3.ClientSideWeightedRoundRobin{WeightExpirationPeriod: &durationpb.Duration{Seconds: 1 << 50}})},
+			`load_balancing_policy: policies[0] "p0": weight_expiration_period: seconds 1125899906842624 is not in [0, 315576000000]`},
+		{"a weight update period with negative nanos", &clusterv3.Cluster{LoadBalancingPolicy: policy(t, &cswrrv3.ClientSideWeightedRoundRobin{WeightUpdatePeriod: &durationpb.Duration{Nanos: -1}})},
+			`load_balancing_policy: policies[0] "p0": weight_update_period: nanos -1 is not in [0, 999999999]`},
 	} {
 		if _, err := lbpolicy.FromCluster(tc.c); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)

@@ -10,8 +10,10 @@ import (
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	"google.golang.org/grpc/balancer"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/xdslens/xdslens/internal/xdsduration"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
 
@@ -35,8 +37,9 @@ type WeightedRoundRobinConfig struct {
 	ErrorUtilizationPenalty float64
 }
 
-// validateWRR applies gRPC's weighted_round_robin rules to m: only a
-// negative error_utilization_penalty is invalid.
+// validateWRR applies gRPC's weighted_round_robin rules to m: a negative
+// error_utilization_penalty is invalid, and so is a duration out of
+// range or negative (package xdsduration, as gRPC C-core reads them).
 func validateWRR(m *cswrrv3.ClientSideWeightedRoundRobin) (*WeightedRoundRobinConfig, error) {
 	c := &WeightedRoundRobinConfig{
 		EnableOOBLoadReport:     m.GetEnableOobLoadReport().GetValue(),
@@ -47,18 +50,23 @@ func validateWRR(m *cswrrv3.ClientSideWeightedRoundRobin) (*WeightedRoundRobinCo
 		ErrorUtilizationPenalty: 1,
 	}
 	for _, d := range []struct {
-		set bool
-		src interface{ AsDuration() time.Duration }
-		dst *time.Duration
+		name string
+		src  *durationpb.Duration
+		dst  *time.Duration
 	}{
-		{m.GetOobReportingPeriod() != nil, m.GetOobReportingPeriod(), &c.OOBReportingPeriod},
-		{m.GetBlackoutPeriod() != nil, m.GetBlackoutPeriod(), &c.BlackoutPeriod},
-		{m.GetWeightExpirationPeriod() != nil, m.GetWeightExpirationPeriod(), &c.WeightExpirationPeriod},
-		{m.GetWeightUpdatePeriod() != nil, m.GetWeightUpdatePeriod(), &c.WeightUpdatePeriod},
+		{"oob_reporting_period", m.GetOobReportingPeriod(), &c.OOBReportingPeriod},
+		{"blackout_period", m.GetBlackoutPeriod(), &c.BlackoutPeriod},
+		{"weight_expiration_period", m.GetWeightExpirationPeriod(), &c.WeightExpirationPeriod},
+		{"weight_update_period", m.GetWeightUpdatePeriod(), &c.WeightUpdatePeriod},
 	} {
-		if d.set {
-			*d.dst = d.src.AsDuration()
+		if d.src == nil {
+			continue
 		}
+		v, err := xdsduration.Parse(d.src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", d.name, err)
+		}
+		*d.dst = v
 	}
 	if p := m.GetErrorUtilizationPenalty(); p != nil {
 		if p.GetValue() < 0 {

@@ -3,11 +3,13 @@ package routeconfig
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
+	"github.com/xdslens/xdslens/internal/xdsduration"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
@@ -112,12 +114,16 @@ type HashPolicy struct {
 type RetryPolicy struct {
 	// RetryOn lists the retry_on conditions that gRPC supports:
 	// "cancelled", "deadline-exceeded", "internal", "resource-exhausted",
-	// "unavailable". Empty means no retries.
+	// "unavailable", each once, in the order first named (a set, as gRPC
+	// C-core keeps them, however long retry_on is). Empty means no
+	// retries.
 	RetryOn []string
 	// NumRetries is at least 1 (default 1).
 	NumRetries uint32
 	// BaseInterval (default 25ms) and MaxInterval (default ten times
-	// BaseInterval) are positive.
+	// BaseInterval) are positive; a Duration beyond what a time.Duration
+	// holds, and ten times a BaseInterval that large, are the largest
+	// time.Duration (package xdsduration).
 	BaseInterval, MaxInterval time.Duration
 }
 
@@ -171,11 +177,15 @@ func validateRouteAction(trustedServer bool, a *routev3.RouteAction, r *Route, p
 	}
 
 	msd := a.GetMaxStreamDuration()
-	if d := msd.GetGrpcTimeoutHeaderMax(); d != nil {
-		v := d.AsDuration()
-		r.MaxStreamDuration = &v
-	} else if d := msd.GetMaxStreamDuration(); d != nil {
-		v := d.AsDuration()
+	field, d := "grpc_timeout_header_max", msd.GetGrpcTimeoutHeaderMax()
+	if d == nil {
+		field, d = "max_stream_duration", msd.GetMaxStreamDuration()
+	}
+	if d != nil {
+		v, err := xdsduration.Parse(d)
+		if err != nil {
+			return false, fmt.Errorf("route.max_stream_duration.%s: %v", field, err)
+		}
 		r.MaxStreamDuration = &v
 	}
 	for i, hp := range a.GetHashPolicy() {
@@ -225,7 +235,7 @@ func validateRetryPolicy(m *routev3.RetryPolicy) (*RetryPolicy, error) {
 	p := &RetryPolicy{NumRetries: 1, BaseInterval: 25 * time.Millisecond}
 	for c := range strings.SplitSeq(m.GetRetryOn(), ",") {
 		c = strings.ToLower(strings.TrimSpace(c))
-		if retryCodes[c] {
+		if retryCodes[c] && !slices.Contains(p.RetryOn, c) {
 			p.RetryOn = append(p.RetryOn, c)
 		}
 	}
@@ -235,14 +245,23 @@ func validateRetryPolicy(m *routev3.RetryPolicy) (*RetryPolicy, error) {
 		}
 		p.NumRetries = n.GetValue()
 	}
+	var err error
 	if b := m.GetRetryBackOff(); b != nil {
-		if p.BaseInterval = b.GetBaseInterval().AsDuration(); p.BaseInterval <= 0 {
+		if p.BaseInterval, err = xdsduration.Parse(b.GetBaseInterval()); err != nil {
+			return nil, fmt.Errorf("retry_policy.retry_back_off.base_interval: %v", err)
+		}
+		if p.BaseInterval <= 0 {
 			return nil, errors.New("retry_policy.retry_back_off.base_interval must be positive")
 		}
 	}
-	p.MaxInterval = 10 * p.BaseInterval
+	// Ten times a base interval of centuries is the largest duration, not
+	// a negative one (gRPC C-core's durations saturate).
+	p.MaxInterval = xdsduration.Times(p.BaseInterval, 10)
 	if mi := m.GetRetryBackOff().GetMaxInterval(); mi != nil {
-		if p.MaxInterval = mi.AsDuration(); p.MaxInterval <= 0 {
+		if p.MaxInterval, err = xdsduration.Parse(mi); err != nil {
+			return nil, fmt.Errorf("retry_policy.retry_back_off.max_interval: %v", err)
+		}
+		if p.MaxInterval <= 0 {
 			return nil, errors.New("retry_policy.retry_back_off.max_interval must be positive")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
+	"github.com/xdslens/xdslens/internal/xdsduration"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 )
@@ -29,7 +30,7 @@ type ConnectionManager struct {
 	// router.
 	HTTPFilters []filterconfig.Filter
 	// MaxStreamDuration is common_http_protocol_options.max_stream_duration,
-	// zero when unset.
+	// zero when unset, never negative (package xdsduration).
 	MaxStreamDuration time.Duration
 }
 
@@ -45,7 +46,11 @@ func ValidateConnectionManager(hcm *hcmv3.HttpConnectionManager, server, trusted
 	if len(hcm.GetOriginalIpDetectionExtensions()) != 0 {
 		return nil, errors.New("original_ip_detection_extensions must be empty")
 	}
-	c.MaxStreamDuration = hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration().AsDuration()
+	msd, err := xdsduration.Parse(hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration())
+	if err != nil {
+		return nil, fmt.Errorf("common_http_protocol_options.max_stream_duration: %v", err)
+	}
+	c.MaxStreamDuration = msd
 	switch spec := hcm.GetRouteSpecifier().(type) {
 	case *hcmv3.HttpConnectionManager_Rds:
 		src := spec.Rds.GetConfigSource()

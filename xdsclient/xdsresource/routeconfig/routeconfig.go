@@ -111,6 +111,9 @@ type Route struct {
 	// MaxStreamDuration is the route action's
 	// max_stream_duration.grpc_timeout_header_max if set, else its
 	// max_stream_duration.max_stream_duration; nil when neither is set.
+	// Never negative: a Duration with negative seconds or nanos is
+	// rejected, and one beyond what a time.Duration holds is the largest
+	// time.Duration (package xdsduration).
 	MaxStreamDuration *time.Duration
 	// HashPolicies are the route action's supported hash policies, in
 	// order; header and filter_state "io.grpc.channel_id" policies are

@@ -32,6 +32,9 @@
 //	                     (all its addresses), under grpc-go's endpointsharding
 //	localities           weighted round robin over the READY localities of the          weighted_round_robin's
 //	                     priority, by locality weight (a lock-free stride schedule)     static stride scheduler
+//	                     or, for weights so skewed that a stride pick would skip       (weighted_target's
+//	                     more than 16 entries on average, a random draw found by       binary search)
+//	                     binary search
 //	within a locality    round robin over its READY endpoints                            round_robin
 //	drops                each drop_overloads category drawn in order at every pick,      xds_cluster_impl
 //	                     before anything else, whatever the state of the endpoints

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/xdslens/xdslens/internal/xdsduration"
 )
 
 // odConfig is a Cluster's outlier_detection as gRFC A50 reads it, with
@@ -355,12 +357,20 @@ func (o *outlier) sweep() {
 		case e.ejectedAt == now:
 			// ejected in this sweep
 		default:
-			d := min(cfg.baseEjection*time.Duration(e.multiplier), max(cfg.baseEjection, cfg.maxEjection))
-			if !now.Before(e.ejectedAt.Add(d)) {
+			if !now.Before(e.ejectedAt.Add(ejectionTime(cfg.baseEjection, cfg.maxEjection, e.multiplier))) {
 				o.uneject(e)
 			}
 		}
 	}
+}
+
+// ejectionTime is how long an ejection with the given multiplier lasts
+// (gRFC A50): min(base * multiplier, max(base, maxEjection)), the product
+// saturated, so that a base_ejection_time of centuries ejects for as long
+// as a time.Duration says instead of wrapping to a negative time that
+// returns the endpoint at the next interval.
+func ejectionTime(base, maxEjection time.Duration, multiplier int) time.Duration {
+	return min(xdsduration.Times(base, int64(multiplier)), max(base, maxEjection))
 }
 
 // uneject returns e.

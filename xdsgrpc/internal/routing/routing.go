@@ -13,8 +13,10 @@
 package routing
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/xdslens/xdslens/internal/routematch"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
@@ -161,11 +163,10 @@ func (a *action) pick(rnd Rand) int {
 	if len(a.targets) == 1 {
 		return a.targets[0].cluster
 	}
-	n := rnd(a.total)
-	for _, tg := range a.targets {
-		if n < tg.cumulative {
-			return tg.cluster
-		}
-	}
-	return a.targets[len(a.targets)-1].cluster
+	// The first target whose cumulative weight passes n, by binary search
+	// (as gRPC C-core finds it): a route of 100,000 weighted clusters
+	// costs an RPC 17 comparisons, not 100,000. n < total <= MaxUint32.
+	n := rnd(a.total) + 1
+	i, _ := slices.BinarySearchFunc(a.targets, n, func(tg target, n uint32) int { return cmp.Compare(tg.cumulative, n) })
+	return a.targets[min(i, len(a.targets)-1)].cluster
 }
