@@ -410,6 +410,41 @@ func TestRouteConfigErrors(t *testing.T) {
 			want: at + "route.hash_policy[0]: header.regex_rewrite: invalid regex \"(\": error parsing regexp: missing closing ): `(`",
 		},
 		{
+			name: "hash policy without a header name",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+				HashPolicy:       []*routev3.RouteAction_HashPolicy{{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{}}}},
+			}),
+			want: at + "route.hash_policy[0]: header.header_name is empty",
+		},
+		{
+			name: "hash policy regex_rewrite without a pattern",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+				HashPolicy: []*routev3.RouteAction_HashPolicy{{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{
+					HeaderName: "h", RegexRewrite: &matcherv3.RegexMatchAndSubstitute{Substitution: "x"},
+				}}}},
+			}),
+			want: at + "route.hash_policy[0]: header.regex_rewrite.pattern.regex is empty",
+		},
+		{
+			name: "hash policy regex_rewrite with an empty regex",
+			build: withAction(&routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},
+				HashPolicy: []*routev3.RouteAction_HashPolicy{{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: &routev3.RouteAction_HashPolicy_Header{
+					HeaderName: "h", RegexRewrite: &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{}, Substitution: "x"},
+				}}}},
+			}),
+			want: at + "route.hash_policy[0]: header.regex_rewrite.pattern.regex is empty",
+		},
+		{
+			name: "weighted cluster without a weight",
+			build: withAction(&routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_WeightedClusters{WeightedClusters: &routev3.WeightedCluster{
+				Clusters: []*routev3.WeightedCluster_ClusterWeight{{Name: "a", Weight: wrapperspb.UInt32(1)}, {Name: "b"}},
+			}}}),
+			want: at + `weighted_clusters.clusters[1] "b": weight is not set`,
+		},
+		{
 			name: "route retry num_retries 0",
 			build: withAction(&routev3.RouteAction{
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "c1"},

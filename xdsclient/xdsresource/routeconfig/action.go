@@ -145,6 +145,11 @@ func validateRouteAction(trustedServer bool, a *routev3.RouteAction, r *Route, p
 			if err != nil {
 				return false, fmt.Errorf("weighted_clusters.clusters[%d]: %v", i, err)
 			}
+			if c.GetWeight() == nil {
+				// gRPC C-core refuses a cluster without a weight;
+				// grpc-go reads it as 0 and leaves the cluster out.
+				return false, fmt.Errorf("weighted_clusters.clusters[%d] %q: weight is not set", i, c.GetName())
+			}
 			w := c.GetWeight().GetValue()
 			if w == 0 {
 				continue
@@ -211,8 +216,16 @@ func validateHashPolicy(m *routev3.RouteAction_HashPolicy) (HashPolicy, bool, er
 	switch s := m.GetPolicySpecifier().(type) {
 	case *routev3.RouteAction_HashPolicy_Header_:
 		p.Kind, p.HeaderName = HashHeader, s.Header.GetHeaderName()
+		if p.HeaderName == "" {
+			return p, false, errors.New("header.header_name is empty")
+		}
 		if rw := s.Header.GetRegexRewrite(); rw != nil {
 			p.Regex, p.Substitution = rw.GetPattern().GetRegex(), rw.GetSubstitution()
+			if p.Regex == "" {
+				// An empty expression, or none, would rewrite every
+				// value; gRPC C-core refuses both.
+				return p, false, errors.New("header.regex_rewrite.pattern.regex is empty")
+			}
 			if err := matcher.CheckRegex(p.Regex); err != nil {
 				return p, false, fmt.Errorf("header.regex_rewrite: %v", err)
 			}
