@@ -7,11 +7,15 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/testing/rpctest"
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
+	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // TestSideBySideRetryBackoffOfDecades: a retry_policy on unavailable
@@ -46,5 +50,57 @@ func TestSideBySideRetryBackoffOfDecades(t *testing.T) {
 		case want == codes.DeadlineExceeded && took < deadline-100*time.Millisecond:
 			t.Errorf("%s: %v after %v, want it at the deadline (%v): the backoff did not wait", name, code, took, deadline)
 		}
+	}
+}
+
+// TestSideBySideWeightedClusterWithoutWeight: a route's weighted clusters
+// move from c1 alone to c1 without a weight beside c2 of weight 1. A
+// deliberate difference, asserted: xdslens rejects the
+// RouteConfiguration, as gRPC C-core does, and so keeps sending to c1
+// (gRFC A88 keeps the last good resource); grpc-go reads the missing
+// weight as 0, leaves c1 out and sends everything to c2.
+func TestSideBySideWeightedClusterWithoutWeight(t *testing.T) {
+	s := newSideBySide(t, 2)
+	e := s.e
+	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
+	clusters := []proto.Message{controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
+		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1))}
+	weighted := func(cs ...*routev3.WeightedCluster_ClusterWeight) []proto.Message {
+		action := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_WeightedClusters{
+			WeightedClusters: &routev3.WeightedCluster{Clusters: cs}}}
+		return append([]proto.Message{controlplane.Listener("svc", "svc-route"),
+			rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), action))}, clusters...)
+	}
+	e.Set(weighted(&routev3.WeightedCluster_ClusterWeight{Name: "c1", Weight: wrapperspb.UInt32(1)})...)
+	s.eventually(t, "c1", "/pkg.Svc/M")
+	e.Set(weighted(&routev3.WeightedCluster_ClusterWeight{Name: "c1"},
+		&routev3.WeightedCluster_ClusterWeight{Name: "c2", Weight: wrapperspb.UInt32(1)})...)
+	waitRouteNACKed(t, e.Pool, "svc-route")
+	ctx := xdstest.Context(t)
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return s.where(rpctest.Call(ctx, s.theirs, "/pkg.Svc/M")) == "c2" }) {
+		t.Fatal("grpc-go never sent to c2 (if it now rejects the route too, this difference is gone)")
+	}
+	for range 10 {
+		if got := s.where(rpctest.Call(ctx, s.ours, "/pkg.Svc/M")); got != "c1" {
+			t.Fatalf("xdslens reached %s after rejecting the route, want c1, the last good route's", got)
+		}
+	}
+}
+
+// waitRouteNACKed waits until a client of pool holds RouteConfiguration
+// name NACKED.
+func waitRouteNACKed(t *testing.T, pool *xdsclient.Pool, name string) {
+	t.Helper()
+	if !rpctest.Poll(xdstest.Context(t), func(context.Context) bool {
+		for _, c := range pool.Clients() {
+			for _, e := range c.Dump() {
+				if e.Name == name && e.State.String() == "NACKED" {
+					return true
+				}
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("xdslens did not NACK RouteConfiguration %q", name)
 	}
 }
