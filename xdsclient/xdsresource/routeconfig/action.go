@@ -103,7 +103,9 @@ type HashPolicy struct {
 	// HeaderName is set for HashHeader.
 	HeaderName string
 	// Regex and Substitution, when Regex is not empty, rewrite the header
-	// value before hashing.
+	// value before hashing: every match of Regex is replaced by
+	// Substitution, read as RE2 reads a rewrite string ("\1" is capture
+	// group 1, "\\" a backslash), as the xDS API says.
 	Regex, Substitution string
 	// Terminal stops the evaluation of later policies once this one has
 	// produced a hash.

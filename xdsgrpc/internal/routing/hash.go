@@ -17,8 +17,7 @@ import (
 type hashPolicy struct {
 	kind     routeconfig.HashPolicyKind
 	header   string
-	re       *regexp.Regexp // nil without regex_rewrite
-	subst    string
+	rewrite  *rewrite // nil without regex_rewrite
 	terminal bool
 	skip     bool // a -bin header: never hashed
 	ctype    bool // content-type: always "application/grpc"
@@ -27,7 +26,7 @@ type hashPolicy struct {
 func compileHashPolicies(ps []routeconfig.HashPolicy) ([]hashPolicy, error) {
 	out := make([]hashPolicy, 0, len(ps))
 	for i, p := range ps {
-		hp := hashPolicy{kind: p.Kind, header: p.HeaderName, subst: p.Substitution, terminal: p.Terminal}
+		hp := hashPolicy{kind: p.Kind, header: p.HeaderName, terminal: p.Terminal}
 		hp.skip = strings.HasSuffix(p.HeaderName, "-bin")
 		hp.ctype = p.HeaderName == "content-type"
 		if p.Kind == routeconfig.HashHeader && p.Regex != "" {
@@ -35,7 +34,7 @@ func compileHashPolicies(ps []routeconfig.HashPolicy) ([]hashPolicy, error) {
 			if err != nil {
 				return nil, fmt.Errorf("hash_policy[%d] regex_rewrite %q: %w", i, p.Regex, err)
 			}
-			hp.re = re
+			hp.rewrite = newRewrite(re, p.Substitution)
 		}
 		out = append(out, hp)
 	}
@@ -69,7 +68,14 @@ func (t *Table) Hash(ctx context.Context, i int, channelID uint64) (hash uint64,
 			if !present {
 				continue
 			}
-			h = xxhash.Sum64String(v)
+			if p.rewrite == nil {
+				h = xxhash.Sum64String(v)
+				break
+			}
+			var d xxhash.Digest
+			d.Reset()
+			p.rewrite.writeTo(&d, v)
+			h = d.Sum64()
 		case routeconfig.HashChannelID:
 			h = channelID
 		default:
@@ -83,8 +89,8 @@ func (t *Table) Hash(ctx context.Context, i int, channelID uint64) (hash uint64,
 	return hash, ok
 }
 
-// value returns what a header policy hashes, and whether the header is
-// there to hash.
+// value returns the value a header policy hashes, before its
+// regex_rewrite, and whether the header is there to hash.
 func (p *hashPolicy) value(ctx context.Context) (string, bool) {
 	var v string
 	switch {
@@ -102,9 +108,6 @@ func (p *hashPolicy) value(ctx context.Context) (string, bool) {
 		default:
 			v = strings.Join(vs, ",")
 		}
-	}
-	if p.re != nil {
-		v = p.re.ReplaceAllString(v, p.subst)
 	}
 	return v, true
 }
