@@ -21,20 +21,8 @@ const (
 // after the last stream: gRPC-Go waits that long for the client to close
 // first).
 func TestClientGracefulStop(t *testing.T) {
-	srv := grpc.NewServer()
-	backends.RegisterTestService(srv, "h2test")
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	defer func() {
-		srv.Stop()
-		<-served
-	}()
-
-	c := h2test.Dial(t, lis.Addr().String())
+	srv, addr := serve(t)
+	c := h2test.Dial(t, addr)
 	c.Call(1, emptyCall)
 	c.Want("stream 1 served", true, h2test.ServedOn(1))
 	c.Open(3, streamingInputCall)
@@ -61,19 +49,8 @@ func TestClientGracefulStop(t *testing.T) {
 // does not accept: beyond the server's one concurrent stream, stream 3 is
 // reset while stream 1 is open, and served once stream 1 is done.
 func TestClientReset(t *testing.T) {
-	srv := grpc.NewServer(grpc.MaxConcurrentStreams(1))
-	backends.RegisterTestService(srv, "h2test")
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	defer func() {
-		srv.Stop()
-		<-served
-	}()
-	c := h2test.Dial(t, lis.Addr().String())
+	_, addr := serve(t, grpc.MaxConcurrentStreams(1))
+	c := h2test.Dial(t, addr)
 	c.Open(1, streamingInputCall)
 	c.Call(3, emptyCall)
 	e := c.Next(true)
@@ -87,4 +64,22 @@ func TestClientReset(t *testing.T) {
 	c.Want("stream 1 served", true, h2test.ServedOn(1))
 	c.Call(5, emptyCall)
 	c.Want("stream 5 served", true, h2test.ServedOn(5))
+}
+
+// serve starts a gRPC server of the test service on loopback, stopped
+// when the test ends.
+func serve(t *testing.T, opts ...grpc.ServerOption) (*grpc.Server, string) {
+	srv := grpc.NewServer(opts...)
+	backends.RegisterTestService(srv, "h2test")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-served
+	})
+	return srv, lis.Addr().String()
 }
