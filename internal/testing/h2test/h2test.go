@@ -13,7 +13,8 @@
 //	c.Want("stream 1 served", true, h2test.ServedOn(1))
 //	c.Want("a GOAWAY", false, h2test.GoAwayWith(1<<31-1))
 //
-// Every read waits at most [xdstest.Timeout]. The client speaks plaintext
+// A read that waits longer than [xdstest.Timeout] fails the test: the end
+// of the connection is the server's doing, never a timeout. The client speaks plaintext
 // HTTP/2 (h2c) over TCP; it fails the test on a write error.
 package h2test
 
@@ -118,12 +119,16 @@ type Event struct {
 }
 
 // Next reads frames until one a test looks at; it acknowledges the
-// server's SETTINGS, and its PINGs when ackPings is true.
+// server's SETTINGS, and its PINGs when ackPings is true. It fails the
+// test when nothing comes within xdstest.Timeout.
 func (c *Client) Next(ackPings bool) Event {
 	c.t.Helper()
 	c.conn.SetReadDeadline(time.Now().Add(xdstest.Timeout)) //nolint:errcheck // a deadline on a live conn
 	for {
 		f, err := c.fr.ReadFrame()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			c.t.Fatalf("h2test: nothing from the server in %v", xdstest.Timeout)
+		}
 		if err != nil {
 			return Event{Err: err}
 		}
