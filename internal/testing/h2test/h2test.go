@@ -2,7 +2,8 @@
 // speaks frame by frame, as a client that does not keep the rules would,
 // one that opens a stream after the server's final GOAWAY in particular.
 //
-// A test dials a server with [Dial], opens streams with [Client.Call]
+// A test dials a server with [Dial] (or speaks on a connection of its
+// own, TLS for one, with [New]), opens streams with [Client.Call]
 // (a unary call with an empty message) or [Client.Open] (a stream whose
 // request is not ended, ended later by [Client.End]), sends its own PINGs
 // with [Client.Ping], and reads what the server sends with [Client.Next]
@@ -15,7 +16,7 @@
 //
 // A read that waits longer than [xdstest.Timeout] fails the test: the end
 // of the connection is the server's doing, never a timeout. The client speaks plaintext
-// HTTP/2 (h2c) over TCP; it fails the test on a write error.
+// HTTP/2 (h2c) over TCP from Dial; it fails the test on a write error.
 package h2test
 
 import (
@@ -49,6 +50,15 @@ func Dial(t testing.TB, addr string) *Client {
 	if err != nil {
 		t.Fatalf("h2test: dial %s: %v", addr, err)
 	}
+	return New(t, conn)
+}
+
+// New speaks HTTP/2 on conn, a connection made by the test (a TLS one
+// whose ALPN chose "h2", say): it sends the client preface and an empty
+// SETTINGS frame. The connection closes when the test ends.
+func New(t testing.TB, conn net.Conn) *Client {
+	t.Helper()
+	addr := conn.RemoteAddr().String()
 	t.Cleanup(func() { conn.Close() })
 	c := &Client{t: t, conn: conn, fr: http2.NewFramer(conn, conn)}
 	c.enc = hpack.NewEncoder(&c.buf)
