@@ -359,6 +359,7 @@ var seriesLabels = map[string][]string{
 	dashboards.MetricServerConnectionsRefused:  {dashboards.LabelAddress, dashboards.LabelReason},
 	dashboards.MetricServerConnectionsDrained:  {dashboards.LabelAddress, dashboards.LabelFilterChain, dashboards.LabelReason},
 	dashboards.MetricServerHandshakeFailures:   {dashboards.LabelAddress, dashboards.LabelFilterChain},
+	dashboards.MetricServerDrainForcedCloses:   {dashboards.LabelAddress, dashboards.LabelFilterChain, dashboards.LabelReason},
 	dashboards.MetricServerRBACDecisions:       {dashboards.LabelAddress, dashboards.LabelFilterChain, dashboards.LabelRBACFilter, dashboards.LabelRBACPolicy, dashboards.LabelRBACDecision},
 }
 
@@ -465,7 +466,7 @@ func TestAlertRules(t *testing.T) {
 		dashboards.AlertFetchLatencyHigh, dashboards.AlertLoadReportingFailing,
 		dashboards.AlertRPCsFailing, dashboards.AlertBackendErrors, dashboards.AlertRPCsDropped,
 		dashboards.AlertCircuitBreaking, dashboards.AlertNearMaxRequests, dashboards.AlertEndpointsEjected,
-		dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerDenialSpike,
+		dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerGoAwayIgnored, dashboards.AlertServerDenialSpike,
 	}
 	var got []string
 	o := dashboards.DefaultAlertOptions()
@@ -484,7 +485,7 @@ func TestAlertRules(t *testing.T) {
 				locate = []string{"instance", "job"}
 			case dashboards.AlertJobAbsent:
 				locate = []string{"job"}
-			case dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerDenialSpike:
+			case dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerGoAwayIgnored, dashboards.AlertServerDenialSpike:
 				// A server's address, not a client.
 				locate = []string{"xdslens_address", "instance", "job"}
 			}

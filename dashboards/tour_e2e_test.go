@@ -34,6 +34,8 @@ var zeroOnTour = map[string]string{
 	"xds-client-overview.json: Drops by category":                       "the demo's endpoints have no drop_overloads",
 	"xds-client-overview.json: Endpoint weights (weighted_round_robin)": "the demo's cluster is round_robin",
 	"xds-client-overview.json: TLS handshake failures":                  "the tour's client has the mesh's certificate: no handshake fails",
+	"xds-client-overview.json: Drained connections closed with their RPCs": "the tour's clients are gRPC's, which keep the GOAWAY, and its " +
+		"streams end within the drain grace time",
 }
 
 // mayBeZeroOnTour are the panels whose values over the tour depend on
