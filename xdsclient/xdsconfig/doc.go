@@ -113,7 +113,9 @@
 //     the rest of the children of the aggregate where it is found are not
 //     watched.
 //   - An endpoints error leaves the cluster usable with no endpoints and a
-//     note, not an error slot; endpoints without localities get a note.
+//     note, not an error slot; endpoints without localities get a note, and
+//     so do localities without endpoints, each named once, in the order of
+//     their names.
 //   - A failed DNS resolution leaves the cluster with no endpoints, whatever
 //     an earlier one found. Resolution is requested by the channel, at most
 //     once per 30s by default, and retried after failures from 1s, 1.6
@@ -134,5 +136,9 @@
 //     says (C-core gives only the DNS note).
 //   - No config is made from a listener and a route configuration it no
 //     longer names.
+//   - An ambient error of an EDS resource joins the note its content earned
+//     (no localities, empty localities) rather than replacing it, and its
+//     end leaves that note; C-core keeps one note per EDS resource, which
+//     the last of the two events sets.
 //   - Messages are bounded, and name the node.
 package xdsconfig
