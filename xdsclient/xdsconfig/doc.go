@@ -141,4 +141,18 @@
 //     end leaves that note; C-core keeps one note per EDS resource, which
 //     the last of the two events sets.
 //   - Messages are bounded, and name the node.
+//   - What the config in use needs (its clusters, their EDS resources and
+//     DNS names) stays watched until a config without it is delivered.
+//     C-core drops at once an EDS resource or DNS name that the current
+//     resources no longer name, and keeps a cluster watched, with a slot
+//     in every config, for as long as its ClusterSubscription is held: by
+//     the config selector in use and by each RPC routed to the cluster
+//     until the RPC commits (gRFC A74). Here an RPC keeps its cluster's
+//     policy (package xdsgrpc) but not the cluster's watches, so a policy
+//     that serves RPCs routed before a route configuration dropped its
+//     cluster gets no update of that cluster's endpoints meanwhile.
+//   - Clusters are named by routes and weighted clusters only: there is no
+//     subscription for a cluster that an RPC names at the time of the call
+//     (C-core subscribes to the clusters its RLS plugin returns through
+//     GetClusterSubscription).
 package xdsconfig
