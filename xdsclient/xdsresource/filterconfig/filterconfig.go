@@ -178,9 +178,10 @@ type Override struct {
 type Overrides map[string]Override
 
 // ValidateOverrides validates a typed_per_filter_config map and returns
-// the overrides, nil when there are none: every entry must be a config
-// override of an understood filter, unless it is wrapped in a
-// FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig needs
+// the overrides, nil when there are none: every entry must have a name and
+// be a config override of an understood filter, unless it is wrapped in a
+// FilterConfig marked is_optional; the router, which takes no override,
+// is rejected even then, as in gRPC C-core (ParseTypedPerFilterConfig). As in gRPC C-core, a FilterConfig needs
 // its config, whatever is_optional says (grpc-go, with its experimental
 // filters off, takes a FilterConfig without config when it is optional),
 // and its disabled field is not read: a disabled override is validated and
@@ -199,6 +200,9 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 		out[name] = o
 	}
 	for _, name := range names {
+		if name == "" {
+			return nil, errors.New(`typed_per_filter_config[""]: the filter instance name is empty`)
+		}
 		cfg, optional := m[name], false
 		if cfg.GetTypeUrl() == filterConfigURL {
 			fc := new(routev3.FilterConfig)
@@ -214,6 +218,10 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+		case ft.url == RouterTypeURL:
+			// gRPC knows the router, which takes no override: as in
+			// gRPC C-core, that is an error, optional or not.
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: the router filter takes no config override", name)
 		case !ok && !optional:
 			return nil, fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, ft.url)
 		case ok:
@@ -291,9 +299,8 @@ func ValidateFilters(filters []*hcmv3.HttpFilter, server bool) ([]Filter, error)
 		seen[name] = true
 		cfg := f.GetTypedConfig()
 		if cfg == nil {
-			if f.GetIsOptional() {
-				continue
-			}
+			// Optional or not, as in gRPC C-core: is_optional excuses a
+			// type gRPC does not know, not a filter without one.
 			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
 		}
 		ft, ok, err := checkFilterConfig(cfg, httpFilters)
