@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
@@ -169,10 +171,14 @@ func Validate(m *routev3.RouteConfiguration, trustedServer bool) (*Config, error
 		if cfg == nil {
 			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: extension.typed_config missing", i, ext.GetName())
 		}
-		if cfg.GetTypeUrl() != rls.ClusterSpecifierTypeURL {
+		url, err := pluginType(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: extension.typed_config: %v", i, ext.GetName(), err)
+		}
+		if url != rls.ClusterSpecifierTypeURL {
 			if !p.GetIsOptional() {
 				return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: unsupported plugin type %q",
-					i, ext.GetName(), cfg.GetTypeUrl())
+					i, ext.GetName(), url)
 			}
 			plugins[ext.GetName()] = nil
 			continue
@@ -201,6 +207,30 @@ func Validate(m *routev3.RouteConfiguration, trustedServer bool) (*Config, error
 		}
 	}
 	return rc, nil
+}
+
+// pluginType returns the type of a cluster specifier plugin's config, as
+// gRPC C-core's ExtractXdsExtension finds it: the type its type URL names
+// (decoding.CanonicalTypeURL), or for a TypedStruct the one it holds. An
+// RLS config in a TypedStruct is an error: gRPC reads it only from its
+// own message.
+func pluginType(cfg *anypb.Any) (string, error) {
+	url, err := decoding.CanonicalTypeURL(cfg.GetTypeUrl())
+	if err != nil || url != decoding.XDSTypedStructURL && url != decoding.UDPATypedStructURL {
+		return url, err
+	}
+	ts := new(xdstypev3.TypedStruct) // the udpa TypedStruct has the same fields
+	if err := decoding.Unmarshal(cfg.GetValue(), ts); err != nil {
+		return "", err
+	}
+	inner, err := decoding.CanonicalTypeURL(ts.GetTypeUrl())
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("TypedStruct: %v", err)
+	case inner == rls.ClusterSpecifierTypeURL:
+		return "", fmt.Errorf("a config of type %q in a TypedStruct is not supported", inner)
+	}
+	return inner, nil
 }
 
 // validateVirtualHost validates m; errors start with at, the path of m.
