@@ -85,10 +85,11 @@ func (k PathMatchKind) String() string {
 
 // Route is one validated route.
 //
-// Following gRPC, a route whose match has query_parameters, or whose route
-// action names no cluster specifier that gRPC understands, or points to an
-// optional cluster_specifier_plugin of a type other than RLS, is left out of
-// its VirtualHost rather than rejected.
+// Following gRPC C-core, a route whose match has query_parameters, or a
+// prefix or path that no gRPC method path ("/service/method") can match,
+// or whose route action names no cluster specifier that gRPC understands,
+// or points to an optional cluster_specifier_plugin of a type other than
+// RLS, is left out of its VirtualHost rather than rejected.
 type Route struct {
 	// Name is the route's name, "" when it has none; Index is its
 	// position in the virtual host's routes as received, routes gRPC
