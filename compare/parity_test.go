@@ -2,12 +2,14 @@ package compare_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -88,7 +90,9 @@ func TestSideBySideOptionalFilterWithoutConfig(t *testing.T) {
 	}
 	e.Set(append([]proto.Message{controlplane.Listener("svc", "r1")}, rest...)...)
 	s.eventually(t, "c1", "/pkg.Svc/M")
-	e.Set(append([]proto.Message{withOptionalBareFilter(t, controlplane.Listener("svc", "r2"))}, rest...)...)
+	e.Set(append([]proto.Message{editHCM(t, controlplane.Listener("svc", "r2"), func(hcm *hcmv3.HttpConnectionManager) {
+		hcm.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "bare", IsOptional: true}}, hcm.HttpFilters...)
+	})}, rest...)...)
 	waitNACKed(t, e.Pool, "svc")
 	ctx := xdstest.Context(t)
 	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return s.where(rpctest.Call(ctx, s.theirs, "/pkg.Svc/M")) == "c2" }) {
@@ -101,15 +105,63 @@ func TestSideBySideOptionalFilterWithoutConfig(t *testing.T) {
 	}
 }
 
-// withOptionalBareFilter puts an optional HTTP filter without typed_config
-// first in the HttpConnectionManager of the client Listener l.
-func withOptionalBareFilter(t *testing.T, l *listenerv3.Listener) *listenerv3.Listener {
+// TestSideBySideTypeURLOfAnotherHost: the Listener moves from route
+// configuration r1 (to c1) to r2 (to c2), and its router filter's
+// typed_config now names its type under another host than
+// type.googleapis.com. A deliberate difference, asserted: xdslens reads
+// the type after the last "/", as gRPC C-core and protobuf's Any do, and
+// sends to c2; grpc-go finds no filter of that type URL, rejects the
+// Listener (the control plane hears its NACK, xdslens's being an ACK) and
+// keeps sending to c1.
+func TestSideBySideTypeURLOfAnotherHost(t *testing.T) {
+	nacked := make(chan struct{})
+	var once sync.Once
+	cb := controlplane.CallbackFuncs{StreamRequest: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
+		if req.GetTypeUrl() == "type.googleapis.com/envoy.config.listener.v3.Listener" && req.GetErrorDetail() != nil {
+			once.Do(func() { close(nacked) })
+		}
+		return nil
+	}}
+	e := rpctest.NewEnvWith(t, 2, []controlplane.Option{controlplane.WithCallbacks(cb)})
+	s := &sideBySide{e: e, ours: e.Dial("xdslens:///svc"), theirs: dialGRPC(e, "xds:///svc")}
+	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
+	rest := []proto.Message{
+		rpctest.RouteConfig("r1", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
+		rpctest.RouteConfig("r2", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c2"))),
+		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
+		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)),
+	}
+	e.Set(append([]proto.Message{controlplane.Listener("svc", "r1")}, rest...)...)
+	s.eventually(t, "c1", "/pkg.Svc/M")
+	e.Set(append([]proto.Message{editHCM(t, controlplane.Listener("svc", "r2"), func(hcm *hcmv3.HttpConnectionManager) {
+		router := hcm.HttpFilters[len(hcm.HttpFilters)-1].GetTypedConfig()
+		router.TypeUrl = "example.com/" + string(router.MessageName())
+	})}, rest...)...)
+	ctx := xdstest.Context(t)
+	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return s.where(rpctest.Call(ctx, s.ours, "/pkg.Svc/M")) == "c2" }) {
+		t.Fatal("xdslens never sent to c2: it did not take the router under another host's type URL")
+	}
+	select {
+	case <-nacked:
+	case <-ctx.Done():
+		t.Fatal("no client NACKed the Listener (if grpc-go now takes it too, this difference is gone)")
+	}
+	for range 10 {
+		if got := s.where(rpctest.Call(ctx, s.theirs, "/pkg.Svc/M")); got != "c1" {
+			t.Fatalf("grpc-go reached %s, want c1, the last good Listener's (if it reached c2, the difference is gone)", got)
+		}
+	}
+}
+
+// editHCM applies edit to the HttpConnectionManager of the client
+// Listener l.
+func editHCM(t *testing.T, l *listenerv3.Listener, edit func(*hcmv3.HttpConnectionManager)) *listenerv3.Listener {
 	t.Helper()
 	hcm := new(hcmv3.HttpConnectionManager)
 	if err := l.GetApiListener().GetApiListener().UnmarshalTo(hcm); err != nil {
 		t.Fatal(err)
 	}
-	hcm.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "bare", IsOptional: true}}, hcm.HttpFilters...)
+	edit(hcm)
 	a, err := anypb.New(hcm)
 	if err != nil {
 		t.Fatal(err)
