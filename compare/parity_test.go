@@ -81,15 +81,7 @@ func TestSideBySideRuntimeFractionWithoutDefault(t *testing.T) {
 func TestSideBySideOptionalFilterWithoutConfig(t *testing.T) {
 	s := newSideBySide(t, 2)
 	e := s.e
-	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
-	rest := []proto.Message{
-		rpctest.RouteConfig("r1", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
-		rpctest.RouteConfig("r2", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c2"))),
-		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
-		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)),
-	}
-	e.Set(append([]proto.Message{controlplane.Listener("svc", "r1")}, rest...)...)
-	s.eventually(t, "c1", "/pkg.Svc/M")
+	rest := s.listenerSwitch(t)
 	e.Set(append([]proto.Message{editHCM(t, controlplane.Listener("svc", "r2"), func(hcm *hcmv3.HttpConnectionManager) {
 		hcm.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "bare", IsOptional: true}}, hcm.HttpFilters...)
 	})}, rest...)...)
@@ -124,15 +116,7 @@ func TestSideBySideTypeURLOfAnotherHost(t *testing.T) {
 	}}
 	e := rpctest.NewEnvWith(t, 2, []controlplane.Option{controlplane.WithCallbacks(cb)})
 	s := &sideBySide{e: e, ours: e.Dial("xdslens:///svc"), theirs: dialGRPC(e, "xds:///svc")}
-	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
-	rest := []proto.Message{
-		rpctest.RouteConfig("r1", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
-		rpctest.RouteConfig("r2", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c2"))),
-		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
-		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)),
-	}
-	e.Set(append([]proto.Message{controlplane.Listener("svc", "r1")}, rest...)...)
-	s.eventually(t, "c1", "/pkg.Svc/M")
+	rest := s.listenerSwitch(t)
 	e.Set(append([]proto.Message{editHCM(t, controlplane.Listener("svc", "r2"), func(hcm *hcmv3.HttpConnectionManager) {
 		router := hcm.HttpFilters[len(hcm.HttpFilters)-1].GetTypedConfig()
 		router.TypeUrl = "example.com/" + string(router.MessageName())
@@ -151,6 +135,24 @@ func TestSideBySideTypeURLOfAnotherHost(t *testing.T) {
 			t.Fatalf("grpc-go reached %s, want c1, the last good Listener's (if it reached c2, the difference is gone)", got)
 		}
 	}
+}
+
+// listenerSwitch serves Listener svc with route configuration r1, to c1,
+// until both channels reach c1, and returns the other resources of the
+// scenario, for the Listener that replaces it: r1, and r2 to c2.
+func (s *sideBySide) listenerSwitch(t *testing.T) []proto.Message {
+	t.Helper()
+	e := s.e
+	s.clusterOf = map[string]string{e.Addr(0): "c1", e.Addr(1): "c2"}
+	rest := []proto.Message{
+		rpctest.RouteConfig("r1", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c1"))),
+		rpctest.RouteConfig("r2", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("c2"))),
+		controlplane.Cluster("c1", ""), controlplane.Endpoints("c1", e.Addr(0)),
+		controlplane.Cluster("c2", ""), controlplane.Endpoints("c2", e.Addr(1)),
+	}
+	e.Set(append([]proto.Message{controlplane.Listener("svc", "r1")}, rest...)...)
+	s.eventually(t, "c1", "/pkg.Svc/M")
+	return rest
 }
 
 // editHCM applies edit to the HttpConnectionManager of the client
