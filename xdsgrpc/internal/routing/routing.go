@@ -159,10 +159,16 @@ func (t *Table) Route(ctx context.Context, method string) Decision {
 	return Decision{Outcome: Unsupported, Route: i, Cluster: -1}
 }
 
+// pick returns the cluster of an RPC the route takes; small enough to be
+// inlined for the route of one cluster.
 func (a *action) pick(rnd Rand) int {
 	if len(a.targets) == 1 {
 		return a.targets[0].cluster
 	}
+	return a.pickWeighted(rnd)
+}
+
+func (a *action) pickWeighted(rnd Rand) int {
 	// The first target whose cumulative weight passes n, by binary search
 	// (as gRPC C-core finds it): a route of 100,000 weighted clusters
 	// costs an RPC 17 comparisons, not 100,000. n < total <= MaxUint32.
