@@ -94,7 +94,9 @@ func (f *frameConn) Write(p []byte) (int, error) {
 	f.mu.Unlock()
 	// A phase wanted while the lock was held is written now, if the
 	// writes end on a frame boundary.
-	f.flush()
+	if f.written.Load() < f.want.Load() {
+		f.flush()
+	}
 	return n, err
 }
 
