@@ -146,6 +146,17 @@ func TestEndpointsErrors(t *testing.T) {
 			want: `eds "c1": policy.drop_overloads[1].category: empty`,
 		},
 		{
+			name: "drop without drop_percentage",
+			build: func() proto.Message {
+				m := cla()
+				m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
+					drop("a", 1, typev3.FractionalPercent_MILLION), {Category: "lb"},
+				}}
+				return m
+			},
+			want: `eds "c1": policy.drop_overloads[1].drop_percentage: not set (category "lb")`,
+		},
+		{
 			name: "locality without id",
 			build: func() proto.Message {
 				l := locality("z", 1, 0)
@@ -324,5 +335,22 @@ func TestEndpointHashKey(t *testing.T) {
 	eps := v.(*ClusterLoadAssignment).Localities[0].Endpoints
 	if got := []string{eps[0].HashKey, eps[1].HashKey, eps[2].HashKey}; !reflect.DeepEqual(got, []string{"shard-a", "", ""}) {
 		t.Errorf("hash keys %q, want shard-a and two empty", got)
+	}
+}
+
+// As in gRPC C-core, a locality without a weight is left out before
+// anything else of it is read: without its locality (region, zone,
+// sub_zone), it is not an error.
+func TestEndpointsZeroWeightLocalityUnread(t *testing.T) {
+	noID := locality("z0", 0, 0, lbEndpoint("10.0.0.9", 80, corev3.HealthStatus_HEALTHY))
+	noID.Locality = nil
+	unset := locality("z1", 0, 0)
+	unset.Locality, unset.LoadBalancingWeight = nil, nil
+	_, v, err := decode(t, EndpointsType, cla(noID, unset, locality("z2", 1, 0, lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_HEALTHY))))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got := v.(*ClusterLoadAssignment).Localities; len(got) != 1 || got[0].Zone != "z2" {
+		t.Errorf("localities = %+v, want only z2", got)
 	}
 }
