@@ -5,8 +5,10 @@
 package decoding
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
@@ -25,6 +27,22 @@ const (
 // TypeURLOf returns the type URL of m's message type.
 func TypeURLOf(m proto.Message) string {
 	return TypeURLPrefix + string(m.ProtoReflect().Descriptor().FullName())
+}
+
+// ExtensionType returns the message type that the type URL url names: the
+// part after its last "/", whatever comes before, as gRPC C-core reads
+// the type of an extension (ExtractXdsExtension). A URL that is empty,
+// has no "/" or ends with one names no type and is an error, which
+// starts with "type_url".
+func ExtensionType(url string) (string, error) {
+	i := strings.LastIndexByte(url, '/')
+	switch {
+	case url == "":
+		return "", errors.New("type_url: not set")
+	case i < 0 || i == len(url)-1:
+		return "", fmt.Errorf("type_url: %q names no type (want PREFIX/TYPE)", url)
+	}
+	return url[i+1:], nil
 }
 
 // Unmarshal decodes b into m, which must be empty (new or reset), naming
