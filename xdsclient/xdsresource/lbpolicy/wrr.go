@@ -3,7 +3,6 @@ package lbpolicy
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
@@ -88,7 +87,10 @@ func validateWRR(m *cswrrv3.ClientSideWeightedRoundRobin) (*WeightedRoundRobinCo
 // the TypedStruct's value as JSON. ok is false when no such balancer is
 // registered, so that the entry is skipped.
 func customPolicy(typeURL string, value *structpb.Struct) (name string, config json.RawMessage, ok bool, err error) {
-	name = typeURL[strings.LastIndex(typeURL, "/")+1:]
+	// As in gRPC C-core, the TypedStruct's type_url must name a type too.
+	if name, err = decoding.ExtensionType(typeURL); err != nil {
+		return "", nil, false, fmt.Errorf("TypedStruct %v", err)
+	}
 	b := balancer.Get(name)
 	if b == nil {
 		return "", nil, false, nil
@@ -108,9 +110,10 @@ func customPolicy(typeURL string, value *structpb.Struct) (name string, config j
 	return name, config, true, nil
 }
 
-// typedStructPolicy reads a TypedStruct of either kind from b.
-func typedStructPolicy(url string, b []byte) (typeURL string, value *structpb.Struct, err error) {
-	if url == decoding.XDSTypedStructURL {
+// typedStructPolicy reads a TypedStruct of either kind (typ, the message
+// type named by the entry's type URL) from b.
+func typedStructPolicy(typ string, b []byte) (typeURL string, value *structpb.Struct, err error) {
+	if typ == xdsTypedStruct {
 		ts := new(xdstypev3.TypedStruct)
 		err = decoding.Unmarshal(b, ts)
 		return ts.GetTypeUrl(), ts.GetValue(), err
