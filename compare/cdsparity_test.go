@@ -198,15 +198,9 @@ func TestSideBySideLBPolicyUnderAnotherPrefix(t *testing.T) {
 // and moves; grpc-go rejects a locality without its locality field first,
 // NACKs the resource and stays.
 func TestSideBySideZeroWeightLocalityWithoutLocality(t *testing.T) {
-	runParity(t, func(e *rpctest.Env) parityCase {
-		second := controlplane.Endpoints("c", e.Addr(1))
-		second.Endpoints = append(second.Endpoints, &endpointv3.LocalityLbEndpoints{LoadBalancingWeight: wrapperspb.UInt32(0)})
-		return parityCase{
-			first:  append(routeTo("c"), controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0))),
-			second: append(routeTo("c"), controlplane.Cluster("c", ""), second),
-			ours:   true, typeURL: endpointsTypeURL, name: "c", theirError: "locality without ID",
-		}
-	})
+	runParity(t, endpointsMove(true, "locality without ID", func(m *endpointv3.ClusterLoadAssignment) {
+		m.Endpoints = append(m.Endpoints, &endpointv3.LocalityLbEndpoints{LoadBalancingWeight: wrapperspb.UInt32(0)})
+	}))
 }
 
 // TestSideBySideDropWithoutPercentage: the endpoints of cluster "c" move
@@ -215,13 +209,22 @@ func TestSideBySideZeroWeightLocalityWithoutLocality(t *testing.T) {
 // C-core, rejects the drop and keeps the last good endpoints; grpc-go
 // reads it as 0 out of 100, a drop that never drops, and moves.
 func TestSideBySideDropWithoutPercentage(t *testing.T) {
-	runParity(t, func(e *rpctest.Env) parityCase {
+	runParity(t, endpointsMove(false, "", func(m *endpointv3.ClusterLoadAssignment) {
+		m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{Category: "lb"}}}
+	}))
+}
+
+// endpointsMove is the case where the endpoints of EDS cluster "c" move
+// from backend 0 to backend 1 and are edited; ours and theirError are the
+// parityCase's.
+func endpointsMove(ours bool, theirError string, edit func(*endpointv3.ClusterLoadAssignment)) func(e *rpctest.Env) parityCase {
+	return func(e *rpctest.Env) parityCase {
 		second := controlplane.Endpoints("c", e.Addr(1))
-		second.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{Category: "lb"}}}
+		edit(second)
 		return parityCase{
 			first:  append(routeTo("c"), controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0))),
 			second: append(routeTo("c"), controlplane.Cluster("c", ""), second),
-			ours:   false, typeURL: endpointsTypeURL, name: "c",
+			ours:   ours, typeURL: endpointsTypeURL, name: "c", theirError: theirError,
 		}
-	})
+	}
 }
