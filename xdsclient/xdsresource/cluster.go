@@ -193,6 +193,12 @@ func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error)
 		}
 		c.LRSServer = true
 	}
+	if err := checkUpstreamConfig(m.GetUpstreamConfig()); err != nil {
+		return nil, err
+	}
+	if err := checkClusterMetadata(m.GetMetadata()); err != nil {
+		return nil, err
+	}
 	if len(m.GetTransportSocketMatches()) != 0 {
 		return nil, errors.New("transport_socket_matches is not supported")
 	}

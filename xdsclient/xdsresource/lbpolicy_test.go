@@ -3,6 +3,7 @@ package xdsresource
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -174,6 +175,11 @@ func TestClusterLBPolicyErrors(t *testing.T) {
 		{name: "TypedStruct whose type_url ends in a slash",
 			build: with(&udpatypev1.TypedStruct{TypeUrl: "example.com/"}, &roundrobinv3.RoundRobin{}),
 			want:  `cds "c1": load_balancing_policy: policies[0] "p": TypedStruct type_url: "example.com/" names no type (want PREFIX/TYPE)`},
+		{name: "unregistered custom policy whose struct has no JSON form",
+			build: with(&xdstypev3.TypedStruct{TypeUrl: "x/no_such_lb", Value: &structpb.Struct{Fields: map[string]*structpb.Value{
+				"n": structpb.NewNumberValue(math.Inf(1)),
+			}}}, &roundrobinv3.RoundRobin{}),
+			want: `cds "c1": load_balancing_policy: policies[0] "p": TypedStruct value["n"]: number +Inf has no JSON form`},
 		{name: "unregistered custom child",
 			build: with(&wrrlocalityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(t, &xdstypev3.TypedStruct{TypeUrl: "x/no_such_lb"})}),
 			want:  `cds "c1": load_balancing_policy: policies[0] "p": endpoint_picking_policy: no supported policy`},

@@ -141,10 +141,10 @@ func TestClusterSecurityErrors(t *testing.T) {
 		}), want: `cds "c1": transport_socket.typed_config.type_url: "type.googleapis.com/" names no type (want PREFIX/TYPE)`},
 		{name: "context in a TypedStruct", build: with(func(t *testing.T) *corev3.TransportSocket {
 			return tlsSocket(t, &xdstypev3.TypedStruct{TypeUrl: security.UpstreamTLSContextTypeURL})
-		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/xds.type.v3.TypedStruct" is not supported, want "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"`},
+		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/xds.type.v3.TypedStruct" is not supported, want envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`},
 		{name: "downstream context on a cluster", build: with(func(t *testing.T) *corev3.TransportSocket {
 			return tlsSocket(t, &tlsv3.DownstreamTlsContext{})
-		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext" is not supported, want "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"`},
+		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext" is not supported, want envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`},
 		{name: "no common_tls_context", build: with(func(t *testing.T) *corev3.TransportSocket {
 			return tlsSocket(t, &tlsv3.UpstreamTlsContext{Sni: "x"})
 		}), want: `cds "c1": transport_socket.typed_config.common_tls_context: missing`},

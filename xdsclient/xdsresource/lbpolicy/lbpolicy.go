@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 
-	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
-	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	leastrequestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
@@ -102,8 +100,6 @@ var (
 	wrrLocalityType  = typeOf(new(wrrlocalityv3.WrrLocality))
 	cswrrType        = typeOf(new(cswrrv3.ClientSideWeightedRoundRobin))
 	pickFirstType    = typeOf(new(pickfirstv3.PickFirst))
-	xdsTypedStruct   = typeOf(new(xdstypev3.TypedStruct))
-	udpaTypedStruct  = typeOf(new(udpatypev1.TypedStruct))
 )
 
 func typeOf(m proto.Message) string { return string(m.ProtoReflect().Descriptor().FullName()) }
@@ -184,10 +180,10 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 			if err == nil {
 				return WeightedRoundRobin, nil
 			}
-		case xdsTypedStruct, udpaTypedStruct:
+		case decoding.XDSTypedStruct, decoding.UDPATypedStruct:
 			var typeURL string
 			var value *structpb.Struct
-			if typeURL, value, err = typedStructPolicy(typ, cfg.GetValue()); err == nil {
+			if typeURL, value, err = decoding.ReadTypedStruct(typ, cfg.GetValue()); err == nil {
 				var name string
 				var ok bool
 				if name, c.CustomLBConfig, ok, err = customPolicy(typeURL, value); err == nil {

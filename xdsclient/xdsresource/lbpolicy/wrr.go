@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
-	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -91,6 +89,10 @@ func customPolicy(typeURL string, value *structpb.Struct) (name string, config j
 	if name, err = decoding.ExtensionType(typeURL); err != nil {
 		return "", nil, false, fmt.Errorf("TypedStruct %v", err)
 	}
+	// And its value must have a JSON form, even when it is then skipped.
+	if err := decoding.CheckJSON(value); err != nil {
+		return "", nil, false, fmt.Errorf("TypedStruct value%v", err)
+	}
 	b := balancer.Get(name)
 	if b == nil {
 		return "", nil, false, nil
@@ -108,17 +110,4 @@ func customPolicy(typeURL string, value *structpb.Struct) (name string, config j
 		}
 	}
 	return name, config, true, nil
-}
-
-// typedStructPolicy reads a TypedStruct of either kind (typ, the message
-// type named by the entry's type URL) from b.
-func typedStructPolicy(typ string, b []byte) (typeURL string, value *structpb.Struct, err error) {
-	if typ == xdsTypedStruct {
-		ts := new(xdstypev3.TypedStruct)
-		err = decoding.Unmarshal(b, ts)
-		return ts.GetTypeUrl(), ts.GetValue(), err
-	}
-	ts := new(udpatypev1.TypedStruct)
-	err = decoding.Unmarshal(b, ts)
-	return ts.GetTypeUrl(), ts.GetValue(), err
 }

@@ -152,21 +152,7 @@ func Downstream(ts *corev3.TransportSocket, hasProvider func(instance string) bo
 // (UpstreamTlsContextParse), the socket is known by its typed_config's
 // type, whatever the prefix of its type URL, and its name is not read.
 func upstreamTLSContextOf(ts *corev3.TransportSocket, m *tlsv3.UpstreamTlsContext) error {
-	cfg := ts.GetTypedConfig()
-	if cfg == nil {
-		return errors.New("typed_config: not set")
-	}
-	t, err := decoding.ExtensionType(cfg.GetTypeUrl())
-	if err != nil {
-		return fmt.Errorf("typed_config.%v", err)
-	}
-	if t != string(m.ProtoReflect().Descriptor().FullName()) {
-		return fmt.Errorf("typed_config: type %q is not supported, want %q", cfg.GetTypeUrl(), UpstreamTLSContextTypeURL)
-	}
-	if err := decoding.Unmarshal(cfg.GetValue(), m); err != nil {
-		return fmt.Errorf("typed_config: %v", err)
-	}
-	return nil
+	return decoding.UnmarshalExtension(ts.GetTypedConfig(), m)
 }
 
 // tlsContextOf checks the name and type of a server filter chain's ts and
