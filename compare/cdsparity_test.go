@@ -203,6 +203,22 @@ func TestSideBySideZeroWeightLocalityWithoutLocality(t *testing.T) {
 	}))
 }
 
+// TestSideBySideEndpointWeightsBeyondUint32: the endpoints of cluster "c"
+// move from backend 0 to backend 1, beside a standby locality at priority
+// 1 (unused while priority 0 is up) whose two endpoints' weights add up
+// to more than a uint32 holds. A deliberate difference, asserted:
+// xdslens, as gRPC C-core, keeps each weight and moves; grpc-go rejects
+// the sum, NACKs the resource and stays.
+func TestSideBySideEndpointWeightsBeyondUint32(t *testing.T) {
+	runParity(t, endpointsMove(true, "sum of weights of endpoints", func(m *endpointv3.ClusterLoadAssignment) {
+		standby := controlplane.Endpoints("standby", "127.0.0.1:1", "127.0.0.1:2").Endpoints[0]
+		standby.Locality, standby.Priority = &corev3.Locality{Region: "standby"}, 1
+		standby.LbEndpoints[0].LoadBalancingWeight = wrapperspb.UInt32(4_000_000_000)
+		standby.LbEndpoints[1].LoadBalancingWeight = wrapperspb.UInt32(300_000_000)
+		m.Endpoints = append(m.Endpoints, standby)
+	}))
+}
+
 // TestSideBySideDropWithoutPercentage: the endpoints of cluster "c" move
 // from backend 0 to backend 1, with a drop_overloads category that has no
 // drop_percentage. A deliberate difference, asserted: xdslens, as gRPC

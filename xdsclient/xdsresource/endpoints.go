@@ -175,7 +175,6 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 		}
 		weightSums[l.Priority] = sum
 
-		var epWeights uint64
 		for j, lbe := range le.GetLbEndpoints() {
 			if !kept(lbe.GetHealthStatus()) {
 				continue
@@ -183,9 +182,6 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 			e, err := validateEndpoint(lbe, seenAddr)
 			if err != nil {
 				return nil, fmt.Errorf("%s.lb_endpoints[%d]: %v", at, j, err)
-			}
-			if !decoding.AddWeight(&epWeights, e.Weight) {
-				return nil, fmt.Errorf("%s.lb_endpoints[%d]: endpoint weights in the locality add up to more than 4294967295", at, j)
 			}
 			l.Endpoints = append(l.Endpoints, e)
 		}

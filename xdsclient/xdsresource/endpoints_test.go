@@ -193,16 +193,6 @@ func TestEndpointsErrors(t *testing.T) {
 			want:  at + `load_balancing_weight is 0, must be at least 1`,
 		},
 		{
-			name: "endpoint weights overflow",
-			build: func() proto.Message {
-				a, b := ep("10.0.0.1"), ep("10.0.0.2")
-				a.LoadBalancingWeight = wrapperspb.UInt32(4_000_000_000)
-				b.LoadBalancingWeight = wrapperspb.UInt32(300_000_000)
-				return cla(locality("z1", 1, 0, a, b))
-			},
-			want: at + `endpoint weights in the locality add up to more than 4294967295`,
-		},
-		{
 			name: "endpoint_name instead of endpoint",
 			build: one(func(e *endpointv3.LbEndpoint) {
 				e.HostIdentifier = &endpointv3.LbEndpoint_EndpointName{EndpointName: "n"}
@@ -352,5 +342,23 @@ func TestEndpointsZeroWeightLocalityUnread(t *testing.T) {
 	}
 	if got := v.(*ClusterLoadAssignment).Localities; len(got) != 1 || got[0].Zone != "z2" {
 		t.Errorf("localities = %+v, want only z2", got)
+	}
+}
+
+// As in gRPC C-core, the weights of a locality's endpoints may add up to
+// more than a uint32 holds: each is kept as it is (ring_hash sums them in
+// floating point, and a locality's endpoints are weighed against one
+// another only there).
+func TestEndpointWeightsBeyondUint32(t *testing.T) {
+	a, b := lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_HEALTHY), lbEndpoint("10.0.0.2", 80, corev3.HealthStatus_HEALTHY)
+	a.LoadBalancingWeight = wrapperspb.UInt32(4_000_000_000)
+	b.LoadBalancingWeight = wrapperspb.UInt32(300_000_000)
+	_, v, err := decode(t, EndpointsType, cla(locality("z1", 1, 0, a, b)))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	eps := v.(*ClusterLoadAssignment).Localities[0].Endpoints
+	if len(eps) != 2 || eps[0].Weight != 4_000_000_000 || eps[1].Weight != 300_000_000 {
+		t.Errorf("endpoints = %+v, want weights 4000000000 and 300000000", eps)
 	}
 }
