@@ -362,3 +362,19 @@ func TestEndpointWeightsBeyondUint32(t *testing.T) {
 		t.Errorf("endpoints = %+v, want weights 4000000000 and 300000000", eps)
 	}
 }
+
+// A numerator whose share, in parts per million, is past what 32 bits
+// hold is a drop of every request, not a wrapped small share.
+func TestDropNumeratorBeyondUint32(t *testing.T) {
+	m := cla()
+	m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
+		drop("lb", 429_497, typev3.FractionalPercent_HUNDRED),
+	}}
+	_, v, err := decode(t, EndpointsType, m)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got := v.(*ClusterLoadAssignment).Drops; len(got) != 1 || got[0].Numerator != 1_000_000 {
+		t.Errorf("drops = %+v, want 1000000 per million", got)
+	}
+}
