@@ -13,7 +13,8 @@
 // under its own Listener of one control plane, equal but for the
 // address: serving modes (servingmodes_test.go), filter chain matching
 // (chains_test.go), a table of RBAC policies and the audit events of both
-// (rbac_test.go). Where they differ on purpose, the test says so and
+// (rbac_test.go), the drain of a connection whose client ignores the
+// GOAWAYs (goaway_test.go). Where they differ on purpose, the test says so and
 // checks the difference: a deleted Listener (xdslens keeps serving, as
 // gRFC A88 says; grpc-go stops), destination prefixes on a listener
 // bound to one address (xdslens matches them, as Envoy and gRPC C-core
@@ -22,7 +23,10 @@
 // string matchers with an empty prefix: in a route's header matcher
 // (sidebyside_test.go), an RBAC policy (rbac_test.go) and a cluster's
 // match_subject_alt_names (tls_test.go), xdslens accepts them, as gRPC
-// C-core does, and grpc-go rejects the resource.
+// C-core does, and grpc-go rejects the resource; and a stream opened
+// after the final GOAWAY of a drained connection, which closes the
+// connection on xdslens (its streams still open cut) and which grpc-go,
+// like C-core, drops without an answer while it serves the others.
 //
 // The channels' deliberate differences are checked likewise, among them
 // the load reports of an RPC that a backend fails with a Trailers-Only

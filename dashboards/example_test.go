@@ -55,5 +55,6 @@ func ExampleAlertRules() {
 	// XdsClientEndpointsEjected warning
 	// XdsServerNotServing critical
 	// XdsServerHandshakeFailures warning
+	// XdsServerGoAwayIgnored warning
 	// XdsServerRBACDenialSpike warning
 }

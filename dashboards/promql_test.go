@@ -293,3 +293,90 @@ func TestNoPrometheusModule(t *testing.T) {
 		}
 	}
 }
+
+// checkPromQL reads expr and checks that every selector names a known
+// series with labels it has, and that every grouping label exists on the
+// series of the expression. It reports each problem through t. Whether
+// expr is valid PromQL is promtool's to check (TestPromtoolParsesQueries).
+func checkPromQL(t *testing.T, name, expr string) {
+	t.Helper()
+	for _, err := range promQLProblems(expr) {
+		t.Errorf("%s: %v", name, err)
+	}
+}
+
+// promQLProblems returns what checkPromQL reports about expr.
+func promQLProblems(expr string) []error {
+	sc, err := scanPromQL(expr)
+	if err != nil {
+		return []error{fmt.Errorf("%q does not read: %v", expr, err)}
+	}
+	var errs []error
+	var metrics []string
+	for _, vs := range sc.selectors {
+		for _, name := range vs.names {
+			known, ok := seriesLabels[name]
+			if !ok {
+				errs = append(errs, fmt.Errorf("unknown series %q in %q", name, expr))
+				continue
+			}
+			metrics = append(metrics, name)
+			for _, m := range vs.matchers {
+				if m.name != "__name__" && !slices.Contains(known, m.name) && !slices.Contains(scrapeLabels, m.name) {
+					errs = append(errs, fmt.Errorf("series %s has no label %q (in %q)", name, m.name, expr))
+				}
+			}
+		}
+	}
+	for _, l := range sc.groupings {
+		found := slices.Contains(scrapeLabels, l) || l == "le"
+		for _, m := range metrics {
+			found = found || slices.Contains(seriesLabels[m], l)
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("grouping by %q, which none of %v has (in %q)", l, metrics, expr))
+		}
+	}
+	return errs
+}
+
+// TestPanelPromQL parses every panel query, with the template variables
+// as Grafana substitutes them.
+func TestPanelPromQL(t *testing.T) {
+	qs := allPanelQueries(t)
+	if len(qs) < 20 {
+		t.Fatalf("only %d panel queries found", len(qs))
+	}
+	for _, q := range qs {
+		checkPromQL(t, q.name(), substitute(q.expr, "1m"))
+	}
+	for name, s := range variableQueries(t) {
+		checkPromQL(t, name, substitute(s, "1m"))
+	}
+}
+
+// TestRulePromQL parses every alert and recording rule expression, with
+// and without a job selector.
+func TestRulePromQL(t *testing.T) {
+	for _, g := range ruleGroups() {
+		for _, r := range g.Rules {
+			checkPromQL(t, r.Alert+r.Record, r.Expr)
+		}
+	}
+}
+
+// TestPromQLCheckCatchesMistakes checks that checkPromQL fails on a typo
+// in a series or label name and on a syntax error.
+func TestPromQLCheckCatchesMistakes(t *testing.T) {
+	for _, expr := range []string{
+		`grpc_xds_client_conected == 0`,
+		`grpc_xds_client_connected{grpc_xds_authority="a"}`,
+		`sum by (grpc_xds_cache_state) (grpc_xds_client_connected)`,
+		`sum(rate(grpc_xds_client_connected[1m])`,
+		`{__name__=~"grpc_xds_client_connected|grpc_xds_client_conected"}`,
+	} {
+		if len(promQLProblems(expr)) == 0 {
+			t.Errorf("checkPromQL accepted %q", expr)
+		}
+	}
+}

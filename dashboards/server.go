@@ -12,9 +12,10 @@ func (g *gen) serverRow() row {
 	return row{"xDS-enabled servers", []panel{
 		{g.servingTimeline(), 12, 7, []string{AlertServerNotServing}},
 		{g.serverConnections(), 12, 7, nil},
-		{g.refusedDrained(), 8, 8, []string{AlertServerNotServing}},
-		{g.handshakeFailures(), 8, 8, []string{AlertServerHandshakeFailures}},
-		{g.rbacDecisions(), 8, 8, []string{AlertServerDenialSpike}},
+		{g.refusedDrained(), 6, 8, []string{AlertServerNotServing}},
+		{g.drainForcedCloses(), 6, 8, []string{AlertServerGoAwayIgnored}},
+		{g.handshakeFailures(), 6, 8, []string{AlertServerHandshakeFailures}},
+		{g.rbacDecisions(), 6, 8, []string{AlertServerDenialSpike}},
 	}}
 }
 
@@ -80,6 +81,27 @@ func (g *gen) refusedDrained() cog.Builder[dashboard.Panel] {
 		WithTarget(query("C",
 			"60 * "+sumBy(rate(g.sel(MetricServerModeChanges)), LabelAddress, LabelMode)+" > 0",
 			legend(LabelAddress)+" to "+legend(LabelMode))).
+		Unit("suffix: /min").
+		Min(0).
+		DrawStyle(common.GraphDrawStyleBars).
+		FillOpacity(60)
+}
+
+func (g *gen) drainForcedCloses() cog.Builder[dashboard.Panel] {
+	return timeSeries("Drained connections closed with their RPCs",
+		"Drained connections the xDS-enabled servers closed themselves, per minute, by address, filter chain and reason "+
+			"(`xdslens.xds_server.drain_forced_closes`): goaway_ignored when the client opened a stream after the final "+
+			"GOAWAY (the server closes the connection before reading it, so that no RPC starts under a chain the Listener "+
+			"no longer has); grace_time when the connection was still open at the drain grace time (`WithDrainGraceTime`, "+
+			"10 minutes by default). The RPCs still on the connection fail at their clients (UNAVAILABLE).\n\n"+
+			"**Bad**: goaway_ignored at all (`XdsServerGoAwayIgnored`): a client that does not keep HTTP/2's GOAWAY, not a "+
+			"gRPC library. grace_time at every Listener update: streams that outlive the grace time, cut at each drain.\n\n"+
+			"**Do**: the server's hooks (xdsserver.Hooks.GoAwayIgnored, DrainGraceExpired) give the peer, and the "+
+			"server logs a warning for each goaway_ignored; for grace_time, make the control plane change the chains less often, or the grace time longer than "+
+			"the streams.").
+		WithTarget(query("A",
+			"60 * "+sumBy(rate(g.sel(MetricServerDrainForcedCloses)), LabelAddress, LabelFilterChain, LabelReason)+" > 0",
+			legend(LabelAddress, LabelFilterChain)+" "+legend(LabelReason))).
 		Unit("suffix: /min").
 		Min(0).
 		DrawStyle(common.GraphDrawStyleBars).

@@ -2,12 +2,15 @@ package dashboards_test
 
 // The end-to-end test of the xDS-enabled servers row and alerts: xdswatch
 // serves two addresses (--serve), one under mTLS and RBAC, the other
-// with no Listener; the test connects with and without certificates, a
+// with no Listener; the test connects with and without certificates (and
+// with a raw HTTP/2 client that ignores the GOAWAY of its drained
+// connection), a
 // real Prometheus scrapes xdswatch, and every server panel query and
 // alert expression is evaluated through Prometheus's HTTP API.
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/xdslens/xdslens/dashboards"
 	"github.com/xdslens/xdslens/internal/testing/certtest"
+	"github.com/xdslens/xdslens/internal/testing/h2test"
 	"github.com/xdslens/xdslens/internal/testing/promtest"
 	"github.com/xdslens/xdslens/internal/testing/servertest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/serverres"
@@ -29,7 +33,7 @@ import (
 
 // serverAlerts are the alerts on xDS-enabled servers, which
 // TestServerOnPrometheus checks.
-var serverAlerts = []string{dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerDenialSpike}
+var serverAlerts = []string{dashboards.AlertServerNotServing, dashboards.AlertServerHandshakeFailures, dashboards.AlertServerGoAwayIgnored, dashboards.AlertServerDenialSpike}
 
 // loopbackAddr returns 127.0.0.1:PORT with a port nothing listens on now.
 func loopbackAddr(t *testing.T) string {
@@ -125,8 +129,17 @@ func TestServerOnPrometheus(t *testing.T) {
 	}()
 	defer func() { close(done); <-traffic }()
 	prom.WaitFor(t, "denials", dashboards.MetricServerRBACDecisions+`{xdslens_rbac_decision="deny"} > 0`)
+	// A client that ignores the GOAWAY: its connection is drained with
+	// the others, and closed when it opens a stream after the final one.
+	raw := rawTLSClient(t, env, secure)
+	raw.Call(1, "/grpc.testing.TestService/EmptyCall")
+	raw.Want("the raw client's RPC served", true, h2test.ServedOn(1))
 	env.Set(mtlsListener(t, secure, "client-empty-call-v2"))
 	prom.WaitFor(t, "a drained connection", dashboards.MetricServerConnectionsDrained+`{reason="listener_changed"} > 0`)
+	raw.Want("the final GOAWAY", true, h2test.GoAwayWith(1))
+	raw.Call(3, "/grpc.testing.TestService/EmptyCall")
+	raw.Want("the raw client's connection closed", true, h2test.Closed)
+	prom.WaitFor(t, "a drained connection closed", dashboards.MetricServerDrainForcedCloses+`{reason="goaway_ignored"} > 0`)
 
 	// Every server panel query returns series for the xdswatch process,
 	// and nothing for a job that does not exist.
@@ -140,8 +153,8 @@ func TestServerOnPrometheus(t *testing.T) {
 		expectPanelData(t, prom, q, substitute(q.expr, rateWindow, fleet))
 		expectNoOtherJob(t, prom, q)
 	}
-	if n < 7 {
-		t.Errorf("%d server panel queries, want one per query of the row's five panels", n)
+	if n < 8 {
+		t.Errorf("%d server panel queries, want one per query of the row's six panels", n)
 	}
 	// Selected panels show what the scenario did.
 	prom.ExpectLabels(t, "serving state", panelExpr(t, "Serving state by address", fleet)+" == 1", dashboards.LabelAddress, secure)
@@ -149,6 +162,7 @@ func TestServerOnPrometheus(t *testing.T) {
 	prom.ExpectLabels(t, "RBAC policies", panelRefExpr(t, "RBAC decisions by policy", "A", fleet)+" > 0", dashboards.LabelRBACPolicy,
 		"client-empty-call", "client-empty-call-v2")
 	prom.ExpectLabels(t, "handshake failures", panelExpr(t, "TLS handshake failures", fleet), dashboards.LabelFilterChain, "mtls")
+	prom.ExpectLabels(t, "drained connections closed", panelExpr(t, "Drained connections closed with their RPCs", fleet), dashboards.LabelReason, "goaway_ignored")
 
 	// Every server alert fires on what the scenario did.
 	want := map[string]struct {
@@ -157,6 +171,7 @@ func TestServerOnPrometheus(t *testing.T) {
 	}{
 		dashboards.AlertServerNotServing:        {dashboards.LabelAddress, []string{absent}},
 		dashboards.AlertServerHandshakeFailures: {dashboards.LabelFilterChain, []string{"mtls"}},
+		dashboards.AlertServerGoAwayIgnored:     {dashboards.LabelFilterChain, []string{"mtls"}},
 		dashboards.AlertServerDenialSpike:       {dashboards.LabelRBACFilter, []string{"authz"}},
 	}
 	for _, r := range e2eRules().Rules {
@@ -165,4 +180,16 @@ func TestServerOnPrometheus(t *testing.T) {
 		}
 	}
 	prom.WaitForAlerts(t, serverAlerts)
+}
+
+// rawTLSClient is a raw HTTP/2 client of addr over mTLS, with the client
+// identity of servertest.
+func rawTLSClient(t *testing.T, env *servertest.Env, addr string) *h2test.Client {
+	cert := env.CA.Issue(t, certtest.Names{URIs: []string{servertest.ClientSPIFFE}}).TLS
+	conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: env.CA.Pool(), ServerName: servertest.ServerDNS,
+		Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatalf("a TLS connection to %s: %v", addr, err)
+	}
+	return h2test.New(t, conn)
 }

@@ -35,6 +35,9 @@ func serverTests(o dashboards.AlertOptions) []ruleTest {
 		return fmt.Sprintf(`%s{%s, %s, %s, xdslens_filter_chain="mtls", xdslens_rbac_filter=%q, xdslens_rbac_decision=%q}`,
 			dashboards.MetricServerRBACDecisions, serverPod, scope, addr, filter, decision)
 	}
+	forced := func(chain, reason string) string {
+		return fmt.Sprintf(`%s{%s, %s, %s, xdslens_filter_chain=%q, reason=%q}`, dashboards.MetricServerDrainForcedCloses, serverPod, scope, addr, chain, reason)
+	}
 	// Rates need two samples: pending from 1m.
 	rated := time.Minute
 	// The denials jump from 1 a minute to 60 a minute at 70m: pending
@@ -64,6 +67,24 @@ func serverTests(o dashboards.AlertOptions) []ruleTest {
 			},
 			evals: beforeAndAt(dashboards.AlertServerHandshakeFailures, rated+v.HandshakeFailuresFor,
 				firing{serverLabelsOf(dashboards.LabelAddress, "0.0.0.0:8443", dashboards.LabelFilterChain, "mtls"), 0.2}),
+		},
+		{
+			name: dashboards.AlertServerGoAwayIgnored,
+			series: map[string]string{
+				// Chain mtls: one connection closed at 10m; chain plain:
+				// connections closed at the drain grace time only.
+				forced("mtls", "goaway_ignored"):  "0x9 1x20",
+				forced("mtls", "grace_time"):      "0x30",
+				forced("plain", "goaway_ignored"): "0x30",
+				forced("plain", "grace_time"):     "0+1x30",
+			},
+			evals: []ruleEval{
+				{at: 9 * time.Minute, alert: dashboards.AlertServerGoAwayIgnored},
+				{at: 11 * time.Minute, alert: dashboards.AlertServerGoAwayIgnored, want: []firing{
+					{serverLabelsOf(dashboards.LabelAddress, "0.0.0.0:8443", dashboards.LabelFilterChain, "mtls", dashboards.LabelReason, "goaway_ignored"), 1}}},
+				// Resolved once the window no longer holds the close.
+				{at: 10*time.Minute + v.RateWindow + time.Minute, alert: dashboards.AlertServerGoAwayIgnored},
+			},
 		},
 		{
 			name: dashboards.AlertServerDenialSpike,

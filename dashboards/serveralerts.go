@@ -14,6 +14,9 @@ const (
 	// AlertServerHandshakeFailures: many TLS handshakes to an xDS-enabled
 	// server fail.
 	AlertServerHandshakeFailures = "XdsServerHandshakeFailures"
+	// AlertServerGoAwayIgnored: an xDS-enabled server closed drained
+	// connections whose clients opened a stream after the final GOAWAY.
+	AlertServerGoAwayIgnored = "XdsServerGoAwayIgnored"
 	// AlertServerDenialSpike: RBAC denies many more RPCs than it did.
 	AlertServerDenialSpike = "XdsServerRBACDenialSpike"
 )
@@ -95,6 +98,16 @@ func serverRules(o AlertOptions, s func(string, ...string) string, runbook func(
 				promDuration(v.HandshakeFailuresFor) + ": clients without a certificate the chain's roots verify (with require_client_certificate), " +
 				"plaintext clients on a TLS chain, or certificates the server cannot read.",
 			RunbookURL: runbook(AlertServerHandshakeFailures),
+		},
+		{
+			Alert:    AlertServerGoAwayIgnored,
+			Expr:     withoutScope("sum", "increase("+s(MetricServerDrainForcedCloses, LabelReason+`="goaway_ignored"`)+"["+window+"])") + " > 0",
+			Severity: "warning",
+			Summary:  "Clients of {{ $labels.xdslens_address }} ignore the GOAWAY of drained connections",
+			Description: "The " + serverWhere + " closed {{ $value | printf \"%.3g\" }} drained connections of filter chain {{ $labels.xdslens_filter_chain }} over " + window +
+				" because their clients opened a stream after the final GOAWAY: clients that do not keep HTTP/2's GOAWAY (not gRPC libraries). " +
+				"The RPCs still on those connections failed.",
+			RunbookURL: runbook(AlertServerGoAwayIgnored),
 		},
 		{
 			Alert: AlertServerDenialSpike,

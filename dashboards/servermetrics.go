@@ -28,6 +28,11 @@ const (
 	// [LabelFilterChain] and [LabelReason] (listener_changed,
 	// not_serving).
 	MetricServerConnectionsDrained = "xdslens_xds_server_connections_drained_total"
+	// MetricServerDrainForcedCloses is the counter
+	// xdslens.xds_server.drain_forced_closes: drained connections the
+	// server closed with their RPCs, by [LabelAddress],
+	// [LabelFilterChain] and [LabelReason] (goaway_ignored, grace_time).
+	MetricServerDrainForcedCloses = "xdslens_xds_server_drain_forced_closes_total"
 	// MetricServerHandshakeFailures is the counter
 	// xdslens.xds_server.handshake_failures, by [LabelAddress] and
 	// [LabelFilterChain].
@@ -52,7 +57,8 @@ const (
 	// LabelMode is the serving mode: SERVING or NOT_SERVING.
 	LabelMode = "mode"
 	// LabelReason is why a connection was refused (not_serving,
-	// no_filter_chain) or drained (listener_changed, not_serving).
+	// no_filter_chain), drained (listener_changed, not_serving) or, once
+	// drained, closed by the server (goaway_ignored, grace_time).
 	LabelReason = "reason"
 	// LabelRBACFilter is xdslens.rbac.filter: the RBAC filter's instance
 	// name.

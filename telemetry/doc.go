@@ -137,6 +137,7 @@
 //	xdslens.xds_server.connections_accepted   Int64Counter          {connection}  xdslens.address, xdslens.filter_chain
 //	xdslens.xds_server.connections_refused    Int64Counter          {connection}  xdslens.address, reason
 //	xdslens.xds_server.connections_drained    Int64Counter          {connection}  xdslens.address, xdslens.filter_chain, reason
+//	xdslens.xds_server.drain_forced_closes    Int64Counter          {connection}  xdslens.address, xdslens.filter_chain, reason
 //	xdslens.xds_server.handshake_failures     Int64Counter          {handshake}   xdslens.address, xdslens.filter_chain
 //	xdslens.xds_server.rbac_decisions         Int64Counter          {decision}    xdslens.address, xdslens.filter_chain, xdslens.rbac.filter, xdslens.rbac.policy, xdslens.rbac.decision
 //
@@ -144,10 +145,14 @@
 // waits for its Listener or does not serve; its series goes when Serve
 // returns. refused counts connections closed as they came (not_serving,
 // no_filter_chain), drained those told to go away (listener_changed,
-// not_serving). An address's serving_mode_changes and
+// not_serving), drain_forced_closes the drained connections the server
+// closed itself, with their RPCs (goaway_ignored: the client opened a
+// stream after the final GOAWAY; grace_time: RPCs still open at the
+// drain grace time). An address's serving_mode_changes and
 // connections_refused series exist, at zero, from Serve's start, and a
-// chain's handshake_failures and connections_drained series from its
-// first connection, so that the increase of a first event shows. rbac_decisions counts every decision of an
+// chain's handshake_failures, connections_drained and
+// drain_forced_closes series from its first connection, so that the
+// increase of a first event shows. rbac_decisions counts every decision of an
 // RBAC filter by the policy that matched ("" when none did) and allow or
 // deny. A decision costs one counter addition and no allocation once its
 // label set has been seen.

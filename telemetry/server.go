@@ -42,6 +42,14 @@ const (
 	// reason (listener_changed, not_serving): connections told to go
 	// away.
 	MetricServerConnectionsDrained = "xdslens.xds_server.connections_drained"
+	// MetricServerDrainForcedCloses is an Int64Counter, unit {connection},
+	// labels xdslens.address, xdslens.filter_chain and reason
+	// (goaway_ignored, grace_time): drained connections the server closed
+	// itself, because their client opened a stream after the final GOAWAY
+	// (xdsserver.Hooks.GoAwayIgnored) or because RPCs were still open on
+	// them at the drain grace time (DrainGraceExpired). Either way the
+	// RPCs still on the connection fail.
+	MetricServerDrainForcedCloses = "xdslens.xds_server.drain_forced_closes"
 	// MetricServerHandshakeFailures is an Int64Counter, unit {handshake},
 	// labels xdslens.address and xdslens.filter_chain: failed TLS (or
 	// fallback credentials') handshakes.
@@ -68,15 +76,15 @@ const (
 
 // ServerMetrics turns the hooks of an xdsserver.Server into OpenTelemetry
 // instruments: the serving state of each address, connections by filter
-// chain (open, accepted, refused, drained), handshake failures and RBAC
-// decisions by policy. Its hooks cost a map lookup under a read lock once
+// chain (open, accepted, refused, drained, and closed by force after a
+// drain), handshake failures and RBAC decisions by policy. Its hooks cost a map lookup under a read lock once
 // a label set has been seen. Close it to detach it.
 type ServerMetrics struct {
-	srv                                                 *xdsserver.Server
-	modes, accepted, refused, drained, handshakes, rbac metric.Int64Counter
-	reg                                                 metric.Registration
-	remove                                              func()
-	serving, open                                       metric.Int64ObservableGauge
+	srv                                                         *xdsserver.Server
+	modes, accepted, refused, drained, forced, handshakes, rbac metric.Int64Counter
+	reg                                                         metric.Registration
+	remove                                                      func()
+	serving, open                                               metric.Int64ObservableGauge
 
 	mu    sync.RWMutex
 	attrs map[serverKey][]metric.AddOption
@@ -96,6 +104,7 @@ const (
 	kindAccepted
 	kindRefused
 	kindDrained
+	kindForced
 	kindHandshake
 	kindRBAC
 )
@@ -123,6 +132,7 @@ func NewServerMetrics(srv *xdsserver.Server, opts ...Option) (*ServerMetrics, er
 	m.accepted = counter(MetricServerConnectionsAccepted, "{connection}", "Connections an xDS-enabled server matched to a filter chain.")
 	m.refused = counter(MetricServerConnectionsRefused, "{connection}", "Connections an xDS-enabled server closed as they came: not serving, or no filter chain matched.")
 	m.drained = counter(MetricServerConnectionsDrained, "{connection}", "Connections an xDS-enabled server told to go away: their filter chain changed, or the address stopped serving.")
+	m.forced = counter(MetricServerDrainForcedCloses, "{connection}", "Drained connections an xDS-enabled server closed with their RPCs: the client opened a stream after the final GOAWAY, or RPCs were open at the drain grace time.")
 	m.handshakes = counter(MetricServerHandshakeFailures, "{handshake}", "Failed TLS handshakes of connections to xDS-enabled servers.")
 	m.rbac = counter(MetricServerRBACDecisions, "{decision}", "Decisions of the RBAC filters of xDS-enabled servers, by the policy that matched.")
 	m.serving = gauge(MetricServerServing, "{bool}", "1 while the address of an xDS-enabled server serves (gRFC A36 SERVING), else 0.")
@@ -141,6 +151,8 @@ func NewServerMetrics(srv *xdsserver.Server, opts ...Option) (*ServerMetrics, er
 		ConnectionRefused:  m.connRefused,
 		ConnectionClosed:   m.connClosed,
 		ConnectionDrained:  m.connDrained,
+		GoAwayIgnored:      m.goAwayIgnored,
+		DrainGraceExpired:  m.graceExpired,
 		HandshakeFailed:    m.handshakeFailed,
 		AuthzDecision:      m.authz,
 	})
@@ -193,7 +205,7 @@ func (m *ServerMetrics) attr(k serverKey) []metric.AddOption {
 		kvs = append(kvs, attribute.String(KeyFilterChain, k.chain))
 	case kindRefused:
 		kvs = append(kvs, attribute.String(KeyReason, k.a))
-	case kindDrained:
+	case kindDrained, kindForced:
 		kvs = append(kvs, attribute.String(KeyFilterChain, k.chain), attribute.String(KeyReason, k.a))
 	case kindRBAC:
 		kvs = append(kvs, attribute.String(KeyFilterChain, k.chain), attribute.String(KeyRBACFilter, k.a),
@@ -226,11 +238,14 @@ func (m *ServerMetrics) modeChanged(c xdsserver.ServingModeChange) {
 func (m *ServerMetrics) connAccepted(c xdsserver.ConnInfo) {
 	ctx := context.Background()
 	m.accepted.Add(ctx, 1, m.attr(serverKey{kind: kindAccepted, addr: c.Address, chain: c.Chain})...)
-	// A chain's failure and drain series exist, at 0, from its first
+	// A chain's failure, drain and forced close series exist, at 0, from its first
 	// connection.
 	m.handshakes.Add(ctx, 0, m.attr(serverKey{kind: kindHandshake, addr: c.Address, chain: c.Chain})...)
 	for _, reason := range []string{"listener_changed", "not_serving"} {
 		m.drained.Add(ctx, 0, m.attr(serverKey{kind: kindDrained, addr: c.Address, chain: c.Chain, a: reason})...)
+	}
+	for _, reason := range []string{forcedGoAwayIgnored, forcedGraceTime} {
+		m.forced.Add(ctx, 0, m.attr(serverKey{kind: kindForced, addr: c.Address, chain: c.Chain, a: reason})...)
 	}
 	m.mu.Lock()
 	m.conns[connKey{c.Address, c.Chain}]++
@@ -260,6 +275,20 @@ func (m *ServerMetrics) connDrained(c xdsserver.ConnDrainInfo) {
 		reason = "not_serving"
 	}
 	m.drained.Add(context.Background(), 1, m.attr(serverKey{kind: kindDrained, addr: c.Address, chain: c.Chain, a: reason})...)
+}
+
+// The reasons of MetricServerDrainForcedCloses.
+const (
+	forcedGoAwayIgnored = "goaway_ignored"
+	forcedGraceTime     = "grace_time"
+)
+
+func (m *ServerMetrics) goAwayIgnored(c xdsserver.ConnInfo) { m.forcedClose(c, forcedGoAwayIgnored) }
+
+func (m *ServerMetrics) graceExpired(c xdsserver.ConnInfo) { m.forcedClose(c, forcedGraceTime) }
+
+func (m *ServerMetrics) forcedClose(c xdsserver.ConnInfo, reason string) {
+	m.forced.Add(context.Background(), 1, m.attr(serverKey{kind: kindForced, addr: c.Address, chain: c.Chain, a: reason})...)
 }
 
 func (m *ServerMetrics) handshakeFailed(h xdsserver.HandshakeInfo) {

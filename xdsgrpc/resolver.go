@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -137,7 +136,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, bo resol
 	}
 	authority := bo.Authority
 	if authority == "" {
-		authority = strings.TrimPrefix(path, "/")
+		authority = Authority(target)
 	}
 	q := &hookqueue.Queue{}
 	r := &xdsResolver{

@@ -161,7 +161,7 @@ func (sc *serverConn) drainFunc(notServing bool, why error) func() {
 		}
 		sc.timerMu.Lock()
 		if !sc.closed && sc.timer == nil {
-			sc.timer = time.AfterFunc(sc.s.cfg.drainGrace, func() { sc.Close() })
+			sc.timer = time.AfterFunc(sc.s.cfg.drainGrace, sc.graceExpired)
 		}
 		sc.timerMu.Unlock()
 		sc.s.bg.Add(1)
@@ -170,4 +170,15 @@ func (sc *serverConn) drainFunc(notServing bool, why error) func() {
 			out.drain()
 		}()
 	}
+}
+
+// graceExpired closes a drained connection still open at the drain grace
+// time, with the RPCs still on it; one that closed first is not reported.
+func (sc *serverConn) graceExpired() {
+	sc.report(func(h *Hooks) {
+		if h.DrainGraceExpired != nil {
+			h.DrainGraceExpired(sc.connInfo())
+		}
+	}, false)
+	sc.Close()
 }

@@ -111,7 +111,12 @@
 // the second GOAWAY breaks it (RFC 9113, 6.8), and since grpc-go's server
 // would serve that stream under a chain the Listener no longer has (an
 // RBAC policy since revoked, say), the connection is closed before gRPC
-// reads it, with a warning logged. A connection still open at the drain
+// reads it, with a warning logged and Hooks.GoAwayIgnored called. This
+// differs from C-core and from grpc-go's own xDS server, which both drop
+// such a stream unanswered and serve the connection's other streams to
+// their end: here those streams are cut with the connection, for the
+// server sees the connection's bytes below grpc-go's transport and cannot
+// drop one stream there. A connection still open at the drain
 // grace time (WithDrainGraceTime, 10 minutes as in gRPC C-core) is
 // closed.
 //

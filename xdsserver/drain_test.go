@@ -111,7 +111,7 @@ func TestDrainOnChainChange(t *testing.T) {
 }
 
 // When the address stops serving, its connections are drained, and closed
-// at the grace time if their RPCs last longer.
+// at the grace time if their RPCs last longer (DrainGraceExpired).
 func TestNotServingDrainsConnections(t *testing.T) {
 	env := servertest.NewEnv(t, servertest.Options{Features: []string{"fail_on_data_errors"}})
 	s := serve(t, env.Pool(), xdsserver.WithDrainGraceTime(100*time.Millisecond))
@@ -129,4 +129,10 @@ func TestNotServingDrainsConnections(t *testing.T) {
 		t.Error("the stream outlived the drain grace time")
 	}
 	s.ev.wait(t, "the connection closed", func(e *events) bool { return len(e.closed) == 1 })
+	s.ev.mu.Lock()
+	expired := slices.Clone(s.ev.expired)
+	s.ev.mu.Unlock()
+	if len(expired) != 1 || expired[0].Chain != "c1" {
+		t.Errorf("DrainGraceExpired reported %+v, want once, for the connection of chain c1", expired)
+	}
 }

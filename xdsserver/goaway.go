@@ -94,26 +94,38 @@ func (f *frameConn) Write(p []byte) (int, error) {
 	f.mu.Unlock()
 	// A phase wanted while the lock was held is written now, if the
 	// writes end on a frame boundary.
-	if f.written.Load() < f.want.Load() {
-		f.flush()
-	}
+	f.flush()
 	return n, err
 }
 
 // flush writes the GOAWAY wanted when the writes so far end on a frame
-// boundary; otherwise the write that ends the frame will.
+// boundary; otherwise the write that ends the frame will. Whoever holds
+// the lock when a phase is wanted looks again once it lets go: a Write,
+// or a flush, which writes phase 1 and then finds phase 2 wanted while it
+// wrote (the PING acknowledged, or its timer fired, meanwhile).
 func (f *frameConn) flush() {
-	if !f.mu.TryLock() {
-		return // the writer holding the lock looks again when it is done
+	for f.written.Load() < f.want.Load() {
+		if !f.mu.TryLock() {
+			return // the holder of the lock looks again when it is done
+		}
+		wrote := f.writeGoAwayLocked()
+		f.mu.Unlock()
+		if !wrote {
+			return // within a frame: the write that ends it writes the GOAWAY
+		}
 	}
-	f.writeGoAwayLocked()
-	f.mu.Unlock()
 }
 
-func (f *frameConn) writeGoAwayLocked() {
+// writeGoAwayLocked writes the phases wanted and not yet written. It
+// returns false when one is wanted but gRPC's writes stopped within a
+// frame.
+func (f *frameConn) writeGoAwayLocked() bool {
 	want, written := drainPhase(f.want.Load()), drainPhase(f.written.Load())
-	if written >= want || !f.out.atBoundary() {
-		return
+	if written >= want {
+		return true
+	}
+	if !f.out.atBoundary() {
+		return false
 	}
 	var b []byte
 	if written < phase1 {
@@ -129,6 +141,7 @@ func (f *frameConn) writeGoAwayLocked() {
 	}
 	f.written.Store(uint32(want))
 	f.Conn.Write(b) //nolint:errcheck // a failed write is a failed connection, which gRPC sees on its next write
+	return true
 }
 
 // enterPhase2 ends phase 1 when the client did not acknowledge its PING

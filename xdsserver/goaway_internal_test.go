@@ -1,8 +1,14 @@
 package xdsserver
 
 import (
+	"bytes"
 	"encoding/binary"
+	"io"
+	"net"
 	"testing"
+	"time"
+
+	"github.com/xdslens/xdslens/internal/testing/xdstest"
 )
 
 // frame is an HTTP/2 frame of type typ with flags, on stream, carrying
@@ -55,4 +61,40 @@ func TestReadTracker(t *testing.T) {
 	if keep, acked := tr.consume(append(frame(framePing, flagAck, 0, drainPingData), frame(frameHeaders, 0x4, 1, "h")...), false); acked || keep != 9+8+10 {
 		t.Errorf("an acknowledgement of a PING never sent: acked %v, %d bytes kept", acked, keep)
 	}
+}
+
+// TestFinalGoAwayWantedWhileWriting: the PING of phase 1 is acknowledged
+// while phase 1 is still being written, so that the acknowledgement finds
+// the lock held and leaves phase 2 to the writer; the writer writes it
+// once phase 1 is out, with no write of gRPC's to come.
+func TestFinalGoAwayWantedWhileWriting(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	f := newFrameConn(server, time.Hour, func() {})
+	defer f.Close()
+	drained := make(chan struct{})
+	go func() { defer close(drained); f.drain() }()
+	// net.Pipe's writes wait for reads: once a byte of phase 1 is read,
+	// drain holds the lock, writing the rest.
+	phase1 := append(goAwayFrame(1<<31-1), drainPing...)
+	got := make([]byte, len(phase1))
+	if _, err := io.ReadFull(client, got[:1]); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(phase2) // as the read of the acknowledgement does
+	if _, err := io.ReadFull(client, got[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, phase1) {
+		t.Fatalf("phase 1 = %x, want %x", got, phase1)
+	}
+	client.SetReadDeadline(time.Now().Add(xdstest.Timeout))
+	final := make([]byte, len(goAwayFrame(0)))
+	if _, err := io.ReadFull(client, final); err != nil {
+		t.Fatalf("no final GOAWAY after phase 1: %v", err)
+	}
+	if !bytes.Equal(final, goAwayFrame(0)) {
+		t.Fatalf("final GOAWAY = %x, want %x", final, goAwayFrame(0))
+	}
+	<-drained
 }

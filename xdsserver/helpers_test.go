@@ -32,6 +32,7 @@ type events struct {
 	drained []xdsserver.ConnDrainInfo
 	closed  []xdsserver.ConnInfo
 	ignored []xdsserver.ConnInfo // GoAwayIgnored
+	expired []xdsserver.ConnInfo // DrainGraceExpired
 	failed  []xdsserver.HandshakeInfo
 	authz   []xdsserver.AuthzInfo
 }
@@ -55,6 +56,7 @@ func (e *events) hooks() *xdsserver.Hooks {
 		ConnectionDrained:  func(c xdsserver.ConnDrainInfo) { e.add(func() { e.drained = append(e.drained, c) }) },
 		ConnectionClosed:   func(c xdsserver.ConnInfo) { e.add(func() { e.closed = append(e.closed, c) }) },
 		GoAwayIgnored:      func(c xdsserver.ConnInfo) { e.add(func() { e.ignored = append(e.ignored, c) }) },
+		DrainGraceExpired:  func(c xdsserver.ConnInfo) { e.add(func() { e.expired = append(e.expired, c) }) },
 		HandshakeFailed:    func(c xdsserver.HandshakeInfo) { e.add(func() { e.failed = append(e.failed, c) }) },
 		AuthzDecision:      func(c xdsserver.AuthzInfo) { e.add(func() { e.authz = append(e.authz, c) }) },
 	}

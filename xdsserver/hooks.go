@@ -56,7 +56,8 @@ type ServingModeChange struct {
 // ListenerChanged run on the goroutine of the xDS watch, AuthzDecision on
 // the RPC's; they must be cheap and must not block. The hooks of
 // connections (ConnectionAccepted, ConnectionRefused, HandshakeFailed,
-// ConnectionDrained, GoAwayIgnored, ConnectionClosed) run one at a time, in the order
+// ConnectionDrained, GoAwayIgnored, DrainGraceExpired, ConnectionClosed)
+// run one at a time, in the order
 // they were reported, on a goroutine of the server's own, a little after
 // the event: not on Serve's or a transport's goroutines, which stopping
 // the server waits for, so that a connection hook may block without
@@ -68,7 +69,8 @@ type ServingModeChange struct {
 //
 // The hooks of one connection come in order, whichever goroutines report
 // them: ConnectionAccepted first, then HandshakeFailed or
-// ConnectionDrained (and GoAwayIgnored), then ConnectionClosed, and nothing after it; a
+// ConnectionDrained (and GoAwayIgnored or DrainGraceExpired), then
+// ConnectionClosed, and nothing after it; a
 // handshake cut short because the server closed the connection is not
 // reported as failed. Hooks given to WithHooks and AddHooks are called in
 // the order they were given.
@@ -102,6 +104,10 @@ type Hooks struct {
 	// opens a stream after the final GOAWAY: the connection is closed
 	// before gRPC reads that stream (its ConnectionClosed follows).
 	GoAwayIgnored func(ConnInfo)
+	// DrainGraceExpired is called when a drained connection is still open
+	// at the drain grace time (WithDrainGraceTime): the server closes it,
+	// and the RPCs still on it fail (its ConnectionClosed follows).
+	DrainGraceExpired func(ConnInfo)
 	// AuthzDecision is called with every decision of an authorization
 	// filter (RBAC), on the RPC's goroutine.
 	AuthzDecision func(AuthzInfo)
@@ -187,6 +193,7 @@ func compose(hs []*Hooks) *Hooks {
 		ConnectionRefused:  hookset.Join(hs, func(h *Hooks) func(ConnRefusedInfo) { return h.ConnectionRefused }),
 		ConnectionClosed:   hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.ConnectionClosed }),
 		GoAwayIgnored:      hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.GoAwayIgnored }),
+		DrainGraceExpired:  hookset.Join(hs, func(h *Hooks) func(ConnInfo) { return h.DrainGraceExpired }),
 		ConnectionDrained:  hookset.Join(hs, func(h *Hooks) func(ConnDrainInfo) { return h.ConnectionDrained }),
 		HandshakeFailed:    hookset.Join(hs, func(h *Hooks) func(HandshakeInfo) { return h.HandshakeFailed }),
 		AuthzDecision:      hookset.Join(hs, func(h *Hooks) func(AuthzInfo) { return h.AuthzDecision }),

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/status"
 
 	"github.com/xdslens/xdslens/xdsclient"
@@ -84,9 +86,10 @@ func runExplain(ctx context.Context, cfg *config, client *xdsclient.Client, out 
 		err error
 	}
 	got := make(chan result, 1)
-	// The channel's authority, as its resolver has it: the listener part
-	// of the target.
-	m := xdsconfig.Watch(client, listener, strings.TrimPrefix(t.path, "/"), xdsconfig.WatcherFuncs{
+	// The channel's authority, as gRPC gives it to the resolver: the
+	// listener part of the target, percent-encoded.
+	authority := xdsgrpc.Authority(resolver.Target{URL: url.URL{Scheme: "xds", Host: t.authority, Path: t.path}})
+	m := xdsconfig.Watch(client, listener, authority, xdsconfig.WatcherFuncs{
 		OnUpdate: func(c *xdsconfig.Config) {
 			select {
 			case got <- result{cfg: c}:

@@ -169,3 +169,31 @@ func TestExplainFailures(t *testing.T) {
 		t.Errorf("parseArgs(explain ...) = %+v, %v", cfg, err)
 	}
 }
+
+// TestExplainAuthorityEncoded explains an RPC of a channel whose listener
+// name has a byte an authority may not hold: the virtual host is chosen
+// by the authority gRPC gives the channel, percent-encoded ("a%20b"), as
+// an RPC through xdswatch's channel shows.
+func TestExplainAuthorityEncoded(t *testing.T) {
+	t.Parallel()
+	configs := explainConfigs(t)
+	rc := routes("R", routeTo{prefix: "/", cluster: "main"})
+	rc.VirtualHosts[0].Name = "any"
+	encoded := routes("R", routeTo{prefix: "/", cluster: "canary"}).VirtualHosts[0]
+	encoded.Name, encoded.Domains = "encoded", []string{"a%20b"}
+	rc.VirtualHosts = append(rc.VirtualHosts, encoded)
+	configs[0], configs[1] = controlplane.Listener("a b", "R"), rc
+	cp := startControlPlane(t, configs...)
+
+	line, code := explain(t, cp, "--output", "json", "explain", "xds:///a%20b", "--method", explainMethod)
+	if e := parseExplain(t, line); code != exitOK || e.VirtualHost != "encoded" || e.Cluster != "canary" {
+		t.Errorf("exit %d, line %s; want virtual host encoded, cluster canary", code, line)
+	}
+	p := startRun(t, "--bootstrap", cp.bootstrapFile, "--output", "json", "--rpc-interval", "1h", "--rpc-timeout", "20s",
+		"--rpc-method", explainMethod, "xds:///a%20b")
+	p.listening(t)
+	if rpc := p.nextOf(t, eventRPC); rpc.Code != "OK" || *rpc.Cluster != "canary" {
+		t.Errorf("rpc line %+v, want OK through cluster canary, as explained", rpc)
+	}
+	p.interrupt(t)
+}

@@ -113,7 +113,9 @@
 //     the rest of the children of the aggregate where it is found are not
 //     watched.
 //   - An endpoints error leaves the cluster usable with no endpoints and a
-//     note, not an error slot; endpoints without localities get a note.
+//     note, not an error slot; endpoints without localities get a note, and
+//     so do localities without endpoints, each named once, in the order of
+//     their names.
 //   - A failed DNS resolution leaves the cluster with no endpoints, whatever
 //     an earlier one found. Resolution is requested by the channel, at most
 //     once per 30s by default, and retried after failures from 1s, 1.6
@@ -134,5 +136,23 @@
 //     says (C-core gives only the DNS note).
 //   - No config is made from a listener and a route configuration it no
 //     longer names.
+//   - An ambient error of an EDS resource joins the note its content earned
+//     (no localities, empty localities) rather than replacing it, and its
+//     end leaves that note; C-core keeps one note per EDS resource, which
+//     the last of the two events sets.
 //   - Messages are bounded, and name the node.
+//   - What the config in use needs (its clusters, their EDS resources and
+//     DNS names) stays watched until a config without it is delivered.
+//     C-core drops at once an EDS resource or DNS name that the current
+//     resources no longer name, and keeps a cluster watched, with a slot
+//     in every config, for as long as its ClusterSubscription is held: by
+//     the config selector in use and by each RPC routed to the cluster
+//     until the RPC commits (gRFC A74). Here an RPC keeps its cluster's
+//     policy (package xdsgrpc) but not the cluster's watches, so a policy
+//     that serves RPCs routed before a route configuration dropped its
+//     cluster gets no update of that cluster's endpoints meanwhile.
+//   - Clusters are named by routes and weighted clusters only: there is no
+//     subscription for a cluster that an RPC names at the time of the call
+//     (C-core subscribes to the clusters its RLS plugin returns through
+//     GetClusterSubscription).
 package xdsconfig

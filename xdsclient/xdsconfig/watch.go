@@ -2,6 +2,7 @@ package xdsconfig
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/routeconfig"
@@ -254,27 +255,31 @@ func (m *Manager) onEndpoints(st *edsState, r *xdsclient.Resource, err error) {
 // contentNote is the resolution note that an EDS resource earns by its
 // content, as gRPC C-core writes it: one with no localities, or with
 // localities that have no endpoints, sends RPCs nowhere, or to fewer
-// places than its weights say.
+// places than its weights say. As in C-core, the empty localities are
+// listed once each (a locality may be empty at several priorities), in
+// the order of their names.
 func (m *Manager) contentNote(name string, cla *xdsresource.ClusterLoadAssignment) string {
 	if len(cla.Localities) == 0 {
 		return m.msg.part("EDS", name, "contains no localities")
 	}
 	var empty []string
-	size := 0
 	for _, l := range cla.Localities {
-		if len(l.Endpoints) > 0 {
-			continue
+		if len(l.Endpoints) == 0 {
+			empty = append(empty, fmt.Sprintf("{region=%q, zone=%q, sub_zone=%q}", l.Region, l.Zone, l.SubZone))
 		}
-		if size > maxPartLen {
-			empty = append(empty, "...")
-			break
-		}
-		s := fmt.Sprintf("{region=%q, zone=%q, sub_zone=%q}", l.Region, l.Zone, l.SubZone)
-		size += len(s)
-		empty = append(empty, s)
 	}
 	if len(empty) == 0 {
 		return ""
+	}
+	slices.Sort(empty)
+	empty = slices.Compact(empty)
+	size := 0
+	for i, s := range empty {
+		if size > maxPartLen {
+			empty = append(empty[:i], "...")
+			break
+		}
+		size += len(s)
 	}
 	return m.msg.part("EDS", name, "contains empty localities: ["+strings.Join(empty, "; ")+"]")
 }

@@ -1,6 +1,7 @@
 package xdsresource
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -86,7 +87,16 @@ func validateListener(opts DecodeOptions, m *listenerv3.Listener) (*Listener, er
 		return &Listener{Name: m.GetName(), Server: srv}, nil
 	}
 	api := m.GetApiListener().GetApiListener()
-	if api.GetTypeUrl() != routeconfig.ConnectionManagerTypeURL {
+	if api == nil {
+		return nil, errors.New("api_listener.api_listener: missing")
+	}
+	// Its type URL names the type that follows its last "/", as in gRPC
+	// C-core: the part before is not read.
+	url, err := decoding.CanonicalTypeURL(api.GetTypeUrl())
+	if err != nil {
+		return nil, fmt.Errorf("api_listener.api_listener: %v", err)
+	}
+	if url != routeconfig.ConnectionManagerTypeURL {
 		return nil, fmt.Errorf("api_listener holds %q, want %q", api.GetTypeUrl(), routeconfig.ConnectionManagerTypeURL)
 	}
 	hcm := new(hcmv3.HttpConnectionManager)

@@ -97,11 +97,10 @@ func TestListenerOptionalFilters(t *testing.T) {
 	hcm := rdsHCM(t)
 	unknown := httpFilter(t, "unknown", &structpb.Struct{})
 	unknown.IsOptional = true
-	noConfig := &hcmv3.HttpFilter{Name: "no-config", IsOptional: true}
 	fault := httpFilter(t, "fault", &faultv3.HTTPFault{})
 	serverOnly := httpFilter(t, "rbac", &rbacv3.RBAC{})
 	serverOnly.IsOptional = true
-	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, noConfig, fault, serverOnly, routerFilter(t)}
+	hcm.HttpFilters = []*hcmv3.HttpFilter{unknown, fault, serverOnly, routerFilter(t)}
 	_, v, err := decode(t, ListenerType, apiListener(t, hcm))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
@@ -294,6 +293,15 @@ func TestListenerErrors(t *testing.T) {
 			name: "filter without typed_config",
 			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
 				h.HttpFilters = []*hcmv3.HttpFilter{{Name: "bare"}, routerFilter(t)}
+			}),
+			want: `lds "l1": http_filters[0] "bare": typed_config missing`,
+		},
+		{
+			// As in gRPC C-core: is_optional excuses a type gRPC does
+			// not know, not a filter without a type (grpc-go skips it).
+			name: "optional filter without typed_config",
+			build: withHCM(func(h *hcmv3.HttpConnectionManager) {
+				h.HttpFilters = []*hcmv3.HttpFilter{{Name: "bare", IsOptional: true}, routerFilter(t)}
 			}),
 			want: `lds "l1": http_filters[0] "bare": typed_config missing`,
 		},

@@ -79,29 +79,42 @@ type filterType struct {
 	registered httpfilter.Filter
 	// inStruct is set when the config came in a TypedStruct.
 	inStruct bool
+	// config is the config, its type URL canonical
+	// (decoding.CanonicalTypeURL): the config as received when it was.
+	config *anypb.Any
 }
 
 // checkFilterConfig returns the type of a filter config, looked for among
 // known, the types this package validates, then among the filters
 // registered with package httpfilter. A config wrapped in a TypedStruct is
 // identified by the type URL inside it; the fields of a known type are
-// then not read. ok is false when the type is not understood.
+// then not read. ok is false when the type is not understood. As in gRPC
+// C-core, a type URL, outside a TypedStruct or in one, names the type
+// that follows its last "/" (decoding.CanonicalTypeURL), and one that
+// names none is an error, whatever is_optional says.
 func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (ft filterType, ok bool, err error) {
-	switch cfg.GetTypeUrl() {
+	url, err := decoding.CanonicalTypeURL(cfg.GetTypeUrl())
+	if err != nil {
+		return ft, false, err
+	}
+	if url != cfg.GetTypeUrl() {
+		cfg = &anypb.Any{TypeUrl: url, Value: cfg.GetValue()}
+	}
+	switch url {
 	case decoding.XDSTypedStructURL:
 		ts := new(xdstypev3.TypedStruct)
 		if err := decoding.Unmarshal(cfg.GetValue(), ts); err != nil {
 			return ft, false, err
 		}
-		return typeInStruct(ts.GetTypeUrl(), known)
+		return typeInStruct(ts.GetTypeUrl(), cfg, known)
 	case decoding.UDPATypedStructURL:
 		ts := new(udpatypev1.TypedStruct)
 		if err := decoding.Unmarshal(cfg.GetValue(), ts); err != nil {
 			return ft, false, err
 		}
-		return typeInStruct(ts.GetTypeUrl(), known)
+		return typeInStruct(ts.GetTypeUrl(), cfg, known)
 	}
-	ft.url = cfg.GetTypeUrl()
+	ft.url, ft.config = url, cfg
 	newMsg, ok := known[ft.url]
 	if !ok {
 		ft.registered = registeredFilter(ft.url)
@@ -114,9 +127,13 @@ func checkFilterConfig(cfg *anypb.Any, known map[string]func() proto.Message) (f
 	return ft, true, nil
 }
 
-// typeInStruct is checkFilterConfig for a TypedStruct naming url.
-func typeInStruct(url string, known map[string]func() proto.Message) (filterType, bool, error) {
-	ft := filterType{url: url, inStruct: true}
+// typeInStruct is checkFilterConfig for cfg, a TypedStruct naming url.
+func typeInStruct(url string, cfg *anypb.Any, known map[string]func() proto.Message) (filterType, bool, error) {
+	url, err := decoding.CanonicalTypeURL(url)
+	if err != nil {
+		return filterType{}, false, fmt.Errorf("TypedStruct: %v", err)
+	}
+	ft := filterType{url: url, inStruct: true, config: cfg}
 	if _, ok := known[url]; ok {
 		return ft, true, nil
 	}
@@ -164,9 +181,10 @@ func (ft filterType) runsOn(server bool) bool {
 // of the HTTP filter of the same instance name.
 type Override struct {
 	// TypeURL is the type of Config, for a config in a TypedStruct the
-	// one inside it.
+	// one inside it, after TypeURLPrefix whatever prefix it came with.
 	TypeURL string
-	// Config is the override as received, taken out of its FilterConfig.
+	// Config is the override as received, taken out of its FilterConfig,
+	// its type URL made canonical as TypeURL is.
 	// A FilterConfig's disabled is not read, as gRPC C-core does not read
 	// it: Config applies, on channels and on xDS-enabled servers alike.
 	Config *anypb.Any
@@ -178,9 +196,10 @@ type Override struct {
 type Overrides map[string]Override
 
 // ValidateOverrides validates a typed_per_filter_config map and returns
-// the overrides, nil when there are none: every entry must be a config
-// override of an understood filter, unless it is wrapped in a
-// FilterConfig marked is_optional. As in gRPC C-core, a FilterConfig needs
+// the overrides, nil when there are none: every entry must have a name and
+// be a config override of an understood filter, unless it is wrapped in a
+// FilterConfig marked is_optional; the router, which takes no override,
+// is rejected even then, as in gRPC C-core (ParseTypedPerFilterConfig). As in gRPC C-core, a FilterConfig needs
 // its config, whatever is_optional says (grpc-go, with its experimental
 // filters off, takes a FilterConfig without config when it is optional),
 // and its disabled field is not read: a disabled override is validated and
@@ -199,8 +218,15 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 		out[name] = o
 	}
 	for _, name := range names {
+		if name == "" {
+			return nil, errors.New(`typed_per_filter_config[""]: the filter instance name is empty`)
+		}
 		cfg, optional := m[name], false
-		if cfg.GetTypeUrl() == filterConfigURL {
+		url, err := decoding.CanonicalTypeURL(cfg.GetTypeUrl())
+		if err != nil {
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+		}
+		if url == filterConfigURL {
 			fc := new(routev3.FilterConfig)
 			if err := decoding.Unmarshal(cfg.GetValue(), fc); err != nil {
 				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
@@ -214,25 +240,30 @@ func ValidateOverrides(m map[string]*anypb.Any) (Overrides, error) {
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
+		case ft.url == RouterTypeURL:
+			// gRPC knows the router, which takes no override: as in
+			// gRPC C-core, that is an error, optional or not.
+			return nil, fmt.Errorf("typed_per_filter_config[%q]: the router filter takes no config override", name)
 		case !ok && !optional:
 			return nil, fmt.Errorf("typed_per_filter_config[%q]: unsupported filter override type %q", name, ft.url)
 		case ok:
-			if err := validateFilterConfig(ft, cfg, true); err != nil {
+			if err := validateFilterConfig(ft, true); err != nil {
 				return nil, fmt.Errorf("typed_per_filter_config[%q]: %v", name, err)
 			}
-			add(name, Override{TypeURL: ft.url, Config: cfg})
+			add(name, Override{TypeURL: ft.url, Config: ft.config})
 		}
 	}
 	return out, nil
 }
 
 // validateFilterConfig checks a filter config (override false), or a
-// config override, cfg, of a type that is understood, ft. A registered
+// config override, of a type that is understood, ft. A registered
 // filter parses it (RBAC's is package httpfilter's). gRPC reads the
 // filters it has built in only from their own message, so a config of one
 // of them in a TypedStruct is rejected, whatever is_optional says. Errors
 // start with the field path inside the config.
-func validateFilterConfig(ft filterType, cfg *anypb.Any, override bool) error {
+func validateFilterConfig(ft filterType, override bool) error {
+	cfg := ft.config
 	if ft.msg == nil && (ft.registered == nil || ft.inStruct && ownMessageOnly[ft.url]) {
 		return fmt.Errorf("a config of type %q in a TypedStruct is not supported", ft.url)
 	}
@@ -260,10 +291,12 @@ type Filter struct {
 	// Name is the filter's instance name, unique within the Listener.
 	Name string
 	// TypeURL is the type of the filter's config, such as
-	// RouterTypeURL. For a config wrapped in a TypedStruct it is the
-	// type URL inside the TypedStruct.
+	// RouterTypeURL, after TypeURLPrefix whatever prefix it came with.
+	// For a config wrapped in a TypedStruct it is the type URL inside the
+	// TypedStruct.
 	TypeURL string
-	// Config is typed_config as received.
+	// Config is typed_config as received, its type URL made canonical as
+	// TypeURL is.
 	Config *anypb.Any
 }
 
@@ -291,9 +324,8 @@ func ValidateFilters(filters []*hcmv3.HttpFilter, server bool) ([]Filter, error)
 		seen[name] = true
 		cfg := f.GetTypedConfig()
 		if cfg == nil {
-			if f.GetIsOptional() {
-				continue
-			}
+			// Optional or not, as in gRPC C-core: is_optional excuses a
+			// type gRPC does not know, not a filter without one.
 			return nil, fmt.Errorf("http_filters[%d] %q: typed_config missing", i, name)
 		}
 		ft, ok, err := checkFilterConfig(cfg, httpFilters)
@@ -312,10 +344,10 @@ func ValidateFilters(filters []*hcmv3.HttpFilter, server bool) ([]Filter, error)
 			}
 			return nil, fmt.Errorf("http_filters[%d] %q: filter type %q is not supported on %s", i, name, ft.url, sideName)
 		}
-		if err := validateFilterConfig(ft, cfg, false); err != nil {
+		if err := validateFilterConfig(ft, false); err != nil {
 			return nil, fmt.Errorf("http_filters[%d] %q: %v", i, name, err)
 		}
-		out = append(out, Filter{Name: name, TypeURL: ft.url, Config: cfg})
+		out = append(out, Filter{Name: name, TypeURL: ft.url, Config: ft.config})
 		index = append(index, i)
 	}
 	if len(out) == 0 {

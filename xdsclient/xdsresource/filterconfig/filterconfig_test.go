@@ -125,7 +125,11 @@ func TestValidateOverrides(t *testing.T) {
 		{"a type nobody understands", map[string]*anypb.Any{"f": toAny(t, &durationpb.Duration{})},
 			`typed_per_filter_config["f"]: unsupported filter override type "type.googleapis.com/google.protobuf.Duration"`},
 		{"the router, which takes no override", map[string]*anypb.Any{"r": toAny(t, &routerv3.Router{})},
-			`typed_per_filter_config["r"]: unsupported filter override type "` + filterconfig.RouterTypeURL + `"`},
+			`typed_per_filter_config["r"]: the router filter takes no config override`},
+		{"the router, optional", map[string]*anypb.Any{"r": wrap(&routerv3.Router{}, true, false)},
+			`typed_per_filter_config["r"]: the router filter takes no config override`},
+		{"an override without a filter instance name", map[string]*anypb.Any{"": toAny(t, &faultv3.HTTPFault{})},
+			`typed_per_filter_config[""]: the filter instance name is empty`},
 	} {
 		if _, err := filterconfig.ValidateOverrides(tc.m); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)

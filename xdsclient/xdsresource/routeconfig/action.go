@@ -69,7 +69,8 @@ type Action struct {
 	// weight 0 are left out; the weights add up to more than 0 and fit a
 	// uint32.
 	WeightedClusters []WeightedCluster
-	// ClusterHeader is set for ActionClusterHeader.
+	// ClusterHeader is set for ActionClusterHeader, as received (it may
+	// be empty: gRPC never reads it, as the route never matches).
 	ClusterHeader string
 	// ClusterSpecifierPlugin is set for ActionClusterSpecifierPlugin: the
 	// name of an entry of RouteConfiguration.ClusterSpecifierPlugins.
@@ -116,9 +117,9 @@ type HashPolicy struct {
 type RetryPolicy struct {
 	// RetryOn lists the retry_on conditions that gRPC supports:
 	// "cancelled", "deadline-exceeded", "internal", "resource-exhausted",
-	// "unavailable", each once, in the order first named (a set, as gRPC
-	// C-core keeps them, however long retry_on is). Empty means no
-	// retries.
+	// "unavailable", written exactly so between the commas, each once,
+	// in the order first named (a set, as gRPC C-core keeps them, however
+	// long retry_on is). Empty means no retries.
 	RetryOn []string
 	// NumRetries is at least 1 (default 1).
 	NumRetries uint32
@@ -129,60 +130,11 @@ type RetryPolicy struct {
 	BaseInterval, MaxInterval time.Duration
 }
 
+// validateRouteAction reads a into r, in gRPC C-core's order
+// (RouteActionParse): max_stream_duration, hash_policy and retry_policy
+// first, so that their errors reject the resource even when the cluster
+// specifier, read last, is one gRPC ignores (keep false).
 func validateRouteAction(trustedServer bool, a *routev3.RouteAction, r *Route, plugins map[string]*rls.Config) (keep bool, err error) {
-	switch cs := a.GetClusterSpecifier().(type) {
-	case *routev3.RouteAction_Cluster:
-		if cs.Cluster == "" {
-			return false, errors.New("route.cluster is empty")
-		}
-		r.Action = Action{Kind: ActionCluster, Cluster: cs.Cluster}
-	case *routev3.RouteAction_WeightedClusters:
-		var sum uint64
-		var wcs []WeightedCluster
-		for i, c := range cs.WeightedClusters.GetClusters() {
-			if c.GetName() == "" {
-				return false, fmt.Errorf("weighted_clusters.clusters[%d]: name is empty", i)
-			}
-			overrides, err := filterconfig.ValidateOverrides(c.GetTypedPerFilterConfig())
-			if err != nil {
-				return false, fmt.Errorf("weighted_clusters.clusters[%d]: %v", i, err)
-			}
-			if c.GetWeight() == nil {
-				// gRPC C-core refuses a cluster without a weight;
-				// grpc-go reads it as 0 and leaves the cluster out.
-				return false, fmt.Errorf("weighted_clusters.clusters[%d] %q: weight is not set", i, c.GetName())
-			}
-			w := c.GetWeight().GetValue()
-			if w == 0 {
-				continue
-			}
-			if !decoding.AddWeight(&sum, w) {
-				return false, errors.New("weighted_clusters weights sum to more than 4294967295")
-			}
-			wcs = append(wcs, WeightedCluster{Name: c.GetName(), Weight: w, FilterOverrides: overrides})
-		}
-		if sum == 0 {
-			return false, errors.New("weighted_clusters weights sum to 0")
-		}
-		r.Action = Action{Kind: ActionWeightedClusters, WeightedClusters: wcs}
-	case *routev3.RouteAction_ClusterHeader:
-		if cs.ClusterHeader == "" {
-			return false, errors.New("route.cluster_header is empty")
-		}
-		r.Action = Action{Kind: ActionClusterHeader, ClusterHeader: cs.ClusterHeader}
-	case *routev3.RouteAction_ClusterSpecifierPlugin:
-		rl, ok := plugins[cs.ClusterSpecifierPlugin]
-		switch {
-		case !ok:
-			return false, fmt.Errorf("route.cluster_specifier_plugin %q is not in cluster_specifier_plugins", cs.ClusterSpecifierPlugin)
-		case rl == nil:
-			return false, nil // an optional plugin that is not supported
-		}
-		r.Action = Action{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: cs.ClusterSpecifierPlugin}
-	default:
-		return false, nil
-	}
-
 	msd := a.GetMaxStreamDuration()
 	field, d := "grpc_timeout_header_max", msd.GetGrpcTimeoutHeaderMax()
 	if d == nil {
@@ -210,7 +162,71 @@ func validateRouteAction(trustedServer bool, a *routev3.RouteAction, r *Route, p
 	if trustedServer {
 		r.AutoHostRewrite = a.GetAutoHostRewrite().GetValue()
 	}
+
+	switch cs := a.GetClusterSpecifier().(type) {
+	case *routev3.RouteAction_Cluster:
+		if cs.Cluster == "" {
+			return false, errors.New("route.cluster is empty")
+		}
+		r.Action = Action{Kind: ActionCluster, Cluster: cs.Cluster}
+	case *routev3.RouteAction_WeightedClusters:
+		wcs, err := validateWeightedClusters(cs.WeightedClusters)
+		if err != nil {
+			return false, err
+		}
+		r.Action = Action{Kind: ActionWeightedClusters, WeightedClusters: wcs}
+	case *routev3.RouteAction_ClusterHeader:
+		// gRPC reads no more of it: the route is kept, for those who
+		// describe routes, and never matches.
+		r.Action = Action{Kind: ActionClusterHeader, ClusterHeader: cs.ClusterHeader}
+	case *routev3.RouteAction_ClusterSpecifierPlugin:
+		if cs.ClusterSpecifierPlugin == "" {
+			return false, errors.New("route.cluster_specifier_plugin is empty")
+		}
+		rl, ok := plugins[cs.ClusterSpecifierPlugin]
+		switch {
+		case !ok:
+			return false, fmt.Errorf("route.cluster_specifier_plugin %q is not in cluster_specifier_plugins", cs.ClusterSpecifierPlugin)
+		case rl == nil:
+			return false, nil // an optional plugin that is not supported
+		}
+		r.Action = Action{Kind: ActionClusterSpecifierPlugin, ClusterSpecifierPlugin: cs.ClusterSpecifierPlugin}
+	default:
+		return false, nil
+	}
 	return true, nil
+}
+
+// validateWeightedClusters returns the clusters of weight above 0 of m.
+func validateWeightedClusters(m *routev3.WeightedCluster) ([]WeightedCluster, error) {
+	var sum uint64
+	var wcs []WeightedCluster
+	for i, c := range m.GetClusters() {
+		if c.GetName() == "" {
+			return nil, fmt.Errorf("weighted_clusters.clusters[%d]: name is empty", i)
+		}
+		overrides, err := filterconfig.ValidateOverrides(c.GetTypedPerFilterConfig())
+		if err != nil {
+			return nil, fmt.Errorf("weighted_clusters.clusters[%d]: %v", i, err)
+		}
+		if c.GetWeight() == nil {
+			// gRPC C-core refuses a cluster without a weight;
+			// grpc-go reads it as 0 and leaves the cluster out.
+			return nil, fmt.Errorf("weighted_clusters.clusters[%d] %q: weight is not set", i, c.GetName())
+		}
+		w := c.GetWeight().GetValue()
+		if w == 0 {
+			continue
+		}
+		if !decoding.AddWeight(&sum, w) {
+			return nil, errors.New("weighted_clusters weights sum to more than 4294967295")
+		}
+		wcs = append(wcs, WeightedCluster{Name: c.GetName(), Weight: w, FilterOverrides: overrides})
+	}
+	if sum == 0 {
+		return nil, errors.New("weighted_clusters weights sum to 0")
+	}
+	return wcs, nil
 }
 
 func validateHashPolicy(m *routev3.RouteAction_HashPolicy) (HashPolicy, bool, error) {
@@ -248,8 +264,10 @@ func validateRetryPolicy(m *routev3.RetryPolicy) (*RetryPolicy, error) {
 		return nil, nil
 	}
 	p := &RetryPolicy{NumRetries: 1, BaseInterval: 25 * time.Millisecond}
+	// Each condition is compared as it is written, as gRPC C-core
+	// compares it: " unavailable" and "Unavailable" are conditions gRPC
+	// does not know (grpc-go trims and lower-cases them).
 	for c := range strings.SplitSeq(m.GetRetryOn(), ",") {
-		c = strings.ToLower(strings.TrimSpace(c))
 		if retryCodes[c] && !slices.Contains(p.RetryOn, c) {
 			p.RetryOn = append(p.RetryOn, c)
 		}

@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/filterconfig"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
@@ -83,10 +85,11 @@ func (k PathMatchKind) String() string {
 
 // Route is one validated route.
 //
-// Following gRPC, a route whose match has query_parameters, or whose route
-// action names no cluster specifier that gRPC understands, or points to an
-// optional cluster_specifier_plugin of a type other than RLS, is left out of
-// its VirtualHost rather than rejected.
+// Following gRPC C-core, a route whose match has query_parameters, or a
+// prefix or path that no gRPC method path ("/service/method") can match,
+// or whose route action names no cluster specifier that gRPC understands,
+// or points to an optional cluster_specifier_plugin of a type other than
+// RLS, is left out of its VirtualHost rather than rejected.
 type Route struct {
 	// Name is the route's name, "" when it has none; Index is its
 	// position in the virtual host's routes as received, routes gRPC
@@ -154,14 +157,29 @@ func Validate(m *routev3.RouteConfiguration, trustedServer bool) (*Config, error
 	// makes the resource invalid unless the plugin is optional: then the
 	// routes that use it are ignored. plugins maps each name to its config,
 	// nil for those ignored.
+	// As in gRPC C-core (ClusterSpecifierPluginParse), a plugin needs its
+	// extension and typed_config, optional or not, and names are unique.
 	plugins := make(map[string]*rls.Config)
 	for i, p := range m.GetClusterSpecifierPlugins() {
 		ext := p.GetExtension()
+		if ext == nil {
+			return nil, fmt.Errorf("cluster_specifier_plugins[%d].extension: missing", i)
+		}
+		if _, dup := plugins[ext.GetName()]; dup {
+			return nil, fmt.Errorf("cluster_specifier_plugins[%d].extension.name: duplicate name %q", i, ext.GetName())
+		}
 		cfg := ext.GetTypedConfig()
-		if cfg.GetTypeUrl() != rls.ClusterSpecifierTypeURL {
+		if cfg == nil {
+			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: extension.typed_config missing", i, ext.GetName())
+		}
+		url, err := pluginType(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: extension.typed_config: %v", i, ext.GetName(), err)
+		}
+		if url != rls.ClusterSpecifierTypeURL {
 			if !p.GetIsOptional() {
 				return nil, fmt.Errorf("cluster_specifier_plugins[%d] %q: unsupported plugin type %q",
-					i, ext.GetName(), cfg.GetTypeUrl())
+					i, ext.GetName(), url)
 			}
 			plugins[ext.GetName()] = nil
 			continue
@@ -190,6 +208,30 @@ func Validate(m *routev3.RouteConfiguration, trustedServer bool) (*Config, error
 		}
 	}
 	return rc, nil
+}
+
+// pluginType returns the type of a cluster specifier plugin's config, as
+// gRPC C-core's ExtractXdsExtension finds it: the type its type URL names
+// (decoding.CanonicalTypeURL), or for a TypedStruct the one it holds. An
+// RLS config in a TypedStruct is an error: gRPC reads it only from its
+// own message.
+func pluginType(cfg *anypb.Any) (string, error) {
+	url, err := decoding.CanonicalTypeURL(cfg.GetTypeUrl())
+	if err != nil || url != decoding.XDSTypedStructURL && url != decoding.UDPATypedStructURL {
+		return url, err
+	}
+	ts := new(xdstypev3.TypedStruct) // the udpa TypedStruct has the same fields
+	if err := decoding.Unmarshal(cfg.GetValue(), ts); err != nil {
+		return "", err
+	}
+	inner, err := decoding.CanonicalTypeURL(ts.GetTypeUrl())
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("TypedStruct: %v", err)
+	case inner == rls.ClusterSpecifierTypeURL:
+		return "", fmt.Errorf("a config of type %q in a TypedStruct is not supported", inner)
+	}
+	return inner, nil
 }
 
 // validateVirtualHost validates m; errors start with at, the path of m.
@@ -232,7 +274,15 @@ func validDomainPattern(d string) bool {
 	return d != "" && (!strings.Contains(d, "*") || d[0] == '*' || d[len(d)-1] == '*')
 }
 
-// validateRoute returns the route and whether gRPC uses it.
+// validateRoute returns the route and whether gRPC uses it. Its steps
+// are gRPC C-core's, in C-core's order (ParseRoute in
+// src/core/xds/grpc/xds_route_config_parser.cc), so that the parts of a
+// route gRPC ignores are validated exactly when C-core validates them:
+// nothing after its query_parameters or a path no gRPC method has; its
+// matchers, max_stream_duration, hash_policy and retry_policy when its
+// cluster specifier is one gRPC ignores; its typed_per_filter_config only
+// when it is used (a cluster_header route, kept but never matching, has
+// none).
 func validateRoute(trustedServer bool, m *routev3.Route, plugins map[string]*rls.Config) (Route, bool, error) {
 	r := Route{Name: m.GetName()}
 	match := m.GetMatch()
@@ -244,8 +294,14 @@ func validateRoute(trustedServer bool, m *routev3.Route, plugins map[string]*rls
 	}
 	switch p := match.GetPathSpecifier().(type) {
 	case *routev3.RouteMatch_Prefix:
+		if !grpcPrefix(p.Prefix) {
+			return r, false, nil
+		}
 		r.PathMatch, r.Prefix = PathPrefix, p.Prefix
 	case *routev3.RouteMatch_Path:
+		if !grpcPath(p.Path) {
+			return r, false, nil
+		}
 		r.PathMatch, r.Path = PathExact, p.Path
 	case *routev3.RouteMatch_SafeRegex:
 		r.PathMatch, r.SafeRegex = PathRegex, p.SafeRegex.GetRegex()
@@ -269,18 +325,16 @@ func validateRoute(trustedServer bool, m *routev3.Route, plugins map[string]*rls
 		}
 		r.Headers = append(r.Headers, hm)
 	}
-	if f := match.GetRuntimeFraction(); f != nil {
+	if f := match.GetRuntimeFraction(); f.GetDefaultValue() != nil {
+		// A runtime_fraction without default_value leaves the route
+		// matching every request, as in gRPC C-core (grpc-go reads it
+		// as 0 and the route matches none).
 		n, err := decoding.PerMillion(f.GetDefaultValue())
 		if err != nil {
-			return r, false, fmt.Errorf("match.runtime_fraction: %v", err)
+			return r, false, fmt.Errorf("match.runtime_fraction.default_value: %v", err)
 		}
 		r.FractionPerMillion = &n
 	}
-	overrides, err := filterconfig.ValidateOverrides(m.GetTypedPerFilterConfig())
-	if err != nil {
-		return r, false, err
-	}
-	r.FilterOverrides = overrides
 
 	switch a := m.GetAction().(type) {
 	case *routev3.Route_Route:
@@ -293,7 +347,44 @@ func validateRoute(trustedServer bool, m *routev3.Route, plugins map[string]*rls
 	default:
 		r.Action.Kind = ActionUnsupported
 	}
+	if r.Action.Kind == ActionClusterHeader {
+		// Kept, never matching, for those who describe routes; gRPC
+		// ignores it and reads no more of it.
+		return r, true, nil
+	}
+	overrides, err := filterconfig.ValidateOverrides(m.GetTypedPerFilterConfig())
+	if err != nil {
+		return r, false, err
+	}
+	r.FilterOverrides = overrides
 	return r, true, nil
+}
+
+// grpcPrefix reports whether a route's prefix can match a gRPC path,
+// "/service/method": it is empty, or it starts with "/" and holds at most
+// one more "/", which does not follow the first. gRPC C-core ignores a
+// route with any other prefix (RoutePathMatchParse), whatever the rest of
+// it says.
+func grpcPrefix(prefix string) bool {
+	if prefix == "" {
+		return true
+	}
+	if prefix[0] != '/' {
+		return false
+	}
+	parts := strings.SplitN(prefix[1:], "/", 3)
+	return len(parts) == 1 || len(parts) == 2 && parts[0] != ""
+}
+
+// grpcPath reports whether a route's path is a gRPC path,
+// "/service/method" with a service and a method that are not empty; gRPC
+// C-core ignores a route with any other path.
+func grpcPath(path string) bool {
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	parts := strings.SplitN(path[1:], "/", 3)
+	return len(parts) == 2 && parts[0] != "" && parts[1] != ""
 }
 
 // retryCodes are the retry_on conditions that gRPC understands.

@@ -115,6 +115,19 @@ func TestDrops(t *testing.T) {
 		ch := dial(t, config("c1", edsCluster("c1", locality("z", 0, 1, a))))
 		ch.mustCall(t, ctx)
 		ch.update(cfg)
+		// The drops apply once the channel takes the config, which it does
+		// on its own goroutine: until the first drop, RPCs may still go
+		// through the picker before it, which draws nothing. The first
+		// drop is the second draw, so the next RPC draws the first of a
+		// pair again.
+		for {
+			if _, err := ch.call(ctx, grpc.WaitForReady(true)); err != nil {
+				if c, _ := code(err); c != codes.Unavailable {
+					t.Fatalf("RPC: %v", err)
+				}
+				break
+			}
+		}
 		if ok, dropped := tally(t, ctx, ch, 100, "lb"); ok != 50 || dropped != 50 {
 			t.Errorf("%d RPCs succeeded and %d were dropped, want 50 and 50", ok, dropped)
 		}

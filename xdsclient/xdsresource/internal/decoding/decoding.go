@@ -25,6 +25,26 @@ const (
 	UDPATypedStructURL = TypeURLPrefix + "udpa.type.v1.TypedStruct"
 )
 
+// CanonicalTypeURL returns url with TypeURLPrefix before the type it
+// names, which is what follows its last "/": the part before is not read,
+// as protobuf's Any and gRPC C-core (ExtractXdsExtension in
+// src/core/xds/grpc/xds_common_types_parser.cc) read a type URL, so
+// "example.com/envoy.extensions.filters.http.router.v3.Router" names the
+// router. A URL that is empty, has no "/" or ends with one names no type:
+// an error.
+func CanonicalTypeURL(url string) (string, error) {
+	i := strings.LastIndexByte(url, '/')
+	switch {
+	case url == "":
+		return "", errors.New("type_url is empty")
+	case i < 0 || i == len(url)-1:
+		return "", fmt.Errorf("type_url %q names no type", url)
+	case i == len(TypeURLPrefix)-1 && strings.HasPrefix(url, TypeURLPrefix):
+		return url, nil
+	}
+	return TypeURLPrefix + url[i+1:], nil
+}
+
 // TypeURLOf returns the type URL of m's message type.
 func TypeURLOf(m proto.Message) string {
 	return TypeURLPrefix + string(m.ProtoReflect().Descriptor().FullName())

@@ -69,3 +69,23 @@ func TestUnmarshal(t *testing.T) {
 		t.Errorf("TypeURLOf(Duration) = %q", got)
 	}
 }
+
+// TestCanonicalTypeURL: a type URL names what follows its last "/",
+// whatever comes before, as gRPC C-core and protobuf's Any read it; one
+// that is empty, has no "/" or ends with one names nothing.
+func TestCanonicalTypeURL(t *testing.T) {
+	for _, tc := range []struct{ url, want, err string }{
+		{"type.googleapis.com/a.B", "type.googleapis.com/a.B", ""},
+		{"example.com/a.B", "type.googleapis.com/a.B", ""},
+		{"example.com/x/y/a.B", "type.googleapis.com/a.B", ""},
+		{"/a.B", "type.googleapis.com/a.B", ""},
+		{"", "", "type_url is empty"},
+		{"a.B", "", `type_url "a.B" names no type`},
+		{"type.googleapis.com/", "", `type_url "type.googleapis.com/" names no type`},
+	} {
+		got, err := decoding.CanonicalTypeURL(tc.url)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("CanonicalTypeURL(%q) = %q, %v; want %q, %q", tc.url, got, err, tc.want, tc.err)
+		}
+	}
+}
