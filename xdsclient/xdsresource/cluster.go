@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xdslens/xdslens/internal/xdsduration"
+	"github.com/xdslens/xdslens/xdsclient/xdsresource/internal/decoding"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/lbpolicy"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
@@ -192,6 +193,12 @@ func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error)
 		}
 		c.LRSServer = true
 	}
+	if err := checkUpstreamConfig(m.GetUpstreamConfig()); err != nil {
+		return nil, err
+	}
+	if err := checkClusterMetadata(m.GetMetadata()); err != nil {
+		return nil, err
+	}
 	if len(m.GetTransportSocketMatches()) != 0 {
 		return nil, errors.New("transport_socket_matches is not supported")
 	}
@@ -203,21 +210,30 @@ func validateCluster(opts DecodeOptions, m *clusterv3.Cluster) (*Cluster, error)
 	return c, nil
 }
 
-const aggregateClusterType = "envoy.clusters.aggregate"
+// aggregateConfigType is the type of the typed_config of an aggregate
+// cluster's cluster_type, the only custom cluster type gRPC knows.
+const aggregateConfigType = "envoy.extensions.clusters.aggregate.v3.ClusterConfig"
 
 func clusterKind(m *clusterv3.Cluster, c *Cluster) error {
 	if ct := m.GetClusterType(); ct != nil {
-		if ct.GetName() != aggregateClusterType {
-			return fmt.Errorf("unsupported custom cluster_type %q", ct.GetName())
+		// As in gRPC C-core, the extension is known by the type of its
+		// typed_config (with or without the type.googleapis.com/ prefix);
+		// its name is not read.
+		cfg := ct.GetTypedConfig()
+		if cfg == nil {
+			return fmt.Errorf("cluster_type %q: typed_config: not set", ct.GetName())
 		}
-		cfg := new(aggregatev3.ClusterConfig)
-		if err := ct.GetTypedConfig().UnmarshalTo(cfg); err != nil {
+		if t := strings.TrimPrefix(cfg.GetTypeUrl(), "type.googleapis.com/"); t != aggregateConfigType {
+			return fmt.Errorf("cluster_type %q: typed_config: unsupported custom cluster type %q", ct.GetName(), cfg.GetTypeUrl())
+		}
+		agg := new(aggregatev3.ClusterConfig)
+		if err := decoding.Unmarshal(cfg.GetValue(), agg); err != nil {
 			return fmt.Errorf("cluster_type %q: typed_config: %v", ct.GetName(), err)
 		}
-		if len(cfg.GetClusters()) == 0 {
+		if len(agg.GetClusters()) == 0 {
 			return errors.New("aggregate cluster has no clusters")
 		}
-		c.Kind, c.PrioritizedClusters = ClusterAggregate, cfg.GetClusters()
+		c.Kind, c.PrioritizedClusters = ClusterAggregate, agg.GetClusters()
 		return nil
 	}
 	switch m.GetType() {

@@ -162,6 +162,29 @@ func TestClusterAggregate(t *testing.T) {
 	}
 }
 
+// As in gRPC C-core, an aggregate cluster is known by its typed_config's
+// type, with or without the type.googleapis.com/ prefix; the cluster_type's
+// name is not read.
+func TestClusterAggregateKnownByConfigType(t *testing.T) {
+	for _, tc := range []struct{ name, typeURL string }{
+		{"", "type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig"},
+		{"my.aggregate", "type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig"},
+		{"envoy.clusters.aggregate", "envoy.extensions.clusters.aggregate.v3.ClusterConfig"},
+	} {
+		m := aggregateCluster(t, "a", "b")
+		m.GetClusterType().Name = tc.name
+		m.GetClusterType().TypedConfig.TypeUrl = tc.typeURL
+		_, v, err := decode(t, ClusterType, m)
+		if err != nil {
+			t.Errorf("cluster_type %q of %q: Decode: %v", tc.name, tc.typeURL, err)
+			continue
+		}
+		if c := v.(*Cluster); c.Kind != ClusterAggregate || !reflect.DeepEqual(c.PrioritizedClusters, []string{"a", "b"}) {
+			t.Errorf("cluster_type %q of %q: Decode = %+v, want an aggregate of a and b", tc.name, tc.typeURL, c)
+		}
+	}
+}
+
 func TestClusterLoadBalancingPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -285,7 +308,25 @@ func TestClusterErrors(t *testing.T) {
 			build: edsWith(func(m *clusterv3.Cluster) {
 				m.ClusterDiscoveryType = &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{Name: "envoy.clusters.redis"}}
 			}),
-			want: `cds "c1": unsupported custom cluster_type "envoy.clusters.redis"`,
+			want: `cds "c1": cluster_type "envoy.clusters.redis": typed_config: not set`,
+		},
+		{
+			name: "custom cluster type of another config type",
+			build: edsWith(func(m *clusterv3.Cluster) {
+				m.ClusterDiscoveryType = &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
+					Name: "envoy.clusters.aggregate", TypedConfig: toAny(t, &structpb.Struct{}),
+				}}
+			}),
+			want: `cds "c1": cluster_type "envoy.clusters.aggregate": typed_config: unsupported custom cluster type "type.googleapis.com/google.protobuf.Struct"`,
+		},
+		{
+			name: "aggregate config under another prefix",
+			build: func() proto.Message {
+				m := aggregateCluster(t, "a")
+				m.GetClusterType().TypedConfig.TypeUrl = "example.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig"
+				return m
+			},
+			want: `cds "c1": cluster_type "envoy.clusters.aggregate": typed_config: unsupported custom cluster type "example.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig"`,
 		},
 		{
 			name:  "aggregate without clusters",
@@ -293,10 +334,10 @@ func TestClusterErrors(t *testing.T) {
 			want:  `cds "c1": aggregate cluster has no clusters`,
 		},
 		{
-			name: "aggregate with wrong config type",
+			name: "aggregate config that does not parse",
 			build: func() proto.Message {
 				m := aggregateCluster(t)
-				m.GetClusterType().TypedConfig = toAny(t, &structpb.Struct{})
+				m.GetClusterType().TypedConfig.Value = []byte{0x0a, 0x05, 'a'}
 				return m
 			},
 			want:   `cds "c1": cluster_type "envoy.clusters.aggregate": typed_config: `,

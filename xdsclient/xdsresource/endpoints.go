@@ -135,6 +135,11 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 		if d.GetCategory() == "" {
 			return nil, fmt.Errorf("policy.drop_overloads[%d].category: empty", i)
 		}
+		if d.GetDropPercentage() == nil {
+			// As in gRPC C-core: a drop without a percentage says nothing
+			// of how much to drop.
+			return nil, fmt.Errorf("policy.drop_overloads[%d].drop_percentage: not set (category %q)", i, d.GetCategory())
+		}
 		n, err := decoding.PerMillion(d.GetDropPercentage())
 		if err != nil {
 			return nil, fmt.Errorf("policy.drop_overloads[%d]: %v", i, err)
@@ -147,13 +152,15 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 	weightSums := make(map[uint32]uint64) // by priority
 	for i, le := range m.GetEndpoints() {
 		at := fmt.Sprintf("endpoints[%d]", i)
+		w := le.GetLoadBalancingWeight().GetValue()
+		if w == 0 {
+			// As in gRPC C-core, a locality without a weight is left out
+			// before anything else of it is read, its locality included.
+			continue
+		}
 		id := le.GetLocality()
 		if id == nil {
 			return nil, fmt.Errorf("%s: locality is not set", at)
-		}
-		w := le.GetLoadBalancingWeight().GetValue()
-		if w == 0 {
-			continue // gRPC ignores localities without a weight
 		}
 		l := Locality{Region: id.GetRegion(), Zone: id.GetZone(), SubZone: id.GetSubZone(), Weight: w, Priority: le.GetPriority()}
 		key := localityKey{l.Region, l.Zone, l.SubZone, l.Priority}
@@ -168,7 +175,6 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 		}
 		weightSums[l.Priority] = sum
 
-		var epWeights uint64
 		for j, lbe := range le.GetLbEndpoints() {
 			if !kept(lbe.GetHealthStatus()) {
 				continue
@@ -176,9 +182,6 @@ func validateEndpoints(m *endpointv3.ClusterLoadAssignment) (*ClusterLoadAssignm
 			e, err := validateEndpoint(lbe, seenAddr)
 			if err != nil {
 				return nil, fmt.Errorf("%s.lb_endpoints[%d]: %v", at, j, err)
-			}
-			if !decoding.AddWeight(&epWeights, e.Weight) {
-				return nil, fmt.Errorf("%s.lb_endpoints[%d]: endpoint weights in the locality add up to more than 4294967295", at, j)
 			}
 			l.Endpoints = append(l.Endpoints, e)
 		}

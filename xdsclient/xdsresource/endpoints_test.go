@@ -146,6 +146,17 @@ func TestEndpointsErrors(t *testing.T) {
 			want: `eds "c1": policy.drop_overloads[1].category: empty`,
 		},
 		{
+			name: "drop without drop_percentage",
+			build: func() proto.Message {
+				m := cla()
+				m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
+					drop("a", 1, typev3.FractionalPercent_MILLION), {Category: "lb"},
+				}}
+				return m
+			},
+			want: `eds "c1": policy.drop_overloads[1].drop_percentage: not set (category "lb")`,
+		},
+		{
 			name: "locality without id",
 			build: func() proto.Message {
 				l := locality("z", 1, 0)
@@ -180,16 +191,6 @@ func TestEndpointsErrors(t *testing.T) {
 			name:  "endpoint weight 0",
 			build: one(func(e *endpointv3.LbEndpoint) { e.LoadBalancingWeight = wrapperspb.UInt32(0) }),
 			want:  at + `load_balancing_weight is 0, must be at least 1`,
-		},
-		{
-			name: "endpoint weights overflow",
-			build: func() proto.Message {
-				a, b := ep("10.0.0.1"), ep("10.0.0.2")
-				a.LoadBalancingWeight = wrapperspb.UInt32(4_000_000_000)
-				b.LoadBalancingWeight = wrapperspb.UInt32(300_000_000)
-				return cla(locality("z1", 1, 0, a, b))
-			},
-			want: at + `endpoint weights in the locality add up to more than 4294967295`,
 		},
 		{
 			name: "endpoint_name instead of endpoint",
@@ -324,5 +325,56 @@ func TestEndpointHashKey(t *testing.T) {
 	eps := v.(*ClusterLoadAssignment).Localities[0].Endpoints
 	if got := []string{eps[0].HashKey, eps[1].HashKey, eps[2].HashKey}; !reflect.DeepEqual(got, []string{"shard-a", "", ""}) {
 		t.Errorf("hash keys %q, want shard-a and two empty", got)
+	}
+}
+
+// As in gRPC C-core, a locality without a weight is left out before
+// anything else of it is read: without its locality (region, zone,
+// sub_zone), it is not an error.
+func TestEndpointsZeroWeightLocalityUnread(t *testing.T) {
+	noID := locality("z0", 0, 0, lbEndpoint("10.0.0.9", 80, corev3.HealthStatus_HEALTHY))
+	noID.Locality = nil
+	unset := locality("z1", 0, 0)
+	unset.Locality, unset.LoadBalancingWeight = nil, nil
+	_, v, err := decode(t, EndpointsType, cla(noID, unset, locality("z2", 1, 0, lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_HEALTHY))))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got := v.(*ClusterLoadAssignment).Localities; len(got) != 1 || got[0].Zone != "z2" {
+		t.Errorf("localities = %+v, want only z2", got)
+	}
+}
+
+// As in gRPC C-core, the weights of a locality's endpoints may add up to
+// more than a uint32 holds: each is kept as it is (ring_hash sums them in
+// floating point, and a locality's endpoints are weighed against one
+// another only there).
+func TestEndpointWeightsBeyondUint32(t *testing.T) {
+	a, b := lbEndpoint("10.0.0.1", 80, corev3.HealthStatus_HEALTHY), lbEndpoint("10.0.0.2", 80, corev3.HealthStatus_HEALTHY)
+	a.LoadBalancingWeight = wrapperspb.UInt32(4_000_000_000)
+	b.LoadBalancingWeight = wrapperspb.UInt32(300_000_000)
+	_, v, err := decode(t, EndpointsType, cla(locality("z1", 1, 0, a, b)))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	eps := v.(*ClusterLoadAssignment).Localities[0].Endpoints
+	if len(eps) != 2 || eps[0].Weight != 4_000_000_000 || eps[1].Weight != 300_000_000 {
+		t.Errorf("endpoints = %+v, want weights 4000000000 and 300000000", eps)
+	}
+}
+
+// A numerator whose share, in parts per million, is past what 32 bits
+// hold is a drop of every request, not a wrapped small share.
+func TestDropNumeratorBeyondUint32(t *testing.T) {
+	m := cla()
+	m.Policy = &endpointv3.ClusterLoadAssignment_Policy{DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
+		drop("lb", 429_497, typev3.FractionalPercent_HUNDRED),
+	}}
+	_, v, err := decode(t, EndpointsType, m)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got := v.(*ClusterLoadAssignment).Drops; len(got) != 1 || got[0].Numerator != 1_000_000 {
+		t.Errorf("drops = %+v, want 1000000 per million", got)
 	}
 }

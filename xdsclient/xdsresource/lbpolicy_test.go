@@ -3,6 +3,7 @@ package xdsresource
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -11,7 +12,10 @@ import (
 
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	ringhashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/grpc/balancer"
@@ -149,8 +153,79 @@ func TestClusterLBPolicyErrors(t *testing.T) {
 		{name: "only unregistered custom policies",
 			build: with(&udpatypev1.TypedStruct{TypeUrl: "type.googleapis.com/no_such_lb"}),
 			want:  `cds "c1": load_balancing_policy: no supported policy`},
+		{name: "entry without typed_extension_config",
+			build: func() proto.Message {
+				m := withPolicyMsg(edsCluster(), lbPolicy(t, &roundrobinv3.RoundRobin{}))
+				m.LoadBalancingPolicy.Policies = append([]*clusterv3.LoadBalancingPolicy_Policy{{}}, m.LoadBalancingPolicy.Policies...)
+				return m
+			},
+			want: `cds "c1": load_balancing_policy: policies[0].typed_extension_config: not set`},
+		{name: "entry without typed_config",
+			build: withURL(t, "", func(p *corev3.TypedExtensionConfig) { p.TypedConfig = nil }),
+			want:  `cds "c1": load_balancing_policy: policies[0] "p": typed_config: not set`},
+		{name: "entry with an empty type_url, before a supported one",
+			build: withURL(t, "", nil),
+			want:  `cds "c1": load_balancing_policy: policies[0] "p": typed_config.type_url: not set`},
+		{name: "entry whose type_url has no slash",
+			build: withURL(t, "envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin", nil),
+			want:  `cds "c1": load_balancing_policy: policies[0] "p": typed_config.type_url: "envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin" names no type (want PREFIX/TYPE)`},
+		{name: "TypedStruct with an empty type_url",
+			build: with(&xdstypev3.TypedStruct{}, &roundrobinv3.RoundRobin{}),
+			want:  `cds "c1": load_balancing_policy: policies[0] "p": TypedStruct type_url: not set`},
+		{name: "TypedStruct whose type_url ends in a slash",
+			build: with(&udpatypev1.TypedStruct{TypeUrl: "example.com/"}, &roundrobinv3.RoundRobin{}),
+			want:  `cds "c1": load_balancing_policy: policies[0] "p": TypedStruct type_url: "example.com/" names no type (want PREFIX/TYPE)`},
+		{name: "unregistered custom policy whose struct has no JSON form",
+			build: with(&xdstypev3.TypedStruct{TypeUrl: "x/no_such_lb", Value: &structpb.Struct{Fields: map[string]*structpb.Value{
+				"n": structpb.NewNumberValue(math.Inf(1)),
+			}}}, &roundrobinv3.RoundRobin{}),
+			want: `cds "c1": load_balancing_policy: policies[0] "p": TypedStruct value["n"]: number +Inf has no JSON form`},
 		{name: "unregistered custom child",
 			build: with(&wrrlocalityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(t, &xdstypev3.TypedStruct{TypeUrl: "x/no_such_lb"})}),
 			want:  `cds "c1": load_balancing_policy: policies[0] "p": endpoint_picking_policy: no supported policy`},
 	})
+}
+
+// withURL returns a cluster whose load_balancing_policy is a round_robin
+// entry whose type URL is set to url and then edited, followed by a
+// round_robin entry as it should be.
+func withURL(t *testing.T, url string, edit func(*corev3.TypedExtensionConfig)) func() proto.Message {
+	return func() proto.Message {
+		m := withPolicyMsg(edsCluster(), lbPolicy(t, &roundrobinv3.RoundRobin{}, &roundrobinv3.RoundRobin{}))
+		p := m.LoadBalancingPolicy.Policies[0].TypedExtensionConfig
+		p.TypedConfig.TypeUrl = url
+		if edit != nil {
+			edit(p)
+		}
+		return m
+	}
+}
+
+// As in gRPC C-core, a load_balancing_policy entry's type is the part of
+// its type URL after the last "/", whatever comes before, for the
+// policies gRPC knows, for TypedStruct and for the custom policy a
+// TypedStruct names.
+func TestClusterLBPolicyTypeURLPrefix(t *testing.T) {
+	cfg := map[string]any{"shard": "a"}
+	m := withPolicyMsg(edsCluster(), lbPolicy(t,
+		&wrrlocalityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(t, &ringhashv3.RingHash{MinimumRingSize: wrapperspb.UInt64(8)})}))
+	m.LoadBalancingPolicy.Policies[0].TypedExtensionConfig.TypedConfig.TypeUrl = "example.com/envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality"
+	_, v, err := decode(t, ClusterType, m)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if c := v.(*Cluster); c.LBPolicy != lbpolicy.WRRLocality || c.LBChildPolicy != lbpolicy.RingHash || c.RingHash == nil || c.RingHash.MinRingSize != 8 {
+		t.Errorf("policy %q(%q), ring %+v; want wrr_locality(ring_hash) with a minimum ring of 8", c.LBPolicy, c.LBChildPolicy, c.RingHash)
+	}
+
+	m = withPolicyMsg(edsCluster(), lbPolicy(t, &xdstypev3.TypedStruct{TypeUrl: "example.com/a/" + testLBName, Value: mustStruct(t, cfg)}))
+	m.LoadBalancingPolicy.Policies[0].TypedExtensionConfig.TypedConfig.TypeUrl = "example.com/xds.type.v3.TypedStruct"
+	if _, v, err = decode(t, ClusterType, m); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	c := v.(*Cluster)
+	var got map[string]any
+	if err := json.Unmarshal(c.CustomLBConfig, &got); err != nil || c.LBPolicy != testLBName || !reflect.DeepEqual(got, cfg) {
+		t.Errorf("policy %q with %s; want %s with %v", c.LBPolicy, c.CustomLBConfig, testLBName, cfg)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/matcher"
 	"github.com/xdslens/xdslens/xdsclient/xdsresource/security"
 
+	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -120,14 +121,30 @@ func TestClusterSecurityErrors(t *testing.T) {
 	}
 	const at = `cds "c1": transport_socket.typed_config.common_tls_context.`
 	runErrorCases(t, ClusterType, "c1", []errorCase{
-		{name: "wrong socket name", build: with(func(t *testing.T) *corev3.TransportSocket {
+		{name: "no typed_config", build: with(func(t *testing.T) *corev3.TransportSocket {
+			return &corev3.TransportSocket{Name: "envoy.transport_sockets.tls"}
+		}), want: `cds "c1": transport_socket.typed_config: not set`},
+		{name: "empty type_url", build: with(func(t *testing.T) *corev3.TransportSocket {
 			ts := tlsSocket(t, upstream(nil))
-			ts.Name = "raw"
+			ts.GetTypedConfig().TypeUrl = ""
 			return ts
-		}), want: `cds "c1": transport_socket.name: "raw" is not supported, want "envoy.transport_sockets.tls"`},
+		}), want: `cds "c1": transport_socket.typed_config.type_url: not set`},
+		{name: "type_url without a prefix", build: with(func(t *testing.T) *corev3.TransportSocket {
+			ts := tlsSocket(t, upstream(nil))
+			ts.GetTypedConfig().TypeUrl = "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+			return ts
+		}), want: `cds "c1": transport_socket.typed_config.type_url: "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext" names no type (want PREFIX/TYPE)`},
+		{name: "type_url ending in a slash", build: with(func(t *testing.T) *corev3.TransportSocket {
+			ts := tlsSocket(t, upstream(nil))
+			ts.GetTypedConfig().TypeUrl = "type.googleapis.com/"
+			return ts
+		}), want: `cds "c1": transport_socket.typed_config.type_url: "type.googleapis.com/" names no type (want PREFIX/TYPE)`},
+		{name: "context in a TypedStruct", build: with(func(t *testing.T) *corev3.TransportSocket {
+			return tlsSocket(t, &xdstypev3.TypedStruct{TypeUrl: security.UpstreamTLSContextTypeURL})
+		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/xds.type.v3.TypedStruct" is not supported, want envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`},
 		{name: "downstream context on a cluster", build: with(func(t *testing.T) *corev3.TransportSocket {
 			return tlsSocket(t, &tlsv3.DownstreamTlsContext{})
-		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext" is not supported, want "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"`},
+		}), want: `cds "c1": transport_socket.typed_config: type "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext" is not supported, want envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`},
 		{name: "no common_tls_context", build: with(func(t *testing.T) *corev3.TransportSocket {
 			return tlsSocket(t, &tlsv3.UpstreamTlsContext{Sni: "x"})
 		}), want: `cds "c1": transport_socket.typed_config.common_tls_context: missing`},
@@ -180,6 +197,29 @@ func TestClusterSecurityErrors(t *testing.T) {
 			c.ValidationContextType = caContext("roots", &matcherv3.StringMatcher{})
 		}), want: at + `validation_context.match_subject_alt_names[0]: no match pattern is set`},
 	})
+}
+
+// As in gRPC C-core, a cluster's transport socket is known by the type of
+// its typed_config, under any type URL prefix; its name is not read.
+func TestClusterSecuritySocketNameUnread(t *testing.T) {
+	for _, tc := range []struct{ name, typeURL string }{
+		{"", security.UpstreamTLSContextTypeURL},
+		{"raw", security.UpstreamTLSContextTypeURL},
+		{"envoy.transport_sockets.tls", "example.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"},
+	} {
+		m := edsCluster()
+		m.TransportSocket = tlsSocket(t, upstream(nil))
+		m.TransportSocket.Name = tc.name
+		m.TransportSocket.GetTypedConfig().TypeUrl = tc.typeURL
+		_, v, err := decode(t, ClusterType, m)
+		if err != nil {
+			t.Errorf("transport_socket %q of %q: Decode: %v", tc.name, tc.typeURL, err)
+			continue
+		}
+		if sc := v.(*Cluster).Security; sc == nil || sc.RootInstance != "roots" {
+			t.Errorf("transport_socket %q of %q: Security = %+v, want roots from \"roots\"", tc.name, tc.typeURL, sc)
+		}
+	}
 }
 
 // A bootstrap without certificate_providers makes every TLS cluster

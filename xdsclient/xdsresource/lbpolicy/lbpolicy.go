@@ -20,6 +20,7 @@ import (
 	ringhashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	roundrobinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	wrrlocalityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -89,15 +90,19 @@ func FromCluster(m *clusterv3.Cluster) (Config, error) {
 	return c, nil
 }
 
-// Type URLs of the load_balancing_policy entries that are understood.
+// Types of the load_balancing_policy entries that are understood: an
+// entry's type is the part of its type URL after the last "/", whatever
+// comes before, as in gRPC C-core.
 var (
-	roundRobinURL   = decoding.TypeURLOf(new(roundrobinv3.RoundRobin))
-	ringHashURL     = decoding.TypeURLOf(new(ringhashv3.RingHash))
-	leastRequestURL = decoding.TypeURLOf(new(leastrequestv3.LeastRequest))
-	wrrLocalityURL  = decoding.TypeURLOf(new(wrrlocalityv3.WrrLocality))
-	cswrrURL        = decoding.TypeURLOf(new(cswrrv3.ClientSideWeightedRoundRobin))
-	pickFirstURL    = decoding.TypeURLOf(new(pickfirstv3.PickFirst))
+	roundRobinType   = typeOf(new(roundrobinv3.RoundRobin))
+	ringHashType     = typeOf(new(ringhashv3.RingHash))
+	leastRequestType = typeOf(new(leastrequestv3.LeastRequest))
+	wrrLocalityType  = typeOf(new(wrrlocalityv3.WrrLocality))
+	cswrrType        = typeOf(new(cswrrv3.ClientSideWeightedRoundRobin))
+	pickFirstType    = typeOf(new(pickfirstv3.PickFirst))
 )
+
+func typeOf(m proto.Message) string { return string(m.ProtoReflect().Descriptor().FullName()) }
 
 // maxLBPolicyDepth is how deeply load_balancing_policy may nest (gRFC A51).
 const maxLBPolicyDepth = 16
@@ -144,18 +149,30 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 		return "", errLBTooDeep
 	}
 	for i, entry := range p.GetPolicies() {
-		cfg := entry.GetTypedExtensionConfig().GetTypedConfig()
-		var err error
-		switch cfg.GetTypeUrl() {
-		case roundRobinURL:
+		// As in gRPC C-core, an entry must name a type, even one that is
+		// then skipped.
+		ext := entry.GetTypedExtensionConfig()
+		if ext == nil {
+			return "", fmt.Errorf("policies[%d].typed_extension_config: not set", i)
+		}
+		cfg := ext.GetTypedConfig()
+		if cfg == nil {
+			return "", fmt.Errorf("policies[%d] %q: typed_config: not set", i, ext.GetName())
+		}
+		typ, err := decoding.ExtensionType(cfg.GetTypeUrl())
+		if err != nil {
+			return "", fmt.Errorf("policies[%d] %q: typed_config.%v", i, ext.GetName(), err)
+		}
+		switch typ {
+		case roundRobinType:
 			return RoundRobin, nil
-		case pickFirstURL:
+		case pickFirstType:
 			pf := new(pickfirstv3.PickFirst)
 			if err = decoding.Unmarshal(cfg.GetValue(), pf); err == nil {
 				c.PickFirstShuffle = pf.GetShuffleAddressList()
 				return PickFirst, nil
 			}
-		case cswrrURL:
+		case cswrrType:
 			w := new(cswrrv3.ClientSideWeightedRoundRobin)
 			if err = decoding.Unmarshal(cfg.GetValue(), w); err == nil {
 				c.WeightedRoundRobin, err = validateWRR(w)
@@ -163,10 +180,10 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 			if err == nil {
 				return WeightedRoundRobin, nil
 			}
-		case decoding.XDSTypedStructURL, decoding.UDPATypedStructURL:
+		case decoding.XDSTypedStruct, decoding.UDPATypedStruct:
 			var typeURL string
 			var value *structpb.Struct
-			if typeURL, value, err = typedStructPolicy(cfg.GetTypeUrl(), cfg.GetValue()); err == nil {
+			if typeURL, value, err = decoding.ReadTypedStruct(typ, cfg.GetValue()); err == nil {
 				var name string
 				var ok bool
 				if name, c.CustomLBConfig, ok, err = customPolicy(typeURL, value); err == nil {
@@ -176,7 +193,7 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 					return name, nil
 				}
 			}
-		case ringHashURL:
+		case ringHashType:
 			rh := new(ringhashv3.RingHash)
 			if err = decoding.Unmarshal(cfg.GetValue(), rh); err == nil {
 				switch f := rh.GetHashFunction(); f {
@@ -189,7 +206,7 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 			if err == nil {
 				return RingHash, nil
 			}
-		case leastRequestURL:
+		case leastRequestType:
 			lr := new(leastrequestv3.LeastRequest)
 			if err = decoding.Unmarshal(cfg.GetValue(), lr); err == nil {
 				c.LeastRequestChoiceCount, err = choiceCount(lr.GetChoiceCount())
@@ -197,7 +214,7 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 			if err == nil {
 				return LeastRequest, nil
 			}
-		case wrrLocalityURL:
+		case wrrLocalityType:
 			wl := new(wrrlocalityv3.WrrLocality)
 			if err = decoding.Unmarshal(cfg.GetValue(), wl); err == nil {
 				var child string
@@ -213,7 +230,7 @@ func fromPolicy(p *clusterv3.LoadBalancingPolicy, c *Config, depth int) (string,
 		default:
 			continue
 		}
-		return "", fmt.Errorf("policies[%d] %q: %v", i, entry.GetTypedExtensionConfig().GetName(), err)
+		return "", fmt.Errorf("policies[%d] %q: %v", i, ext.GetName(), err)
 	}
 	return "", errors.New("no supported policy")
 }

@@ -3,11 +3,8 @@ package lbpolicy
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
-	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
-	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -88,7 +85,14 @@ func validateWRR(m *cswrrv3.ClientSideWeightedRoundRobin) (*WeightedRoundRobinCo
 // the TypedStruct's value as JSON. ok is false when no such balancer is
 // registered, so that the entry is skipped.
 func customPolicy(typeURL string, value *structpb.Struct) (name string, config json.RawMessage, ok bool, err error) {
-	name = typeURL[strings.LastIndex(typeURL, "/")+1:]
+	// As in gRPC C-core, the TypedStruct's type_url must name a type too.
+	if name, err = decoding.ExtensionType(typeURL); err != nil {
+		return "", nil, false, fmt.Errorf("TypedStruct %v", err)
+	}
+	// And its value must have a JSON form, even when it is then skipped.
+	if err := decoding.CheckJSON(value); err != nil {
+		return "", nil, false, fmt.Errorf("TypedStruct value%v", err)
+	}
 	b := balancer.Get(name)
 	if b == nil {
 		return "", nil, false, nil
@@ -106,16 +110,4 @@ func customPolicy(typeURL string, value *structpb.Struct) (name string, config j
 		}
 	}
 	return name, config, true, nil
-}
-
-// typedStructPolicy reads a TypedStruct of either kind from b.
-func typedStructPolicy(url string, b []byte) (typeURL string, value *structpb.Struct, err error) {
-	if url == decoding.XDSTypedStructURL {
-		ts := new(xdstypev3.TypedStruct)
-		err = decoding.Unmarshal(b, ts)
-		return ts.GetTypeUrl(), ts.GetValue(), err
-	}
-	ts := new(udpatypev1.TypedStruct)
-	err = decoding.Unmarshal(b, ts)
-	return ts.GetTypeUrl(), ts.GetValue(), err
 }

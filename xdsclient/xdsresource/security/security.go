@@ -30,7 +30,8 @@ const (
 	DownstreamTLSContextTypeURL = decoding.TypeURLPrefix + "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
 )
 
-// tlsTransportSocketName is the only transport_socket name gRPC accepts.
+// tlsTransportSocketName is the only transport_socket name a server filter
+// chain may have (a Cluster's is not read).
 const tlsTransportSocketName = "envoy.transport_sockets.tls"
 
 // MaxSNILength is the longest sni an UpstreamTlsContext may carry, in
@@ -89,7 +90,7 @@ func Upstream(ts *corev3.TransportSocket, hasProvider func(instance string) bool
 		return nil, nil
 	}
 	m := new(tlsv3.UpstreamTlsContext)
-	if err := tlsContextOf(ts, UpstreamTLSContextTypeURL, m); err != nil {
+	if err := upstreamTLSContextOf(ts, m); err != nil {
 		return nil, err
 	}
 	const at = "typed_config"
@@ -146,8 +147,16 @@ func Downstream(ts *corev3.TransportSocket, hasProvider func(instance string) bo
 	return sc, nil
 }
 
-// tlsContextOf checks the name and type of ts and unmarshals its config
-// into the empty m.
+// upstreamTLSContextOf checks the type of a Cluster's transport_socket ts
+// and unmarshals its config into the empty m. As in gRPC C-core
+// (UpstreamTlsContextParse), the socket is known by its typed_config's
+// type, whatever the prefix of its type URL, and its name is not read.
+func upstreamTLSContextOf(ts *corev3.TransportSocket, m *tlsv3.UpstreamTlsContext) error {
+	return decoding.UnmarshalExtension(ts.GetTypedConfig(), m)
+}
+
+// tlsContextOf checks the name and type of a server filter chain's ts and
+// unmarshals its config into the empty m.
 func tlsContextOf(ts *corev3.TransportSocket, typeURL string, m proto.Message) error {
 	if ts.GetName() != tlsTransportSocketName {
 		return fmt.Errorf("name: %q is not supported, want %q", ts.GetName(), tlsTransportSocketName)

@@ -95,8 +95,8 @@ func TestUpstream(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := security.Upstream(socket(t, &tlsv3.DownstreamTlsContext{}), known); err == nil || !strings.Contains(err.Error(), "want \""+security.UpstreamTLSContextTypeURL+"\"") {
-		t.Errorf("a DownstreamTlsContext on a cluster: %v, want an error naming %s", err, security.UpstreamTLSContextTypeURL)
+	if _, err := security.Upstream(socket(t, &tlsv3.DownstreamTlsContext{}), known); err == nil || !strings.HasSuffix(err.Error(), "want envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext") {
+		t.Errorf("a DownstreamTlsContext on a cluster: %v, want an error naming UpstreamTlsContext", err)
 	}
 }
 

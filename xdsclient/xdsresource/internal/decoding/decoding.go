@@ -12,6 +12,7 @@ import (
 
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // TypeURLPrefix is the prefix that every xDS type URL starts with.
@@ -47,6 +48,44 @@ func CanonicalTypeURL(url string) (string, error) {
 // TypeURLOf returns the type URL of m's message type.
 func TypeURLOf(m proto.Message) string {
 	return TypeURLPrefix + string(m.ProtoReflect().Descriptor().FullName())
+}
+
+// ExtensionType returns the message type that the type URL url names: the
+// part after its last "/", whatever comes before, as gRPC C-core reads
+// the type of an extension (ExtractXdsExtension). A URL that is empty,
+// has no "/" or ends with one names no type and is an error, which
+// starts with "type_url".
+func ExtensionType(url string) (string, error) {
+	i := strings.LastIndexByte(url, '/')
+	switch {
+	case url == "":
+		return "", errors.New("type_url: not set")
+	case i < 0 || i == len(url)-1:
+		return "", fmt.Errorf("type_url: %q names no type (want PREFIX/TYPE)", url)
+	}
+	return url[i+1:], nil
+}
+
+// UnmarshalExtension decodes cfg, the typed_config of an extension, into
+// the empty m, when the type that cfg's type URL names (ExtensionType, any
+// prefix) is m's. Errors start with "typed_config" and say what is wrong:
+// cfg unset, a type URL that names no type or another type, or bytes that
+// do not decode.
+func UnmarshalExtension(cfg *anypb.Any, m proto.Message) error {
+	if cfg == nil {
+		return errors.New("typed_config: not set")
+	}
+	t, err := ExtensionType(cfg.GetTypeUrl())
+	if err != nil {
+		return fmt.Errorf("typed_config.%v", err)
+	}
+	if want := m.ProtoReflect().Descriptor().FullName(); t != string(want) {
+		return fmt.Errorf("typed_config: type %q is not supported, want %s", cfg.GetTypeUrl(), want)
+	}
+	if err := Unmarshal(cfg.GetValue(), m); err != nil {
+		return fmt.Errorf("typed_config: %v", err)
+	}
+	return nil
 }
 
 // Unmarshal decodes b into m, which must be empty (new or reset), naming
