@@ -74,7 +74,7 @@ func TestSideBySideWeightedClusterWithoutWeight(t *testing.T) {
 	s.eventually(t, "c1", "/pkg.Svc/M")
 	e.Set(weighted(&routev3.WeightedCluster_ClusterWeight{Name: "c1"},
 		&routev3.WeightedCluster_ClusterWeight{Name: "c2", Weight: wrapperspb.UInt32(1)})...)
-	waitNACKed(t, e.Pool, "svc-route")
+	waitNACKed(t, e, routeTypeURL, "svc-route")
 	ctx := xdstest.Context(t)
 	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return s.where(rpctest.Call(ctx, s.theirs, "/pkg.Svc/M")) == "c2" }) {
 		t.Fatal("grpc-go never sent to c2 (if it now rejects the route too, this difference is gone)")

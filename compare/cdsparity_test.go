@@ -32,6 +32,8 @@ import (
 const (
 	clusterTypeURL   = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 	endpointsTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	listenerTypeURL  = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	routeTypeURL     = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 )
 
 // nackLog records the NACKs that reach the control plane, from either

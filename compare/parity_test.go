@@ -18,7 +18,6 @@ import (
 	"github.com/xdslens/xdslens/internal/testing/xdstest"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/backends"
 	"github.com/xdslens/xdslens/internal/xdswatch/demo/controlplane"
-	"github.com/xdslens/xdslens/xdsclient"
 )
 
 // TestSideBySideRetryOnAsWritten: a route retries on "Unavailable",
@@ -85,7 +84,7 @@ func TestSideBySideOptionalFilterWithoutConfig(t *testing.T) {
 	e.Set(append([]proto.Message{editHCM(t, controlplane.Listener("svc", "r2"), func(hcm *hcmv3.HttpConnectionManager) {
 		hcm.HttpFilters = append([]*hcmv3.HttpFilter{{Name: "bare", IsOptional: true}}, hcm.HttpFilters...)
 	})}, rest...)...)
-	waitNACKed(t, e.Pool, "svc")
+	waitNACKed(t, e, listenerTypeURL, "svc")
 	ctx := xdstest.Context(t)
 	if !rpctest.Poll(ctx, func(ctx context.Context) bool { return s.where(rpctest.Call(ctx, s.theirs, "/pkg.Svc/M")) == "c2" }) {
 		t.Fatal("grpc-go never sent to c2 (if it now rejects the Listener too, this difference is gone)")
@@ -170,22 +169,4 @@ func editHCM(t *testing.T, l *listenerv3.Listener, edit func(*hcmv3.HttpConnecti
 	}
 	l.ApiListener.ApiListener = a
 	return l
-}
-
-// waitNACKed waits until a client of pool holds the resource named name
-// NACKED.
-func waitNACKed(t *testing.T, pool *xdsclient.Pool, name string) {
-	t.Helper()
-	if !rpctest.Poll(xdstest.Context(t), func(context.Context) bool {
-		for _, c := range pool.Clients() {
-			for _, e := range c.Dump() {
-				if e.Name == name && e.State.String() == "NACKED" {
-					return true
-				}
-			}
-		}
-		return false
-	}) {
-		t.Fatalf("xdslens did not NACK %q", name)
-	}
 }
