@@ -122,6 +122,12 @@ func TestLeastRequest(t *testing.T) {
 		c.LBPolicy, c.LeastRequestChoiceCount = lbpolicy.LeastRequest, 3
 	})
 	ch := dial(t, config("c1", leaf))
+	// Every endpoint ready first: until one is, least_request picks among
+	// the others only, whatever they hold (under load, the first RPCs
+	// counted went all to a, the first connected).
+	for _, name := range []string{"a", "b", "c"} {
+		ch.waitFor(t, ctx, name)
+	}
 	// Only a holds RPCs: send held RPCs until one stays on a.
 	bs[1].unblock()
 	bs[2].unblock()
