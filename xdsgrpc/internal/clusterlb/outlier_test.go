@@ -30,6 +30,18 @@ func (e *ejections) hook(i clusterlb.EjectionInfo) {
 	xdstest.Notify()
 }
 
+// returned reports whether the endpoint of addr has been returned.
+func (e *ejections) returned(addr string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, i := range e.seen {
+		if !i.Ejected && i.Address == addr {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *ejections) all() []clusterlb.EjectionInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -90,18 +102,23 @@ func TestOutlierDetectionEjects(t *testing.T) {
 	if first.Address != bs[2].addr || !first.Ejected || first.Algorithm != clusterlb.AlgorithmFailurePercentage || first.Failures == 0 || first.Multiplier != 1 {
 		t.Errorf("first ejection %+v, want %s ejected by failure_percentage with its failures counted", first, bs[2].addr)
 	}
-	if n := callsFailing(t, ctx, ch, 60); n != 0 {
-		t.Errorf("%d of 60 RPCs failed with the failing backend ejected, want 0", n)
+	// The failures that count are those before the backend's return,
+	// which its ejection time brings: under load, 60 RPCs can take
+	// longer than that.
+	failed := 0
+	for range 60 {
+		if _, err := ch.call(ctx); err != nil {
+			if ej.returned(bs[2].addr) {
+				break
+			}
+			failed++
+		}
+	}
+	if failed != 0 {
+		t.Errorf("%d of 60 RPCs failed with the failing backend ejected, want 0", failed)
 	}
 	// It comes back after its ejection time, and fails again.
-	xdstest.WaitFor(t, ctx, "the return of the failing backend", func() bool {
-		for _, i := range ej.all() {
-			if !i.Ejected && i.Address == bs[2].addr {
-				return true
-			}
-		}
-		return false
-	})
+	xdstest.WaitFor(t, ctx, "the return of the failing backend", func() bool { return ej.returned(bs[2].addr) })
 	if callsFailing(t, ctx, ch, 30) == 0 {
 		t.Error("no RPC failed once the failing backend returned")
 	}
@@ -174,14 +191,15 @@ func TestOutlierDetectionMaxEjectionPercent(t *testing.T) {
 
 // TestOutlierDetectionSuccessRate has one of five backends fail every
 // RPC: the success rate algorithm (its defaults but a request volume of
-// 10) finds it an outlier and ejects it.
+// 10, every 300ms, which 50 RPCs reach under load too) finds it an
+// outlier and ejects it.
 func TestOutlierDetectionSuccessRate(t *testing.T) {
 	ctx := xdstest.Context(t)
 	bs := startBackends(t, "a", "b", "c", "d", "bad")
 	bs[4].failing.Store(true)
 	leaf := withPolicy(edsCluster("c1", locality("z", 0, 1, bs...)), func(c *xdsresource.Cluster) {
 		c.OutlierDetection = &clusterv3.OutlierDetection{
-			Interval:                 durationpb.New(50 * time.Millisecond),
+			Interval:                 durationpb.New(300 * time.Millisecond),
 			BaseEjectionTime:         durationpb.New(time.Hour),
 			SuccessRateRequestVolume: wrapperspb.UInt32(10),
 		}
