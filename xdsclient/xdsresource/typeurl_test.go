@@ -97,15 +97,15 @@ func TestTypeURLsNamingNoType(t *testing.T) {
 	}
 	runErrorCases(t, ListenerType, "l1", []errorCase{
 		{name: "optional filter of an empty type URL", build: optionalFilter(rawAny("", "")),
-			want: `lds "l1": http_filters[0] "x": type_url is empty`},
+			want: `lds "l1": http_filters[0] "x": type_url: not set`},
 		{name: "optional filter of a type URL without a slash", build: optionalFilter(rawAny("a.B", "")),
-			want: `lds "l1": http_filters[0] "x": type_url "a.B" names no type`},
+			want: `lds "l1": http_filters[0] "x": type_url: "a.B" names no type (want PREFIX/TYPE)`},
 		{name: "optional filter of a TypedStruct naming no type", build: optionalFilter(inStructNamed("a.B/")),
-			want: `lds "l1": http_filters[0] "x": TypedStruct: type_url "a.B/" names no type`},
+			want: `lds "l1": http_filters[0] "x": TypedStruct: type_url: "a.B/" names no type (want PREFIX/TYPE)`},
 		{name: "api_listener without one", build: listener(nil),
 			want: `lds "l1": api_listener.api_listener: missing`},
 		{name: "api_listener of an empty type URL", build: listener(rawAny("", "")),
-			want: `lds "l1": api_listener.api_listener: type_url is empty`},
+			want: `lds "l1": api_listener.api_listener: type_url: not set`},
 	})
 
 	optionalPlugin := func(cfg *anypb.Any) func() proto.Message {
@@ -125,12 +125,12 @@ func TestTypeURLsNamingNoType(t *testing.T) {
 	}
 	runErrorCases(t, RouteConfigType, "r1", []errorCase{
 		{name: "optional plugin of an empty type URL", build: optionalPlugin(rawAny("", "")),
-			want: `rds "r1": cluster_specifier_plugins[0] "p": extension.typed_config: type_url is empty`},
+			want: `rds "r1": cluster_specifier_plugins[0] "p": extension.typed_config: type_url: not set`},
 		{name: "optional RLS plugin in a TypedStruct", build: optionalPlugin(inStructNamed(rls.ClusterSpecifierTypeURL)),
 			want: `rds "r1": cluster_specifier_plugins[0] "p": extension.typed_config: a config of type "` + rls.ClusterSpecifierTypeURL + `" in a TypedStruct is not supported`},
 		{name: "override of a type URL ending with a slash", build: withOverride(rawAny("example.com/", "")),
-			want: `rds "r1": virtual_hosts[0].typed_per_filter_config["f"]: type_url "example.com/" names no type`},
+			want: `rds "r1": virtual_hosts[0].typed_per_filter_config["f"]: type_url: "example.com/" names no type (want PREFIX/TYPE)`},
 		{name: "optional override of an empty type URL", build: withOverride(toAny(t, &routev3.FilterConfig{Config: rawAny("", ""), IsOptional: true})),
-			want: `rds "r1": virtual_hosts[0].typed_per_filter_config["f"]: type_url is empty`},
+			want: `rds "r1": virtual_hosts[0].typed_per_filter_config["f"]: type_url: not set`},
 	})
 }

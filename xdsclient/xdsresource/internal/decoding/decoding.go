@@ -33,16 +33,14 @@ const (
 // router. A URL that is empty, has no "/" or ends with one names no type:
 // an error.
 func CanonicalTypeURL(url string) (string, error) {
-	i := strings.LastIndexByte(url, '/')
+	typ, err := ExtensionType(url)
 	switch {
-	case url == "":
-		return "", errors.New("type_url is empty")
-	case i < 0 || i == len(url)-1:
-		return "", fmt.Errorf("type_url %q names no type", url)
-	case i == len(TypeURLPrefix)-1 && strings.HasPrefix(url, TypeURLPrefix):
-		return url, nil
+	case err != nil:
+		return "", err
+	case len(url) == len(TypeURLPrefix)+len(typ) && strings.HasPrefix(url, TypeURLPrefix):
+		return url, nil // canonical already: no copy
 	}
-	return TypeURLPrefix + url[i+1:], nil
+	return TypeURLPrefix + typ, nil
 }
 
 // TypeURLOf returns the type URL of m's message type.

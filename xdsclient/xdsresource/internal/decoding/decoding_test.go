@@ -79,9 +79,9 @@ func TestCanonicalTypeURL(t *testing.T) {
 		{"example.com/a.B", "type.googleapis.com/a.B", ""},
 		{"example.com/x/y/a.B", "type.googleapis.com/a.B", ""},
 		{"/a.B", "type.googleapis.com/a.B", ""},
-		{"", "", "type_url is empty"},
-		{"a.B", "", `type_url "a.B" names no type`},
-		{"type.googleapis.com/", "", `type_url "type.googleapis.com/" names no type`},
+		{"", "", "type_url: not set"},
+		{"a.B", "", `type_url: "a.B" names no type (want PREFIX/TYPE)`},
+		{"type.googleapis.com/", "", `type_url: "type.googleapis.com/" names no type (want PREFIX/TYPE)`},
 	} {
 		got, err := decoding.CanonicalTypeURL(tc.url)
 		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
