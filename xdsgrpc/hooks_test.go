@@ -37,8 +37,13 @@ func (l *hookLog) hooks() *xdsgrpc.Hooks {
 			l.mu.Unlock()
 			xdstest.Notify()
 		},
-		Picked:       func(i xdsgrpc.PickInfo) { l.mu.Lock(); l.picks = append(l.picks, i); l.mu.Unlock() },
-		CallFinished: func(i xdsgrpc.CallEndInfo) { l.mu.Lock(); l.finished = append(l.finished, i); l.mu.Unlock() },
+		Picked: func(i xdsgrpc.PickInfo) { l.mu.Lock(); l.picks = append(l.picks, i); l.mu.Unlock() },
+		CallFinished: func(i xdsgrpc.CallEndInfo) {
+			l.mu.Lock()
+			l.finished = append(l.finished, i)
+			l.mu.Unlock()
+			xdstest.Notify()
+		},
 	}
 }
 
@@ -141,9 +146,16 @@ func TestHooksAndCallInfo(t *testing.T) {
 		t.Errorf("held RPC: %v", o.Err)
 	}
 
+	// ConfigChanged runs on the channel's hook queue, which may still be
+	// behind the RPCs that the config let through.
+	xdstest.WaitFor(t, ctx, "ConfigChanged", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return len(log.configs) > 0
+	})
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	if len(log.configs) == 0 || !slices.Contains(log.configs[0].Changes.Added, "c") {
+	if !slices.Contains(log.configs[0].Changes.Added, "c") {
 		t.Errorf("first ConfigChanged: %+v, want it to add cluster c", log.configs)
 	}
 }
