@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/resolver"
 
+	"github.com/xdslens/xdslens/internal/authority"
 	"github.com/xdslens/xdslens/xdsclient/bootstrap"
 )
 
@@ -84,32 +85,5 @@ func (h hidden) OverrideAuthority(resolver.Target) string {
 	if i := strings.LastIndexByte(endpoint, '@'); i >= 0 {
 		endpoint = endpoint[i+1:]
 	}
-	if strings.HasPrefix(endpoint, ":") {
-		endpoint = "localhost" + endpoint
-	}
-	return escapeAuthority(endpoint)
-}
-
-// escapeAuthority percent-encodes the bytes of s that RFC 3986 does not
-// allow in an authority: all but letters, digits, the unreserved marks,
-// the sub-delimiters and ":", "[", "]" and "@".
-func escapeAuthority(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if allowedInAuthority(c) {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
-}
-
-func allowedInAuthority(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-._~!$&'()*+,;=:[]@", c) >= 0
+	return authority.OfEndpoint(endpoint)
 }

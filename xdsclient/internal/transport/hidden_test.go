@@ -52,13 +52,3 @@ func TestDialTarget(t *testing.T) {
 		}
 	}
 }
-
-// An authority is escaped as RFC 3986 says.
-func TestEscapeAuthority(t *testing.T) {
-	if got := escapeAuthority("[::1]:443"); got != "[::1]:443" {
-		t.Errorf("escapeAuthority = %q", got)
-	}
-	if got := escapeAuthority("a b/c"); got != "a%20b%2Fc" {
-		t.Errorf("escapeAuthority = %q", got)
-	}
-}
