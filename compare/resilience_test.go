@@ -224,5 +224,13 @@ func TestSideBySideFaultInjection(t *testing.T) {
 				t.Errorf("%s: abort at 0%% by header: %v, want OK", name, c)
 			}
 		}
+		// A deliberate difference, asserted: a code header that is no
+		// status code (17) aborts nothing on xdslens, as in gRPC C-core;
+		// grpc-go aborts with UNKNOWN.
+		ours, _ := call(ctx, s.ours, "x-envoy-fault-abort-grpc-request", "17")
+		theirs, _ := call(ctx, s.theirs, "x-envoy-fault-abort-grpc-request", "17")
+		if ours != codes.OK || theirs != codes.Unknown {
+			t.Errorf("abort code 17 by header: xdslens %v, grpc-go %v; want OK (as C-core) and UNKNOWN", ours, theirs)
+		}
 	})
 }
