@@ -25,28 +25,44 @@ import (
 // its deadline; grpc-go wraps it to a negative max_interval and retries
 // at once, all five attempts within moments.
 func TestSideBySideRetryBackoffOfDecades(t *testing.T) {
-	s := newSideBySide(t, 1)
-	e := s.e
 	action := controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 4, time.Millisecond, time.Millisecond)
 	action.RetryPolicy.RetryBackOff = &routev3.RetryPolicy_RetryBackOff{BaseInterval: &durationpb.Duration{Seconds: 1_000_000_000}}
+	retryUnderDeadline(t, action, map[string]codes.Code{"xdslens": codes.DeadlineExceeded, "grpc-go": codes.Unavailable})
+}
+
+// TestSideBySideRetryBackoffPastDeadline: a retry_policy on unavailable
+// whose backoff, drawn at random below a base_interval of 28 hours, ends
+// after the RPC's deadline (but for a chance of 2 in a million): on both
+// channels the RPC ends with DEADLINE_EXCEEDED at its deadline, not with
+// the status of the attempt before the backoff.
+func TestSideBySideRetryBackoffPastDeadline(t *testing.T) {
+	const base = 100_000 * time.Second
+	action := controlplane.WithRetry(rpctest.ToCluster("c"), "unavailable", 4, base, base)
+	retryUnderDeadline(t, action, map[string]codes.Code{"xdslens": codes.DeadlineExceeded, "grpc-go": codes.DeadlineExceeded})
+}
+
+// retryUnderDeadline routes every RPC with action to a backend that fails
+// them all UNAVAILABLE, makes one RPC of a 500ms deadline on each channel,
+// and checks the code it ends with: DEADLINE_EXCEEDED must come at the
+// deadline, the backoff having waited.
+func retryUnderDeadline(t *testing.T, action *routev3.RouteAction, want map[string]codes.Code) {
+	t.Helper()
+	s := newSideBySide(t, 1)
+	e := s.e
 	e.Set(controlplane.Listener("svc", "svc-route"),
 		rpctest.RouteConfig("svc-route", rpctest.Route(rpctest.PrefixMatch("/"), action)),
 		controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0)))
 	s.ready(t)
 	e.Backends[0].Fail(backends.Failure{Every: 1})
 	const deadline = 500 * time.Millisecond
-	for name, want := range map[string]codes.Code{"xdslens": codes.DeadlineExceeded, "grpc-go": codes.Unavailable} {
-		conn := s.ours
-		if name == "grpc-go" {
-			conn = s.theirs
-		}
+	for name, conn := range s.channels() {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		code, took := call(ctx, conn)
 		cancel()
 		switch {
-		case code != want:
-			t.Errorf("%s: %v after %v, want %v (if this changed, so did the difference)", name, code, took, want)
-		case want == codes.DeadlineExceeded && took < deadline-100*time.Millisecond:
+		case code != want[name]:
+			t.Errorf("%s: %v after %v, want %v", name, code, took, want[name])
+		case code == codes.DeadlineExceeded && took < deadline-100*time.Millisecond:
 			t.Errorf("%s: %v after %v, want it at the deadline (%v): the backoff did not wait", name, code, took, deadline)
 		}
 	}
