@@ -55,3 +55,21 @@ func TestSideBySideHashRewriteGroups(t *testing.T) {
 		t.Errorf("24 ids all went to %v: the test cannot tell the two readings apart", used)
 	}
 }
+
+// TestSideBySideEncodedAuthority dials both channels to xds:///a%20b,
+// whose Listener is "a b": of two virtual hosts, one for the domain
+// "a%20b" and one for any other, both channels choose the first, by the
+// authority gRPC gives them, percent-encoded.
+func TestSideBySideEncodedAuthority(t *testing.T) {
+	e := rpctest.NewEnv(t, 2)
+	s := &sideBySide{e: e, ours: e.Dial("xdslens:///a%20b"), theirs: dialGRPC(e, "xds:///a%20b"),
+		clusterOf: map[string]string{e.Addr(0): "encoded", e.Addr(1): "any"}}
+	rc := rpctest.RouteConfig("route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("any")))
+	encoded := rpctest.RouteConfig("route", rpctest.Route(rpctest.PrefixMatch("/"), rpctest.ToCluster("encoded"))).VirtualHosts[0]
+	encoded.Name, encoded.Domains = "encoded", []string{"a%20b"}
+	rc.VirtualHosts = append([]*routev3.VirtualHost{encoded}, rc.VirtualHosts...)
+	e.Set(controlplane.Listener("a b", "route"), rc,
+		controlplane.Cluster("encoded", ""), controlplane.Endpoints("encoded", e.Addr(0)),
+		controlplane.Cluster("any", ""), controlplane.Endpoints("any", e.Addr(1)))
+	s.eventually(t, "encoded", "/pkg.Svc/M")
+}
