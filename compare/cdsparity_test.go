@@ -13,6 +13,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/xdslens/xdslens/internal/testing/rpctest"
@@ -245,4 +246,22 @@ func endpointsMove(ours bool, theirError string, edit func(*endpointv3.ClusterLo
 			ours:   ours, typeURL: endpointsTypeURL, name: "c", theirError: theirError,
 		}
 	}
+}
+
+// TestSideBySideOutlierIntervalZero: cluster "c" moves its endpoints to
+// the EDS service "c2" and asks for outlier detection every 0 s. A
+// deliberate difference, asserted: xdslens rejects the Cluster (the xDS
+// API requires an interval above 0, and a sweep without pause is what
+// both gRPCs would run) and stays on its last good Cluster; grpc-go takes
+// it and moves.
+func TestSideBySideOutlierIntervalZero(t *testing.T) {
+	runParity(t, func(e *rpctest.Env) parityCase {
+		zero := controlplane.Cluster("c", "c2")
+		zero.OutlierDetection = &clusterv3.OutlierDetection{Interval: durationpb.New(0)}
+		return parityCase{
+			first:  append(routeTo("c"), controlplane.Cluster("c", ""), controlplane.Endpoints("c", e.Addr(0))),
+			second: append(routeTo("c"), zero, controlplane.Endpoints("c", e.Addr(0)), controlplane.Endpoints("c2", e.Addr(1))),
+			ours:   false, typeURL: clusterTypeURL, name: "c",
+		}
+	})
 }
